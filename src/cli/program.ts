@@ -1,0 +1,124 @@
+import { Command, CommanderError, Option } from 'commander';
+import { CONFIG_VARIABLES, ConfigError, loadConfig, type Config } from '../config/config.js';
+import { migrateToLatest, openDatabase, type Database } from '../db/database.js';
+import { createLogger, type Logger } from '../logging/logger.js';
+import { ROLES, startService, type Role } from '../service.js';
+
+/** Exit code for bad arguments or bad configuration. */
+export const USAGE_EXIT_CODE = 2;
+
+/** Thrown by commands for an input problem the user can fix: one line, exit code 2. */
+export class UsageError extends Error {}
+
+export interface CommandContext {
+  config: Config;
+  /** Logs go to stderr so that a command's stdout carries only its JSON answer. */
+  logger: Logger;
+}
+
+function commandContext(): CommandContext {
+  const config = loadConfig();
+  return { config, logger: createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, process.stderr) };
+}
+
+/** Runs `work` against the service database (migrated), then closes it. */
+export async function withDatabase<T>(work: (database: Database, context: CommandContext) => Promise<T>): Promise<T> {
+  const context = commandContext();
+  const database = await openDatabase(context.config, context.logger, { adopt: false });
+  try {
+    await migrateToLatest(database.knex);
+    return await work(database, context);
+  } finally {
+    await database.close();
+  }
+}
+
+export function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value)}\n`);
+}
+
+const ENVIRONMENT_HELP = [
+  '',
+  'Environment:',
+  ...CONFIG_VARIABLES.map((variable) => `  ${variable.name.padEnd(24)} ${variable.meaning} (default ${variable.fallback})`),
+].join('\n');
+
+async function serve(options: { only?: Role }): Promise<void> {
+  const config = loadConfig();
+  const logger = createLogger(config.logLevel);
+  const roles = new Set<Role>(options.only ? [options.only] : ROLES);
+  const service = await startService(config, logger, roles);
+  await new Promise<void>((resolve) => {
+    let stopping = false;
+    const shutdown = (signal: NodeJS.Signals) => {
+      if (stopping) {
+        logger.warn({ signal }, 'second signal: exiting without waiting');
+        process.exit(1);
+      }
+      stopping = true;
+      logger.info({ signal }, 'shutting down');
+      service.stop().then(resolve, (error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        process.exitCode = 1;
+        resolve();
+      });
+    };
+    process.on('SIGTERM', shutdown);
+    process.on('SIGINT', shutdown);
+  });
+}
+
+export function buildProgram(): Command {
+  const program = new Command('ehr-gateway')
+    .description('EHR JSON-RPC server (interface A) and ЭМД registry gateway (interface B)')
+    .showHelpAfterError(false)
+    .exitOverride()
+    .configureOutput({ outputError: (text, write) => write(text.split('\n')[0]!.trim() + '\n') });
+
+  program
+    .command('serve')
+    .description('run the service: interface A, interface B and the callback workers')
+    .addOption(new Option('--only <role>', 'run one role, so roles scale out separately over one database').choices(ROLES))
+    .addHelpText('after', ENVIRONMENT_HELP)
+    .action(serve);
+
+  program
+    .command('migrate')
+    .description('apply pending database migrations and print the ones applied')
+    .addHelpText('after', ENVIRONMENT_HELP)
+    .action(async () => {
+      const context = commandContext();
+      const database = await openDatabase(context.config, context.logger, { adopt: false });
+      try {
+        printJson({ applied: await migrateToLatest(database.knex) });
+      } finally {
+        await database.close();
+      }
+    });
+
+  for (const command of program.commands) command.exitOverride().configureOutput(program.configureOutput());
+  return program;
+}
+
+/** Parses argv and runs the command; returns the process exit code. */
+export async function runCli(argv: readonly string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    if (argv.length === 0) {
+      process.stderr.write(program.helpInformation());
+      return USAGE_EXIT_CODE;
+    }
+    await program.parseAsync([...argv], { from: 'user' });
+    return typeof process.exitCode === 'number' ? process.exitCode : 0;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      return error.code === 'commander.helpDisplayed' || error.code === 'commander.help' || error.code === 'commander.version' ? 0 : USAGE_EXIT_CODE;
+    }
+    if (error instanceof ConfigError || error instanceof UsageError) {
+      process.stderr.write(`ehr-gateway: ${error.message}\n`);
+      return USAGE_EXIT_CODE;
+    }
+    process.stderr.write(`ehr-gateway: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  }
+}

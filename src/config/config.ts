@@ -1,0 +1,176 @@
+import path from 'node:path';
+
+/** Everything the service reads from its environment, validated once at start. */
+export interface Config {
+  /** Public listener: interface A at /<version>/, interface B at /api/*. */
+  port: number;
+  /** Internal channel listener: the only one that answers the internal methods. */
+  internalPort: number;
+  /** Address both listeners bind to. */
+  host: string;
+  /** External PostgreSQL; undefined means the embedded one under dataDir. */
+  databaseUrl: string | undefined;
+  dataDir: string;
+  /** The authorization server's internal accounts: name → password. */
+  internalUsers: ReadonlyMap<string, string>;
+  exchangeTokenTtlMs: number;
+  callbackRetryScheduleMs: readonly number[];
+  authTtlUnit: 'seconds' | 'minutes';
+  /** Largest request body interface B accepts. */
+  bodyLimitBytes: number;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+}
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    problem: string,
+  ) {
+    super(`${variable}: ${problem}`);
+    this.name = 'ConfigError';
+  }
+}
+
+const DURATION_UNITS_MS: Record<string, number> = {
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+  d: 86_400_000,
+};
+
+/** Parses `0`, `500ms`, `5s`, `10m`, `2h`, `1d`; returns milliseconds or undefined when malformed. */
+export function parseDuration(text: string): number | undefined {
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)?$/.exec(text.trim());
+  if (!match) return undefined;
+  const amount = Number(match[1]);
+  const unit = match[2];
+  if (unit === undefined) return amount === 0 ? 0 : undefined;
+  return Math.round(amount * DURATION_UNITS_MS[unit]!);
+}
+
+const SIZE_UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
+
+/** Parses `1048576`, `512kb`, `32mb`; returns bytes or undefined when malformed. */
+export function parseSize(text: string): number | undefined {
+  const match = /^(\d+)\s*(b|kb|mb|gb)?$/i.exec(text.trim());
+  if (!match) return undefined;
+  return Number(match[1]) * SIZE_UNITS[(match[2] ?? 'b').toLowerCase()]!;
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+function readPort(env: Env, variable: string, fallback: number): number {
+  const raw = env[variable];
+  if (raw === undefined || raw === '') return fallback;
+  const port = Number(raw);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new ConfigError(variable, `"${raw}" is not a TCP port (0-65535)`);
+  }
+  return port;
+}
+
+function readDuration(env: Env, variable: string, fallback: string): number {
+  const raw = env[variable] || fallback;
+  const ms = parseDuration(raw);
+  if (ms === undefined) {
+    throw new ConfigError(variable, `"${raw}" is not a duration (use e.g. 500ms, 5s, 10m, 2h, 1d)`);
+  }
+  return ms;
+}
+
+function readDatabaseUrl(env: Env): string | undefined {
+  const raw = env.DATABASE_URL;
+  if (raw === undefined || raw === '') return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError('DATABASE_URL', 'is not a URL (expected postgres://user:password@host:port/database)');
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+    throw new ConfigError('DATABASE_URL', `scheme "${url.protocol}" is not postgres: or postgresql:`);
+  }
+  if (url.pathname.length <= 1) {
+    throw new ConfigError('DATABASE_URL', 'names no database (expected postgres://user:password@host:port/database)');
+  }
+  return raw;
+}
+
+function readInternalUsers(env: Env): Map<string, string> {
+  const users = new Map<string, string>();
+  const raw = env.INTERNAL_USERS ?? '';
+  for (const entry of raw.split(',').map((part) => part.trim()).filter(Boolean)) {
+    const colon = entry.indexOf(':');
+    const name = colon > 0 ? entry.slice(0, colon) : '';
+    const password = colon > 0 ? entry.slice(colon + 1) : '';
+    if (!name || !password) {
+      throw new ConfigError('INTERNAL_USERS', 'expected name:password[,name:password] with non-empty names and passwords');
+    }
+    if (users.has(name)) throw new ConfigError('INTERNAL_USERS', `user "${name}" is listed twice`);
+    users.set(name, password);
+  }
+  return users;
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/**
+ * Reads and validates the configuration. Throws ConfigError naming the first bad variable.
+ * Tests pass their own env and overrides instead of touching process.env.
+ */
+export function loadConfig(env: Env = process.env, overrides: Partial<Config> = {}): Config {
+  const schedule = (env.CALLBACK_RETRY_SCHEDULE || '0,5s,5m,30m,2h,5h,10h,10h').split(',').map((part) => {
+    const ms = parseDuration(part);
+    if (ms === undefined) {
+      throw new ConfigError('CALLBACK_RETRY_SCHEDULE', `"${part}" is not a duration (use a comma-separated list like 0,5s,5m,30m)`);
+    }
+    return ms;
+  });
+
+  const authTtlUnit = env.AUTH_TTL_UNIT || 'seconds';
+  if (authTtlUnit !== 'seconds' && authTtlUnit !== 'minutes') {
+    throw new ConfigError('AUTH_TTL_UNIT', `"${authTtlUnit}" is neither seconds nor minutes`);
+  }
+
+  const bodyLimitRaw = env.BODY_LIMIT || '32mb';
+  const bodyLimitBytes = parseSize(bodyLimitRaw);
+  if (bodyLimitBytes === undefined || bodyLimitBytes <= 0) {
+    throw new ConfigError('BODY_LIMIT', `"${bodyLimitRaw}" is not a size (use e.g. 32mb, 512kb)`);
+  }
+
+  const logLevel = (env.LOG_LEVEL || 'info') as Config['logLevel'];
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError('LOG_LEVEL', `"${logLevel}" is not one of ${LOG_LEVELS.join(', ')}`);
+  }
+
+  return {
+    port: readPort(env, 'PORT', 8080),
+    internalPort: readPort(env, 'INTERNAL_PORT', 8081),
+    host: env.HOST || '0.0.0.0',
+    databaseUrl: readDatabaseUrl(env),
+    dataDir: path.resolve(env.DATA_DIR || './.data'),
+    internalUsers: readInternalUsers(env),
+    exchangeTokenTtlMs: readDuration(env, 'EXCHANGE_TOKEN_TTL', '10m'),
+    callbackRetryScheduleMs: schedule,
+    authTtlUnit,
+    bodyLimitBytes,
+    logLevel,
+    ...overrides,
+  };
+}
+
+/** The configuration table of the README, kept beside the loader so the two cannot drift apart. */
+export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; fallback: string; meaning: string }> = [
+  { name: 'PORT', fallback: '8080', meaning: 'public listener: interface A at /<version>/, interface B at /api/*' },
+  { name: 'INTERNAL_PORT', fallback: '8081', meaning: 'internal channel for the authorization server' },
+  { name: 'HOST', fallback: '0.0.0.0', meaning: 'address both listeners bind to' },
+  { name: 'DATABASE_URL', fallback: '(unset)', meaning: 'external PostgreSQL; unset: embedded PostgreSQL under DATA_DIR' },
+  { name: 'DATA_DIR', fallback: './.data', meaning: 'where the embedded PostgreSQL keeps its data' },
+  { name: 'INTERNAL_USERS', fallback: '(none)', meaning: "the authorization server's accounts, name:password[,name:password]" },
+  { name: 'EXCHANGE_TOKEN_TTL', fallback: '10m', meaning: 'lifetime of an exchange token' },
+  { name: 'CALLBACK_RETRY_SCHEDULE', fallback: '0,5s,5m,30m,2h,5h,10h,10h', meaning: 'delays between callback attempts' },
+  { name: 'AUTH_TTL_UNIT', fallback: 'seconds', meaning: 'unit of authInfo.ttl: seconds or minutes' },
+  { name: 'BODY_LIMIT', fallback: '32mb', meaning: 'largest request body of interface B' },
+  { name: 'LOG_LEVEL', fallback: 'info', meaning: 'fatal, error, warn, info, debug, trace or silent' },
+];

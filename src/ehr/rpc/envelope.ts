@@ -1,0 +1,219 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { Router as OpenRpcRouter } from '@open-rpc/server-js';
+import type { OpenrpcDocument, MethodObject, ContentDescriptorObject } from '@open-rpc/schema-utils-js/build/types.js';
+import { Ajv2020, type ValidateFunction, type ErrorObject } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import type { Logger } from '../../logging/logger.js';
+import { RpcError, StandardErrors, type WireError } from './errors.js';
+
+// ajv-formats is CommonJS with a default export.
+const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
+
+export const MAX_BATCH_SIZE = 100;
+
+/** Which listener a call came in on: internal methods answer only on the internal channel. */
+export type Channel = 'public' | 'internal';
+
+/** Methods tagged with this name in the OpenRPC document belong to the internal channel. */
+export const INTERNAL_TAG = 'internal-channel';
+
+export interface Credentials {
+  user: string;
+  token: string;
+}
+
+export interface CallContext {
+  cred: Credentials | undefined;
+  channel: Channel;
+}
+
+/** A method implementation: named params in, result out; throws RpcError for application errors. */
+export type MethodHandler = (params: Record<string, unknown>, context: CallContext) => Promise<unknown>;
+
+type Id = string | number | null;
+
+interface Response {
+  jsonrpc: '2.0';
+  id: Id;
+  result?: unknown;
+  error?: WireError;
+}
+
+/** What the HTTP route sends: a JSON body, or nothing at all (a notification or a batch of them). */
+export type EnvelopeOutcome = { body: Response | Response[] } | { body: undefined };
+
+/** Per call: the context handed to the handler, and what it threw (the Router swallows it). */
+const callScope = new AsyncLocalStorage<{ context: CallContext; failure?: unknown }>();
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isValidId(value: unknown): value is Id {
+  return value === null || typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value));
+}
+
+function toPaths(errors: ErrorObject[] | null | undefined, prefix: string): Array<{ path: string; message: string }> {
+  return (errors ?? []).map((error) => {
+    const missing = error.keyword === 'required' ? `/${(error.params as { missingProperty: string }).missingProperty}` : '';
+    const extra = error.keyword === 'additionalProperties' ? `/${(error.params as { additionalProperty: string }).additionalProperty}` : '';
+    return { path: `${prefix}${error.instancePath}${missing}${extra}` || '/', message: error.message ?? 'is invalid' };
+  });
+}
+
+/**
+ * The JSON-RPC 2.0 envelope of interface A: parse errors, invalid requests, notifications and
+ * batches are handled here; dispatch goes through @open-rpc/server-js's Router; every error,
+ * thrown or returned, is mapped to the wire here and nowhere else.
+ */
+export class RpcEnvelope {
+  private readonly router: OpenRpcRouter;
+  private readonly paramValidators = new Map<string, { validate: ValidateFunction; names: string[] }>();
+  private readonly credValidator: ValidateFunction;
+  private readonly methodChannel = new Map<string, Channel>();
+
+  /** `document` must be dereferenced (no $ref), as the Router requires. */
+  constructor(
+    document: OpenrpcDocument,
+    handlers: Readonly<Record<string, MethodHandler>>,
+    private readonly logger: Logger,
+  ) {
+    const ajv = new Ajv2020({ allErrors: true, strict: false });
+    addFormats(ajv);
+    const mapping: Record<string, (...positional: unknown[]) => Promise<unknown>> = {};
+    for (const method of document.methods as MethodObject[]) {
+      const handler = handlers[method.name];
+      if (!handler) throw new Error(`OpenRPC method ${method.name} has no handler`);
+      const params = method.params as ContentDescriptorObject[];
+      const names = params.map((param) => param.name);
+      this.paramValidators.set(method.name, {
+        names,
+        validate: ajv.compile({
+          type: 'object',
+          properties: Object.fromEntries(params.map((param) => [param.name, param.schema])),
+          required: params.filter((param) => param.required).map((param) => param.name),
+        }),
+      });
+      const internal = (method.tags ?? []).some((tag) => 'name' in tag && tag.name === INTERNAL_TAG);
+      this.methodChannel.set(method.name, internal ? 'internal' : 'public');
+      mapping[method.name] = async (...positional) => {
+        const scope = callScope.getStore()!;
+        const named = Object.fromEntries(names.map((name, index) => [name, positional[index]]).filter(([, value]) => value !== undefined));
+        try {
+          return await handler(named, scope.context);
+        } catch (error) {
+          scope.failure = error;
+          throw error;
+        }
+      };
+    }
+    for (const name of Object.keys(handlers)) {
+      if (!this.methodChannel.has(name)) throw new Error(`handler ${name} is not a method of the OpenRPC document`);
+    }
+    this.credValidator = ajv.compile({
+      type: 'object',
+      required: ['user', 'token'],
+      properties: { user: { type: 'string' }, token: { type: 'string' } },
+    });
+    this.router = new OpenRpcRouter(document, mapping);
+  }
+
+  /** Handles one HTTP request body, already read as text. */
+  async handle(text: string, channel: Channel): Promise<EnvelopeOutcome> {
+    let payload: unknown;
+    try {
+      payload = JSON.parse(text);
+    } catch {
+      return { body: errorResponse(null, StandardErrors.parseError()) };
+    }
+    if (Array.isArray(payload)) {
+      if (payload.length === 0) return { body: errorResponse(null, StandardErrors.invalidRequest('empty batch')) };
+      if (payload.length > MAX_BATCH_SIZE) {
+        return { body: errorResponse(null, StandardErrors.invalidRequest(`batch of more than ${MAX_BATCH_SIZE} calls`)) };
+      }
+      const responses: Response[] = [];
+      // Sequential on purpose: calls of one batch often depend on each other's effects.
+      for (const call of payload) {
+        const response = await this.handleCall(call, channel);
+        if (response) responses.push(response);
+      }
+      return { body: responses.length > 0 ? responses : undefined };
+    }
+    const response = await this.handleCall(payload, channel);
+    return { body: response };
+  }
+
+  private async handleCall(call: unknown, channel: Channel): Promise<Response | undefined> {
+    if (!isPlainObject(call)) return errorResponse(null, StandardErrors.invalidRequest('a call must be an object'));
+    const id = isValidId(call.id) ? call.id : null;
+    const isNotification = !('id' in call);
+    const problem = describeInvalidCall(call);
+    if (problem) return errorResponse(id, StandardErrors.invalidRequest(problem));
+    if (call.cred !== undefined && !this.credValidator(call.cred)) {
+      return errorResponse(id, StandardErrors.invalidRequest('cred must be an object with string user and token'));
+    }
+
+    const method = call.method as string;
+    const outcome = await this.dispatch(method, call.params, { cred: call.cred as Credentials | undefined, channel });
+    if (isNotification) return undefined;
+    return 'error' in outcome ? errorResponse(id, outcome.error) : { jsonrpc: '2.0', id, result: outcome.result };
+  }
+
+  private async dispatch(method: string, rawParams: unknown, context: CallContext): Promise<{ result: unknown } | { error: WireError }> {
+    if (method === 'rpc.discover') return this.callRouter(method, [], context);
+    const validator = this.paramValidators.get(method);
+    if (!validator || this.methodChannel.get(method) !== context.channel) {
+      return { error: StandardErrors.methodNotFound(method) };
+    }
+    const params = rawParams ?? {};
+    if (Array.isArray(params)) {
+      // By-position params are mapped to names so that one validator and one handler signature serve both.
+      if (params.length > validator.names.length) {
+        return { error: StandardErrors.invalidParams([{ path: '/', message: `takes at most ${validator.names.length} params` }]) };
+      }
+      return this.validateAndCall(method, validator, Object.fromEntries(params.map((value, index) => [validator.names[index], value])), context);
+    }
+    return this.validateAndCall(method, validator, params as Record<string, unknown>, context);
+  }
+
+  private async validateAndCall(
+    method: string,
+    validator: { validate: ValidateFunction },
+    params: Record<string, unknown>,
+    context: CallContext,
+  ): Promise<{ result: unknown } | { error: WireError }> {
+    if (!validator.validate(params)) return { error: StandardErrors.invalidParams(toPaths(validator.validate.errors, '')) };
+    return this.callRouter(method, params, context);
+  }
+
+  private async callRouter(method: string, params: unknown, context: CallContext): Promise<{ result: unknown } | { error: WireError }> {
+    const scope: { context: CallContext; failure?: unknown } = { context };
+    try {
+      const outcome = await callScope.run(scope, () => this.router.call(method, params));
+      if (!outcome.error) return { result: outcome.result };
+      // The Router turns anything a handler throws into code 6969; the scope kept the original.
+      return { error: this.toWireError(method, scope.failure ?? new Error(`router answered ${outcome.error.code} ${outcome.error.message}`)) };
+    } catch (error) {
+      return { error: this.toWireError(method, error) };
+    }
+  }
+
+  private toWireError(method: string, error: unknown): WireError {
+    if (error instanceof RpcError) return error.toWire();
+    this.logger.error({ method, err: error }, 'JSON-RPC method failed');
+    return StandardErrors.internalError();
+  }
+}
+
+function describeInvalidCall(call: Record<string, unknown>): string | undefined {
+  if (call.jsonrpc !== '2.0') return 'jsonrpc must be exactly "2.0"';
+  if (typeof call.method !== 'string' || call.method === '') return 'method must be a non-empty string';
+  if ('id' in call && !isValidId(call.id)) return 'id must be a string, a number or null';
+  if ('params' in call && typeof call.params !== 'object') return 'params must be an object or an array';
+  if (call.params === null) return 'params must be an object or an array';
+  return undefined;
+}
+
+function errorResponse(id: Id, error: WireError): Response {
+  return { jsonrpc: '2.0', id, error };
+}

@@ -1,0 +1,34 @@
+/** The error object of a JSON-RPC 2.0 response. */
+export interface WireError {
+  code: number;
+  message: string;
+  data?: unknown;
+}
+
+/**
+ * An error a method handler throws on purpose; the envelope puts it on the wire as it is.
+ * Its message and data must not carry personal data or secrets.
+ */
+export class RpcError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
+    super(message);
+    this.name = 'RpcError';
+  }
+
+  toWire(): WireError {
+    return this.data === undefined ? { code: this.code, message: this.message } : { code: this.code, message: this.message, data: this.data };
+  }
+}
+
+/** The errors of the JSON-RPC 2.0 specification itself. */
+export const StandardErrors = {
+  parseError: (): WireError => ({ code: -32700, message: 'Parse error' }),
+  invalidRequest: (reason: string): WireError => ({ code: -32600, message: 'Invalid Request', data: { reason } }),
+  methodNotFound: (method: string): WireError => ({ code: -32601, message: 'Method not found', data: { reason: `no method ${method.slice(0, 100)} on this endpoint` } }),
+  invalidParams: (errors: Array<{ path: string; message: string }>): WireError => ({ code: -32602, message: 'Invalid params', data: { errors } }),
+  internalError: (): WireError => ({ code: -32603, message: 'Internal error' }),
+};

@@ -1,0 +1,119 @@
+import express, { Router, type ErrorRequestHandler, type Request } from 'express';
+import { OpenAPIBackend, type Context, type Document } from 'openapi-backend';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import type { ErrorObject } from 'ajv';
+import type { Logger } from '../logging/logger.js';
+import { ApiError, errorBody, type ErrorItem } from './errors.js';
+
+// ajv-formats is CommonJS with a default export.
+const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
+
+/** What an operation handler returns (ts-rest style); the router puts it on the wire. */
+export interface HandlerResult {
+  status: number;
+  body: unknown;
+  headers?: Record<string, string>;
+}
+
+/** An operation handler: gets the validated request, returns status and body, or throws ApiError. */
+export type OperationHandler = (context: Context, request: Request) => Promise<HandlerResult>;
+
+export interface EmdrRouterOptions {
+  /** The OpenAPI document, or the path of specs/openapi.yaml. */
+  definition: Document | string;
+  handlers: Readonly<Record<string, OperationHandler>>;
+  bodyLimitBytes: number;
+  logger: Logger;
+}
+
+function toErrorItems(errors: ErrorObject[] | null | undefined): ErrorItem[] {
+  return (errors ?? []).map((error) => {
+    const missing = error.keyword === 'required' ? `/${(error.params as { missingProperty: string }).missingProperty}` : '';
+    const extra = error.keyword === 'additionalProperties' ? `/${(error.params as { additionalProperty: string }).additionalProperty}` : '';
+    return { code: 'VALIDATION_ERROR', message: error.message ?? 'is invalid', path: `${error.instancePath}${missing}${extra}` || '/' };
+  });
+}
+
+/**
+ * Interface B on openapi-backend: routing and request validation come from specs/openapi.yaml
+ * (OpenAPI 3.1, validated with Ajv's draft 2020-12 and formats, compiled once at start).
+ * Every error, thrown or from validation, leaves in the one shape of errors.ts.
+ */
+export async function createEmdrRouter(options: EmdrRouterOptions): Promise<Router> {
+  const api = new OpenAPIBackend({
+    definition: options.definition,
+    apiRoot: '/',
+    // Fail at start on a broken definition: in non-strict mode a failed check silently loads no operations.
+    strict: true,
+    quick: false,
+    customizeAjv: (_original, ajvOptions) => {
+      const ajv = new Ajv2020({ ...ajvOptions, strict: false, allErrors: true });
+      addFormats(ajv);
+      return ajv as never;
+    },
+    handlers: {
+      validationFail: async (context: Context) => {
+        throw new ApiError(400, toErrorItems(context.validation.errors as ErrorObject[]));
+      },
+      notFound: async () => {
+        throw ApiError.single(404, 'NOT_FOUND', 'no such operation');
+      },
+      methodNotAllowed: async () => {
+        throw ApiError.single(405, 'METHOD_NOT_ALLOWED', 'method not allowed on this path');
+      },
+      notImplemented: async (context: Context) => {
+        throw ApiError.single(501, 'NOT_IMPLEMENTED', `operation ${context.operation.operationId ?? ''} is not implemented`);
+      },
+    },
+  });
+  for (const [operationId, handler] of Object.entries(options.handlers)) {
+    api.register(operationId, (context: Context, request: Request) => handler(context, request));
+  }
+  await api.init();
+
+  const router = Router();
+  router.use(
+    express.json({
+      limit: options.bodyLimitBytes,
+      type: (req) => {
+        const type = req.headers['content-type'];
+        return type === undefined || /^application\/json\s*(;|$)/i.test(type);
+      },
+    }),
+  );
+  router.use(async (req, res) => {
+    if ((req.method === 'POST' || req.method === 'PUT') && req.headers['content-type'] && !/^application\/json\s*(;|$)/i.test(req.headers['content-type'])) {
+      res.status(415).json(errorBody([{ code: 'UNSUPPORTED_MEDIA_TYPE', message: 'send the body as application/json' }]));
+      return;
+    }
+    try {
+      const result = (await api.handleRequest(
+        { method: req.method, path: req.path, body: req.body, query: req.query as Record<string, string>, headers: req.headers as Record<string, string> },
+        req,
+      )) as HandlerResult;
+      res.status(result.status);
+      for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, value);
+      res.json(result.body);
+    } catch (error) {
+      sendError(res, error, options.logger);
+    }
+  });
+  const bodyErrors: ErrorRequestHandler = (error, _req, res, _next) => {
+    const err = error as { status?: number; type?: string };
+    if (err.status === 413) sendError(res, ApiError.single(413, 'REQUEST_TOO_LARGE', `body larger than ${options.bodyLimitBytes} bytes`), options.logger);
+    else if (err.type === 'entity.parse.failed') sendError(res, ApiError.single(400, 'VALIDATION_ERROR', 'body is not valid JSON'), options.logger);
+    else sendError(res, error, options.logger);
+  };
+  router.use(bodyErrors);
+  return router;
+}
+
+function sendError(res: express.Response, error: unknown, logger: Logger): void {
+  if (error instanceof ApiError) {
+    res.status(error.status).json(errorBody(error.items));
+    return;
+  }
+  logger.error({ err: error }, 'interface B request failed');
+  res.status(500).json(errorBody([{ code: 'INTERNAL_ERROR', message: 'internal error' }]));
+}

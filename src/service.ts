@@ -1,0 +1,77 @@
+import express from 'express';
+import type { Config } from './config/config.js';
+import { openApiSpecPath } from './config/paths.js';
+import { isReady, migrateToLatest, openDatabase, type Database } from './db/database.js';
+import { ehrRoutes } from './ehr/http.js';
+import { RpcEnvelope } from './ehr/rpc/envelope.js';
+import { loadOpenRpcDocument } from './ehr/spec.js';
+import { createEmdrRouter } from './emdr/http.js';
+import { healthRoutes } from './http/health.js';
+import { startListener, type Listener } from './http/listener.js';
+import type { Logger } from './logging/logger.js';
+
+export const ROLES = ['ehr', 'emdr', 'worker'] as const;
+export type Role = (typeof ROLES)[number];
+
+export interface RunningService {
+  /** Bound public port (interface A and B), when an HTTP role runs. */
+  publicPort: number | undefined;
+  /** Bound internal-channel port, when the ehr role runs. */
+  internalPort: number | undefined;
+  /** Stops listening, finishes in-flight work, closes the database. */
+  stop(): Promise<void>;
+}
+
+/** Starts the given roles over one database: `serve` runs all three, `serve --only X` one. */
+export async function startService(config: Config, logger: Logger, roles: ReadonlySet<Role>): Promise<RunningService> {
+  const database = await openDatabase(config, logger, { adopt: true });
+  const listeners: Listener[] = [];
+  try {
+    const applied = await migrateToLatest(database.knex);
+    if (applied.length > 0) logger.info({ applied }, 'migrations applied');
+
+    const ready = () => isReady(database.knex);
+    let publicPort: number | undefined;
+    let internalPort: number | undefined;
+
+    if (roles.has('ehr') || roles.has('emdr')) {
+      const publicApp = express();
+      publicApp.disable('x-powered-by');
+      publicApp.use(healthRoutes(ready));
+      if (roles.has('emdr')) {
+        publicApp.use('/api', await createEmdrRouter({ definition: openApiSpecPath, handlers: {}, bodyLimitBytes: config.bodyLimitBytes, logger }));
+      }
+      if (roles.has('ehr')) {
+        const document = await loadOpenRpcDocument();
+        const envelope = new RpcEnvelope(document, {}, logger);
+        publicApp.use(ehrRoutes(envelope, 'public', document.info.version));
+
+        const internalApp = express();
+        internalApp.disable('x-powered-by');
+        internalApp.use(healthRoutes(ready));
+        internalApp.use(ehrRoutes(envelope, 'internal', document.info.version));
+        const internal = await startListener(internalApp, config.host, config.internalPort);
+        listeners.push(internal);
+        internalPort = internal.port;
+      }
+      const publicListener = await startListener(publicApp, config.host, config.port);
+      listeners.push(publicListener);
+      publicPort = publicListener.port;
+    }
+    logger.info({ roles: [...roles], publicPort, internalPort }, 'ehr-gateway started');
+
+    return {
+      publicPort,
+      internalPort,
+      async stop() {
+        await Promise.all(listeners.map((listener) => listener.stop()));
+        await database.close();
+        logger.info('ehr-gateway stopped');
+      },
+    };
+  } catch (error) {
+    await Promise.all(listeners.map((listener) => listener.stop(0)));
+    await database.close();
+    throw error;
+  }
+}
