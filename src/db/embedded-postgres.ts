@@ -52,7 +52,8 @@ async function commandLineOf(pid: number): Promise<string> {
   }
 }
 
-async function freePort(): Promise<number> {
+/** A TCP port that was free on loopback a moment ago. */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.unref();

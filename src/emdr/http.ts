@@ -1,5 +1,8 @@
 import express, { Router, type ErrorRequestHandler, type Request } from 'express';
+import fs from 'node:fs/promises';
 import { OpenAPIBackend, type Context, type Document } from 'openapi-backend';
+import { Validator as OpenApi31Validator } from '@seriousme/openapi-schema-validator';
+import { parse as parseYaml } from 'yaml';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import type { ErrorObject } from 'ajv';
@@ -36,15 +39,36 @@ function toErrorItems(errors: ErrorObject[] | null | undefined): ErrorItem[] {
 }
 
 /**
+ * openapi-backend checks definitions against the OpenAPI 3.0 schema only, so a valid 3.1 document
+ * fails there; we check with a 3.1-aware validator first and skip its own check.
+ */
+class OpenApi31Backend extends OpenAPIBackend {
+  override validateDefinition(): Document {
+    return this.document;
+  }
+}
+
+async function loadDefinition(definition: Document | string): Promise<Document> {
+  const document = typeof definition === 'string' ? (parseYaml(await fs.readFile(definition, 'utf8')) as Document) : definition;
+  const result = await new OpenApi31Validator({ strict: false }).validate(document as never);
+  if (!result.valid) {
+    const errors = typeof result.errors === 'string' ? result.errors : JSON.stringify(result.errors?.slice(0, 5));
+    throw new Error(`interface B definition is not valid OpenAPI: ${errors}`);
+  }
+  return document;
+}
+
+/**
  * Interface B on openapi-backend: routing and request validation come from specs/openapi.yaml
  * (OpenAPI 3.1, validated with Ajv's draft 2020-12 and formats, compiled once at start).
  * Every error, thrown or from validation, leaves in the one shape of errors.ts.
  */
 export async function createEmdrRouter(options: EmdrRouterOptions): Promise<Router> {
-  const api = new OpenAPIBackend({
-    definition: options.definition,
+  const definition = await loadDefinition(options.definition);
+  const api = new OpenApi31Backend({
+    definition,
     apiRoot: '/',
-    // Fail at start on a broken definition: in non-strict mode a failed check silently loads no operations.
+    // Fail at start on a definition that does not load: in non-strict mode it silently loads no operations.
     strict: true,
     quick: false,
     customizeAjv: (_original, ajvOptions) => {
@@ -71,6 +95,9 @@ export async function createEmdrRouter(options: EmdrRouterOptions): Promise<Rout
     api.register(operationId, (context: Context, request: Request) => handler(context, request));
   }
   await api.init();
+  if (Object.keys(definition.paths ?? {}).length > 0 && api.getOperations().length === 0) {
+    throw new Error('interface B definition loaded no operations');
+  }
 
   const router = Router();
   router.use(
@@ -89,7 +116,7 @@ export async function createEmdrRouter(options: EmdrRouterOptions): Promise<Rout
     }
     try {
       const result = (await api.handleRequest(
-        { method: req.method, path: req.path, body: req.body, query: req.query as Record<string, string>, headers: req.headers as Record<string, string> },
+        { method: req.method, path: req.baseUrl + req.path, body: req.body, query: req.query as Record<string, string>, headers: req.headers as Record<string, string> },
         req,
       )) as HandlerResult;
       res.status(result.status);

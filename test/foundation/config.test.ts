@@ -1,0 +1,73 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, parseDuration, parseSize } from '../../src/config/config.js';
+
+describe('config', () => {
+  it('has the documented defaults', () => {
+    const config = loadConfig({});
+    expect(config.port).toBe(8080);
+    expect(config.internalPort).toBe(8081);
+    expect(config.databaseUrl).toBeUndefined();
+    expect(config.dataDir).toMatch(/\.data$/);
+    expect(config.exchangeTokenTtlMs).toBe(600_000);
+    expect(config.callbackRetryScheduleMs).toEqual([0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000]);
+    expect(config.authTtlUnit).toBe('seconds');
+    expect(config.bodyLimitBytes).toBe(32 * 1024 * 1024);
+    expect(config.internalUsers.size).toBe(0);
+  });
+
+  it('parses durations and sizes', () => {
+    expect(parseDuration('0')).toBe(0);
+    expect(parseDuration('500ms')).toBe(500);
+    expect(parseDuration('5s')).toBe(5000);
+    expect(parseDuration('10m')).toBe(600_000);
+    expect(parseDuration('2h')).toBe(7_200_000);
+    expect(parseDuration('10')).toBeUndefined();
+    expect(parseDuration('ten minutes')).toBeUndefined();
+    expect(parseSize('32mb')).toBe(33_554_432);
+    expect(parseSize('512kb')).toBe(524_288);
+    expect(parseSize('lots')).toBeUndefined();
+  });
+
+  it('reads internal users', () => {
+    const config = loadConfig({ INTERNAL_USERS: 'auth:s3cret, backup:p:w' });
+    expect([...config.internalUsers]).toEqual([
+      ['auth', 's3cret'],
+      ['backup', 'p:w'],
+    ]);
+  });
+
+  it.each([
+    [{ EXCHANGE_TOKEN_TTL: 'soon' }, 'EXCHANGE_TOKEN_TTL'],
+    [{ CALLBACK_RETRY_SCHEDULE: '0,5s,later' }, 'CALLBACK_RETRY_SCHEDULE'],
+    [{ AUTH_TTL_UNIT: 'hours' }, 'AUTH_TTL_UNIT'],
+    [{ PORT: '99999' }, 'PORT'],
+    [{ INTERNAL_PORT: 'eighty' }, 'INTERNAL_PORT'],
+    [{ DATABASE_URL: 'not a url' }, 'DATABASE_URL'],
+    [{ DATABASE_URL: 'mysql://u:p@localhost/db' }, 'DATABASE_URL'],
+    [{ DATABASE_URL: 'postgres://u:p@localhost:5432' }, 'DATABASE_URL'],
+    [{ INTERNAL_USERS: 'nopassword' }, 'INTERNAL_USERS'],
+    [{ INTERNAL_USERS: 'a:1,a:2' }, 'INTERNAL_USERS'],
+    [{ BODY_LIMIT: 'huge' }, 'BODY_LIMIT'],
+    [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+  ])('rejects %o naming %s', (env, variable) => {
+    let thrown: unknown;
+    try {
+      loadConfig(env);
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(ConfigError);
+    expect((thrown as ConfigError).variable).toBe(variable);
+    expect((thrown as Error).message.startsWith(`${variable}: `)).toBe(true);
+    expect((thrown as Error).message).not.toContain('\n');
+  });
+
+  it('never echoes a password from DATABASE_URL or INTERNAL_USERS in its errors', () => {
+    expect(() => loadConfig({ DATABASE_URL: 'mysql://u:hunter2@localhost/db' })).toThrow(/^((?!hunter2).)*$/);
+    expect(() => loadConfig({ INTERNAL_USERS: 'a:hunter2,a:hunter2' })).toThrow(/^((?!hunter2).)*$/);
+  });
+
+  it('lets tests override values after validation', () => {
+    expect(loadConfig({}, { exchangeTokenTtlMs: 50 }).exchangeTokenTtlMs).toBe(50);
+  });
+});

@@ -1,0 +1,86 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { repoRoot } from '../support/cli.js';
+
+const run = promisify(execFile);
+
+/**
+ * The spec checks of `make test` (scripts/validate-specs.ts, Redocly lint, scripts/check-generated.sh)
+ * run on a copy of the repository whose specs we break.
+ */
+describe('spec checks of make test', () => {
+  let copy: string;
+
+  beforeEach(async () => {
+    copy = await fs.mkdtemp(path.join(os.tmpdir(), 'ehr-gateway-specs-'));
+    for (const entry of ['specs', 'generated', 'scripts', 'redocly.yaml', 'package.json']) {
+      await fs.cp(path.join(repoRoot, entry), path.join(copy, entry), { recursive: true });
+    }
+    await fs.symlink(path.join(repoRoot, 'node_modules'), path.join(copy, 'node_modules'));
+  });
+
+  afterEach(async () => {
+    await fs.rm(copy, { recursive: true, force: true });
+  });
+
+  async function check(command: string, args: string[]): Promise<{ code: number; output: string }> {
+    try {
+      const { stdout, stderr } = await run(command, args, { cwd: copy, env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' } });
+      return { code: 0, output: stdout + stderr };
+    } catch (error) {
+      const failure = error as { code: number; stdout: string; stderr: string };
+      return { code: failure.code, output: failure.stdout + failure.stderr };
+    }
+  }
+  const validateSpecs = () => check(process.execPath, ['--import', 'tsx', 'scripts/validate-specs.ts']);
+  const lintOpenApi = () => check(path.join(repoRoot, 'node_modules/.bin/redocly'), ['lint', '--format=stylish', 'specs/openapi.yaml']);
+  const checkGenerated = () => check('bash', ['scripts/check-generated.sh']);
+
+  it('pass on the committed specs and generated/', async () => {
+    expect((await validateSpecs()).code).toBe(0);
+    expect((await lintOpenApi()).code).toBe(0);
+    const generated = await checkGenerated();
+    expect(generated.output).toContain('up to date');
+    expect(generated.code).toBe(0);
+  });
+
+  it('fail when a schema changed in a spec without make generate', async () => {
+    const file = path.join(copy, 'specs/openapi.yaml');
+    const spec = await fs.readFile(file, 'utf8');
+    await fs.writeFile(file, spec.replace(/\ncomponents:\n  schemas:\n/, '\ncomponents:\n  schemas:\n    DriftProbe:\n      title: DriftProbe\n      type: object\n      properties:\n        probe: { type: string }\n'));
+    const result = await checkGenerated();
+    expect(result.code).not.toBe(0);
+    expect(result.output).toContain('generated/ is out of date');
+    expect(result.output).toContain('DriftProbe');
+  });
+
+  it('fail on a malformed OpenRPC document with the validator message', async () => {
+    const file = path.join(copy, 'specs/openrpc.json');
+    const spec = JSON.parse(await fs.readFile(file, 'utf8'));
+    delete spec.info.version;
+    await fs.writeFile(file, JSON.stringify(spec));
+    const result = await validateSpecs();
+    expect(result.code).not.toBe(0);
+    expect(result.output).toMatch(/specs\/openrpc\.json: .*version/s);
+  });
+
+  it('fail on a malformed OpenAPI document with the linter message', async () => {
+    const file = path.join(copy, 'specs/openapi.yaml');
+    await fs.writeFile(file, (await fs.readFile(file, 'utf8')).replace('openapi: 3.1.0', 'openapi: 3.1.0\nwebhooks: 42'));
+    const result = await lintOpenApi();
+    expect(result.code).not.toBe(0);
+    expect(result.output).toMatch(/WebhooksMap/);
+  });
+
+  it('fail on a component schema without a title', async () => {
+    const file = path.join(copy, 'specs/openapi.yaml');
+    await fs.writeFile(file, (await fs.readFile(file, 'utf8')).replace('      title: HealthStatus\n', ''));
+    const result = await validateSpecs();
+    expect(result.code).not.toBe(0);
+    expect(result.output).toContain('schema HealthStatus has no title');
+  });
+});

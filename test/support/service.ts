@@ -1,0 +1,28 @@
+import { loadConfig, type Config } from '../../src/config/config.js';
+import { createLogger } from '../../src/logging/logger.js';
+import { ROLES, startService, type Role, type RunningService } from '../../src/service.js';
+import { createTestDatabase } from './database.js';
+
+export interface TestService extends RunningService {
+  config: Config;
+  /** http://127.0.0.1:<public port> */
+  publicUrl: string;
+  /** http://127.0.0.1:<internal port> */
+  internalUrl: string;
+}
+
+/**
+ * The real service, in process, on loopback ports chosen by the OS and a fresh database.
+ * `env` is read as the service would read its environment.
+ */
+export async function startTestService(env: Record<string, string> = {}, roles: readonly Role[] = ROLES): Promise<TestService> {
+  const databaseUrl = env.DATABASE_URL ?? (await createTestDatabase());
+  const config = loadConfig({ LOG_LEVEL: 'silent', ...env, DATABASE_URL: databaseUrl, PORT: '0', INTERNAL_PORT: '0', HOST: '127.0.0.1' });
+  const service = await startService(config, createLogger(config.logLevel), new Set(roles));
+  return {
+    ...service,
+    config,
+    publicUrl: `http://127.0.0.1:${service.publicPort}`,
+    internalUrl: `http://127.0.0.1:${service.internalPort}`,
+  };
+}
