@@ -1,0 +1,4 @@
+import type { NamedMigration } from '../db/migrations/index.js';
+
+/** Interface B's and the callback delivery's tables, in order. */
+export const emdrMigrations: readonly NamedMigration[] = [];
