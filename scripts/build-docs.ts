@@ -1,0 +1,38 @@
+/**
+ * Bundles the documentation pages' scripts into dist/docs/ (served at /docs by the service):
+ * the OpenRPC docs (React, from @open-rpc/docs-react) and Redoc's standalone bundle for OpenAPI.
+ *   tsx scripts/build-docs.ts
+ */
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { build } from 'esbuild';
+
+const root = path.resolve(import.meta.dirname, '..');
+const outDir = path.join(root, 'dist', 'docs');
+
+if (process.argv.includes('--help') || process.argv.includes('-h')) {
+  console.log('usage: tsx scripts/build-docs.ts\n\nBundles the /docs page scripts into dist/docs/.');
+  process.exit(0);
+}
+
+await fs.mkdir(outDir, { recursive: true });
+await build({
+  entryPoints: [path.join(root, 'src/docs/client/openrpc-docs.tsx')],
+  outfile: path.join(outDir, 'openrpc-docs.js'),
+  bundle: true,
+  minify: true,
+  format: 'iife',
+  target: 'es2020',
+  define: { 'process.env.NODE_ENV': '"production"' },
+  logLevel: 'warning',
+  legalComments: 'linked',
+});
+const require = createRequire(import.meta.url);
+// Redoc's sidebar loads its vendor's logo from a CDN, and has no option to turn that off:
+// point it at an inline image so that the page loads nothing from outside the service.
+const redocLogo = 'https://cdn.redoc.ly/redoc/logo-mini.svg';
+const redoc = await fs.readFile(require.resolve('redoc/bundles/redoc.standalone.js'), 'utf8');
+if (!redoc.includes(redocLogo)) throw new Error(`redoc bundle no longer references ${redocLogo}: re-check what it loads from outside`);
+await fs.writeFile(path.join(outDir, 'redoc.standalone.js'), redoc.replace(redocLogo, 'data:image/svg+xml,%3Csvg xmlns=%22http://www.w3.org/2000/svg%22/%3E'));
+console.log(`docs: bundled into ${path.relative(root, outDir)}/`);
