@@ -5,6 +5,7 @@
  *   because they live in components/schemas.
  * - generated/ehr-types.ts: interface A types (json-schema-to-typescript over the OpenRPC
  *   component schemas), plus named Params and Result types for every method.
+ * - generated/ehr-client.ts: a typed interface A client, one function per OpenRPC method.
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -27,9 +28,14 @@ interface RpcContentDescriptor {
 
 interface RpcMethod {
   name: string;
+  summary?: string;
+  tags?: Array<{ name: string }>;
   params: RpcContentDescriptor[];
   result?: RpcContentDescriptor;
 }
+
+/** Must match INTERNAL_TAG of src/ehr/rpc/envelope.ts: such methods answer on the internal listener only. */
+const INTERNAL_TAG = 'internal-channel';
 
 /** `embedded_storage.save_auth_info` → `EmbeddedStorageSaveAuthInfo`. */
 export function methodTypeName(method: string): string {
@@ -83,6 +89,78 @@ async function generateEhrTypes(specPath: string): Promise<string> {
   });
 }
 
+/** `embedded_storage.save_auth_info` → `embeddedStorageSaveAuthInfo`. */
+function methodFunctionName(method: string): string {
+  const typeName = methodTypeName(method);
+  return typeName[0]!.toLowerCase() + typeName.slice(1);
+}
+
+async function generateEhrClient(specPath: string): Promise<string> {
+  const document = JSON.parse(await fs.readFile(specPath, 'utf8')) as { info: { version: string }; methods: RpcMethod[] };
+  const typeImports = document.methods.flatMap((method) => [`${methodTypeName(method.name)}Params`, ...(method.result ? [`${methodTypeName(method.name)}Result`] : [])]);
+  const functions = document.methods.map((method) => {
+    const typeName = methodTypeName(method.name);
+    const internal = (method.tags ?? []).some((tag) => tag.name === INTERNAL_TAG);
+    const result = method.result ? `${typeName}Result` : 'void';
+    return `  /** ${method.summary ?? method.name}${internal ? ' (internal channel)' : ''} */
+  ${methodFunctionName(method.name)}: (params: ${typeName}Params, cred?: Credentials): Promise<${result}> =>
+    call<${result}>(${internal ? 'options.internalUrl' : 'options.publicUrl'}, ${JSON.stringify(method.name)}, params, cred),`;
+  });
+  return `${BANNER}
+${typeImports.length > 0 ? `import type { ${typeImports.join(', ')} } from './ehr-types.js';
+` : ''}
+/** The version segment of the interface A endpoint: POST {base}/${document.info.version}/ */
+export const EHR_API_VERSION = ${JSON.stringify(document.info.version)};
+
+export interface Credentials {
+  user: string;
+  token: string;
+}
+
+/** A JSON-RPC error answered by the server. */
+export class EhrRpcError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
+    super(message);
+    this.name = 'EhrRpcError';
+  }
+}
+
+export interface EhrClientOptions {
+  /** Base URL of the public listener, e.g. http://localhost:8080 */
+  publicUrl?: string;
+  /** Base URL of the internal listener, e.g. http://localhost:8081 (authorization server only) */
+  internalUrl?: string;
+  fetch?: typeof fetch;
+}
+
+/** A typed client of interface A: one function per method of specs/openrpc.json. */
+export function createEhrClient(options: EhrClientOptions) {
+  const doFetch = options.fetch ?? fetch;
+  let nextId = 1;
+  async function call<T>(baseUrl: string | undefined, method: string, params: unknown, cred?: Credentials): Promise<T> {
+    if (!baseUrl) throw new Error(\`no base URL for \${method}: set publicUrl or internalUrl\`);
+    const id = nextId++;
+    const response = await doFetch(\`\${baseUrl.replace(/\\/$/, '')}/\${EHR_API_VERSION}/\`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id, method, params, ...(cred ? { cred } : {}) }),
+    });
+    if (!response.ok) throw new Error(\`\${method}: HTTP \${response.status}\`);
+    const body = (await response.json()) as { result?: T; error?: { code: number; message: string; data?: unknown } };
+    if (body.error) throw new EhrRpcError(body.error.code, body.error.message, body.error.data);
+    return body.result as T;
+  }
+  return {
+${functions.join('\n')}
+  };
+}
+`;
+}
+
 async function generateEmdrTypes(specPath: string): Promise<string> {
   const ast = await openapiTS(pathToFileURL(specPath));
   return `${BANNER}\n\n${astToString(ast)}`;
@@ -98,6 +176,7 @@ async function main(): Promise<void> {
   const outDir = path.resolve(values.out ?? path.join(root, 'generated'));
   await fs.mkdir(outDir, { recursive: true });
   await fs.writeFile(path.join(outDir, 'ehr-types.ts'), await generateEhrTypes(path.join(root, 'specs/openrpc.json')));
+  await fs.writeFile(path.join(outDir, 'ehr-client.ts'), await generateEhrClient(path.join(root, 'specs/openrpc.json')));
   await fs.writeFile(path.join(outDir, 'emdr-api.ts'), await generateEmdrTypes(path.join(root, 'specs/openapi.yaml')));
 }
 
