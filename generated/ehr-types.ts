@@ -117,7 +117,7 @@ export interface AuthInfo {
   created?: InputDateTime1;
 }
 /**
- * Identifying data the end user enters in the client application; goes only to this server, never through the authorization server. Matching: surname and name trimmed, case-insensitive, ё = е (middleName is not compared); the birth date is the date part of `date` as written (no time-zone conversion); phones compared as E.164 (8XXXXXXXXXX = +7XXXXXXXXXX, numbers without a country code are read as Russian); gender must be equal. Exactly one patient must match. Other members the peer SDK sends (`id`, `email`) are ignored.
+ * Identifying data the end user enters in the client application; goes only to this server, never through the authorization server. Matching: surname and name trimmed, case-insensitive, ё = е (middleName is not compared); the birth date is the date part of `date` as written (no time-zone conversion); phones compared as E.164 (8XXXXXXXXXX = +7XXXXXXXXXX, numbers without a country code are read as Russian); gender must be equal. Only active patients match; exactly one must. Other members the peer SDK sends (`id`, `email`) are ignored.
  *
  * This interface was referenced by `EhrApi`'s JSON-Schema
  * via the `definition` "PatientProperties".
