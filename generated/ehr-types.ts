@@ -75,7 +75,7 @@ export type MiddleName = string | null;
  */
 export type BirthDateTime = string;
 /**
- * Any common notation: +7 916 123-45-67, 89161234567, +79161234567.
+ * Any common notation: +7 916 123-45-67, 89161234567, +79161234567. Not compared under MEDCARD, where it may be empty; under PHONE a text that is no phone number answers -32602.
  */
 export type Phone = string;
 /**
