@@ -33,20 +33,8 @@ export interface PatientSource {
   findById(id: string): Promise<Patient | undefined>;
 }
 
-/** A patient as the source keeps it: the wire shape with a plain birth date. */
-export interface PatientRecord {
-  id: string;
-  surname: string;
-  name: string;
-  middleName?: string;
-  birthDate: string;
-  gender: Gender;
-  phone?: string;
-  email?: string;
-  snils?: string;
-  medcardNumber?: string;
-  active: boolean;
-}
+/** A patient as the source keeps it: the wire shape with a plain birth date (YYYY-MM-DD). */
+export type PatientRecord = Omit<Patient, 'birthdate'> & { birthDate: string };
 
 interface PatientRow {
   id: string;

@@ -1,16 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { seedDemoPatients } from '../../src/ehr/patients.js';
-import { startTestService, type TestService } from '../support/service.js';
-import { authenticate, databaseOf, INTERNAL_USERS, MARIA, saveExchangeToken, unique } from './support/fixtures.js';
+import type { TestService } from '../support/service.js';
+import { authenticate, startEhrTestService, MARIA, saveExchangeToken, unique } from './support/fixtures.js';
 import { expectError } from './support/rpc.js';
 
 let service: TestService;
 
 beforeAll(async () => {
-  service = await startTestService({ INTERNAL_USERS, EXCHANGE_TOKEN_TTL: '1s', AUTH_TTL_UNIT: 'minutes' });
-  const database = await databaseOf(service);
-  await seedDemoPatients(database.knex);
-  await database.close();
+  service = await startEhrTestService({ EXCHANGE_TOKEN_TTL: '1s', AUTH_TTL_UNIT: 'minutes' });
 });
 
 afterAll(async () => {

@@ -1,16 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { seedDemoPatients } from '../../src/ehr/patients.js';
-import { startTestService, type TestService } from '../support/service.js';
-import { authenticate, databaseOf, getPatient, INTERNAL_USERS, MARIA, saveAuthInfo, saveExchangeToken } from './support/fixtures.js';
+import type { TestService } from '../support/service.js';
+import { authenticate, startEhrTestService, getPatient, MARIA, saveAuthInfo, saveExchangeToken } from './support/fixtures.js';
 import { expectError } from './support/rpc.js';
 
 let service: TestService;
 
 beforeAll(async () => {
-  service = await startTestService({ INTERNAL_USERS });
-  const database = await databaseOf(service);
-  await seedDemoPatients(database.knex);
-  await database.close();
+  service = await startEhrTestService();
 });
 
 afterAll(async () => {

@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
 import { openDatabase } from '../../../src/db/database.js';
+import { seedDemoPatients } from '../../../src/ehr/patients.js';
 import { createLogger } from '../../../src/logging/logger.js';
-import type { TestService } from '../../support/service.js';
+import { startTestService, type TestService } from '../../support/service.js';
 import { rpc, sha1hex } from './rpc.js';
 
 export const INTERNAL_USER = 'auth';
@@ -16,6 +17,15 @@ export const ALEXEY = { surname: 'Федоров', name: 'Алексей', date:
 /** The service's database, for seeding and inspecting. */
 export async function databaseOf(service: TestService): Promise<{ knex: Knex; close(): Promise<void> }> {
   return openDatabase(service.config, createLogger('silent'), { adopt: false });
+}
+
+/** The real service with the test's internal account and the demo patients. */
+export async function startEhrTestService(env: Record<string, string> = {}): Promise<TestService> {
+  const service = await startTestService({ INTERNAL_USERS, ...env });
+  const database = await databaseOf(service);
+  await seedDemoPatients(database.knex);
+  await database.close();
+  return service;
 }
 
 let counter = 0;
