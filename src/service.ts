@@ -3,6 +3,7 @@ import type { Config } from './config/config.js';
 import { openApiSpecPath } from './config/paths.js';
 import { isReady, migrateToLatest, openDatabase, type Database } from './db/database.js';
 import { ehrRoutes } from './ehr/http.js';
+import { createEhrHandlers } from './ehr/methods.js';
 import { RpcEnvelope } from './ehr/rpc/envelope.js';
 import { loadOpenRpcDocument } from './ehr/spec.js';
 import { docsRoutes } from './docs/routes.js';
@@ -45,7 +46,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
       }
       if (roles.has('ehr')) {
         const document = await loadOpenRpcDocument();
-        const envelope = new RpcEnvelope(document, {}, logger);
+        const envelope = new RpcEnvelope(document, await createEhrHandlers({ knex: database.knex, config, logger }), logger);
         publicApp.use(ehrRoutes(envelope, 'public', document.info.version));
 
         const internalApp = express();

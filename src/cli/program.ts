@@ -2,7 +2,9 @@ import { Command, CommanderError, Option } from 'commander';
 import { CONFIG_VARIABLES, ConfigError, loadConfig, type Config } from '../config/config.js';
 import { migrateToLatest, openDatabase, type Database } from '../db/database.js';
 import { createLogger, type Logger } from '../logging/logger.js';
+import { registerEhrCommands } from '../ehr/commands.js';
 import { ROLES, startService, type Role } from '../service.js';
+import { registerSeedDemoCommand } from './seed-demo.js';
 
 /** Exit code for bad arguments or bad configuration. */
 export const USAGE_EXIT_CODE = 2;
@@ -95,6 +97,9 @@ export function buildProgram(): Command {
         await database.close();
       }
     });
+
+  registerSeedDemoCommand(program);
+  registerEhrCommands(program);
 
   for (const command of program.commands) command.exitOverride().configureOutput(program.configureOutput());
   return program;

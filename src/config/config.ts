@@ -16,6 +16,8 @@ export interface Config {
   exchangeTokenTtlMs: number;
   callbackRetryScheduleMs: readonly number[];
   authTtlUnit: 'seconds' | 'minutes';
+  /** Key (32 bytes) that encrypts user_sign at rest; undefined: resolved by the ehr role (see resolveUserSignKey). */
+  userSignKey: Buffer | undefined;
   /** Largest request body interface B accepts. */
   bodyLimitBytes: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -113,6 +115,15 @@ function readInternalUsers(env: Env): Map<string, string> {
   return users;
 }
 
+/** USER_SIGN_KEY: 32 bytes as 64 hex characters or base64/base64url; never echoed in errors. */
+function readUserSignKey(env: Env): Buffer | undefined {
+  const raw = env.USER_SIGN_KEY?.trim();
+  if (!raw) return undefined;
+  const key = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : /^[A-Za-z0-9+/_-]{43}=?$/.test(raw) ? Buffer.from(raw, 'base64') : undefined;
+  if (key?.length !== 32) throw new ConfigError('USER_SIGN_KEY', 'must be 32 bytes written as 64 hex characters or as base64');
+  return key;
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /**
@@ -154,6 +165,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     exchangeTokenTtlMs: readDuration(env, 'EXCHANGE_TOKEN_TTL', '10m'),
     callbackRetryScheduleMs: schedule,
     authTtlUnit,
+    userSignKey: readUserSignKey(env),
     bodyLimitBytes,
     logLevel,
     ...overrides,
@@ -171,6 +183,11 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; fallback: string; m
   { name: 'EXCHANGE_TOKEN_TTL', fallback: '10m', meaning: 'lifetime of an exchange token' },
   { name: 'CALLBACK_RETRY_SCHEDULE', fallback: '0,5s,5m,30m,2h,5h,10h,10h', meaning: 'delays between callback attempts' },
   { name: 'AUTH_TTL_UNIT', fallback: 'seconds', meaning: 'unit of authInfo.ttl: seconds or minutes' },
+  {
+    name: 'USER_SIGN_KEY',
+    fallback: '(see README)',
+    meaning: 'key encrypting user_sign at rest, 32 bytes as hex or base64; required with DATABASE_URL, else generated once into DATA_DIR/user-sign.key',
+  },
   { name: 'BODY_LIMIT', fallback: '32mb', meaning: 'largest request body of interface B' },
   { name: 'LOG_LEVEL', fallback: 'info', meaning: 'fatal, error, warn, info, debug, trace or silent' },
 ];

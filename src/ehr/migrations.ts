@@ -1,4 +1,74 @@
 import type { NamedMigration } from '../db/migrations/index.js';
 
 /** Interface A's tables, in order. */
-export const ehrMigrations: readonly NamedMigration[] = [];
+export const ehrMigrations: readonly NamedMigration[] = [
+  [
+    'ehr_001_patients',
+    {
+      // The built-in patient source (the МИС): filled by `patients import` and `seed-demo`.
+      async up(knex) {
+        await knex.schema.createTable('ehr_patients', (table) => {
+          table.text('id').primary();
+          table.text('surname').notNullable();
+          table.text('name').notNullable();
+          table.text('middle_name');
+          table.date('birth_date').notNullable();
+          table.smallint('gender').notNullable();
+          table.text('phone');
+          table.text('email');
+          table.text('snils');
+          table.text('medcard_number');
+          table.boolean('active').notNullable().defaultTo(true);
+          // Matching keys, normalized on write (trimmed, lower case, ё → е; phone as E.164).
+          table.text('surname_key').notNullable();
+          table.text('name_key').notNullable();
+          table.text('medcard_key');
+          table.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+          table.index(['surname_key', 'name_key', 'birth_date'], 'ehr_patients_match');
+        });
+      },
+      async down(knex) {
+        await knex.schema.dropTable('ehr_patients');
+      },
+    },
+  ],
+  [
+    'ehr_002_sessions',
+    {
+      async up(knex) {
+        // The correspondence table: end user → internalUserId (patient), with the user's user_sign, encrypted.
+        await knex.schema.createTable('ehr_user_links', (table) => {
+          table.text('user_id').primary();
+          // No foreign key: the patient source may be a remote МИС rather than ehr_patients.
+          table.text('patient_id').notNullable();
+          table.binary('user_sign_sealed').notNullable();
+          table.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+        });
+        // Session tokens, unique across the system for good (expired rows stay so a token is never reused).
+        await knex.schema.createTable('ehr_sessions', (table) => {
+          table.binary('token_hash').primary();
+          table.text('user_id').notNullable().references('user_id').inTable('ehr_user_links').onDelete('CASCADE');
+          table.timestamp('expires_at', { useTz: true }).notNullable();
+          table.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+          table.index(['user_id'], 'ehr_sessions_user');
+        });
+        await knex.schema.createTable('ehr_exchange_tokens', (table) => {
+          table.binary('token_hash').primary();
+          table.text('user_id').notNullable();
+          table.binary('session_token_hash').notNullable();
+          table.timestamp('session_expires_at', { useTz: true }).notNullable();
+          table.timestamp('expires_at', { useTz: true }).notNullable();
+          table.integer('failed_attempts').notNullable().defaultTo(0);
+          table.text('state').notNullable().defaultTo('pending');
+          table.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+        });
+        await knex.raw(`alter table ehr_exchange_tokens add constraint ehr_exchange_tokens_state check (state in ('pending', 'used', 'burned'))`);
+      },
+      async down(knex) {
+        await knex.schema.dropTable('ehr_exchange_tokens');
+        await knex.schema.dropTable('ehr_sessions');
+        await knex.schema.dropTable('ehr_user_links');
+      },
+    },
+  ],
+];

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { loadConfig, type Config } from '../../src/config/config.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { ROLES, startService, type Role, type RunningService } from '../../src/service.js';
@@ -17,7 +18,8 @@ export interface TestService extends RunningService {
  */
 export async function startTestService(env: Record<string, string> = {}, roles: readonly Role[] = ROLES): Promise<TestService> {
   const databaseUrl = env.DATABASE_URL ?? (await createTestDatabase());
-  const config = loadConfig({ LOG_LEVEL: 'silent', ...env, DATABASE_URL: databaseUrl, PORT: '0', INTERNAL_PORT: '0', HOST: '127.0.0.1' });
+  // A fresh user_sign key per service: the service requires one whenever DATABASE_URL is set.
+  const config = loadConfig({ LOG_LEVEL: 'silent', USER_SIGN_KEY: randomBytes(32).toString('hex'), ...env, DATABASE_URL: databaseUrl, PORT: '0', INTERNAL_PORT: '0', HOST: '127.0.0.1' });
   const service = await startService(config, createLogger(config.logLevel), new Set(roles));
   return {
     ...service,

@@ -1,0 +1,17 @@
+import type { Command } from 'commander';
+import { seedDemoPatients } from '../ehr/patients.js';
+import { printJson, withDatabase } from './program.js';
+
+/**
+ * `seed-demo`: idempotent demo data for local runs. Each domain adds its seeding here and
+ * reports what it wrote under its own key.
+ */
+export function registerSeedDemoCommand(program: Command): void {
+  program
+    .command('seed-demo')
+    .description('write demo data (idempotent): demo patients of interface A')
+    .action(async () => {
+      const seeded = await withDatabase(async (database) => ({ patients: await seedDemoPatients(database.knex) }));
+      printJson(seeded);
+    });
+}

@@ -1,0 +1,28 @@
+import { RpcError } from './rpc/errors.js';
+
+/**
+ * The application errors of interface A (codes of the peer SDK), as documented in
+ * specs/openrpc.json. `reason` is a fixed phrase: never personal data or a secret.
+ */
+const applicationError = (code: number, message: string) => (reason: string) => new RpcError(code, message, { reason });
+
+export const EhrErrors = {
+  notAuthorized: applicationError(-33000, 'NotAuthorized'),
+  authExpired: applicationError(-33001, 'AuthExpired'),
+  patientAlreadyMatched: applicationError(-34000, 'PatientAlreadyMatched'),
+  patientNotAuthenticated: applicationError(-34001, 'PatientNotAuthenticated'),
+  patientNotFound: applicationError(-34002, 'PatientNotFound'),
+  saveAuthInfoError: applicationError(-34003, 'SaveAuthInfoError'),
+  saveExchangeTokenError: applicationError(-34004, 'SaveExchangeTokenError'),
+  userNotFound: applicationError(-34007, 'UserNotFound'),
+};
+
+/** -32602 raised by a handler for a rule the param schemas cannot express. */
+export function invalidParam(path: string, message: string): RpcError {
+  return new RpcError(-32602, 'Invalid params', { errors: [{ path, message }] });
+}
+
+/** PostgreSQL unique_violation: the database, not a prior check, decides uniqueness. */
+export function isUniqueViolation(error: unknown): boolean {
+  return (error as { code?: unknown }).code === '23505';
+}

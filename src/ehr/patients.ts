@@ -1,0 +1,131 @@
+import { parsePhoneNumberFromString } from 'libphonenumber-js';
+import type { Knex } from 'knex';
+import type { Gender, Patient } from '../../generated/ehr-types.js';
+
+/** Surnames and names compare trimmed, case-insensitive, with ё = е. */
+export function nameKey(text: string): string {
+  return text.normalize('NFC').trim().toLowerCase().replaceAll('ё', 'е');
+}
+
+export function medcardKey(text: string): string {
+  return text.trim().toLowerCase();
+}
+
+/** A phone in E.164, reading numbers without a country code as Russian (8XXXXXXXXXX = +7XXXXXXXXXX); undefined when it is no phone number. */
+export function toE164(text: string): string | undefined {
+  const phone = parsePhoneNumberFromString(text, 'RU');
+  return phone?.isPossible() ? phone.number : undefined;
+}
+
+/** What identifies a patient at authenticate: the PHONE or the MEDCARD strategy (see specs/openrpc.json). */
+export type MatchCriteria = { surname: string; name: string; birthDate: string; gender: Gender } & (
+  | { strategy: 'PHONE'; phone: string }
+  | { strategy: 'MEDCARD'; medcardNumber: string }
+);
+
+/**
+ * Where patients come from: the МИС. The built-in source is the ehr_patients table; a remote
+ * МИС can replace it by implementing this interface.
+ */
+export interface PatientSource {
+  /** Patients matching the criteria; at most `limit` of them (callers only need to tell one from several). */
+  findMatches(criteria: MatchCriteria, limit: number): Promise<Patient[]>;
+  findById(id: string): Promise<Patient | undefined>;
+}
+
+/** A patient as the source keeps it: the wire shape with a plain birth date (YYYY-MM-DD). */
+export type PatientRecord = Omit<Patient, 'birthdate'> & { birthDate: string };
+
+interface PatientRow {
+  id: string;
+  surname: string;
+  name: string;
+  middle_name: string | null;
+  birth_date: string;
+  gender: number;
+  phone: string | null;
+  email: string | null;
+  snils: string | null;
+  medcard_number: string | null;
+  active: boolean;
+}
+
+function toPatient(row: PatientRow): Patient {
+  return {
+    id: row.id,
+    surname: row.surname,
+    name: row.name,
+    ...(row.middle_name ? { middleName: row.middle_name } : {}),
+    birthdate: `${row.birth_date} 00:00:00.000`,
+    gender: row.gender as Gender,
+    ...(row.phone ? { phone: row.phone } : {}),
+    ...(row.email ? { email: row.email } : {}),
+    ...(row.snils ? { snils: row.snils } : {}),
+    ...(row.medcard_number ? { medcardNumber: row.medcard_number } : {}),
+    active: row.active,
+  };
+}
+
+export class TablePatientSource implements PatientSource {
+  constructor(private readonly knex: Knex) {}
+
+  private select(): Knex.QueryBuilder {
+    // The date as YYYY-MM-DD text: no driver Date parsing, no time-zone shift.
+    return this.knex('ehr_patients').select(
+      'id', 'surname', 'name', 'middle_name', this.knex.raw(`to_char(birth_date, 'YYYY-MM-DD') as birth_date`), 'gender', 'phone', 'email', 'snils', 'medcard_number', 'active',
+    );
+  }
+
+  async findMatches(criteria: MatchCriteria, limit: number): Promise<Patient[]> {
+    const query = this.select()
+      .where({ surname_key: nameKey(criteria.surname), name_key: nameKey(criteria.name), birth_date: criteria.birthDate, gender: criteria.gender, active: true })
+      .orderBy('id')
+      .limit(limit);
+    if (criteria.strategy === 'PHONE') query.where({ phone: criteria.phone });
+    else query.where({ medcard_key: medcardKey(criteria.medcardNumber) });
+    return ((await query) as PatientRow[]).map(toPatient);
+  }
+
+  async findById(id: string): Promise<Patient | undefined> {
+    const row = (await this.select().where({ id }).first()) as PatientRow | undefined;
+    return row ? toPatient(row) : undefined;
+  }
+}
+
+/** Inserts or updates patients by id, in the caller's transaction; returns how many. */
+export async function upsertPatients(knex: Knex, patients: readonly PatientRecord[]): Promise<number> {
+  const rows = patients.map((patient) => ({
+    id: patient.id,
+    surname: patient.surname.trim(),
+    name: patient.name.trim(),
+    middle_name: patient.middleName?.trim() || null,
+    birth_date: patient.birthDate,
+    gender: patient.gender,
+    phone: patient.phone ?? null,
+    email: patient.email ?? null,
+    snils: patient.snils ?? null,
+    medcard_number: patient.medcardNumber?.trim() || null,
+    active: patient.active,
+    surname_key: nameKey(patient.surname),
+    name_key: nameKey(patient.name),
+    medcard_key: patient.medcardNumber ? medcardKey(patient.medcardNumber) : null,
+    updated_at: knex.fn.now(),
+  }));
+  // Batches keep each statement well under PostgreSQL's parameter limit.
+  for (let start = 0; start < rows.length; start += 1000) {
+    await knex('ehr_patients').insert(rows.slice(start, start + 1000)).onConflict('id').merge();
+  }
+  return rows.length;
+}
+
+/** Demo patients of the built-in source, for local runs and trying the flow by hand. */
+export const DEMO_PATIENTS: readonly PatientRecord[] = [
+  { id: 'demo-1', surname: 'Иванова', name: 'Мария', middleName: 'Петровна', birthDate: '1990-05-17', gender: 1, phone: '+79161234567', email: 'maria@example.org', snils: '112-233-445 95', medcardNumber: 'MC-0001', active: true },
+  { id: 'demo-2', surname: 'Фёдоров', name: 'Алексей', middleName: 'Иванович', birthDate: '1985-11-02', gender: 0, phone: '+79031112233', medcardNumber: 'MC-0002', active: true },
+  { id: 'demo-3', surname: 'Smith', name: 'Anna', birthDate: '1972-01-30', gender: 1, phone: '+74951234567', email: 'anna.smith@example.org', medcardNumber: 'MC-0003', active: true },
+];
+
+/** Idempotent: upserts the demo patients by their fixed ids; returns how many. */
+export async function seedDemoPatients(knex: Knex): Promise<number> {
+  return knex.transaction((trx) => upsertPatients(trx, DEMO_PATIENTS));
+}
