@@ -29,7 +29,7 @@ interface RpcContentDescriptor {
 interface RpcMethod {
   name: string;
   summary?: string;
-  tags?: Array<{ name: string }>;
+  tags?: Array<{ name: string } | { $ref: string }>;
   params: RpcContentDescriptor[];
   result?: RpcContentDescriptor;
 }
@@ -96,11 +96,17 @@ function methodFunctionName(method: string): string {
 }
 
 async function generateEhrClient(specPath: string): Promise<string> {
-  const document = JSON.parse(await fs.readFile(specPath, 'utf8')) as { info: { version: string }; methods: RpcMethod[] };
+  const document = JSON.parse(await fs.readFile(specPath, 'utf8')) as {
+    info: { version: string };
+    methods: RpcMethod[];
+    components?: { tags?: Record<string, { name: string }> };
+  };
+  const tagName = (tag: { name: string } | { $ref: string }) =>
+    'name' in tag ? tag.name : document.components?.tags?.[tag.$ref.replace('#/components/tags/', '')]?.name;
   const typeImports = document.methods.flatMap((method) => [`${methodTypeName(method.name)}Params`, ...(method.result ? [`${methodTypeName(method.name)}Result`] : [])]);
   const functions = document.methods.map((method) => {
     const typeName = methodTypeName(method.name);
-    const internal = (method.tags ?? []).some((tag) => tag.name === INTERNAL_TAG);
+    const internal = (method.tags ?? []).some((tag) => tagName(tag) === INTERNAL_TAG);
     const result = method.result ? `${typeName}Result` : 'void';
     return `  /** ${method.summary ?? method.name}${internal ? ' (internal channel)' : ''} */
   ${methodFunctionName(method.name)}: (params: ${typeName}Params, cred?: Credentials): Promise<${result}> =>

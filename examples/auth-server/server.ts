@@ -33,7 +33,8 @@ endpoints (JSON bodies):
                       with userSign, also stores the new token on ehr-gateway (save_auth_info)
   POST /exchange-token {user, token}                 -> {exchangeToken}, stored on ehr-gateway
   POST /link          {user, token, internalUserId}  records the user's match to a patient
-  GET  /dev/last-otp?phone=...                       the last one-time password (simulation only)`;
+  GET  /dev/last-otp?phone=...                       the last one-time password (simulation only)
+  GET  /healthz                                      up`;
 
 const { values } = parseArgs({
   options: {
@@ -138,6 +139,7 @@ const routes: Record<string, (body: Record<string, unknown>, url: URL) => Promis
     account.internalUserId = requireString(body, 'internalUserId');
     return { linked: true };
   },
+  'GET /healthz': async () => ({ status: 'ok' }),
   'GET /dev/last-otp': async (_body, url) => {
     const otp = otpByPhone.get(url.searchParams.get('phone') ?? '');
     if (!otp) throw new HttpError(404, 'no pending one-time password for that phone');

@@ -115,7 +115,7 @@ export class RpcEnvelope {
       required: ['user', 'token'],
       properties: { user: { type: 'string' }, token: { type: 'string' } },
     });
-    this.router = new OpenRpcRouter(document, mapping);
+    this.router = new OpenRpcRouter(document as never, mapping);
   }
 
   /** Handles one HTTP request body, already read as text. */
