@@ -1,6 +1,7 @@
 import { Command, CommanderError, Option } from 'commander';
 import { CONFIG_VARIABLES, ConfigError, loadConfig, type Config } from '../config/config.js';
 import { migrateToLatest, openDatabase, type Database } from '../db/database.js';
+import { registerEmdrCommands } from '../emdr/commands.js';
 import { createLogger, type Logger } from '../logging/logger.js';
 import { ROLES, startService, type Role } from '../service.js';
 
@@ -95,6 +96,8 @@ export function buildProgram(): Command {
         await database.close();
       }
     });
+
+  registerEmdrCommands(program);
 
   for (const command of program.commands) command.exitOverride().configureOutput(program.configureOutput());
   return program;

@@ -18,6 +18,14 @@ export interface Config {
   authTtlUnit: 'seconds' | 'minutes';
   /** Largest request body interface B accepts. */
   bodyLimitBytes: number;
+  /** Requests per clinic account per minute on interface B; 0 turns the limit off. */
+  rateLimitPerMinute: number;
+  /** How long a background job may run before pg-boss hands it to another worker (a killed worker's job comes back). */
+  jobExpiryMs: number;
+  /** Simulated latency of each call to the built-in registry. */
+  registryLatencyMs: number;
+  /** Test switch: the built-in registry refuses every registration and file request. */
+  registryFail: boolean;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
 
@@ -139,6 +147,20 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     throw new ConfigError('BODY_LIMIT', `"${bodyLimitRaw}" is not a size (use e.g. 32mb, 512kb)`);
   }
 
+  const rateLimitRaw = env.RATE_LIMIT || '600';
+  const rateLimitPerMinute = Number(rateLimitRaw);
+  if (!Number.isInteger(rateLimitPerMinute) || rateLimitPerMinute < 0) {
+    throw new ConfigError('RATE_LIMIT', `"${rateLimitRaw}" is not a whole number of requests per minute (0 turns the limit off)`);
+  }
+
+  const jobExpiryMs = readDuration(env, 'JOB_EXPIRY', '30s');
+  if (jobExpiryMs < 1000) throw new ConfigError('JOB_EXPIRY', 'must be at least 1s');
+
+  const registryFailRaw = (env.REGISTRY_FAIL || 'false').toLowerCase();
+  if (!['true', 'false', '1', '0'].includes(registryFailRaw)) {
+    throw new ConfigError('REGISTRY_FAIL', `"${env.REGISTRY_FAIL}" is neither true nor false`);
+  }
+
   const logLevel = (env.LOG_LEVEL || 'info') as Config['logLevel'];
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError('LOG_LEVEL', `"${logLevel}" is not one of ${LOG_LEVELS.join(', ')}`);
@@ -155,6 +177,10 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     callbackRetryScheduleMs: schedule,
     authTtlUnit,
     bodyLimitBytes,
+    rateLimitPerMinute,
+    jobExpiryMs,
+    registryLatencyMs: readDuration(env, 'REGISTRY_LATENCY', '0'),
+    registryFail: registryFailRaw === 'true' || registryFailRaw === '1',
     logLevel,
     ...overrides,
   };
@@ -172,5 +198,9 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; fallback: string; m
   { name: 'CALLBACK_RETRY_SCHEDULE', fallback: '0,5s,5m,30m,2h,5h,10h,10h', meaning: 'delays between callback attempts' },
   { name: 'AUTH_TTL_UNIT', fallback: 'seconds', meaning: 'unit of authInfo.ttl: seconds or minutes' },
   { name: 'BODY_LIMIT', fallback: '32mb', meaning: 'largest request body of interface B' },
+  { name: 'RATE_LIMIT', fallback: '600', meaning: 'interface B requests per clinic account per minute; 0 turns the limit off' },
+  { name: 'JOB_EXPIRY', fallback: '30s', meaning: "how long a background job may run before another worker takes it over (a killed worker's jobs come back)" },
+  { name: 'REGISTRY_LATENCY', fallback: '0', meaning: 'simulated latency of each call to the built-in registry' },
+  { name: 'REGISTRY_FAIL', fallback: 'false', meaning: 'test switch: the built-in registry refuses every registration and file request' },
   { name: 'LOG_LEVEL', fallback: 'info', meaning: 'fatal, error, warn, info, debug, trace or silent' },
 ];
