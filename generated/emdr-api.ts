@@ -172,6 +172,12 @@ export interface components {
          */
         Base64: string;
         /**
+         * DetachedSignature
+         * @description Base64 of a DER detached CMS/PKCS#7 SignedData over the document XML (saved as `.xml.sig`).
+         * @example MIIBmQYJKoZIhvcNAQcCoIIBijCCAYYCAQExDjAMBggqhQMHAQECAgUAMAsGCSqGSIb3DQEHAQ==
+         */
+        DetachedSignature: string;
+        /**
          * CallbackUrl
          * Format: uri
          * @description Base address of the clinic's system for this request's callbacks; must be one the clinic account registered.
@@ -193,8 +199,7 @@ export interface components {
         /** PersonalSignature */
         PersonalSignature: {
             signer: components["schemas"]["Signer"];
-            /** @description Base64 detached CMS signature of the worker over the document. */
-            signature: components["schemas"]["Base64"];
+            signature: components["schemas"]["DetachedSignature"];
         };
         /** RegisterDocumentRequest */
         RegisterDocumentRequest: {
@@ -218,8 +223,7 @@ export interface components {
             documentNumber?: string;
             /** @description Base64 of the document XML (saved as `.xml`). */
             document: components["schemas"]["Base64"];
-            /** @description Base64 detached CMS/PKCS#7 signature of the organization over the XML (saved as `.xml.sig`). */
-            signature: components["schemas"]["Base64"];
+            signature: components["schemas"]["DetachedSignature"];
             personalSignatures?: components["schemas"]["PersonalSignature"][];
             /** @description emdrId of the current version this document supersedes; the new version gets its own emdrId and version = previous + 1. */
             replaces?: components["schemas"]["EmdrId"];
