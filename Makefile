@@ -8,7 +8,7 @@ TSX := node --import tsx
 export REDOCLY_TELEMETRY := off
 export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
 
-.PHONY: help install generate check-specs check-generated typecheck unit test build run
+.PHONY: help install generate check-specs check-generated typecheck unit test build run bench
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
@@ -42,3 +42,6 @@ build: $(INSTALLED) ## compile to dist/
 
 run: build ## start the whole service on the embedded PostgreSQL under ./.data
 	node dist/src/main.js serve
+
+bench: $(INSTALLED) ## peak RSS of `serve` for one 20 MiB document through the whole interface B pipeline
+	$(TSX) scripts/bench-large-document.ts
