@@ -12,20 +12,13 @@ import { EmbeddedPostgres, ensureDatabase } from '../src/db/embedded-postgres.js
 import { createLogger } from '../src/logging/logger.js';
 import { exitOf, spawnCli, waitForOk } from '../test/support/cli.js';
 import { startCallbackReceiver } from '../test/support/callback-receiver.js';
-import { addClinic, authHeaders, post, registerBody } from '../test/support/emdr.js';
+import { addClinic, authHeaders, largeXml, post, registerBody } from '../test/support/emdr.js';
 
 const DOCUMENT_BYTES = 20 * 1024 * 1024;
 
 async function peakRssMiB(pid: number): Promise<number> {
   const status = await fs.readFile(`/proc/${pid}/status`, 'utf8');
   return Number(/VmHWM:\s+(\d+) kB/.exec(status)![1]) / 1024;
-}
-
-function largeXml(): Buffer {
-  const filler = '<p>Описание осмотра пациента, строка для объёма.</p>';
-  const head = '<?xml version="1.0" encoding="UTF-8"?><ClinicalDocument xmlns="urn:hl7-org:v3">';
-  const count = Math.ceil((DOCUMENT_BYTES - head.length) / Buffer.byteLength(filler));
-  return Buffer.from(`${head}${filler.repeat(count)}</ClinicalDocument>`);
 }
 
 const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'ehr-gateway-bench-'));
@@ -45,7 +38,7 @@ try {
   const clinic = await addClinic(databaseUrl, receiver.url);
   receiver.signingSecret = clinic.signingSecret;
   const baseline = await peakRssMiB(service.pid!);
-  const xml = largeXml();
+  const xml = largeXml(DOCUMENT_BYTES);
   const started = Date.now();
   const { body: ack } = await post(serviceUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody({ document: xml.toString('base64') }));
   const registered = await receiver.waitFor((received) => received.some((item) => item.name === 'SendRegisterDocumentResultResponse' && item.body.queueMessageId === ack.queueMessageId), 120_000);

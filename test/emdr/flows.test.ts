@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedClinicAccount } from '../../src/emdr/clients.js';
 import { runCli } from '../support/cli.js';
 import { startCallbackReceiver, type CallbackReceiver, type ReceivedCallback } from '../support/callback-receiver.js';
-import { addClinic, authHeaders, FIXTURE_ATTACHED_SIGNATURE, FIXTURE_SIGNATURE, FIXTURE_XML, ORGANIZATION, post, registerBody } from '../support/emdr.js';
+import { addClinic, authHeaders, FIXTURE_ATTACHED_SIGNATURE, FIXTURE_SIGNATURE, FIXTURE_XML, largeXml, ORGANIZATION, post, registerBody } from '../support/emdr.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 /** Both flows of interface B over real HTTP, with a real callback receiver on loopback. */
@@ -223,15 +223,7 @@ describe('request errors', () => {
 
 describe('a 20 MiB document', () => {
   it('goes through registration and comes back byte-identical', async () => {
-    const filler = '<p>Описание осмотра пациента, строка для объёма.</p>';
-    const parts = ['<?xml version="1.0" encoding="UTF-8"?><ClinicalDocument xmlns="urn:hl7-org:v3">'];
-    let size = Buffer.byteLength(parts[0]!);
-    while (size < 20 * 1024 * 1024) {
-      parts.push(filler);
-      size += Buffer.byteLength(filler);
-    }
-    parts.push('</ClinicalDocument>');
-    const xml = Buffer.from(parts.join(''));
+    const xml = largeXml(20 * 1024 * 1024);
     const { queueMessageId } = await register({ document: xml.toString('base64') });
     const result = (await callbacksOf(queueMessageId, 2))[1]!.body;
     expect(result.status).toBe('success');

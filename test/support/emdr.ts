@@ -54,3 +54,11 @@ export async function post(baseUrl: string, route: string, headers: Record<strin
   const response = await fetch(`${baseUrl}${route}`, { method: 'POST', headers, body: typeof body === 'string' ? body : JSON.stringify(body) });
   return { status: response.status, body: await response.json() };
 }
+
+/** A well-formed UTF-8 XML document of at least `bytes` bytes (Cyrillic text, many elements). */
+export function largeXml(bytes: number): Buffer {
+  const filler = '<p>Описание осмотра пациента, строка для объёма.</p>';
+  const head = '<?xml version="1.0" encoding="UTF-8"?><ClinicalDocument xmlns="urn:hl7-org:v3">';
+  const count = Math.ceil((bytes - head.length) / Buffer.byteLength(filler));
+  return Buffer.from(`${head}${filler.repeat(count)}</ClinicalDocument>`);
+}
