@@ -8,7 +8,7 @@ TSX := node --import tsx
 export REDOCLY_TELEMETRY := off
 export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
 
-.PHONY: help install browser generate check-specs check-generated typecheck unit test build run
+.PHONY: help install browser generate check-specs check-generated typecheck unit test build run bench
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
@@ -45,5 +45,11 @@ build: $(INSTALLED) ## compile to dist/, and bundle the /docs pages
 	npx --no-install tsc -p tsconfig.build.json
 	$(TSX) scripts/build-docs.ts
 
-run: build ## start the whole service on the embedded PostgreSQL under ./.data
+# Demo only: the stand-in authorization server's account (examples/auth-server uses the same).
+run: export INTERNAL_USERS ?= demo-auth:demo-auth-password
+run: build ## start the whole service on the embedded PostgreSQL under ./.data, with demo data
+	node dist/src/main.js seed-demo
 	node dist/src/main.js serve
+
+bench: $(INSTALLED) ## peak RSS of `serve` for one 20 MiB document through the whole interface B pipeline
+	$(TSX) scripts/bench-large-document.ts

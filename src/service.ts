@@ -6,8 +6,13 @@ import { ehrRoutes } from './ehr/http.js';
 import { createEhrHandlers } from './ehr/methods.js';
 import { RpcEnvelope } from './ehr/rpc/envelope.js';
 import { loadOpenRpcDocument } from './ehr/spec.js';
+import type PgBoss from 'pg-boss';
+import { clinicSecurityHandlers, emdrHandlers } from './emdr/handlers.js';
 import { docsRoutes } from './docs/routes.js';
 import { createEmdrRouter } from './emdr/http.js';
+import { startWorkers } from './emdr/pipeline.js';
+import { startBoss } from './emdr/queue.js';
+import { BuiltInRegistry } from './emdr/registry/built-in.js';
 import { healthRoutes } from './http/health.js';
 import { startListener, type Listener } from './http/listener.js';
 import type { Logger } from './logging/logger.js';
@@ -28,6 +33,7 @@ export interface RunningService {
 export async function startService(config: Config, logger: Logger, roles: ReadonlySet<Role>): Promise<RunningService> {
   const database = await openDatabase(config, logger, { adopt: true });
   const listeners: Listener[] = [];
+  let boss: PgBoss | undefined;
   try {
     const applied = await migrateToLatest(database.knex);
     if (applied.length > 0) logger.info({ applied }, 'migrations applied');
@@ -36,13 +42,23 @@ export async function startService(config: Config, logger: Logger, roles: Readon
     let publicPort: number | undefined;
     let internalPort: number | undefined;
 
+    const registry = new BuiltInRegistry(database.knex, { latencyMs: config.registryLatencyMs, fail: config.registryFail });
+    if (roles.has('emdr') || roles.has('worker')) {
+      boss = await startBoss(database.url, config, logger, { supervise: roles.has('worker') });
+    }
+    if (roles.has('worker')) {
+      await startWorkers({ knex: database.knex, boss: boss!, registry, retryScheduleMs: config.callbackRetryScheduleMs, logger });
+    }
+
     if (roles.has('ehr') || roles.has('emdr')) {
       const publicApp = express();
       publicApp.disable('x-powered-by');
       publicApp.use(healthRoutes(ready));
       publicApp.use(docsRoutes());
       if (roles.has('emdr')) {
-        publicApp.use('/api', await createEmdrRouter({ definition: openApiSpecPath, handlers: {}, bodyLimitBytes: config.bodyLimitBytes, logger }));
+        const handlers = emdrHandlers({ knex: database.knex, boss: boss!, registry, rateLimitPerMinute: config.rateLimitPerMinute });
+        const securityHandlers = clinicSecurityHandlers(database.knex);
+        publicApp.use('/api', await createEmdrRouter({ definition: openApiSpecPath, handlers, securityHandlers, bodyLimitBytes: config.bodyLimitBytes, logger }));
       }
       if (roles.has('ehr')) {
         const document = await loadOpenRpcDocument();
@@ -68,12 +84,15 @@ export async function startService(config: Config, logger: Logger, roles: Readon
       internalPort,
       async stop() {
         await Promise.all(listeners.map((listener) => listener.stop()));
+        // Finishes the jobs in flight; an unfinished one comes back to another worker after JOB_EXPIRY.
+        await boss?.stop({ graceful: true, wait: true, timeout: 20_000 });
         await database.close();
         logger.info('ehr-gateway stopped');
       },
     };
   } catch (error) {
     await Promise.all(listeners.map((listener) => listener.stop(0)));
+    await boss?.stop({ graceful: false, wait: true });
     await database.close();
     throw error;
   }

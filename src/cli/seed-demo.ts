@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { seedDemoPatients } from '../ehr/patients.js';
+import { DEMO_CLINIC, seedDemoClinic } from '../emdr/demo.js';
 import { printJson, withDatabase } from './program.js';
 
 /**
@@ -9,9 +10,12 @@ import { printJson, withDatabase } from './program.js';
 export function registerSeedDemoCommand(program: Command): void {
   program
     .command('seed-demo')
-    .description('write demo data (idempotent): demo patients of interface A')
+    .description('write demo data (idempotent): demo patients of interface A, the demo clinic of interface B')
     .action(async () => {
-      const seeded = await withDatabase(async (database) => ({ patients: await seedDemoPatients(database.knex) }));
+      const seeded = await withDatabase(async (database) => ({
+        patients: await seedDemoPatients(database.knex),
+        clinic: { businessId: DEMO_CLINIC.businessId, created: await seedDemoClinic(database.knex) },
+      }));
       printJson(seeded);
     });
 }

@@ -20,6 +20,14 @@ export interface Config {
   userSignKey: Buffer | undefined;
   /** Largest request body interface B accepts. */
   bodyLimitBytes: number;
+  /** Requests per clinic account per minute on interface B; 0 turns the limit off. */
+  rateLimitPerMinute: number;
+  /** How long a background job may run before pg-boss hands it to another worker (a killed worker's job comes back). */
+  jobExpiryMs: number;
+  /** Simulated latency of each call to the built-in registry. */
+  registryLatencyMs: number;
+  /** Test switch: the built-in registry refuses every registration and file request. */
+  registryFail: boolean;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 }
 
@@ -150,6 +158,20 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     throw new ConfigError('BODY_LIMIT', `"${bodyLimitRaw}" is not a size (use e.g. 32mb, 512kb)`);
   }
 
+  const rateLimitRaw = env.RATE_LIMIT || '600';
+  const rateLimitPerMinute = Number(rateLimitRaw);
+  if (!Number.isInteger(rateLimitPerMinute) || rateLimitPerMinute < 0) {
+    throw new ConfigError('RATE_LIMIT', `"${rateLimitRaw}" is not a whole number of requests per minute (0 turns the limit off)`);
+  }
+
+  const jobExpiryMs = readDuration(env, 'JOB_EXPIRY', '30s');
+  if (jobExpiryMs < 1000) throw new ConfigError('JOB_EXPIRY', 'must be at least 1s');
+
+  const registryFailRaw = (env.REGISTRY_FAIL || 'false').toLowerCase();
+  if (!['true', 'false', '1', '0'].includes(registryFailRaw)) {
+    throw new ConfigError('REGISTRY_FAIL', `"${env.REGISTRY_FAIL}" is neither true nor false`);
+  }
+
   const logLevel = (env.LOG_LEVEL || 'info') as Config['logLevel'];
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError('LOG_LEVEL', `"${logLevel}" is not one of ${LOG_LEVELS.join(', ')}`);
@@ -167,6 +189,10 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     authTtlUnit,
     userSignKey: readUserSignKey(env),
     bodyLimitBytes,
+    rateLimitPerMinute,
+    jobExpiryMs,
+    registryLatencyMs: readDuration(env, 'REGISTRY_LATENCY', '0'),
+    registryFail: registryFailRaw === 'true' || registryFailRaw === '1',
     logLevel,
     ...overrides,
   };
@@ -189,5 +215,9 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; fallback: string; m
     meaning: 'key encrypting user_sign at rest, 32 bytes as hex or base64; required with DATABASE_URL, else generated once into DATA_DIR/user-sign.key',
   },
   { name: 'BODY_LIMIT', fallback: '32mb', meaning: 'largest request body of interface B' },
+  { name: 'RATE_LIMIT', fallback: '600', meaning: 'interface B requests per clinic account per minute; 0 turns the limit off' },
+  { name: 'JOB_EXPIRY', fallback: '30s', meaning: "how long a background job may run before another worker takes it over (a killed worker's jobs come back)" },
+  { name: 'REGISTRY_LATENCY', fallback: '0', meaning: 'simulated latency of each call to the built-in registry' },
+  { name: 'REGISTRY_FAIL', fallback: 'false', meaning: 'test switch: the built-in registry refuses every registration and file request' },
   { name: 'LOG_LEVEL', fallback: 'info', meaning: 'fatal, error, warn, info, debug, trace or silent' },
 ];

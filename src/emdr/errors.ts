@@ -1,6 +1,8 @@
-/** One entry of interface B's error shape; `code` is a mnemonic of classifier 1.2.643.5.1.13.13.99.2.305. */
+import type { ErrorCode } from './codes.js';
+
+/** One entry of interface B's error shape; `code` is one of codes.ts (classifier 1.2.643.5.1.13.13.99.2.305 or the gateway's own). */
 export interface ErrorItem {
-  code: string;
+  code: ErrorCode;
   message: string;
   path?: string;
 }
@@ -15,12 +17,14 @@ export class ApiError extends Error {
   constructor(
     readonly status: number,
     readonly items: readonly ErrorItem[],
+    /** Extra response headers, e.g. Retry-After on 429. */
+    readonly headers: Readonly<Record<string, string>> = {},
   ) {
     super(items.map((item) => `${item.code}: ${item.message}`).join('; '));
     this.name = 'ApiError';
   }
 
-  static single(status: number, code: string, message: string, path?: string): ApiError {
+  static single(status: number, code: ErrorCode, message: string, path?: string): ApiError {
     return new ApiError(status, [path === undefined ? { code, message } : { code, message, path }]);
   }
 }

@@ -22,10 +22,17 @@ export interface HandlerResult {
 /** An operation handler: gets the validated request, returns status and body, or throws ApiError. */
 export type OperationHandler = (context: Context, request: Request) => Promise<HandlerResult>;
 
+/**
+ * Checks one security scheme of the definition; a falsy result (or a throw) fails it, and the
+ * router answers 401 ACCESS_DENIED. A truthy result is available as `context.security[scheme]`.
+ */
+export type SecurityHandler = (context: Context, request: Request) => Promise<unknown>;
+
 export interface EmdrRouterOptions {
   /** The OpenAPI document, or the path of specs/openapi.yaml. */
   definition: Document | string;
   handlers: Readonly<Record<string, OperationHandler>>;
+  securityHandlers?: Readonly<Record<string, SecurityHandler>>;
   bodyLimitBytes: number;
   logger: Logger;
 }
@@ -86,11 +93,17 @@ export async function createEmdrRouter(options: EmdrRouterOptions): Promise<Rout
       methodNotAllowed: async () => {
         throw ApiError.single(405, 'METHOD_NOT_ALLOWED', 'method not allowed on this path');
       },
+      unauthorizedHandler: async () => {
+        throw ApiError.single(401, 'ACCESS_DENIED', 'unknown clinic account or wrong token (send the headers businessId, user and token)');
+      },
       notImplemented: async (context: Context) => {
         throw ApiError.single(501, 'NOT_IMPLEMENTED', `operation ${context.operation.operationId ?? ''} is not implemented`);
       },
     },
   });
+  for (const [scheme, handler] of Object.entries(options.securityHandlers ?? {})) {
+    api.registerSecurityHandler(scheme, (context: Context, request: Request) => handler(context, request));
+  }
   for (const [operationId, handler] of Object.entries(options.handlers)) {
     api.register(operationId, (context: Context, request: Request) => handler(context, request));
   }
@@ -138,6 +151,7 @@ export async function createEmdrRouter(options: EmdrRouterOptions): Promise<Rout
 
 function sendError(res: express.Response, error: unknown, logger: Logger): void {
   if (error instanceof ApiError) {
+    for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
     res.status(error.status).json(errorBody(error.items));
     return;
   }

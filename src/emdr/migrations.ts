@@ -1,4 +1,116 @@
 import type { NamedMigration } from '../db/migrations/index.js';
 
 /** Interface B's and the callback delivery's tables, in order. */
-export const emdrMigrations: readonly NamedMigration[] = [];
+export const emdrMigrations: readonly NamedMigration[] = [
+  [
+    'emdr_0001_clients_requests_callbacks_registry',
+    {
+      async up(knex) {
+        await knex.raw(`
+          create table emdr_clients (
+            id bigserial primary key,
+            business_id text not null,
+            user_name text not null,
+            -- sha256 of the access token; the token itself is shown once by "clients add"
+            token_hash bytea not null,
+            -- null: the account may act for any organization
+            organizations text[],
+            callback_urls text[] not null check (cardinality(callback_urls) > 0),
+            -- what the gateway presents to the clinic on callbacks; kept in clear because it is sent
+            callback_user text not null,
+            callback_token text not null,
+            signing_secret text not null,
+            created_at timestamptz not null default now(),
+            unique (business_id, user_name)
+          );
+
+          create table emdr_requests (
+            queue_message_id uuid primary key,
+            client_id bigint not null references emdr_clients(id),
+            operation text not null check (operation in ('RegisterDocument', 'DemandContent')),
+            -- localUid or clientMessageId: with body_hash, the identical retry hits the unique key
+            idempotency_key uuid,
+            body_hash text not null,
+            state text not null check (state in ('received', 'rejected', 'accepted', 'completed', 'failed')),
+            callback_url text not null,
+            local_uid uuid,
+            client_message_id uuid,
+            emdr_id text,
+            -- the request fields other than the document, signatures and callbackUrl
+            metadata jsonb not null,
+            -- RegisterDocument: the submitted files; DemandContent: the files from the archive
+            document bytea,
+            signature bytea,
+            personal_signatures jsonb,
+            intake_errors jsonb,
+            errors jsonb,
+            created_at timestamptz not null default clock_timestamp(),
+            updated_at timestamptz not null default clock_timestamp(),
+            unique (client_id, operation, idempotency_key, body_hash)
+          );
+          create index emdr_requests_local_uid on emdr_requests (client_id, local_uid) where local_uid is not null;
+
+          create table emdr_callbacks (
+            -- the Standard Webhooks webhook-id: the same on every attempt
+            id text primary key,
+            queue_message_id uuid not null references emdr_requests(queue_message_id),
+            name text not null,
+            sequence smallint not null check (sequence in (1, 2)),
+            url text not null,
+            payload jsonb not null,
+            state text not null check (state in ('waiting', 'pending', 'delivered', 'failed')),
+            -- attempts in the current round of the retry schedule (a replay starts a new round)
+            round_attempts integer not null default 0,
+            last_error text,
+            delivered_at timestamptz,
+            created_at timestamptz not null default clock_timestamp(),
+            unique (queue_message_id, sequence)
+          );
+
+          create table emdr_callback_attempts (
+            id bigserial primary key,
+            callback_id text not null references emdr_callbacks(id),
+            attempt integer not null,
+            at timestamptz not null,
+            http_status integer,
+            error text,
+            unique (callback_id, attempt)
+          );
+
+          create sequence emdr_registry_number;
+          create table emdr_registry_documents (
+            emdr_id text primary key,
+            -- the gateway request that registered it: registering twice for one request returns the first result
+            request_key text not null unique,
+            local_uid uuid not null,
+            kind text not null,
+            organization text not null,
+            patient_snils text not null,
+            document_number text,
+            creation_date_time timestamptz not null,
+            registration_date_time timestamptz not null,
+            version integer not null,
+            replaces text references emdr_registry_documents(emdr_id),
+            superseded_by text references emdr_registry_documents(emdr_id),
+            file_name text not null,
+            content bytea not null,
+            signature bytea not null,
+            personal_signatures jsonb,
+            unique (organization, local_uid)
+          );
+          create index emdr_registry_documents_snils on emdr_registry_documents (patient_snils);
+        `);
+      },
+      async down(knex) {
+        await knex.raw(`
+          drop table emdr_registry_documents;
+          drop sequence emdr_registry_number;
+          drop table emdr_callback_attempts;
+          drop table emdr_callbacks;
+          drop table emdr_requests;
+          drop table emdr_clients;
+        `);
+      },
+    },
+  ],
+];

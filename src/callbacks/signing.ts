@@ -1,0 +1,25 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+
+/**
+ * Standard Webhooks signatures (https://www.standardwebhooks.com/): HMAC-SHA256 keyed with the
+ * base64-decoded part of `whsec_…`, over `${id}.${timestamp}.${body}`, sent as `v1,<base64>`.
+ */
+function key(secret: string): Buffer {
+  return Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64');
+}
+
+export function signWebhook(secret: string, id: string, timestamp: number, body: string | Buffer): string {
+  const hmac = createHmac('sha256', key(secret));
+  hmac.update(`${id}.${timestamp}.`);
+  hmac.update(body);
+  return `v1,${hmac.digest('base64')}`;
+}
+
+/** True when one of the space-separated `v1,` signatures of the header matches. */
+export function verifyWebhook(secret: string, id: string, timestamp: string, body: string | Buffer, signatureHeader: string): boolean {
+  const expected = Buffer.from(signWebhook(secret, id, Number(timestamp), body));
+  return signatureHeader.split(' ').some((candidate) => {
+    const presented = Buffer.from(candidate);
+    return presented.length === expected.length && timingSafeEqual(presented, expected);
+  });
+}

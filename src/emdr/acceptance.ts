@@ -1,0 +1,135 @@
+import { SaxesParser } from 'saxes';
+import type { CallbackErrorItem } from './codes.js';
+
+/**
+ * The acceptance checks of a RegisterDocument request: the checks that need no registry.
+ * They work on Buffers and stream the XML, so a 20 MiB document is not copied into strings.
+ */
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/** Standard base64, padded; undefined when the text is not that (Buffer.from alone skips bad characters). */
+export function decodeBase64Strict(text: string): Buffer | undefined {
+  if (text.length % 4 !== 0 || !BASE64.test(text)) return undefined;
+  return Buffer.from(text, 'base64');
+}
+
+const XML_CHUNK_BYTES = 256 * 1024;
+
+/** Undefined when `bytes` is one well-formed UTF-8 XML document, else the parser's complaint. */
+export function xmlWellFormednessError(bytes: Buffer): string | undefined {
+  const parser = new SaxesParser({ xmlns: true, position: true });
+  let failure: string | undefined;
+  parser.on('error', (error) => {
+    failure ??= error.message;
+  });
+  const decoder = new TextDecoder('utf-8', { fatal: true });
+  try {
+    for (let offset = 0; offset < bytes.length && failure === undefined; offset += XML_CHUNK_BYTES) {
+      const end = Math.min(offset + XML_CHUNK_BYTES, bytes.length);
+      parser.write(decoder.decode(bytes.subarray(offset, end), { stream: end < bytes.length }));
+    }
+    if (failure === undefined) parser.close();
+  } catch (error) {
+    failure ??= error instanceof TypeError ? 'the document is not UTF-8' : (error as Error).message;
+  }
+  return failure;
+}
+
+interface Tlv {
+  tag: number;
+  contentStart: number;
+  end: number;
+}
+
+/** One DER element at `offset` (definite lengths only, as DER requires). */
+function readTlv(bytes: Buffer, offset: number, limit: number): Tlv {
+  if (offset + 2 > limit) throw new Error('truncated element');
+  const tag = bytes[offset]!;
+  if ((tag & 0x1f) === 0x1f) throw new Error('multi-byte tags are not used in CMS');
+  const first = bytes[offset + 1]!;
+  let length = first;
+  let contentStart = offset + 2;
+  if (first === 0x80) throw new Error('indefinite length (BER) is not supported: send DER');
+  if (first > 0x80) {
+    const count = first & 0x7f;
+    if (count > 4 || contentStart + count > limit) throw new Error('bad length');
+    length = 0;
+    for (let i = 0; i < count; i += 1) length = length * 256 + bytes[contentStart + i]!;
+    contentStart += count;
+  }
+  const end = contentStart + length;
+  if (end > limit) throw new Error('element runs past its container');
+  return { tag, contentStart, end };
+}
+
+// DER of OBJECT IDENTIFIER 1.2.840.113549.1.7.2 (signedData), without tag and length.
+const SIGNED_DATA_OID = Buffer.from([0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x07, 0x02]);
+const SEQUENCE = 0x30;
+const SET = 0x31;
+const INTEGER = 0x02;
+const OID = 0x06;
+const CONTEXT_0 = 0xa0;
+const CONTEXT_1 = 0xa1;
+
+/**
+ * Checks that `bytes` is a DER ContentInfo of type signedData whose encapsulated content is absent
+ * (a detached signature) and that it has at least one SignerInfo. This is a structural check: the
+ * cryptographic verification (GOST R 34.10-2012 certificates) belongs to the registry.
+ */
+export function detachedCmsError(bytes: Buffer, what: string): CallbackErrorItem | undefined {
+  try {
+    const contentInfo = readTlv(bytes, 0, bytes.length);
+    if (contentInfo.tag !== SEQUENCE || contentInfo.end !== bytes.length) throw new Error('not a ContentInfo SEQUENCE');
+    const contentType = readTlv(bytes, contentInfo.contentStart, contentInfo.end);
+    if (contentType.tag !== OID || !bytes.subarray(contentType.contentStart, contentType.end).equals(SIGNED_DATA_OID)) {
+      throw new Error('content type is not signedData (1.2.840.113549.1.7.2)');
+    }
+    const explicit = readTlv(bytes, contentType.end, contentInfo.end);
+    if (explicit.tag !== CONTEXT_0) throw new Error('signedData content missing');
+    const signedData = readTlv(bytes, explicit.contentStart, explicit.end);
+    if (signedData.tag !== SEQUENCE) throw new Error('SignedData is not a SEQUENCE');
+    const version = readTlv(bytes, signedData.contentStart, signedData.end);
+    if (version.tag !== INTEGER) throw new Error('SignedData version missing');
+    const digestAlgorithms = readTlv(bytes, version.end, signedData.end);
+    if (digestAlgorithms.tag !== SET) throw new Error('digestAlgorithms missing');
+    const encapContentInfo = readTlv(bytes, digestAlgorithms.end, signedData.end);
+    if (encapContentInfo.tag !== SEQUENCE) throw new Error('encapContentInfo missing');
+    const eContentType = readTlv(bytes, encapContentInfo.contentStart, encapContentInfo.end);
+    if (eContentType.tag !== OID) throw new Error('eContentType missing');
+    if (eContentType.end !== encapContentInfo.end) {
+      return { code: 'WRONG_SIGNATURE_FORMAT', message: `${what} carries the signed content: send a detached signature` };
+    }
+    let next = readTlv(bytes, encapContentInfo.end, signedData.end);
+    if (next.tag === CONTEXT_0) next = readTlv(bytes, next.end, signedData.end);
+    if (next.tag === CONTEXT_1) next = readTlv(bytes, next.end, signedData.end);
+    if (next.tag !== SET) throw new Error('signerInfos missing');
+    if (next.contentStart === next.end) return { code: 'NO_SIGNATURE', message: `${what} has no signer` };
+    return undefined;
+  } catch (error) {
+    return { code: 'SIGNATURE_DECODING_ERROR', message: `${what} is not a DER CMS SignedData: ${(error as Error).message}` };
+  }
+}
+
+/** The 11 digits of a SNILS written as digits or as NNN-NNN-NNN NN. */
+export function snilsDigits(snils: string): string {
+  return snils.replace(/[^0-9]/g, '');
+}
+
+/**
+ * SNILS check number: the first nine digits weighted 9..1, summed; below 100 the sum itself,
+ * 100 and 101 give 00, above 101 the remainder of division by 101 (100 again giving 00).
+ * Numbers up to 001-001-998 were issued without a meaningful check number.
+ */
+export function snilsChecksumValid(snils: string): boolean {
+  const digits = snilsDigits(snils);
+  if (digits.length !== 11) return false;
+  const number = Number(digits.slice(0, 9));
+  if (number <= 1_001_998) return true;
+  let sum = 0;
+  for (let i = 0; i < 9; i += 1) sum += Number(digits[i]) * (9 - i);
+  let check = sum;
+  if (check > 101) check %= 101;
+  if (check === 100 || check === 101) check = 0;
+  return check === Number(digits.slice(9));
+}

@@ -1,0 +1,39 @@
+/**
+ * Every error code interface B uses, in one place.
+ *
+ * Codes with an `id` are mnemonics of classifier 1.2.643.5.1.13.13.99.2.305 («РЭМД. Классификатор
+ * кодов сообщений»). The numeric ids and meanings were taken from a public transcription of the
+ * classifier's version 3.18 (an FNSI export in a public repository); they were not checked against
+ * nsi.rosminzdrav.ru itself, so confirm them there before relying on the numbers.
+ * Codes with `id: null` are the gateway's own: the classifier has no entry for these HTTP-level
+ * conditions.
+ */
+export const ERROR_CODES = {
+  ACCESS_DENIED: { id: 1, meaning: 'no permission (unknown clinic account, wrong token, or an organization the account does not act for)' },
+  CANT_REG_VERSION: { id: 5, meaning: 'registration of the document version is impossible (the replaced version is not current)' },
+  INTERNAL_ERROR: { id: 11, meaning: 'internal error' },
+  MIS_NOT_AVAILABLE: { id: 16, meaning: 'the providing system (МИС archive) is not available' },
+  NO_SIGNATURE: { id: 21, meaning: 'the document has no signature (a CMS without signers)' },
+  NOT_UNIQUE_PROVIDED_ID: { id: 25, meaning: 'a document with this local id (localUid) was already submitted' },
+  REGISTRY_ITEM_NOT_FOUND: { id: 37, meaning: 'the requested registry item was not found' },
+  RUNTIME_ERROR: { id: 40, meaning: 'unexpected error in the registry' },
+  SIGNATURE_DECODING_ERROR: { id: 41, meaning: 'the signature could not be decoded (not base64, not a CMS SignedData)' },
+  WRONG_CREATION_DATE: { id: 47, meaning: 'the document creation date is later than its registration date' },
+  VALIDATION_ERROR: { id: 49, meaning: 'a value failed validation (request schema, base64, SNILS check number)' },
+  WRONG_SIGNATURE_FORMAT: { id: 53, meaning: 'unsupported signature format (not a detached CMS)' },
+  RATE_LIMIT: { id: 95, meaning: 'protective limit reached, retry in a minute or later' },
+  XML_VALIDATION_ERROR: { id: 104, meaning: 'the document is not well-formed XML' },
+  NOT_FOUND: { id: null, meaning: 'gateway: no such operation or request' },
+  METHOD_NOT_ALLOWED: { id: null, meaning: 'gateway: method not allowed on this path' },
+  NOT_IMPLEMENTED: { id: null, meaning: 'gateway: operation not implemented' },
+  REQUEST_TOO_LARGE: { id: null, meaning: 'gateway: body larger than BODY_LIMIT' },
+  UNSUPPORTED_MEDIA_TYPE: { id: null, meaning: 'gateway: body is not application/json' },
+} as const satisfies Record<string, { id: number | null; meaning: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** An error reported in a callback body: `{code, message}`. */
+export interface CallbackErrorItem {
+  code: ErrorCode;
+  message: string;
+}

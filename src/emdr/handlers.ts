@@ -1,0 +1,217 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type PgBoss from 'pg-boss';
+import type { Knex } from 'knex';
+import type { Context } from 'openapi-backend';
+import type { Request } from 'express';
+import type { components } from '../../generated/emdr-api.js';
+import { decodeBase64Strict, snilsDigits } from './acceptance.js';
+import { authenticateClinic, type ClinicAccount } from './clients.js';
+import type { CallbackErrorItem } from './codes.js';
+import { ApiError } from './errors.js';
+import type { OperationHandler, SecurityHandler } from './http.js';
+import { messageState } from './messages.js';
+import type { DemandMetadata, RegisterMetadata } from './pipeline.js';
+import { QUEUES, jobExecutor, type RequestJob } from './queue.js';
+import type { RegistryPort } from './registry/port.js';
+
+type RegisterDocumentRequest = components['schemas']['RegisterDocumentRequest'];
+type RegisterDocumentAcknowledgement = components['schemas']['RegisterDocumentAcknowledgement'];
+type DemandContentRequest = components['schemas']['DemandContentRequest'];
+type DemandContentAcknowledgement = components['schemas']['DemandContentAcknowledgement'];
+type SearchRegistryItemRequest = components['schemas']['SearchRegistryItemRequest'];
+type SearchRegistryItemResponse = components['schemas']['SearchRegistryItemResponse'];
+
+export interface EmdrHandlerDependencies {
+  knex: Knex;
+  boss: PgBoss;
+  registry: RegistryPort;
+  rateLimitPerMinute: number;
+}
+
+const SEARCH_LIMIT = 100;
+
+function header(request: Request, name: string): string | undefined {
+  const value = request.headers[name.toLowerCase()];
+  return typeof value === 'string' && value.length > 0 ? value : undefined;
+}
+
+/**
+ * The three headers as the OpenAPI security schemes BusinessId, User and Token, required together.
+ * Token does the lookup (all three headers); the other two only check presence.
+ */
+export function clinicSecurityHandlers(knex: Knex): Record<string, SecurityHandler> {
+  return {
+    BusinessId: async (_context, request) => header(request, 'businessId') !== undefined,
+    User: async (_context, request) => header(request, 'user') !== undefined,
+    Token: async (_context, request) => {
+      const businessId = header(request, 'businessId');
+      const user = header(request, 'user');
+      const token = header(request, 'token');
+      if (businessId === undefined || user === undefined || token === undefined) return false;
+      return (await authenticateClinic(knex, businessId, user, token)) ?? false;
+    },
+  };
+}
+
+/** Requests per clinic account in the current minute: a fixed window kept in this process. */
+class RateLimiter {
+  private windowStart = 0;
+  private counts = new Map<number, number>();
+
+  constructor(private readonly perMinute: number) {}
+
+  /** Seconds to wait when over the limit, else undefined. */
+  take(clientId: number): number | undefined {
+    if (this.perMinute === 0) return undefined;
+    const now = Date.now();
+    const window = Math.floor(now / 60_000) * 60_000;
+    if (window !== this.windowStart) {
+      this.windowStart = window;
+      this.counts.clear();
+    }
+    const count = (this.counts.get(clientId) ?? 0) + 1;
+    this.counts.set(clientId, count);
+    return count > this.perMinute ? Math.ceil((window + 60_000 - now) / 1000) : undefined;
+  }
+}
+
+/** A SHA-256 over the body's members in the order sent, without one big serialized copy of it. */
+function bodyHash(body: Record<string, unknown>): string {
+  const hash = createHash('sha256');
+  for (const [key, value] of Object.entries(body)) {
+    hash.update(JSON.stringify(key));
+    hash.update(':');
+    hash.update(typeof value === 'string' ? value : JSON.stringify(value));
+    hash.update('\n');
+  }
+  return hash.digest('hex');
+}
+
+export function emdrHandlers(dependencies: EmdrHandlerDependencies): Record<string, OperationHandler> {
+  const { knex, boss, registry } = dependencies;
+  const limiter = new RateLimiter(dependencies.rateLimitPerMinute);
+
+  const clinicOf = (context: Context): ClinicAccount => {
+    const clinic = context.security?.Token as ClinicAccount;
+    const wait = limiter.take(clinic.id);
+    if (wait !== undefined) {
+      throw new ApiError(429, [{ code: 'RATE_LIMIT', message: 'too many requests; retry after the seconds in Retry-After' }], { 'Retry-After': String(wait) });
+    }
+    return clinic;
+  };
+
+  /** The request's callbackUrl when the clinic registered it (no calls to arbitrary hosts), else the first registered one. */
+  const callbackBase = (clinic: ClinicAccount, requested: string | undefined): string => {
+    if (requested === undefined) return clinic.callbackUrls[0]!;
+    const normalize = (url: string) => url.replace(/\/+$/, '');
+    if (!clinic.callbackUrls.some((registered) => normalize(registered) === normalize(requested))) {
+      throw ApiError.single(400, 'VALIDATION_ERROR', 'callbackUrl is not one of the callback URLs registered for this clinic account', '/requestBody/callbackUrl');
+    }
+    return requested;
+  };
+
+  /**
+   * Stores the request and its acceptance job in one transaction. The identical retry hits the
+   * unique key (clinic, operation, idempotency key, body hash) and gets the first request's id.
+   */
+  const store = async (row: Record<string, unknown>): Promise<{ queueMessageId: string; metadata: Record<string, unknown> }> =>
+    knex.transaction(async (trx) => {
+      const inserted = await trx('emdr_requests')
+        .insert({ ...row, queue_message_id: randomUUID(), state: 'received' })
+        .onConflict(['client_id', 'operation', 'idempotency_key', 'body_hash'])
+        .ignore()
+        .returning(['queue_message_id', 'metadata']);
+      if (inserted.length > 0) {
+        const job: RequestJob = { queueMessageId: inserted[0].queue_message_id };
+        await boss.send(QUEUES.accept, job as unknown as object, { db: await jobExecutor(trx) });
+        return { queueMessageId: inserted[0].queue_message_id, metadata: inserted[0].metadata };
+      }
+      const existing = await trx('emdr_requests')
+        .where({ client_id: row.client_id, operation: row.operation, idempotency_key: row.idempotency_key, body_hash: row.body_hash })
+        .first('queue_message_id', 'metadata');
+      return { queueMessageId: existing.queue_message_id, metadata: existing.metadata };
+    });
+
+  return {
+    RegisterDocument: async (context: Context) => {
+      const clinic = clinicOf(context);
+      const body = context.request.requestBody as RegisterDocumentRequest;
+      if (clinic.organizations !== null && !clinic.organizations.includes(body.organization)) {
+        throw ApiError.single(403, 'ACCESS_DENIED', 'this clinic account does not act for the organization', '/requestBody/organization');
+      }
+      const callbackUrl = callbackBase(clinic, body.callbackUrl);
+      const intakeErrors: CallbackErrorItem[] = [];
+      const document = decodeBase64Strict(body.document);
+      if (!document) intakeErrors.push({ code: 'VALIDATION_ERROR', message: 'document is not valid base64' });
+      const signature = decodeBase64Strict(body.signature);
+      if (!signature) intakeErrors.push({ code: 'SIGNATURE_DECODING_ERROR', message: 'signature is not valid base64' });
+      (body.personalSignatures ?? []).forEach((item, index) => {
+        if (!decodeBase64Strict(item.signature)) intakeErrors.push({ code: 'SIGNATURE_DECODING_ERROR', message: `personalSignatures/${index}/signature is not valid base64` });
+      });
+      const metadata: RegisterMetadata = {
+        localUid: body.localUid,
+        kind: body.kind,
+        organization: body.organization,
+        patientSnils: snilsDigits(body.patientSnils),
+        creationDateTime: body.creationDateTime,
+        ...(body.documentNumber === undefined ? {} : { documentNumber: body.documentNumber }),
+        ...(body.replaces === undefined ? {} : { replaces: body.replaces }),
+      };
+      const { queueMessageId } = await store({
+        client_id: clinic.id,
+        operation: 'RegisterDocument',
+        idempotency_key: body.localUid,
+        body_hash: bodyHash(body as unknown as Record<string, unknown>),
+        callback_url: callbackUrl,
+        local_uid: body.localUid,
+        metadata: JSON.stringify(metadata),
+        document: document ?? null,
+        signature: signature ?? null,
+        personal_signatures: body.personalSignatures === undefined ? null : JSON.stringify(body.personalSignatures),
+        intake_errors: intakeErrors.length > 0 ? JSON.stringify(intakeErrors) : null,
+      });
+      const answer: RegisterDocumentAcknowledgement = { localUid: body.localUid, queueMessageId };
+      return { status: 200, body: answer };
+    },
+
+    DemandContent: async (context: Context) => {
+      const clinic = clinicOf(context);
+      const body = context.request.requestBody as DemandContentRequest;
+      const callbackUrl = callbackBase(clinic, body.callbackUrl);
+      const clientMessageId = body.clientMessageId ?? randomUUID();
+      const metadata: DemandMetadata = { emdrId: body.emdrId, clientMessageId };
+      const stored = await store({
+        client_id: clinic.id,
+        operation: 'DemandContent',
+        // Without the clinic's own id there is nothing to recognize a retry by.
+        idempotency_key: body.clientMessageId ?? null,
+        body_hash: bodyHash(body as unknown as Record<string, unknown>),
+        callback_url: callbackUrl,
+        client_message_id: clientMessageId,
+        metadata: JSON.stringify(metadata),
+      });
+      const answer: DemandContentAcknowledgement = { queueMessageId: stored.queueMessageId, clientMessageId: (stored.metadata as unknown as DemandMetadata).clientMessageId };
+      return { status: 200, body: answer };
+    },
+
+    SearchRegistryItem: async (context: Context) => {
+      const clinic = clinicOf(context);
+      const body = context.request.requestBody as SearchRegistryItemRequest;
+      const items = await registry.search({
+        ...body,
+        ...(body.patientSnils === undefined ? {} : { patientSnils: snilsDigits(body.patientSnils) }),
+        ...(clinic.organizations === null ? {} : { organizations: clinic.organizations }),
+        limit: SEARCH_LIMIT,
+      });
+      const answer: SearchRegistryItemResponse = { items };
+      return { status: 200, body: answer };
+    },
+
+    GetMessage: async (context: Context) => {
+      const clinic = clinicOf(context);
+      const state = await messageState(knex, (context.request.params as { queueMessageId: string }).queueMessageId, clinic.id);
+      if (!state) throw ApiError.single(404, 'NOT_FOUND', 'no such request');
+      return { status: 200, body: state };
+    },
+  };
+}

@@ -1,0 +1,206 @@
+import type PgBoss from 'pg-boss';
+import type { Knex } from 'knex';
+import type { Logger } from '../logging/logger.js';
+import { deliverCallback, enqueueCallback, type CallbackName } from '../callbacks/delivery.js';
+import { detachedCmsError, snilsChecksumValid, snilsDigits, xmlWellFormednessError } from './acceptance.js';
+import type { CallbackErrorItem } from './codes.js';
+import { QUEUES, jobExecutor, type CallbackJob, type RequestJob } from './queue.js';
+import type { RegistryPort } from './registry/port.js';
+
+export interface PipelineContext {
+  knex: Knex;
+  boss: PgBoss;
+  registry: RegistryPort;
+  retryScheduleMs: readonly number[];
+  logger: Logger;
+}
+
+/** What the request row keeps besides the files (`metadata`). */
+export interface RegisterMetadata {
+  localUid: string;
+  kind: string;
+  organization: string;
+  patientSnils: string;
+  creationDateTime: string;
+  documentNumber?: string;
+  replaces?: string;
+}
+
+export interface DemandMetadata {
+  emdrId: string;
+  clientMessageId: string;
+}
+
+interface RequestRow {
+  queue_message_id: string;
+  client_id: string;
+  operation: 'RegisterDocument' | 'DemandContent';
+  state: string;
+  callback_url: string;
+  local_uid: string | null;
+  metadata: RegisterMetadata & DemandMetadata;
+  intake_errors: CallbackErrorItem[] | null;
+  created_at: Date;
+}
+
+const ACCEPTANCE_CALLBACK: Record<RequestRow['operation'], CallbackName> = {
+  RegisterDocument: 'SendRegisterDocumentResponse',
+  DemandContent: 'SendDemandContentResponse',
+};
+
+function withErrors(payload: Record<string, unknown>, errors: CallbackErrorItem[]): Record<string, unknown> {
+  return errors.length > 0 ? { ...payload, status: 'error', errors } : { ...payload, status: 'success' };
+}
+
+async function registerDocumentAcceptanceErrors(knex: Knex, request: RequestRow): Promise<CallbackErrorItem[]> {
+  if (request.intake_errors && request.intake_errors.length > 0) return request.intake_errors;
+  const errors: CallbackErrorItem[] = [];
+  const files = await knex('emdr_requests').where({ queue_message_id: request.queue_message_id }).first('document', 'signature', 'personal_signatures');
+  const xmlError = xmlWellFormednessError(files.document as Buffer);
+  if (xmlError !== undefined) errors.push({ code: 'XML_VALIDATION_ERROR', message: `the document is not well-formed XML: ${xmlError}`.slice(0, 300) });
+  const signatureError = detachedCmsError(files.signature as Buffer, 'signature');
+  if (signatureError) errors.push(signatureError);
+  const personal = (files.personal_signatures ?? []) as Array<{ signature: string }>;
+  personal.forEach((item, index) => {
+    const error = detachedCmsError(Buffer.from(item.signature, 'base64'), `personalSignatures/${index}/signature`);
+    if (error) errors.push(error);
+  });
+  const { metadata } = request;
+  if (!snilsChecksumValid(metadata.patientSnils)) errors.push({ code: 'VALIDATION_ERROR', message: 'patientSnils: the check number does not match' });
+  if (Date.parse(metadata.creationDateTime) > Date.now()) errors.push({ code: 'WRONG_CREATION_DATE', message: 'creationDateTime lies in the future' });
+  // The earliest request with a localUid wins; later ones with another body are duplicates.
+  const earlier = await knex('emdr_requests')
+    .where({ client_id: request.client_id, operation: 'RegisterDocument', local_uid: request.local_uid })
+    .whereNot({ queue_message_id: request.queue_message_id })
+    .whereNot({ state: 'rejected' })
+    .where((query) =>
+      query.where('created_at', '<', request.created_at).orWhere((tie) => tie.where('created_at', request.created_at).where('queue_message_id', '<', request.queue_message_id)),
+    )
+    .first('queue_message_id');
+  if (earlier) errors.push({ code: 'NOT_UNIQUE_PROVIDED_ID', message: 'a document with this localUid was already submitted by this clinic' });
+  return errors;
+}
+
+/** Acceptance: the checks, then the acceptance callback and (when accepted) the registry job, in one transaction. */
+export async function acceptRequest(context: PipelineContext, queueMessageId: string): Promise<void> {
+  const { knex, boss, registry, retryScheduleMs } = context;
+  const request = (await knex('emdr_requests').where({ queue_message_id: queueMessageId }).first()) as RequestRow | undefined;
+  if (!request || request.state !== 'received') return;
+
+  let errors: CallbackErrorItem[];
+  let payload: Record<string, unknown>;
+  if (request.operation === 'RegisterDocument') {
+    errors = await registerDocumentAcceptanceErrors(knex, request);
+    payload = { queueMessageId, localUid: request.metadata.localUid };
+  } else {
+    errors = (await registry.exists(request.metadata.emdrId)) ? [] : [{ code: 'REGISTRY_ITEM_NOT_FOUND', message: 'no registry item with this emdrId' }];
+    payload = { queueMessageId, clientMessageId: request.metadata.clientMessageId, emdrId: request.metadata.emdrId };
+  }
+
+  await knex.transaction(async (trx) => {
+    const updated = await trx('emdr_requests')
+      .where({ queue_message_id: queueMessageId, state: 'received' })
+      .update({ state: errors.length > 0 ? 'rejected' : 'accepted', errors: errors.length > 0 ? JSON.stringify(errors) : null, updated_at: trx.fn.now() });
+    if (updated === 0) return;
+    await enqueueCallback(trx, boss, retryScheduleMs, {
+      queueMessageId,
+      name: ACCEPTANCE_CALLBACK[request.operation],
+      sequence: 1,
+      baseUrl: request.callback_url,
+      payload: withErrors(payload, errors),
+    });
+    if (errors.length === 0) {
+      const job: RequestJob = { queueMessageId };
+      await boss.send(QUEUES.fulfil, job as unknown as object, { db: await jobExecutor(trx) });
+    }
+  });
+}
+
+/** The registry step: registration, or the current version from the archive; then the result callback. */
+export async function fulfilRequest(context: PipelineContext, queueMessageId: string): Promise<void> {
+  const { knex, boss, registry, retryScheduleMs } = context;
+  const request = (await knex('emdr_requests').where({ queue_message_id: queueMessageId }).first()) as RequestRow | undefined;
+  if (!request || request.state !== 'accepted') return;
+  const { metadata } = request;
+
+  let finish: (trx: Knex.Transaction) => Promise<{ state: string; emdrId?: string; errors: CallbackErrorItem[]; name: CallbackName; payload: Record<string, unknown> }>;
+  if (request.operation === 'RegisterDocument') {
+    const files = await knex('emdr_requests').where({ queue_message_id: queueMessageId }).first('document', 'signature', 'personal_signatures');
+    const outcome = await registry.register({
+      requestKey: queueMessageId,
+      localUid: metadata.localUid,
+      kind: metadata.kind,
+      organization: metadata.organization,
+      patientSnils: snilsDigits(metadata.patientSnils),
+      documentNumber: metadata.documentNumber,
+      creationDateTime: metadata.creationDateTime,
+      replaces: metadata.replaces,
+      document: files.document,
+      signature: files.signature,
+      personalSignatures: files.personal_signatures ?? undefined,
+    });
+    const base = { queueMessageId, localUid: metadata.localUid };
+    finish = async () =>
+      outcome.ok
+        ? {
+            state: 'completed',
+            emdrId: outcome.emdrId,
+            errors: [],
+            name: 'SendRegisterDocumentResultResponse',
+            payload: { ...base, status: 'success', emdrId: outcome.emdrId, registrationDateTime: outcome.registrationDateTime },
+          }
+        : { state: 'failed', errors: outcome.errors, name: 'SendRegisterDocumentResultResponse', payload: withErrors(base, outcome.errors) };
+  } else {
+    const outcome = await registry.fetchCurrentVersion(metadata.emdrId);
+    const base = { queueMessageId, clientMessageId: metadata.clientMessageId, emdrId: metadata.emdrId };
+    finish = async (trx) => {
+      if (!outcome.ok) return { state: 'failed', errors: outcome.errors, name: 'SendDocumentFileResultResponse', payload: withErrors(base, outcome.errors) };
+      const { file } = outcome;
+      // The files ride in the request row; the callback body is built from them at each attempt.
+      await trx('emdr_requests').where({ queue_message_id: queueMessageId }).update({ document: file.content, signature: file.signature });
+      return {
+        state: 'completed',
+        emdrId: metadata.emdrId,
+        errors: [],
+        name: 'SendDocumentFileResultResponse',
+        payload: { ...base, status: 'success', document: { localUid: file.localUid, kind: file.kind, version: file.version, fileName: file.fileName } },
+      };
+    };
+  }
+
+  await knex.transaction(async (trx) => {
+    const locked = await trx('emdr_requests').where({ queue_message_id: queueMessageId }).forUpdate().first('state');
+    if (locked.state !== 'accepted') return;
+    const result = await finish(trx);
+    await trx('emdr_requests')
+      .where({ queue_message_id: queueMessageId })
+      .update({ state: result.state, emdr_id: result.emdrId ?? null, errors: result.errors.length > 0 ? JSON.stringify(result.errors) : null, updated_at: trx.fn.now() });
+    await enqueueCallback(trx, boss, retryScheduleMs, { queueMessageId, name: result.name, sequence: 2, baseUrl: request.callback_url, payload: result.payload });
+  });
+}
+
+/** How many jobs of each queue one worker process runs at once. */
+const CONCURRENCY = { [QUEUES.accept]: 2, [QUEUES.fulfil]: 2, [QUEUES.callback]: 4 } as const;
+
+/** Subscribes the worker role to the three queues. */
+export async function startWorkers(context: PipelineContext): Promise<void> {
+  const { boss, logger } = context;
+  const options = { batchSize: 1, pollingIntervalSeconds: 0.5 };
+  const run = async (name: string, work: () => Promise<void>) => {
+    try {
+      await work();
+    } catch (error) {
+      logger.error({ err: error, queue: name }, 'job failed; pg-boss retries it');
+      throw error;
+    }
+  };
+  for (let i = 0; i < CONCURRENCY[QUEUES.accept]; i += 1) {
+    await boss.work<RequestJob>(QUEUES.accept, options, async ([job]) => run(QUEUES.accept, () => acceptRequest(context, job!.data.queueMessageId)));
+  }
+  for (let i = 0; i < CONCURRENCY[QUEUES.fulfil]; i += 1) {
+    await boss.work<RequestJob>(QUEUES.fulfil, options, async ([job]) => run(QUEUES.fulfil, () => fulfilRequest(context, job!.data.queueMessageId)));
+  }
+  for (let i = 0; i < CONCURRENCY[QUEUES.callback]; i += 1) {
+    await boss.work<CallbackJob>(QUEUES.callback, options, async ([job]) => run(QUEUES.callback, () => deliverCallback(context, job!.data.callbackId)));
+  }
+}

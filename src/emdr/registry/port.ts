@@ -1,0 +1,70 @@
+import type { CallbackErrorItem } from '../codes.js';
+
+/** What the gateway submits for registration. */
+export interface RegistrationInput {
+  /** The gateway request behind it: registering twice for one request gives the first result. */
+  requestKey: string;
+  localUid: string;
+  kind: string;
+  organization: string;
+  /** 11 digits. */
+  patientSnils: string;
+  documentNumber?: string;
+  creationDateTime: string;
+  replaces?: string;
+  document: Buffer;
+  signature: Buffer;
+  personalSignatures?: unknown;
+}
+
+export type RegistrationOutcome =
+  | { ok: true; emdrId: string; registrationDateTime: string; version: number }
+  | { ok: false; errors: CallbackErrorItem[] };
+
+/** The current version of a document, as the providing МИС archive holds it. */
+export interface DocumentFileFromArchive {
+  emdrId: string;
+  localUid: string;
+  kind: string;
+  version: number;
+  fileName: string;
+  content: Buffer;
+  signature: Buffer;
+}
+
+export type FetchOutcome = { ok: true; file: DocumentFileFromArchive } | { ok: false; errors: CallbackErrorItem[] };
+
+export interface RegistrySearch {
+  patientSnils?: string;
+  kind?: string;
+  organization?: string;
+  localUid?: string;
+  registerDateBegin?: string;
+  registerDateEnd?: string;
+  /** Only these organizations (a clinic account's list); undefined = any. */
+  organizations?: readonly string[];
+  limit: number;
+}
+
+export interface RegistryItem {
+  emdrId: string;
+  localUid: string;
+  kind: string;
+  organization: string;
+  registrationDateTime: string;
+  version: number;
+}
+
+/**
+ * The national registry and the providing МИС archive behind one port. Refusals come back as
+ * `ok: false` with classifier-305 errors; a thrown error means "unavailable, try again later"
+ * (the pg-boss job is retried).
+ */
+export interface RegistryPort {
+  register(input: RegistrationInput): Promise<RegistrationOutcome>;
+  /** Whether a registry item with this emdrId exists (acceptance of DemandContent). */
+  exists(emdrId: string): Promise<boolean>;
+  /** The current version of the document registered as emdrId (following newer versions). */
+  fetchCurrentVersion(emdrId: string): Promise<FetchOutcome>;
+  search(criteria: RegistrySearch): Promise<RegistryItem[]>;
+}

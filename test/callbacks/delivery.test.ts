@@ -1,0 +1,135 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CreatedClinicAccount } from '../../src/emdr/clients.js';
+import { exitOf, runCli, spawnCli } from '../support/cli.js';
+import { startCallbackReceiver, SUCCESS, type CallbackReceiver, type ReceivedCallback } from '../support/callback-receiver.js';
+import { addClinic, authHeaders, post, registerBody } from '../support/emdr.js';
+import { startTestService, type TestService } from '../support/service.js';
+
+const SCHEDULE = '0,200ms,200ms';
+
+const forRequest = (queueMessageId: string) => (received: ReceivedCallback[]) => received.filter((callback) => callback.body.queueMessageId === queueMessageId);
+
+async function messageState(service: TestService, clinic: CreatedClinicAccount, queueMessageId: string) {
+  return (await fetch(`${service.publicUrl}/api/messages/${queueMessageId}`, { headers: authHeaders(clinic) })).json();
+}
+
+describe('callback retries in one service', () => {
+  let service: TestService;
+  let receiver: CallbackReceiver;
+  let clinic: CreatedClinicAccount;
+
+  beforeAll(async () => {
+    receiver = await startCallbackReceiver();
+    service = await startTestService({ CALLBACK_RETRY_SCHEDULE: SCHEDULE });
+    clinic = await addClinic(service.config.databaseUrl!, receiver.url);
+    receiver.signingSecret = clinic.signingSecret;
+  });
+
+  afterAll(async () => {
+    await service?.stop();
+    await receiver?.close();
+  });
+
+  it('retries a failing and a not-Success answer until Success, with the same webhook-id, and holds the result until then', async () => {
+    const body = registerBody();
+    let acceptanceCalls = 0;
+    receiver.reply = (callback) => {
+      if (callback.body.localUid !== body.localUid || callback.name !== 'SendRegisterDocumentResponse') return SUCCESS;
+      acceptanceCalls += 1;
+      if (acceptanceCalls === 1) return { status: 503, body: { status: 'Error' } };
+      if (acceptanceCalls === 2) return { status: 200, body: { status: 'Received' } };
+      return SUCCESS;
+    };
+    const { body: ack } = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), body);
+    const callbacks = forRequest(ack.queueMessageId)(await receiver.waitFor((received) => forRequest(ack.queueMessageId)(received).length >= 4));
+    expect(callbacks.map((callback) => callback.name)).toEqual([
+      'SendRegisterDocumentResponse',
+      'SendRegisterDocumentResponse',
+      'SendRegisterDocumentResponse',
+      'SendRegisterDocumentResultResponse',
+    ]);
+    expect(new Set(callbacks.slice(0, 3).map((callback) => callback.headers['webhook-id'])).size).toBe(1);
+    expect(callbacks.every((callback) => callback.signatureValid)).toBe(true);
+    const state = await messageState(service, clinic, ack.queueMessageId);
+    expect(state.callbacks[0]).toMatchObject({
+      state: 'delivered',
+      lastError: 'answer status is "Received", not "Success"',
+      attempts: [
+        { attempt: 1, httpStatus: 503, error: 'HTTP 503' },
+        { attempt: 2, httpStatus: 200, error: 'answer status is "Received", not "Success"' },
+        { attempt: 3, httpStatus: 200 },
+      ],
+    });
+  });
+
+  it('marks a callback failed when the schedule is exhausted, holds the result, and `callbacks replay` delivers both', async () => {
+    const body = registerBody();
+    let refusing = true;
+    receiver.reply = (callback) => (refusing && callback.body.localUid === body.localUid ? { status: 500, body: {} } : SUCCESS);
+    const { body: ack } = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), body);
+    await receiver.waitFor((received) => forRequest(ack.queueMessageId)(received).length >= 3);
+    let state = await messageState(service, clinic, ack.queueMessageId);
+    for (let i = 0; i < 50 && state.callbacks[0].state !== 'failed'; i += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      state = await messageState(service, clinic, ack.queueMessageId);
+    }
+    expect(state.callbacks[0]).toMatchObject({ state: 'failed', lastError: 'HTTP 500' });
+    expect(state.callbacks[0].attempts).toHaveLength(3);
+    // The registration went on, but its callback waits for the acceptance callback.
+    expect(state).toMatchObject({ state: 'completed', callbacks: [{}, { name: 'SendRegisterDocumentResultResponse', state: 'waiting', attempts: [] }] });
+
+    const shown = await runCli(['messages', 'show', ack.queueMessageId], { DATABASE_URL: service.config.databaseUrl!, LOG_LEVEL: 'silent' });
+    expect(shown.code).toBe(0);
+    expect(JSON.parse(shown.stdout)).toMatchObject({ queueMessageId: ack.queueMessageId, callbacks: [{ state: 'failed' }, { state: 'waiting' }] });
+
+    refusing = false;
+    const replay = await runCli(['callbacks', 'replay', ack.queueMessageId], { DATABASE_URL: service.config.databaseUrl!, LOG_LEVEL: 'silent', CALLBACK_RETRY_SCHEDULE: SCHEDULE });
+    expect(replay.code).toBe(0);
+    expect(JSON.parse(replay.stdout).replayed).toEqual([state.callbacks[0].webhookId]);
+    const callbacks = forRequest(ack.queueMessageId)(
+      await receiver.waitFor((received) => forRequest(ack.queueMessageId)(received).some((callback) => callback.name === 'SendRegisterDocumentResultResponse')),
+    );
+    expect(callbacks.map((callback) => callback.name)).toEqual([...Array(4).fill('SendRegisterDocumentResponse'), 'SendRegisterDocumentResultResponse']);
+  });
+});
+
+describe('a worker killed between acknowledgement and delivery', () => {
+  let api: TestService;
+  let receiver: CallbackReceiver;
+
+  beforeAll(async () => {
+    receiver = await startCallbackReceiver();
+    api = await startTestService({ CALLBACK_RETRY_SCHEDULE: SCHEDULE }, ['emdr']);
+  });
+
+  afterAll(async () => {
+    await api?.stop();
+    await receiver?.close();
+  });
+
+  it('loses nothing: after kill -9 and a restart every callback is delivered, in order, under the same webhook-id', async () => {
+    const clinic = await addClinic(api.config.databaseUrl!, receiver.url);
+    receiver.signingSecret = clinic.signingSecret;
+    const workerEnv = { DATABASE_URL: api.config.databaseUrl!, CALLBACK_RETRY_SCHEDULE: SCHEDULE, JOB_EXPIRY: '2s', LOG_LEVEL: 'silent' };
+    // The first delivery attempt never gets an answer: the worker is killed while it waits.
+    receiver.reply = (callback) => (receiver.received.filter((item) => item.name === callback.name).length === 0 ? 'hang' : SUCCESS);
+
+    const { body: ack } = await post(api.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody());
+    expect(ack.queueMessageId).toEqual(expect.any(String));
+    const first = spawnCli(['serve', '--only', 'worker'], workerEnv);
+    await receiver.waitFor((received) => received.length >= 1, 60_000);
+    first.kill('SIGKILL');
+    expect(await exitOf(first)).toBeNull();
+
+    const second = spawnCli(['serve', '--only', 'worker'], workerEnv);
+    try {
+      const callbacks = await receiver.waitFor((received) => received.some((callback) => callback.name === 'SendRegisterDocumentResultResponse'), 60_000);
+      expect(callbacks.map((callback) => callback.name)).toEqual(['SendRegisterDocumentResponse', 'SendRegisterDocumentResponse', 'SendRegisterDocumentResultResponse']);
+      expect(callbacks[0]!.headers['webhook-id']).toBe(callbacks[1]!.headers['webhook-id']);
+      expect(callbacks.every((callback) => callback.signatureValid)).toBe(true);
+    } finally {
+      second.kill('SIGTERM');
+      expect(await exitOf(second)).toBe(0);
+    }
+  });
+});

@@ -1,0 +1,235 @@
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CreatedClinicAccount } from '../../src/emdr/clients.js';
+import { runCli } from '../support/cli.js';
+import { startCallbackReceiver, type CallbackReceiver, type ReceivedCallback } from '../support/callback-receiver.js';
+import { addClinic, authHeaders, FIXTURE_ATTACHED_SIGNATURE, FIXTURE_SIGNATURE, FIXTURE_XML, largeXml, ORGANIZATION, post, registerBody } from '../support/emdr.js';
+import { startTestService, type TestService } from '../support/service.js';
+
+/** Both flows of interface B over real HTTP, with a real callback receiver on loopback. */
+let service: TestService;
+let receiver: CallbackReceiver;
+let clinic: CreatedClinicAccount;
+
+beforeAll(async () => {
+  receiver = await startCallbackReceiver();
+  service = await startTestService({ CALLBACK_RETRY_SCHEDULE: '0,200ms,200ms' });
+  clinic = await addClinic(service.config.databaseUrl!, receiver.url, { organizations: [ORGANIZATION] });
+  receiver.signingSecret = clinic.signingSecret;
+});
+
+afterAll(async () => {
+  await service?.stop();
+  await receiver?.close();
+});
+
+const of = (queueMessageId: string) => (received: ReceivedCallback[]) => received.filter((callback) => callback.body.queueMessageId === queueMessageId);
+
+async function callbacksOf(queueMessageId: string, count: number): Promise<ReceivedCallback[]> {
+  await receiver.waitFor((received) => of(queueMessageId)(received).length >= count);
+  return of(queueMessageId)(receiver.received);
+}
+
+async function register(overrides: Record<string, unknown> = {}) {
+  const body = registerBody(overrides);
+  const answer = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), body);
+  expect(answer.status).toBe(200);
+  return { body, queueMessageId: answer.body.queueMessageId as string };
+}
+
+async function acceptanceErrors(overrides: Record<string, unknown>): Promise<string[]> {
+  const { queueMessageId } = await register(overrides);
+  const [acceptance] = await callbacksOf(queueMessageId, 1);
+  expect(acceptance!.name).toBe('SendRegisterDocumentResponse');
+  expect(acceptance!.body.status).toBe('error');
+  return (acceptance!.body.errors as Array<{ code: string }>).map((error) => error.code);
+}
+
+describe('RegisterDocument then DemandContent', () => {
+  it('registers, calls back acceptance then result, serves the file byte-identical, and document save writes it', async () => {
+    const { body, queueMessageId } = await register();
+    const callbacks = await callbacksOf(queueMessageId, 2);
+    expect(callbacks.map((callback) => callback.name)).toEqual(['SendRegisterDocumentResponse', 'SendRegisterDocumentResultResponse']);
+    for (const callback of callbacks) {
+      expect(callback.signatureValid).toBe(true);
+      expect(callback.headers.businessid).toBe(clinic.callbackCredentials.businessId);
+      expect(callback.headers.user).toBe(clinic.callbackCredentials.user);
+      expect(callback.headers.token).toBe(clinic.callbackCredentials.token);
+    }
+    expect(callbacks[0]!.body).toEqual({ queueMessageId, localUid: body.localUid, status: 'success' });
+    const result = callbacks[1]!.body;
+    expect(result).toMatchObject({ queueMessageId, localUid: body.localUid, status: 'success' });
+    expect(typeof result.emdrId).toBe('string');
+    expect(Number.isNaN(Date.parse(result.registrationDateTime as string))).toBe(false);
+
+    const search = await post(service.publicUrl, '/api/SearchRegistryItem', authHeaders(clinic), { localUid: body.localUid });
+    expect(search).toMatchObject({ status: 200, body: { items: [{ emdrId: result.emdrId, localUid: body.localUid, kind: '6', organization: ORGANIZATION, version: 1 }] } });
+
+    const clientMessageId = randomUUID();
+    const demand = await post(service.publicUrl, '/api/DemandContent', authHeaders(clinic), { emdrId: result.emdrId, clientMessageId });
+    expect(demand.status).toBe(200);
+    expect(demand.body.clientMessageId).toBe(clientMessageId);
+    const fileCallbacks = await callbacksOf(demand.body.queueMessageId, 2);
+    expect(fileCallbacks.map((callback) => callback.name)).toEqual(['SendDemandContentResponse', 'SendDocumentFileResultResponse']);
+    expect(fileCallbacks.every((callback) => callback.signatureValid && callback.body.clientMessageId === clientMessageId)).toBe(true);
+    const file = fileCallbacks[1]!.body.document as { content: string; signature: string; fileName: string; version: number };
+    expect(Buffer.from(file.content, 'base64').equals(FIXTURE_XML)).toBe(true);
+    expect(Buffer.from(file.signature, 'base64').equals(FIXTURE_SIGNATURE)).toBe(true);
+
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'emdr-save-'));
+    try {
+      await fs.writeFile(path.join(dir, 'callback.json'), fileCallbacks[1]!.rawBody);
+      const saved = await runCli(['document', 'save', path.join(dir, 'callback.json'), '--out', path.join(dir, 'out')]);
+      expect(saved.code).toBe(0);
+      const base = file.fileName.replace(/\.xml$/, '');
+      expect((await fs.readFile(path.join(dir, 'out', `${base}.xml`))).equals(FIXTURE_XML)).toBe(true);
+      expect((await fs.readFile(path.join(dir, 'out', `${base}.xml.sig`))).equals(FIXTURE_SIGNATURE)).toBe(true);
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+
+    const state = await fetch(`${service.publicUrl}/api/messages/${queueMessageId}`, { headers: authHeaders(clinic) });
+    expect(await state.json()).toMatchObject({
+      queueMessageId,
+      state: 'completed',
+      emdrId: result.emdrId,
+      callbacks: [
+        { name: 'SendRegisterDocumentResponse', state: 'delivered', attempts: [{ attempt: 1, httpStatus: 200 }] },
+        { name: 'SendRegisterDocumentResultResponse', state: 'delivered', attempts: [{ attempt: 1, httpStatus: 200 }] },
+      ],
+    });
+  });
+
+  it('serves the current version when a newer version replaced the demanded one', async () => {
+    const first = await register();
+    const firstId = (await callbacksOf(first.queueMessageId, 2))[1]!.body.emdrId as string;
+    const newerXml = Buffer.from('<ClinicalDocument xmlns="urn:hl7-org:v3"><title>v2</title></ClinicalDocument>');
+    const second = await register({ replaces: firstId, document: newerXml.toString('base64') });
+    const secondResult = (await callbacksOf(second.queueMessageId, 2))[1]!.body;
+    expect(secondResult.status).toBe('success');
+    const demand = await post(service.publicUrl, '/api/DemandContent', authHeaders(clinic), { emdrId: firstId });
+    const file = (await callbacksOf(demand.body.queueMessageId, 2))[1]!.body.document as { content: string; version: number };
+    expect(file.version).toBe(2);
+    expect(Buffer.from(file.content, 'base64').equals(newerXml)).toBe(true);
+  });
+
+  it('processes the identical retry once and answers it with the same acknowledgement', async () => {
+    const body = registerBody();
+    const first = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), body);
+    const second = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), body);
+    expect(second).toEqual(first);
+    const demandBody = { emdrId: '26.01.000000001', clientMessageId: randomUUID() };
+    const firstDemand = await post(service.publicUrl, '/api/DemandContent', authHeaders(clinic), demandBody);
+    expect(await post(service.publicUrl, '/api/DemandContent', authHeaders(clinic), demandBody)).toEqual(firstDemand);
+    await callbacksOf(first.body.queueMessageId, 2);
+    const state = await (await fetch(`${service.publicUrl}/api/messages/${first.body.queueMessageId}`, { headers: authHeaders(clinic) })).json();
+    expect(state.callbacks).toHaveLength(2);
+    expect(receiver.received.filter((callback) => callback.body.localUid === body.localUid)).toHaveLength(2);
+  });
+});
+
+describe('acceptance errors in the acceptance callback', () => {
+  it('NOT_UNIQUE_PROVIDED_ID for a used localUid with another body', async () => {
+    const { body, queueMessageId } = await register();
+    await callbacksOf(queueMessageId, 2);
+    expect(await acceptanceErrors({ localUid: body.localUid, documentNumber: 'other' })).toEqual(['NOT_UNIQUE_PROVIDED_ID']);
+  });
+
+  it('VALIDATION_ERROR for a document that is not base64', async () => {
+    expect(await acceptanceErrors({ document: 'not base64!' })).toEqual(['VALIDATION_ERROR']);
+  });
+
+  it('XML_VALIDATION_ERROR for a document that is not well-formed XML', async () => {
+    expect(await acceptanceErrors({ document: Buffer.from('<a><b></a>').toString('base64') })).toEqual(['XML_VALIDATION_ERROR']);
+  });
+
+  it('SIGNATURE_DECODING_ERROR for a signature that is not a CMS SignedData', async () => {
+    expect(await acceptanceErrors({ signature: Buffer.from('just text').toString('base64') })).toEqual(['SIGNATURE_DECODING_ERROR']);
+  });
+
+  it('WRONG_SIGNATURE_FORMAT for a signature with the content attached', async () => {
+    expect(await acceptanceErrors({ signature: FIXTURE_ATTACHED_SIGNATURE.toString('base64') })).toEqual(['WRONG_SIGNATURE_FORMAT']);
+  });
+
+  it('NO_SIGNATURE for a SignedData without signers', async () => {
+    // ContentInfo(signedData, SignedData{1, {}, {data}, signerInfos {}}) in DER.
+    const empty = Buffer.from('3023' + '06092a864886f70d010702' + 'a016' + '3014' + '020101' + '3100' + '300b' + '06092a864886f70d010701' + '3100', 'hex');
+    expect(await acceptanceErrors({ signature: empty.toString('base64') })).toEqual(['NO_SIGNATURE']);
+  });
+
+  it('VALIDATION_ERROR for a SNILS with a wrong check number', async () => {
+    expect(await acceptanceErrors({ patientSnils: '11223344596' })).toEqual(['VALIDATION_ERROR']);
+  });
+
+  it('WRONG_CREATION_DATE for a creation date in the future', async () => {
+    expect(await acceptanceErrors({ creationDateTime: '2999-01-01T00:00:00Z' })).toEqual(['WRONG_CREATION_DATE']);
+  });
+
+  it('REGISTRY_ITEM_NOT_FOUND for DemandContent of an unknown emdrId, and no file callback', async () => {
+    const demand = await post(service.publicUrl, '/api/DemandContent', authHeaders(clinic), { emdrId: '26.01.999999999' });
+    const [acceptance] = await callbacksOf(demand.body.queueMessageId, 1);
+    expect(acceptance!.body).toMatchObject({ status: 'error', errors: [{ code: 'REGISTRY_ITEM_NOT_FOUND' }], clientMessageId: demand.body.clientMessageId });
+    const state = await (await fetch(`${service.publicUrl}/api/messages/${demand.body.queueMessageId}`, { headers: authHeaders(clinic) })).json();
+    expect(state).toMatchObject({ state: 'rejected', callbacks: [{ name: 'SendDemandContentResponse' }] });
+    expect(state.callbacks).toHaveLength(1);
+  });
+});
+
+describe('request errors', () => {
+  it('401 ACCESS_DENIED for a missing header or a wrong token', async () => {
+    const { token: _token, ...withoutToken } = authHeaders(clinic);
+    for (const headers of [withoutToken, { ...authHeaders(clinic), token: 'wrong' }, { ...authHeaders(clinic), user: 'someone' }]) {
+      expect(await post(service.publicUrl, '/api/RegisterDocument', headers, registerBody())).toMatchObject({ status: 401, body: { status: 'Error', errors: [{ code: 'ACCESS_DENIED' }] } });
+    }
+  });
+
+  it('400 VALIDATION_ERROR with paths for a body that does not match the schema', async () => {
+    const answer = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody({ localUid: 'x', patientSnils: '123', extra: 1 }));
+    expect(answer.status).toBe(400);
+    expect(answer.body.errors.map((error: { path: string }) => error.path)).toEqual(expect.arrayContaining(['/requestBody/localUid', '/requestBody/patientSnils', '/requestBody/extra']));
+  });
+
+  it('403 ACCESS_DENIED for an organization the account does not act for', async () => {
+    expect(await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody({ organization: '1.2.643.5.1.13.13.12.2.77.1' }))).toMatchObject({
+      status: 403,
+      body: { errors: [{ code: 'ACCESS_DENIED', path: '/requestBody/organization' }] },
+    });
+  });
+
+  it('400 VALIDATION_ERROR for a callbackUrl the clinic did not register', async () => {
+    expect(await post(service.publicUrl, '/api/DemandContent', authHeaders(clinic), { emdrId: '1.2', callbackUrl: 'http://169.254.169.254/latest' })).toMatchObject({
+      status: 400,
+      body: { errors: [{ code: 'VALIDATION_ERROR', path: '/requestBody/callbackUrl' }] },
+    });
+  });
+
+  it("404 for another business's request, as for an unknown one", async () => {
+    const { queueMessageId } = await register();
+    const other = await addClinic(service.config.databaseUrl!, receiver.url);
+    for (const id of [queueMessageId, randomUUID()]) {
+      const answer = await fetch(`${service.publicUrl}/api/messages/${id}`, { headers: authHeaders(other) });
+      expect(answer.status).toBe(404);
+      expect(await answer.json()).toMatchObject({ status: 'Error', errors: [{ code: 'NOT_FOUND' }] });
+    }
+  });
+
+  it('415 for a body that is not JSON', async () => {
+    expect(await post(service.publicUrl, '/api/RegisterDocument', { ...authHeaders(clinic), 'content-type': 'text/xml' }, '<a/>')).toMatchObject({ status: 415, body: { errors: [{ code: 'UNSUPPORTED_MEDIA_TYPE' }] } });
+  });
+});
+
+describe('a 20 MiB document', () => {
+  it('goes through registration and comes back byte-identical', async () => {
+    const xml = largeXml(20 * 1024 * 1024);
+    const { queueMessageId } = await register({ document: xml.toString('base64') });
+    const result = (await callbacksOf(queueMessageId, 2))[1]!.body;
+    expect(result.status).toBe('success');
+    const demand = await post(service.publicUrl, '/api/DemandContent', authHeaders(clinic), { emdrId: result.emdrId });
+    const file = (await callbacksOf(demand.body.queueMessageId, 2))[1]!;
+    expect(file.signatureValid).toBe(true);
+    expect(Buffer.from((file.body.document as { content: string }).content, 'base64').equals(xml)).toBe(true);
+  });
+});

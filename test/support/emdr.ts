@@ -1,0 +1,64 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import knexFactory, { type Knex } from 'knex';
+import { createClinicAccount, type CreatedClinicAccount } from '../../src/emdr/clients.js';
+
+const fixtures = path.join(import.meta.dirname, '../emdr/fixtures');
+/** A small CDA-like XML document and a detached CMS signature over it (openssl, RSA test key). */
+export const FIXTURE_XML = fs.readFileSync(path.join(fixtures, 'doc.xml'));
+export const FIXTURE_SIGNATURE = fs.readFileSync(path.join(fixtures, 'doc.xml.sig'));
+/** The same signature with the content attached (not detached). */
+export const FIXTURE_ATTACHED_SIGNATURE = fs.readFileSync(path.join(fixtures, 'attached.sig'));
+
+export const ORGANIZATION = '1.2.643.5.1.13.13.12.2.77.7973';
+/** A SNILS with a valid check number. */
+export const VALID_SNILS = '112-233-445 95';
+
+export function openKnex(databaseUrl: string): Knex {
+  return knexFactory({ client: 'pg', connection: databaseUrl, pool: { min: 0, max: 2 } });
+}
+
+export async function addClinic(databaseUrl: string, callbackUrl: string, extra: { businessId?: string; organizations?: string[]; callbackUrls?: string[] } = {}): Promise<CreatedClinicAccount> {
+  const knex = openKnex(databaseUrl);
+  try {
+    return await createClinicAccount(knex, {
+      businessId: extra.businessId ?? `b-${randomUUID().slice(0, 8)}`,
+      user: 'mis',
+      callbackUrls: extra.callbackUrls ?? [callbackUrl],
+      organizations: extra.organizations,
+    });
+  } finally {
+    await knex.destroy();
+  }
+}
+
+export function authHeaders(clinic: CreatedClinicAccount): Record<string, string> {
+  return { businessId: clinic.businessId, user: clinic.user, token: clinic.token, 'content-type': 'application/json' };
+}
+
+export function registerBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    localUid: randomUUID(),
+    kind: '6',
+    organization: ORGANIZATION,
+    patientSnils: VALID_SNILS,
+    creationDateTime: '2026-01-15T09:30:00+03:00',
+    document: FIXTURE_XML.toString('base64'),
+    signature: FIXTURE_SIGNATURE.toString('base64'),
+    ...overrides,
+  };
+}
+
+export async function post(baseUrl: string, route: string, headers: Record<string, string>, body: unknown): Promise<{ status: number; body: any }> {
+  const response = await fetch(`${baseUrl}${route}`, { method: 'POST', headers, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  return { status: response.status, body: await response.json() };
+}
+
+/** A well-formed UTF-8 XML document of at least `bytes` bytes (Cyrillic text, many elements). */
+export function largeXml(bytes: number): Buffer {
+  const filler = '<p>Описание осмотра пациента, строка для объёма.</p>';
+  const head = '<?xml version="1.0" encoding="UTF-8"?><ClinicalDocument xmlns="urn:hl7-org:v3">';
+  const count = Math.ceil((bytes - head.length) / Buffer.byteLength(filler));
+  return Buffer.from(`${head}${filler.repeat(count)}</ClinicalDocument>`);
+}
