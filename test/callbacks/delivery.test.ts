@@ -91,6 +91,11 @@ describe('callback retries in one service', () => {
     );
     expect(callbacks.map((callback) => callback.name)).toEqual([...Array(4).fill('SendRegisterDocumentResponse'), 'SendRegisterDocumentResultResponse']);
   });
+
+  it('sent only callback bodies that match their schemas in specs/openapi.yaml', () => {
+    expect(receiver.received.length).toBeGreaterThan(0);
+    expect(receiver.schemaViolations).toEqual([]);
+  });
 });
 
 describe('a worker killed between acknowledgement and delivery', () => {
@@ -131,5 +136,10 @@ describe('a worker killed between acknowledgement and delivery', () => {
       second.kill('SIGTERM');
       expect(await exitOf(second)).toBe(0);
     }
+  });
+
+  it('sent only callback bodies that match their schemas in specs/openapi.yaml', () => {
+    expect(receiver.received.length).toBeGreaterThan(0);
+    expect(receiver.schemaViolations).toEqual([]);
   });
 });

@@ -233,3 +233,10 @@ describe('a 20 MiB document', () => {
     expect(Buffer.from((file.body.document as { content: string }).content, 'base64').equals(xml)).toBe(true);
   });
 });
+
+describe('live contract check of the callbacks', () => {
+  it('every callback body the receiver got in this file matched its schema in specs/openapi.yaml', () => {
+    expect(receiver.received.length).toBeGreaterThan(10);
+    expect(receiver.schemaViolations).toEqual([]);
+  });
+});

@@ -1,0 +1,74 @@
+/**
+ * Runs the reference clinic receiver: tsx examples/clinic-receiver/main.ts --help
+ */
+import { parseArgs } from 'node:util';
+import { startClinicReceiver } from './receiver.js';
+
+const HELP = `usage: tsx examples/clinic-receiver/main.ts --secret whsec_... [options]
+
+Receives ehr-gateway's callbacks as a clinic's system: verifies the Standard Webhooks signature and
+the three headers, deduplicates on webhook-id, answers {"status":"Success"}, and saves received
+documents as NAME.xml + NAME.xml.sig. Register http://HOST:PORT as the clinic's callback URL.
+
+options:
+  --secret whsec_...     the signing secret printed by \`ehr-gateway clients add\` (required;
+                         also read from RECEIVER_SIGNING_SECRET)
+  --business-id ID       expected businessId header (with --user and --token: check all three)
+  --user NAME            expected user header (the callback credentials of \`clients add\`)
+  --token TOKEN          expected token header (also read from RECEIVER_TOKEN)
+  --out DIR              where to save documents (default ./received-documents)
+  --port N               listen on N (default 9090, the demo clinic's callback URL)
+  --host ADDRESS         listen on ADDRESS (default 127.0.0.1)
+  -h, --help             this text`;
+
+function fail(message: string): never {
+  console.error(`clinic-receiver: ${message}`);
+  process.exit(2);
+}
+
+let values;
+try {
+  ({ values } = parseArgs({
+    options: {
+      secret: { type: 'string' },
+      'business-id': { type: 'string' },
+      user: { type: 'string' },
+      token: { type: 'string' },
+      out: { type: 'string', default: './received-documents' },
+      port: { type: 'string', default: '9090' },
+      host: { type: 'string', default: '127.0.0.1' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+  }));
+} catch (error) {
+  fail((error as Error).message);
+}
+if (values.help) {
+  console.log(HELP);
+  process.exit(0);
+}
+const secret = values.secret ?? process.env.RECEIVER_SIGNING_SECRET;
+if (!secret?.startsWith('whsec_')) fail('--secret whsec_... is required');
+const port = Number(values.port);
+if (!Number.isInteger(port) || port < 0 || port > 65535) fail('--port takes a TCP port');
+const token = values.token ?? process.env.RECEIVER_TOKEN;
+const headerFlags = [values['business-id'], values.user, token];
+if (headerFlags.some(Boolean) && !headerFlags.every(Boolean)) fail('--business-id, --user and --token go together');
+
+const receiver = await startClinicReceiver({
+  signingSecret: secret,
+  expectedHeaders: values['business-id'] ? { businessId: values['business-id'], user: values.user!, token: token! } : undefined,
+  documentsDir: values.out,
+  port,
+  host: values.host,
+});
+const defaultReply = receiver.reply;
+receiver.reply = (callback) => {
+  const reply = defaultReply(callback);
+  const outcome = reply === 'hang' ? 'no answer' : reply.status === 200 ? (callback.duplicate ? 'duplicate, acknowledged' : 'accepted') : 'rejected: bad signature or headers';
+  console.log(`${new Date().toISOString()} ${callback.name} ${String(callback.headers['webhook-id'] ?? '')} ${outcome}`);
+  return reply;
+};
+console.log(`clinic-receiver: listening on ${receiver.url}, saving documents to ${values.out}`);
+for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void receiver.close().then(() => process.exit(0)));

@@ -1,0 +1,138 @@
+import type { ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import createClient from 'openapi-fetch';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { paths } from '../../generated/emdr-api.js';
+import { signWebhook } from '../../src/callbacks/signing.js';
+import { freePort } from '../../src/db/embedded-postgres.js';
+import { exitOf, runCli } from '../support/cli.js';
+import { contractCheck } from '../support/contract.js';
+import { FIXTURE_SIGNATURE, FIXTURE_XML, registerBody } from '../support/emdr.js';
+import { spawnTsProgram } from '../support/processes.js';
+import { startTestService, type TestService } from '../support/service.js';
+
+/**
+ * A clinic's integration as the README tells it: an account from `clients add`, the reference
+ * receiver of examples/ as its own process, and the real service called through the typed
+ * TypeScript client generated from specs/openapi.yaml; every response is checked against the spec.
+ */
+describe('a clinic integrating with interface B', () => {
+  let service: TestService;
+  let receiverProcess: ChildProcess;
+  let receiverUrl: string;
+  let receiverLog = '';
+  let documentsDir: string;
+  let account: { businessId: string; user: string; token: string; callbackCredentials: { businessId: string; user: string; token: string }; signingSecret: string };
+  const contractProblems: string[] = [];
+
+  beforeAll(async () => {
+    documentsDir = await fs.mkdtemp(path.join(os.tmpdir(), 'clinic-documents-'));
+    const port = await freePort();
+    receiverUrl = `http://127.0.0.1:${port}`;
+    service = await startTestService({ CALLBACK_RETRY_SCHEDULE: '0,200ms,500ms,1s' });
+    const added = await runCli(['clients', 'add', '--business-id', `clinic-${randomUUID().slice(0, 8)}`, '--user', 'mis', '--callback-url', receiverUrl], { DATABASE_URL: service.config.databaseUrl! });
+    expect(added.code).toBe(0);
+    account = JSON.parse(added.stdout);
+    expect(account.signingSecret).toMatch(/^whsec_/);
+    receiverProcess = spawnTsProgram('examples/clinic-receiver/main.ts', [
+      '--secret', account.signingSecret,
+      '--business-id', account.callbackCredentials.businessId,
+      '--user', account.callbackCredentials.user,
+      '--token', account.callbackCredentials.token,
+      '--out', documentsDir,
+      '--port', String(port),
+    ]);
+    receiverProcess.stdout!.on('data', (chunk: Buffer) => (receiverLog += chunk.toString()));
+    receiverProcess.stderr!.on('data', (chunk: Buffer) => (receiverLog += chunk.toString()));
+    for (let attempt = 0; attempt < 100 && !receiverLog.includes('listening'); attempt++) await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(receiverLog).toContain('listening');
+  });
+
+  afterAll(async () => {
+    receiverProcess?.kill('SIGTERM');
+    if (receiverProcess) await exitOf(receiverProcess);
+    await service?.stop();
+    await fs.rm(documentsDir, { recursive: true, force: true });
+  });
+
+  function client() {
+    const api = createClient<paths>({ baseUrl: service.publicUrl, headers: { businessId: account.businessId, user: account.user, token: account.token } });
+    api.use(contractCheck(contractProblems));
+    return api;
+  }
+
+  /** The first document the receiver saved: NAME.xml and NAME.xml.sig. */
+  async function savedDocument(): Promise<{ xml: Buffer; signature: Buffer }> {
+    for (let attempt = 0; attempt < 200; attempt++) {
+      const signature = (await fs.readdir(documentsDir)).find((file) => file.endsWith('.xml.sig'));
+      if (signature) {
+        const base = path.join(documentsDir, signature.slice(0, -'.sig'.length));
+        return { xml: await fs.readFile(base), signature: await fs.readFile(`${base}.sig`) };
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    throw new Error(`no document saved; receiver said: ${receiverLog}`);
+  }
+
+  it('registers a document, finds it, demands it, and the receiver saves it byte-identical', async () => {
+    const api = client();
+    const body = registerBody();
+    const registered = await api.POST('/api/RegisterDocument', { body: body as never });
+    expect(registered.response.status).toBe(200);
+    expect(registered.data!.localUid).toBe(body.localUid);
+
+    const queueMessageId = registered.data!.queueMessageId;
+    let emdrId: string | undefined;
+    for (let attempt = 0; attempt < 100 && !emdrId; attempt++) {
+      const found = await api.POST('/api/SearchRegistryItem', { body: { localUid: body.localUid as string } });
+      emdrId = found.data?.items[0]?.emdrId;
+      if (!emdrId) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(emdrId).toBeDefined();
+    const state = await api.GET('/api/messages/{queueMessageId}', { params: { path: { queueMessageId } } });
+    expect(state.response.status).toBe(200);
+
+    const demanded = await api.POST('/api/DemandContent', { body: { emdrId: emdrId! } });
+    expect(demanded.response.status).toBe(200);
+    expect(demanded.data!.clientMessageId).toMatch(/^[0-9a-f-]{36}$/);
+
+    const saved = await savedDocument();
+    expect(saved.xml.equals(FIXTURE_XML)).toBe(true);
+    expect(saved.signature.equals(FIXTURE_SIGNATURE)).toBe(true);
+    // Every callback was accepted on the first attempt: signature and headers verified.
+    expect(receiverLog.match(/ accepted$/gm)).toHaveLength(4);
+    expect(receiverLog).not.toContain('rejected');
+  });
+
+  it('has the receiver refuse a forged callback and acknowledge a redelivered one without processing it twice', async () => {
+    const body = JSON.stringify({ queueMessageId: randomUUID(), localUid: randomUUID(), status: 'success' });
+    const headers = {
+      'content-type': 'application/json',
+      businessId: account.callbackCredentials.businessId,
+      user: account.callbackCredentials.user,
+      token: account.callbackCredentials.token,
+      'webhook-id': `msg_${randomUUID()}`,
+      'webhook-timestamp': String(Math.floor(Date.now() / 1000)),
+      'webhook-signature': 'v1,Zm9yZ2Vk',
+    };
+    const forged = await fetch(`${receiverUrl}/api/SendRegisterDocumentResponse`, { method: 'POST', headers, body });
+    expect(forged.status).toBe(401);
+    expect(receiverLog).toContain(`${headers['webhook-id']} rejected: bad signature or headers`);
+
+    const signed = { ...headers, 'webhook-signature': signWebhook(account.signingSecret, headers['webhook-id'], Number(headers['webhook-timestamp']), body) };
+    for (let delivery = 0; delivery < 2; delivery++) {
+      const response = await fetch(`${receiverUrl}/api/SendRegisterDocumentResponse`, { method: 'POST', headers: signed, body });
+      expect(response.status).toBe(200);
+      expect(await response.json()).toEqual({ status: 'Success' });
+    }
+    expect(receiverLog).toContain(`${headers['webhook-id']} accepted`);
+    expect(receiverLog).toContain(`${headers['webhook-id']} duplicate, acknowledged`);
+  });
+
+  it('answered every request with a status and body the spec documents', () => {
+    expect(contractProblems).toEqual([]);
+  });
+});

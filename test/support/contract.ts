@@ -1,0 +1,46 @@
+import fs from 'node:fs';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import type { Middleware } from 'openapi-fetch';
+import { parse as parseYaml } from 'yaml';
+import { openApiSpecPath } from '../../src/config/paths.js';
+
+const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
+
+type Responses = Record<string, { content?: Record<string, { schema?: unknown }> }>;
+const document = parseYaml(fs.readFileSync(openApiSpecPath, 'utf8')) as { paths: Record<string, Record<string, { responses?: Responses }>> };
+const ajv = new Ajv2020({ allErrors: true, strict: false });
+addFormats(ajv);
+ajv.addSchema({ ...document, $id: 'openapi' });
+const validators = new Map<string, ValidateFunction>();
+
+const pointer = (...segments: string[]) => segments.map((segment) => segment.replaceAll('~', '~0').replaceAll('/', '~1')).join('/');
+
+/**
+ * Checks an interface B response against specs/openapi.yaml: its status must be documented for
+ * the operation and its JSON body must match the documented schema. Returns the problems found.
+ */
+export function responseProblems(method: string, schemaPath: string, status: number, body: unknown): string[] {
+  const operation = document.paths[schemaPath]?.[method.toLowerCase()];
+  if (!operation) return [`${method} ${schemaPath}: not an operation of the spec`];
+  const documented = operation.responses?.[String(status)] ? String(status) : operation.responses?.default ? 'default' : undefined;
+  if (!documented) return [`${method} ${schemaPath}: status ${status} is not documented`];
+  if (!operation.responses![documented]!.content?.['application/json']?.schema) return [];
+  const key = `${method} ${schemaPath} ${documented}`;
+  let validate = validators.get(key);
+  if (!validate) {
+    validate = ajv.compile({ $ref: `openapi#/${pointer('paths', schemaPath, method.toLowerCase(), 'responses', documented, 'content', 'application/json', 'schema')}` });
+    validators.set(key, validate);
+  }
+  return validate(body) ? [] : [`${method} ${schemaPath} ${status}: ${JSON.stringify(validate.errors)}`];
+}
+
+/** An openapi-fetch middleware that records every response's contract problems into `problems`. */
+export function contractCheck(problems: string[]): Middleware {
+  return {
+    async onResponse({ request, response, schemaPath }) {
+      const text = await response.clone().text();
+      problems.push(...responseProblems(request.method, schemaPath, response.status, text ? JSON.parse(text) : undefined));
+    },
+  };
+}
