@@ -222,26 +222,6 @@ export interface EmbeddedStorageSaveExchangeTokenResult {
   expiresAt: Timestamp1;
 }
 /**
- * Params of embedded_storage.save_auth_info, by name.
- *
- * This interface was referenced by `EhrApi`'s JSON-Schema
- * via the `definition` "EmbeddedStorageSaveAuthInfoParams".
- */
-export interface EmbeddedStorageSaveAuthInfoParams {
-  authInfo: AuthInfo;
-}
-/**
- * Result of embedded_storage.save_auth_info.
- *
- * This interface was referenced by `EhrApi`'s JSON-Schema
- * via the `definition` "EmbeddedStorageSaveAuthInfoResult".
- */
-export interface EmbeddedStorageSaveAuthInfoResult {
-  success: true;
-  internalUserId: InternalUserId;
-  expiresAt: Timestamp2;
-}
-/**
  * Params of embedded_storage.authenticate, by name.
  *
  * This interface was referenced by `EhrApi`'s JSON-Schema
@@ -282,6 +262,26 @@ export interface PatientGetPatientResult {
   patient: Patient;
   user_sign: UserSign;
   userSign: UserSign2;
+}
+/**
+ * Params of embedded_storage.save_auth_info, by name.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "EmbeddedStorageSaveAuthInfoParams".
+ */
+export interface EmbeddedStorageSaveAuthInfoParams {
+  authInfo: AuthInfo;
+}
+/**
+ * Result of embedded_storage.save_auth_info.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "EmbeddedStorageSaveAuthInfoResult".
+ */
+export interface EmbeddedStorageSaveAuthInfoResult {
+  success: true;
+  internalUserId: InternalUserId;
+  expiresAt: Timestamp2;
 }
 /**
  * Params of embedded_storage.remove_auth_info, by name.
