@@ -8,7 +8,7 @@ TSX := node --import tsx
 export REDOCLY_TELEMETRY := off
 export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
 
-.PHONY: help install browser generate check-specs check-generated typecheck unit test build run bench
+.PHONY: help install browser generate check-specs check-generated typecheck unit test build run bench mock
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
@@ -50,6 +50,9 @@ run: export INTERNAL_USERS ?= demo-auth:demo-auth-password
 run: build ## start the whole service on the embedded PostgreSQL under ./.data, with demo data
 	node dist/src/main.js seed-demo
 	node dist/src/main.js serve
+
+mock: $(INSTALLED) ## mocks from the specs: interface B (Prism, fires callbacks) on :4010, interface A on :4011
+	scripts/mock.sh
 
 bench: $(INSTALLED) ## peak RSS of `serve` for one 20 MiB document through the whole interface B pipeline
 	$(TSX) scripts/bench-large-document.ts

@@ -19,6 +19,8 @@ options:
   --out DIR              where to save documents (default ./received-documents)
   --port N               listen on N (default 9090, the demo clinic's callback URL)
   --host ADDRESS         listen on ADDRESS (default 127.0.0.1)
+  --accept-unsigned      accept callbacks without a signature: for the mock (make mock) only,
+                         whose callbacks carry no webhook headers; then --secret is optional
   -h, --help             this text`;
 
 function fail(message: string): never {
@@ -37,6 +39,7 @@ try {
       out: { type: 'string', default: './received-documents' },
       port: { type: 'string', default: '9090' },
       host: { type: 'string', default: '127.0.0.1' },
+      'accept-unsigned': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -49,7 +52,7 @@ if (values.help) {
   process.exit(0);
 }
 const secret = values.secret ?? process.env.RECEIVER_SIGNING_SECRET;
-if (!secret?.startsWith('whsec_')) fail('--secret whsec_... is required');
+if (!values['accept-unsigned'] && !secret?.startsWith('whsec_')) fail('--secret whsec_... is required');
 const port = Number(values.port);
 if (!Number.isInteger(port) || port < 0 || port > 65535) fail('--port takes a TCP port');
 const token = values.token ?? process.env.RECEIVER_TOKEN;
@@ -60,6 +63,7 @@ const receiver = await startClinicReceiver({
   signingSecret: secret,
   expectedHeaders: values['business-id'] ? { businessId: values['business-id'], user: values.user!, token: token! } : undefined,
   documentsDir: values.out,
+  acceptUnsigned: values['accept-unsigned'],
   port,
   host: values.host,
 });
