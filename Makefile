@@ -8,7 +8,7 @@ TSX := node --import tsx
 export REDOCLY_TELEMETRY := off
 export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
 
-.PHONY: help install browser generate check-specs check-generated typecheck unit test build run bench mock
+.PHONY: help install browser generate check-specs check-generated check-breaking typecheck unit test build run bench mock
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
@@ -32,6 +32,14 @@ check-specs: $(INSTALLED) ## validate specs/openrpc.json and lint specs/openapi.
 check-generated: $(INSTALLED) ## fail when generated/ differs from a fresh `make generate`
 	scripts/check-generated.sh
 
+# oasdiff: the OpenAPI breaking-change checker, built from the Go module proxy into .tools/.
+OASDIFF := .tools/oasdiff
+$(OASDIFF):
+	GOBIN=$(CURDIR)/.tools GOFLAGS=-mod=mod go install github.com/oasdiff/oasdiff@v1.30.0
+
+check-breaking: $(INSTALLED) $(OASDIFF) ## fail on an incompatible spec change without a version bump (vs specs/released/)
+	$(TSX) scripts/check-breaking.ts
+
 typecheck: $(INSTALLED) ## TypeScript, strict (the service, and the docs page script)
 	npx --no-install tsc -p tsconfig.json --noEmit
 	npx --no-install tsc -p src/docs/client/tsconfig.json
@@ -39,7 +47,7 @@ typecheck: $(INSTALLED) ## TypeScript, strict (the service, and the docs page sc
 unit: $(INSTALLED) browser ## the vitest suite alone
 	npx --no-install vitest run
 
-test: check-specs check-generated typecheck unit ## every check CI runs
+test: check-specs check-generated check-breaking typecheck unit ## every check CI runs
 
 build: $(INSTALLED) ## compile to dist/, and bundle the /docs pages
 	npx --no-install tsc -p tsconfig.build.json

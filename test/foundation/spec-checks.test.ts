@@ -39,6 +39,17 @@ describe('spec checks of make test', () => {
   const validateSpecs = () => check(process.execPath, ['--import', 'tsx', 'scripts/validate-specs.ts']);
   const lintOpenApi = () => check(path.join(repoRoot, 'node_modules/.bin/redocly'), ['lint', '--format=stylish', 'specs/openapi.yaml']);
   const checkGenerated = () => check('bash', ['scripts/check-generated.sh']);
+  const checkBreaking = () => check(process.execPath, ['--import', 'tsx', 'scripts/check-breaking.ts', '--oasdiff', path.join(repoRoot, '.tools/oasdiff')]);
+  async function editOpenRpc(edit: (document: any) => void): Promise<void> {
+    const file = path.join(copy, 'specs/openrpc.json');
+    const document = JSON.parse(await fs.readFile(file, 'utf8'));
+    edit(document);
+    await fs.writeFile(file, JSON.stringify(document));
+  }
+  async function editOpenApi(edit: (text: string) => string): Promise<void> {
+    const file = path.join(copy, 'specs/openapi.yaml');
+    await fs.writeFile(file, edit(await fs.readFile(file, 'utf8')));
+  }
 
   it('pass on the committed specs and generated/', async () => {
     expect((await validateSpecs()).code).toBe(0);
@@ -46,6 +57,44 @@ describe('spec checks of make test', () => {
     const generated = await checkGenerated();
     expect(generated.output).toContain('up to date');
     expect(generated.code).toBe(0);
+  });
+
+  it('pass the breaking-change check on the committed specs', async () => {
+    const result = await checkBreaking();
+    expect(result.output).toContain('specs/openrpc.json: compatible with released');
+    expect(result.output).toContain('specs/openapi.yaml: compatible with released');
+    expect(result.code).toBe(0);
+  });
+
+  it('fail on an incompatible change of interface A without a version bump, and pass once it is bumped', async () => {
+    await editOpenRpc((document) => {
+      document.methods = document.methods.filter((method: { name: string }) => method.name !== 'embedded_storage.remove_auth_info');
+      document.components.schemas.PatientProperties.required.push('middleName');
+    });
+    const refused = await checkBreaking();
+    expect(refused.code).toBe(1);
+    expect(refused.output).toContain('embedded_storage.remove_auth_info: method removed');
+    expect(refused.output).toContain('embedded_storage.authenticate(patientProperties).middleName: became required');
+    expect(refused.output).toContain('bump it');
+
+    await editOpenRpc((document) => {
+      document.info.version = '2.0.0-alpha';
+    });
+    const bumped = await checkBreaking();
+    expect(bumped.output).toContain('allowed: version bumped to 2.0.0-alpha');
+    expect(bumped.code).toBe(0);
+  });
+
+  it('fail on an incompatible change of interface B without a version bump, and pass once it is bumped', async () => {
+    await editOpenApi((text) => text.replace('required: [localUid, kind, organization, patientSnils, creationDateTime, document, signature]', 'required: [localUid, kind, organization, patientSnils, creationDateTime, document, signature, documentNumber]'));
+    const refused = await checkBreaking();
+    expect(refused.code).toBe(1);
+    expect(refused.output).toMatch(/request property `documentNumber` became required/);
+
+    await editOpenApi((text) => text.replace(/^  version: 1\.0\.0-alpha$/m, '  version: 2.0.0-alpha'));
+    const bumped = await checkBreaking();
+    expect(bumped.output).toContain('allowed: version bumped to 2.0.0-alpha');
+    expect(bumped.code).toBe(0);
   });
 
   it('fail when a schema changed in a spec without make generate', async () => {
