@@ -103,7 +103,16 @@ export function buildProgram(): Command {
   registerEhrCommands(program);
   registerEmdrCommands(program);
 
-  for (const command of program.commands) command.exitOverride().configureOutput(program.configureOutput());
+  for (const command of program.commands) {
+    command.exitOverride().configureOutput(program.configureOutput());
+    if (command.commands.length > 0) {
+      // A group without its subcommand: one line, not the whole help.
+      const subcommands = command.commands.map((subcommand) => subcommand.name()).join(', ');
+      command.action(() => {
+        throw new UsageError(`${command.name()}: name a subcommand (${subcommands}); see 'ehr-gateway ${command.name()} --help'`);
+      });
+    }
+  }
   return program;
 }
 
@@ -119,7 +128,8 @@ export async function runCli(argv: readonly string[]): Promise<number> {
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (error) {
     if (error instanceof CommanderError) {
-      return error.code === 'commander.helpDisplayed' || error.code === 'commander.help' || error.code === 'commander.version' ? 0 : USAGE_EXIT_CODE;
+      // --help exits 0; help shown because a subcommand is missing counts as bad arguments.
+      return error.exitCode === 0 ? 0 : USAGE_EXIT_CODE;
     }
     if (error instanceof ConfigError || error instanceof UsageError) {
       process.stderr.write(`ehr-gateway: ${error.message}\n`);
