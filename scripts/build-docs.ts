@@ -16,10 +16,18 @@ if (process.argv.includes('--help') || process.argv.includes('-h')) {
   process.exit(0);
 }
 
+/** Write-then-rename, so that a service serving dist/docs never reads a half-written file. */
+async function writeAtomically(file: string, content: string | Uint8Array): Promise<void> {
+  const temporary = `${file}.${process.pid}.tmp`;
+  await fs.writeFile(temporary, content);
+  await fs.rename(temporary, file);
+}
+
 await fs.mkdir(outDir, { recursive: true });
-await build({
+const bundle = await build({
   entryPoints: [path.join(root, 'src/docs/client/openrpc-docs.tsx')],
   outfile: path.join(outDir, 'openrpc-docs.js'),
+  write: false,
   bundle: true,
   minify: true,
   format: 'iife',
@@ -28,11 +36,12 @@ await build({
   logLevel: 'warning',
   legalComments: 'linked',
 });
+for (const output of bundle.outputFiles) await writeAtomically(output.path, output.contents);
 const require = createRequire(import.meta.url);
 // Redoc's sidebar loads its vendor's logo from a CDN, and has no option to turn that off:
 // point it at an inline image so that the page loads nothing from outside the service.
 const redocLogo = 'https://cdn.redoc.ly/redoc/logo-mini.svg';
 const redoc = await fs.readFile(require.resolve('redoc/bundles/redoc.standalone.js'), 'utf8');
 if (!redoc.includes(redocLogo)) throw new Error(`redoc bundle no longer references ${redocLogo}: re-check what it loads from outside`);
-await fs.writeFile(path.join(outDir, 'redoc.standalone.js'), redoc.replace(redocLogo, 'data:image/svg+xml,%3Csvg xmlns=%22http://www.w3.org/2000/svg%22/%3E'));
+await writeAtomically(path.join(outDir, 'redoc.standalone.js'), redoc.replace(redocLogo, 'data:image/svg+xml,%3Csvg xmlns=%22http://www.w3.org/2000/svg%22/%3E'));
 console.log(`docs: bundled into ${path.relative(root, outDir)}/`);

@@ -47,7 +47,7 @@ export async function waitForOk(url: string, timeoutMs = 30_000): Promise<number
 }
 
 export async function exitOf(child: ChildProcess, timeoutMs = 30_000): Promise<number | null> {
-  if (child.exitCode !== null) return child.exitCode;
+  if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('process did not exit in time')), timeoutMs);
     child.on('exit', (code) => {

@@ -1,0 +1,69 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../src/db/embedded-postgres.js';
+import { exitOf, repoRoot, waitForOk } from '../support/cli.js';
+
+/** `make run` as the README tells a newcomer: build, demo data, the whole service on the embedded PostgreSQL. */
+describe('make run', () => {
+  let make: ChildProcess;
+  let output = '';
+  let dataDir: string;
+  let publicUrl: string;
+  let internalUrl: string;
+
+  beforeAll(async () => {
+    dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'ehr-gateway-make-run-'));
+    const [port, internalPort] = [await freePort(), await freePort()];
+    publicUrl = `http://127.0.0.1:${port}`;
+    internalUrl = `http://127.0.0.1:${internalPort}`;
+    // Its own process group, so that SIGTERM reaches make and the service it started, as Ctrl-C would.
+    make = spawn('make', ['--no-print-directory', 'run'], {
+      cwd: repoRoot,
+      detached: true,
+      env: { ...process.env, DATABASE_URL: '', DATA_DIR: dataDir, PORT: String(port), INTERNAL_PORT: String(internalPort), HOST: '127.0.0.1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    make.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    make.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    await waitForOk(`${internalUrl}/readyz`, 180_000).catch((error: Error) => {
+      throw new Error(`${error.message}; make run said: ${output.slice(-2000)}`);
+    });
+  });
+
+  afterAll(async () => {
+    if (make && make.exitCode === null && make.signalCode === null) process.kill(-make.pid!, 'SIGTERM');
+    if (make) await exitOf(make, 60_000);
+    await fs.rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('serves healthz and readyz on both ports', async () => {
+    for (const base of [publicUrl, internalUrl]) {
+      expect((await fetch(`${base}/healthz`)).status).toBe(200);
+      expect(await (await fetch(`${base}/readyz`)).json()).toEqual({ status: 'ready' });
+    }
+  });
+
+  it('has the demo data and the built docs', async () => {
+    const search = await fetch(`${publicUrl}/api/SearchRegistryItem`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', businessId: '4000125', user: 'demo-clinic', token: 'demo-clinic-token' },
+      body: '{}',
+    });
+    expect(search.status).toBe(200);
+    expect((await fetch(`${publicUrl}/docs/assets/openrpc-docs.js`)).status).toBe(200);
+    expect(output).toContain('"patients":3');
+  });
+
+  it('stops cleanly on SIGTERM, and so does the embedded PostgreSQL it started', async () => {
+    // Output closes once every process of the group has exited, the service included.
+    const closed = new Promise((resolve) => make.stdout!.on('close', resolve));
+    process.kill(-make.pid!, 'SIGTERM');
+    await closed;
+    expect(output).toContain('ehr-gateway stopped');
+    expect(output).toContain('embedded PostgreSQL: stopped');
+    await expect(fs.access(path.join(dataDir, 'pg', 'postmaster.pid'))).rejects.toThrow();
+  });
+});
