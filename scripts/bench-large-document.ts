@@ -7,8 +7,8 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { randomUUID } from 'node:crypto';
-import { EmbeddedPostgres, ensureDatabase } from '../src/db/embedded-postgres.js';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { EmbeddedPostgres, ensureDatabase, freePort } from '../src/db/embedded-postgres.js';
 import { createLogger } from '../src/logging/logger.js';
 import { exitOf, spawnCli, waitForOk } from '../test/support/cli.js';
 import { startCallbackReceiver } from '../test/support/callback-receiver.js';
@@ -30,8 +30,16 @@ await ensureDatabase(base, name);
 const databaseUrl = `${base}/${name}`;
 
 const receiver = await startCallbackReceiver();
-const port = 18000 + Math.floor(Math.random() * 1000);
-const service = spawnCli(['serve'], { DATABASE_URL: databaseUrl, PORT: String(port), INTERNAL_PORT: String(port + 1), HOST: '127.0.0.1', LOG_LEVEL: 'warn' });
+const port = await freePort();
+const service = spawnCli(['serve'], {
+  DATABASE_URL: databaseUrl,
+  // `serve` with a database requires interface A's signing key; the bench never uses it.
+  USER_SIGN_KEY: randomBytes(32).toString('hex'),
+  PORT: String(port),
+  INTERNAL_PORT: String(await freePort()),
+  HOST: '127.0.0.1',
+  LOG_LEVEL: 'warn',
+});
 try {
   const serviceUrl = `http://127.0.0.1:${port}`;
   await waitForOk(`${serviceUrl}/readyz`, 60_000);
