@@ -8,10 +8,14 @@ import type { CallbackErrorItem } from './codes.js';
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
-/** Standard base64, padded; undefined when the text is not that (Buffer.from alone skips bad characters). */
+/** Whether the text is standard base64, padded (Buffer.from alone would skip bad characters). */
+export function isStrictBase64(text: string): boolean {
+  return text.length % 4 === 0 && BASE64.test(text);
+}
+
+/** The bytes of standard, padded base64; undefined when the text is not that. */
 export function decodeBase64Strict(text: string): Buffer | undefined {
-  if (text.length % 4 !== 0 || !BASE64.test(text)) return undefined;
-  return Buffer.from(text, 'base64');
+  return isStrictBase64(text) ? Buffer.from(text, 'base64') : undefined;
 }
 
 /** Undefined when the chunks are one well-formed UTF-8 XML document, else the parser's complaint. */
