@@ -3,7 +3,7 @@ import type PgBoss from 'pg-boss';
 import type { Knex } from 'knex';
 import type { Logger } from '../logging/logger.js';
 import { QUEUES, jobExecutor, type CallbackJob } from '../emdr/queue.js';
-import { requestFileSlices } from '../emdr/request-files.js';
+import { requestFileBase64Slices } from '../emdr/request-files.js';
 import { signWebhook } from './signing.js';
 
 export const CALLBACK_TIMEOUT_MS = 15_000;
@@ -83,9 +83,9 @@ async function callbackBody(knex: Knex, row: { name: string; queue_message_id: s
   const json = JSON.stringify({ ...payload, document: { ...(payload.document as object), content: marker, signature: marker } });
   const [beforeContent, beforeSignature, after] = json.split(marker);
   const chunks = [Buffer.from(beforeContent!)];
-  for await (const slice of requestFileSlices(knex, row.queue_message_id, 'document')) chunks.push(Buffer.from(slice.toString('base64')));
+  for await (const slice of requestFileBase64Slices(knex, row.queue_message_id, 'document')) chunks.push(Buffer.from(slice));
   chunks.push(Buffer.from(beforeSignature!));
-  for await (const slice of requestFileSlices(knex, row.queue_message_id, 'signature')) chunks.push(Buffer.from(slice.toString('base64')));
+  for await (const slice of requestFileBase64Slices(knex, row.queue_message_id, 'signature')) chunks.push(Buffer.from(slice));
   chunks.push(Buffer.from(after!));
   return chunks;
 }
