@@ -49,6 +49,8 @@ try {
   const xml = largeXml(DOCUMENT_BYTES);
   const started = Date.now();
   const { body: ack } = await post(serviceUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody({ document: xml.toString('base64') }));
+  // Intake (express.json's body text, the parsed object, the INSERT) is the largest single step.
+  const afterIntake = await peakRssMiB(service.pid!);
   const registered = await receiver.waitFor((received) => received.some((item) => item.name === 'SendRegisterDocumentResultResponse' && item.body.queueMessageId === ack.queueMessageId), 120_000);
   const emdrId = registered.find((item) => item.name === 'SendRegisterDocumentResultResponse')!.body.emdrId;
   const registeredMs = Date.now() - started;
@@ -61,6 +63,7 @@ try {
       documentMiB: +(xml.length / 1024 / 1024).toFixed(1),
       peakRssMiB: +(await peakRssMiB(service.pid!)).toFixed(1),
       peakRssBeforeDocumentMiB: +baseline.toFixed(1),
+      peakRssAfterIntakeMiB: +afterIntake.toFixed(1),
       registerToResultCallbackMs: registeredMs,
       totalMs: Date.now() - started,
       fileByteIdentical: identical,
