@@ -1,8 +1,9 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type PgBoss from 'pg-boss';
 import type { Knex } from 'knex';
 import type { Logger } from '../logging/logger.js';
 import { QUEUES, jobExecutor, type CallbackJob } from '../emdr/queue.js';
+import { requestFileBase64Slices } from '../emdr/request-files.js';
 import { signWebhook } from './signing.js';
 
 export const CALLBACK_TIMEOUT_MS = 15_000;
@@ -69,17 +70,24 @@ export async function enqueueCallback(trx: Knex.Transaction, boss: PgBoss, retry
   if (inserted.length > 0 && state === 'pending') await sendAttemptJob(boss, await jobExecutor(trx), id, retryScheduleMs[0] ?? 0);
 }
 
-/** The exact body of a callback; the file callback gets its files from the request row. */
-async function callbackBody(knex: Knex, row: { name: string; queue_message_id: string; payload: Record<string, unknown> }): Promise<string> {
+/**
+ * The exact bytes of a callback body, in chunks. The file callback's files come from the request
+ * row slice by slice, their base64 spliced into the JSON, so the document never sits in memory as
+ * one base64 string, one JSON string and one Buffer at once.
+ */
+async function callbackBody(knex: Knex, row: { name: string; queue_message_id: string; payload: Record<string, unknown> }): Promise<Buffer[]> {
   const payload = row.payload;
-  if (row.name === 'SendDocumentFileResultResponse' && payload.document) {
-    // PostgreSQL's base64 breaks lines every 76 characters; JSON wants one line.
-    const files = await knex('emdr_requests')
-      .where({ queue_message_id: row.queue_message_id })
-      .first(knex.raw(`translate(encode(document, 'base64'), E'\\n', '') as content`), knex.raw(`translate(encode(signature, 'base64'), E'\\n', '') as signature`));
-    return JSON.stringify({ ...payload, document: { ...(payload.document as object), content: files.content, signature: files.signature } });
-  }
-  return JSON.stringify(payload);
+  if (row.name !== 'SendDocumentFileResultResponse' || !payload.document) return [Buffer.from(JSON.stringify(payload))];
+  // A fresh UUID occurs nowhere else in the JSON, so it marks where each file's base64 goes.
+  const marker = randomUUID();
+  const json = JSON.stringify({ ...payload, document: { ...(payload.document as object), content: marker, signature: marker } });
+  const [beforeContent, beforeSignature, after] = json.split(marker);
+  const chunks = [Buffer.from(beforeContent!)];
+  for await (const slice of requestFileBase64Slices(knex, row.queue_message_id, 'document')) chunks.push(Buffer.from(slice));
+  chunks.push(Buffer.from(beforeSignature!));
+  for await (const slice of requestFileBase64Slices(knex, row.queue_message_id, 'signature')) chunks.push(Buffer.from(slice));
+  chunks.push(Buffer.from(after!));
+  return chunks;
 }
 
 interface AttemptResult {
@@ -88,9 +96,24 @@ interface AttemptResult {
   error?: string;
 }
 
-async function attempt(url: string, headers: Record<string, string>, body: string): Promise<AttemptResult> {
+async function attempt(url: string, headers: Record<string, string>, body: readonly Buffer[]): Promise<AttemptResult> {
   try {
-    const response = await fetch(url, { method: 'POST', headers, body, signal: AbortSignal.timeout(CALLBACK_TIMEOUT_MS), redirect: 'manual' });
+    // Node's fetch wants `duplex: 'half'` with a stream body; the RequestInit typings lack it.
+    const init: RequestInit & { duplex: 'half' } = {
+      method: 'POST',
+      // Streamed chunk by chunk (not joined into one more copy), with its length known up front.
+      headers: { ...headers, 'content-length': String(body.reduce((total, chunk) => total + chunk.length, 0)) },
+      body: new ReadableStream({
+        start(controller) {
+          for (const chunk of body) controller.enqueue(chunk);
+          controller.close();
+        },
+      }),
+      duplex: 'half',
+      signal: AbortSignal.timeout(CALLBACK_TIMEOUT_MS),
+      redirect: 'manual',
+    };
+    const response = await fetch(url, init);
     const text = await response.text();
     if (response.status !== 200) return { delivered: false, httpStatus: response.status, error: `HTTP ${response.status}` };
     let status: unknown;

@@ -3,36 +3,46 @@ import type { CallbackErrorItem } from './codes.js';
 
 /**
  * The acceptance checks of a RegisterDocument request: the checks that need no registry.
- * They work on Buffers and stream the XML, so a 20 MiB document is not copied into strings.
+ * They work on Buffers and stream the XML in chunks, so a 20 MiB document is never one string.
  */
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
-/** Standard base64, padded; undefined when the text is not that (Buffer.from alone skips bad characters). */
-export function decodeBase64Strict(text: string): Buffer | undefined {
-  if (text.length % 4 !== 0 || !BASE64.test(text)) return undefined;
-  return Buffer.from(text, 'base64');
+/** Whether the text is standard base64, padded (Buffer.from alone would skip bad characters). */
+export function isStrictBase64(text: string): boolean {
+  return text.length % 4 === 0 && BASE64.test(text);
 }
 
-const XML_CHUNK_BYTES = 256 * 1024;
+/** The bytes of standard, padded base64; undefined when the text is not that. */
+export function decodeBase64Strict(text: string): Buffer | undefined {
+  return isStrictBase64(text) ? Buffer.from(text, 'base64') : undefined;
+}
 
-/** Undefined when `bytes` is one well-formed UTF-8 XML document, else the parser's complaint. */
-export function xmlWellFormednessError(bytes: Buffer): string | undefined {
+/** Undefined when the chunks are one well-formed UTF-8 XML document, else the parser's complaint. */
+export async function xmlWellFormednessError(chunks: AsyncIterable<Uint8Array>): Promise<string | undefined> {
   const parser = new SaxesParser({ xmlns: true, position: true });
   let failure: string | undefined;
   parser.on('error', (error) => {
     failure ??= error.message;
   });
   const decoder = new TextDecoder('utf-8', { fatal: true });
-  try {
-    for (let offset = 0; offset < bytes.length && failure === undefined; offset += XML_CHUNK_BYTES) {
-      const end = Math.min(offset + XML_CHUNK_BYTES, bytes.length);
-      parser.write(decoder.decode(bytes.subarray(offset, end), { stream: end < bytes.length }));
+  /** Feeds the parser the text of `bytes`; without bytes, ends the text (a cut-off UTF-8 sequence fails). */
+  const feed = (bytes?: Uint8Array): void => {
+    let text: string;
+    try {
+      text = bytes === undefined ? decoder.decode() : decoder.decode(bytes, { stream: true });
+    } catch {
+      failure ??= 'the document is not UTF-8';
+      return;
     }
-    if (failure === undefined) parser.close();
-  } catch (error) {
-    failure ??= error instanceof TypeError ? 'the document is not UTF-8' : (error as Error).message;
+    parser.write(text);
+  };
+  for await (const chunk of chunks) {
+    feed(chunk);
+    if (failure !== undefined) return failure;
   }
+  feed();
+  if (failure === undefined) parser.close();
   return failure;
 }
 

@@ -1,10 +1,10 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, randomUUID, type Hash } from 'node:crypto';
 import type PgBoss from 'pg-boss';
 import type { Knex } from 'knex';
 import type { Context } from 'openapi-backend';
 import type { Request } from 'express';
 import type { components } from '../../generated/emdr-api.js';
-import { decodeBase64Strict, snilsDigits } from './acceptance.js';
+import { isStrictBase64, snilsDigits } from './acceptance.js';
 import { authenticateClinic, type ClinicAccount } from './clients.js';
 import type { CallbackErrorItem } from './codes.js';
 import { ApiError } from './errors.js';
@@ -75,13 +75,29 @@ class RateLimiter {
   }
 }
 
+const HASHED_CHARACTERS_PER_UPDATE = 1024 * 1024;
+
+/**
+ * Hashes the UTF-8 of `text` a slice at a time: hashing a long string in one update converts all
+ * of it to UTF-8 at once. A slice never ends between the two halves of a surrogate pair.
+ */
+function hashText(hash: Hash, text: string): void {
+  for (let start = 0; start < text.length; ) {
+    let end = Math.min(start + HASHED_CHARACTERS_PER_UPDATE, text.length);
+    const last = text.charCodeAt(end - 1);
+    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end += 1;
+    hash.update(text.slice(start, end));
+    start = end;
+  }
+}
+
 /** A SHA-256 over the body's members in the order sent, without one big serialized copy of it. */
 function bodyHash(body: Record<string, unknown>): string {
   const hash = createHash('sha256');
   for (const [key, value] of Object.entries(body)) {
     hash.update(JSON.stringify(key));
     hash.update(':');
-    hash.update(typeof value === 'string' ? value : JSON.stringify(value));
+    hashText(hash, typeof value === 'string' ? value : JSON.stringify(value));
     hash.update('\n');
   }
   return hash.digest('hex');
@@ -141,12 +157,12 @@ export function emdrHandlers(dependencies: EmdrHandlerDependencies): Record<stri
       }
       const callbackUrl = callbackBase(clinic, body.callbackUrl);
       const intakeErrors: CallbackErrorItem[] = [];
-      const document = decodeBase64Strict(body.document);
-      if (!document) intakeErrors.push({ code: 'VALIDATION_ERROR', message: 'document is not valid base64' });
-      const signature = decodeBase64Strict(body.signature);
-      if (!signature) intakeErrors.push({ code: 'SIGNATURE_DECODING_ERROR', message: 'signature is not valid base64' });
+      const documentValid = isStrictBase64(body.document);
+      if (!documentValid) intakeErrors.push({ code: 'VALIDATION_ERROR', message: 'document is not valid base64' });
+      const signatureValid = isStrictBase64(body.signature);
+      if (!signatureValid) intakeErrors.push({ code: 'SIGNATURE_DECODING_ERROR', message: 'signature is not valid base64' });
       (body.personalSignatures ?? []).forEach((item, index) => {
-        if (!decodeBase64Strict(item.signature)) intakeErrors.push({ code: 'SIGNATURE_DECODING_ERROR', message: `personalSignatures/${index}/signature is not valid base64` });
+        if (!isStrictBase64(item.signature)) intakeErrors.push({ code: 'SIGNATURE_DECODING_ERROR', message: `personalSignatures/${index}/signature is not valid base64` });
       });
       const metadata: RegisterMetadata = {
         localUid: body.localUid,
@@ -165,8 +181,9 @@ export function emdrHandlers(dependencies: EmdrHandlerDependencies): Record<stri
         callback_url: callbackUrl,
         local_uid: body.localUid,
         metadata: JSON.stringify(metadata),
-        document: document ?? null,
-        signature: signature ?? null,
+        // PostgreSQL decodes the base64: no decoded copy of the document in this process.
+        document: documentValid ? knex.raw(`decode(?, 'base64')`, [body.document]) : null,
+        signature: signatureValid ? knex.raw(`decode(?, 'base64')`, [body.signature]) : null,
         personal_signatures: body.personalSignatures === undefined ? null : JSON.stringify(body.personalSignatures),
         intake_errors: intakeErrors.length > 0 ? JSON.stringify(intakeErrors) : null,
       });

@@ -4,6 +4,7 @@ import type { Logger } from '../logging/logger.js';
 import { deliverCallback, enqueueCallback, type CallbackName } from '../callbacks/delivery.js';
 import { detachedCmsError, snilsChecksumValid, snilsDigits, xmlWellFormednessError } from './acceptance.js';
 import type { CallbackErrorItem } from './codes.js';
+import { requestFileSlices } from './request-files.js';
 import { QUEUES, jobExecutor, type CallbackJob, type RequestJob } from './queue.js';
 import type { RegistryPort } from './registry/port.js';
 
@@ -43,6 +44,9 @@ interface RequestRow {
   created_at: Date;
 }
 
+/** The columns of RequestRow: never the files, which are read in slices or copied in SQL where needed. */
+const REQUEST_COLUMNS = ['queue_message_id', 'client_id', 'operation', 'state', 'callback_url', 'local_uid', 'metadata', 'intake_errors', 'created_at'] as const;
+
 const ACCEPTANCE_CALLBACK: Record<RequestRow['operation'], CallbackName> = {
   RegisterDocument: 'SendRegisterDocumentResponse',
   DemandContent: 'SendDemandContentResponse',
@@ -55,9 +59,9 @@ function withErrors(payload: Record<string, unknown>, errors: CallbackErrorItem[
 async function registerDocumentAcceptanceErrors(knex: Knex, request: RequestRow): Promise<CallbackErrorItem[]> {
   if (request.intake_errors && request.intake_errors.length > 0) return request.intake_errors;
   const errors: CallbackErrorItem[] = [];
-  const files = await knex('emdr_requests').where({ queue_message_id: request.queue_message_id }).first('document', 'signature', 'personal_signatures');
-  const xmlError = xmlWellFormednessError(files.document as Buffer);
+  const xmlError = await xmlWellFormednessError(requestFileSlices(knex, request.queue_message_id, 'document'));
   if (xmlError !== undefined) errors.push({ code: 'XML_VALIDATION_ERROR', message: `the document is not well-formed XML: ${xmlError}`.slice(0, 300) });
+  const files = await knex('emdr_requests').where({ queue_message_id: request.queue_message_id }).first('signature', 'personal_signatures');
   const signatureError = detachedCmsError(files.signature as Buffer, 'signature');
   if (signatureError) errors.push(signatureError);
   const personal = (files.personal_signatures ?? []) as Array<{ signature: string }>;
@@ -84,7 +88,7 @@ async function registerDocumentAcceptanceErrors(knex: Knex, request: RequestRow)
 /** Acceptance: the checks, then the acceptance callback and (when accepted) the registry job, in one transaction. */
 export async function acceptRequest(context: PipelineContext, queueMessageId: string): Promise<void> {
   const { knex, boss, registry, retryScheduleMs } = context;
-  const request = (await knex('emdr_requests').where({ queue_message_id: queueMessageId }).first()) as RequestRow | undefined;
+  const request = (await knex('emdr_requests').where({ queue_message_id: queueMessageId }).first(REQUEST_COLUMNS)) as RequestRow | undefined;
   if (!request || request.state !== 'received') return;
 
   let errors: CallbackErrorItem[];
@@ -119,13 +123,12 @@ export async function acceptRequest(context: PipelineContext, queueMessageId: st
 /** The registry step: registration, or the current version from the archive; then the result callback. */
 export async function fulfilRequest(context: PipelineContext, queueMessageId: string): Promise<void> {
   const { knex, boss, registry, retryScheduleMs } = context;
-  const request = (await knex('emdr_requests').where({ queue_message_id: queueMessageId }).first()) as RequestRow | undefined;
+  const request = (await knex('emdr_requests').where({ queue_message_id: queueMessageId }).first(REQUEST_COLUMNS)) as RequestRow | undefined;
   if (!request || request.state !== 'accepted') return;
   const { metadata } = request;
 
-  let finish: (trx: Knex.Transaction) => Promise<{ state: string; emdrId?: string; errors: CallbackErrorItem[]; name: CallbackName; payload: Record<string, unknown> }>;
+  let result: { state: string; emdrId?: string; errors: CallbackErrorItem[]; name: CallbackName; payload: Record<string, unknown> };
   if (request.operation === 'RegisterDocument') {
-    const files = await knex('emdr_requests').where({ queue_message_id: queueMessageId }).first('document', 'signature', 'personal_signatures');
     const outcome = await registry.register({
       requestKey: queueMessageId,
       localUid: metadata.localUid,
@@ -135,43 +138,38 @@ export async function fulfilRequest(context: PipelineContext, queueMessageId: st
       documentNumber: metadata.documentNumber,
       creationDateTime: metadata.creationDateTime,
       replaces: metadata.replaces,
-      document: files.document,
-      signature: files.signature,
-      personalSignatures: files.personal_signatures ?? undefined,
     });
     const base = { queueMessageId, localUid: metadata.localUid };
-    finish = async () =>
-      outcome.ok
-        ? {
-            state: 'completed',
-            emdrId: outcome.emdrId,
-            errors: [],
-            name: 'SendRegisterDocumentResultResponse',
-            payload: { ...base, status: 'success', emdrId: outcome.emdrId, registrationDateTime: outcome.registrationDateTime },
-          }
-        : { state: 'failed', errors: outcome.errors, name: 'SendRegisterDocumentResultResponse', payload: withErrors(base, outcome.errors) };
+    result = outcome.ok
+      ? {
+          state: 'completed',
+          emdrId: outcome.emdrId,
+          errors: [],
+          name: 'SendRegisterDocumentResultResponse',
+          payload: { ...base, status: 'success', emdrId: outcome.emdrId, registrationDateTime: outcome.registrationDateTime },
+        }
+      : { state: 'failed', errors: outcome.errors, name: 'SendRegisterDocumentResultResponse', payload: withErrors(base, outcome.errors) };
   } else {
-    const outcome = await registry.fetchCurrentVersion(metadata.emdrId);
+    // The archive stores the files in the request row; the callback body is built from them at each attempt.
+    const outcome = await registry.fetchCurrentVersion(metadata.emdrId, queueMessageId);
     const base = { queueMessageId, clientMessageId: metadata.clientMessageId, emdrId: metadata.emdrId };
-    finish = async (trx) => {
-      if (!outcome.ok) return { state: 'failed', errors: outcome.errors, name: 'SendDocumentFileResultResponse', payload: withErrors(base, outcome.errors) };
+    if (outcome.ok) {
       const { file } = outcome;
-      // The files ride in the request row; the callback body is built from them at each attempt.
-      await trx('emdr_requests').where({ queue_message_id: queueMessageId }).update({ document: file.content, signature: file.signature });
-      return {
+      result = {
         state: 'completed',
         emdrId: metadata.emdrId,
         errors: [],
         name: 'SendDocumentFileResultResponse',
         payload: { ...base, status: 'success', document: { localUid: file.localUid, kind: file.kind, version: file.version, fileName: file.fileName } },
       };
-    };
+    } else {
+      result = { state: 'failed', errors: outcome.errors, name: 'SendDocumentFileResultResponse', payload: withErrors(base, outcome.errors) };
+    }
   }
 
   await knex.transaction(async (trx) => {
     const locked = await trx('emdr_requests').where({ queue_message_id: queueMessageId }).forUpdate().first('state');
     if (locked.state !== 'accepted') return;
-    const result = await finish(trx);
     await trx('emdr_requests')
       .where({ queue_message_id: queueMessageId })
       .update({ state: result.state, emdr_id: result.emdrId ?? null, errors: result.errors.length > 0 ? JSON.stringify(result.errors) : null, updated_at: trx.fn.now() });

@@ -59,8 +59,10 @@ export class BuiltInRegistry implements RegistryPort {
           `insert into emdr_registry_documents
              (emdr_id, request_key, local_uid, kind, organization, patient_snils, document_number, creation_date_time,
               registration_date_time, version, replaces, file_name, content, signature, personal_signatures)
-           select n.id, ?, ?, ?, ?, ?, ?, ?, now(), ?, ?, n.id || '.xml', ?, ?, ?
-             from (select to_char(now(), 'YY.MM.') || lpad(nextval('emdr_registry_number')::text, 9, '0') as id) n
+           select n.id, ?, ?, ?, ?, ?, ?, ?, now(), ?, ?, n.id || '.xml', r.document, r.signature, r.personal_signatures
+             from (select to_char(now(), 'YY.MM.') || lpad(nextval('emdr_registry_number')::text, 9, '0') as id) n,
+                  emdr_requests r
+            where r.queue_message_id = ?::uuid
            returning emdr_id, registration_date_time`,
           [
             input.requestKey,
@@ -72,11 +74,10 @@ export class BuiltInRegistry implements RegistryPort {
             input.creationDateTime,
             version,
             input.replaces ?? null,
-            input.document,
-            input.signature,
-            input.personalSignatures === undefined ? null : JSON.stringify(input.personalSignatures),
+            input.requestKey,
           ],
         );
+        if (rows.length === 0) throw new Error(`no gateway request ${input.requestKey} to take the files from`);
         const row = rows[0]!;
         if (input.replaces !== undefined) await trx('emdr_registry_documents').where({ emdr_id: input.replaces }).update({ superseded_by: row.emdr_id });
         return { ok: true as const, emdrId: row.emdr_id, registrationDateTime: row.registration_date_time.toISOString(), version };
@@ -94,7 +95,7 @@ export class BuiltInRegistry implements RegistryPort {
     return (await this.knex('emdr_registry_documents').where({ emdr_id: emdrId }).first('emdr_id')) !== undefined;
   }
 
-  async fetchCurrentVersion(emdrId: string): Promise<FetchOutcome> {
+  async fetchCurrentVersion(emdrId: string, requestKey: string): Promise<FetchOutcome> {
     await this.delay();
     if (this.options.fail) return { ok: false, errors: [{ code: 'RUNTIME_ERROR', message: 'the registry failed (REGISTRY_FAIL is set)' }] };
     const { rows } = await this.knex.raw<{ rows: Array<Record<string, unknown>> }>(
@@ -102,11 +103,19 @@ export class BuiltInRegistry implements RegistryPort {
          select emdr_id, superseded_by, 0 as depth from emdr_registry_documents where emdr_id = ?
          union all
          select d.emdr_id, d.superseded_by, c.depth + 1 from emdr_registry_documents d join chain c on d.emdr_id = c.superseded_by
+       ),
+       current_version as (
+         select d.emdr_id, d.local_uid, d.kind, d.version, d.file_name, d.content, d.signature
+           from emdr_registry_documents d
+          where d.emdr_id = (select emdr_id from chain order by depth desc limit 1)
+       ),
+       stored as (
+         update emdr_requests r set document = v.content, signature = v.signature
+           from current_version v
+          where r.queue_message_id = ?::uuid
        )
-       select d.emdr_id, d.local_uid, d.kind, d.version, d.file_name, d.content, d.signature
-         from emdr_registry_documents d
-        where d.emdr_id = (select emdr_id from chain order by depth desc limit 1)`,
-      [emdrId],
+       select emdr_id, local_uid, kind, version, file_name from current_version`,
+      [emdrId, requestKey],
     );
     const row = rows[0];
     if (!row) return { ok: false, errors: [{ code: 'REGISTRY_ITEM_NOT_FOUND', message: 'no registry item with this emdrId' }] };
@@ -118,8 +127,6 @@ export class BuiltInRegistry implements RegistryPort {
         kind: row.kind as string,
         version: row.version as number,
         fileName: row.file_name as string,
-        content: row.content as Buffer,
-        signature: row.signature as Buffer,
       },
     };
   }

@@ -2,7 +2,11 @@ import type { CallbackErrorItem } from '../codes.js';
 
 /** What the gateway submits for registration. */
 export interface RegistrationInput {
-  /** The gateway request behind it: registering twice for one request gives the first result. */
+  /**
+   * The gateway request behind it (its queueMessageId): registering twice for one request gives the
+   * first result. The files registered are the ones stored with that request in emdr_requests, so
+   * that a large document is copied by the database rather than through this process.
+   */
   requestKey: string;
   localUid: string;
   kind: string;
@@ -12,9 +16,6 @@ export interface RegistrationInput {
   documentNumber?: string;
   creationDateTime: string;
   replaces?: string;
-  document: Buffer;
-  signature: Buffer;
-  personalSignatures?: unknown;
 }
 
 export type RegistrationOutcome =
@@ -28,8 +29,6 @@ export interface DocumentFileFromArchive {
   kind: string;
   version: number;
   fileName: string;
-  content: Buffer;
-  signature: Buffer;
 }
 
 export type FetchOutcome = { ok: true; file: DocumentFileFromArchive } | { ok: false; errors: CallbackErrorItem[] };
@@ -64,7 +63,10 @@ export interface RegistryPort {
   register(input: RegistrationInput): Promise<RegistrationOutcome>;
   /** Whether a registry item with this emdrId exists (acceptance of DemandContent). */
   exists(emdrId: string): Promise<boolean>;
-  /** The current version of the document registered as emdrId (following newer versions). */
-  fetchCurrentVersion(emdrId: string): Promise<FetchOutcome>;
+  /**
+   * The current version of the document registered as emdrId (following newer versions); its files
+   * are stored with the gateway request `requestKey` (emdr_requests.document and .signature).
+   */
+  fetchCurrentVersion(emdrId: string, requestKey: string): Promise<FetchOutcome>;
   search(criteria: RegistrySearch): Promise<RegistryItem[]>;
 }
