@@ -105,7 +105,7 @@ export function emdrHandlers(dependencies: EmdrHandlerDependencies): Record<stri
     if (requested === undefined) return clinic.callbackUrls[0]!;
     const normalize = (url: string) => url.replace(/\/+$/, '');
     if (!clinic.callbackUrls.some((registered) => normalize(registered) === normalize(requested))) {
-      throw ApiError.single(400, 'VALIDATION_ERROR', 'callbackUrl is not one of the callback URLs registered for this clinic account', '/requestBody/callbackUrl');
+      throw ApiError.single(403, 'ACCESS_DENIED', 'callbackUrl is not one of the callback URLs registered for this clinic account', '/requestBody/callbackUrl');
     }
     return requested;
   };
