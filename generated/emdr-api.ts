@@ -192,7 +192,7 @@ export interface components {
         Signer: {
             snils: components["schemas"]["Snils"];
             /**
-             * @description Code of the signer's role in the document (the kind's role dictionary).
+             * @description Code of the signer's role in the document (the kind's role dictionary); no NUL characters.
              * @example 1
              */
             role?: string;
@@ -220,7 +220,10 @@ export interface components {
              * @example 2026-11-20T09:30:00+03:00
              */
             creationDateTime: string;
-            /** @example КП-2026-000154 */
+            /**
+             * @description The clinic's number of the document; no NUL characters.
+             * @example КП-2026-000154
+             */
             documentNumber?: string;
             /** @description Base64 of the document XML (saved as `.xml`). */
             document: components["schemas"]["Base64"];

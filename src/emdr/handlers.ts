@@ -167,7 +167,8 @@ export function emdrHandlers(dependencies: EmdrHandlerDependencies): Record<stri
         metadata: JSON.stringify(metadata),
         document: document ?? null,
         signature: signature ?? null,
-        personal_signatures: body.personalSignatures === undefined ? null : JSON.stringify(body.personalSignatures),
+        // A request with intake errors is rejected unread; its undecodable strings (a NUL, say) would not fit in jsonb.
+        personal_signatures: body.personalSignatures === undefined || intakeErrors.length > 0 ? null : JSON.stringify(body.personalSignatures),
         intake_errors: intakeErrors.length > 0 ? JSON.stringify(intakeErrors) : null,
       });
       const answer: RegisterDocumentAcknowledgement = { localUid: body.localUid, queueMessageId };

@@ -150,6 +150,10 @@ describe('acceptance errors in the acceptance callback', () => {
     expect(await acceptanceErrors({ signature: Buffer.from('just text').toString('base64') })).toEqual(['SIGNATURE_DECODING_ERROR']);
   });
 
+  it('SIGNATURE_DECODING_ERROR for a personal signature with a NUL character', async () => {
+    expect(await acceptanceErrors({ personalSignatures: [{ signer: { snils: '08765432110' }, signature: 'AAAA\u0000' }] })).toEqual(['SIGNATURE_DECODING_ERROR']);
+  });
+
   it('WRONG_SIGNATURE_FORMAT for a signature with the content attached', async () => {
     expect(await acceptanceErrors({ signature: FIXTURE_ATTACHED_SIGNATURE.toString('base64') })).toEqual(['WRONG_SIGNATURE_FORMAT']);
   });
@@ -223,6 +227,10 @@ describe('request errors', () => {
       expect(answer.status).toBe(404);
       expect(await answer.json()).toMatchObject({ status: 'Error', errors: [{ code: 'NOT_FOUND' }] });
     }
+  });
+
+  it('400 VALIDATION_ERROR for a NUL character in a free-text field', async () => {
+    expect(await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody({ documentNumber: 'A\u0000' }))).toMatchObject({ status: 400, body: { errors: [{ path: '/requestBody/documentNumber' }] } });
   });
 
   it('400 VALIDATION_ERROR for an empty body, as for a missing one', async () => {
