@@ -1,20 +1,12 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { CliResult } from './cli.js';
-import { repoRoot } from './cli.js';
+import { outcomeOf, repoRoot, type CliResult } from './cli.js';
 
 /** A program of the virtualenv `make clients` creates (.venv), run to completion. */
 export async function runVenvProgram(program: string, args: readonly string[], options: { cwd: string; env: Record<string, string>; timeoutMs: number }): Promise<CliResult> {
   const executable = path.join(repoRoot, '.venv/bin', program);
   if (!fs.existsSync(executable)) throw new Error(`${executable} is missing: run \`make clients\` (make test does)`);
   const child = spawn(executable, args, { cwd: options.cwd, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs);
-  const code = await new Promise<number | null>((resolve) => child.on('close', (exitCode) => resolve(exitCode)));
-  clearTimeout(timer);
-  return { code, stdout, stderr };
+  return outcomeOf(child, options.timeoutMs);
 }
