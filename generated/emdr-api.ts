@@ -21,8 +21,8 @@ export interface paths {
          *     The identical request retried (same clinic, same `localUid`, same body) gets the same
          *     acknowledgement and is processed once. A different body with a `localUid` already used is
          *     acknowledged, then rejected with `NOT_UNIQUE_PROVIDED_ID` in the acceptance callback.
-         *     An `organization` the clinic account does not act for answers 403 `ACCESS_DENIED`; a
-         *     `callbackUrl` the clinic did not register answers 400 `VALIDATION_ERROR`.
+         *     An `organization` the clinic account does not act for, or a `callbackUrl` it did not
+         *     register, answers 403 `ACCESS_DENIED`.
          */
         post: operations["RegisterDocument"];
         delete?: never;
@@ -47,7 +47,8 @@ export interface paths {
          *     document, taken from the providing МИС archive, follows in `SendDocumentFileResultResponse`.
          *     `clientMessageId` is the clinic's own correlation id: echoed, or generated when absent;
          *     every callback of the request carries it. The identical request retried with the same
-         *     `clientMessageId` gets the same acknowledgement and is processed once.
+         *     `clientMessageId` gets the same acknowledgement and is processed once. A `callbackUrl` the
+         *     clinic did not register answers 403 `ACCESS_DENIED`.
          */
         post: operations["DemandContent"];
         delete?: never;
@@ -191,7 +192,7 @@ export interface components {
         Signer: {
             snils: components["schemas"]["Snils"];
             /**
-             * @description Code of the signer's role in the document (the kind's role dictionary).
+             * @description Code of the signer's role in the document (the kind's role dictionary); no NUL characters.
              * @example 1
              */
             role?: string;
@@ -219,7 +220,10 @@ export interface components {
              * @example 2026-11-20T09:30:00+03:00
              */
             creationDateTime: string;
-            /** @example КП-2026-000154 */
+            /**
+             * @description The clinic's number of the document; no NUL characters.
+             * @example КП-2026-000154
+             */
             documentNumber?: string;
             /** @description Base64 of the document XML (saved as `.xml`). */
             document: components["schemas"]["Base64"];
@@ -470,7 +474,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description The request does not match the schema, or names a callback URL the clinic did not register (`VALIDATION_ERROR`, with the path of each problem). */
+        /** @description The request does not match the schema, or its body is missing or empty (`VALIDATION_ERROR`, with the path of each problem). */
         ValidationError: {
             headers: {
                 [name: string]: unknown;
@@ -488,7 +492,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description The clinic account does not act for this organization. */
+        /** @description The clinic account does not act for this organization, or did not register this callback URL. */
         Forbidden: {
             headers: {
                 [name: string]: unknown;

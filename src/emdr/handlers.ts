@@ -121,7 +121,7 @@ export function emdrHandlers(dependencies: EmdrHandlerDependencies): Record<stri
     if (requested === undefined) return clinic.callbackUrls[0]!;
     const normalize = (url: string) => url.replace(/\/+$/, '');
     if (!clinic.callbackUrls.some((registered) => normalize(registered) === normalize(requested))) {
-      throw ApiError.single(400, 'VALIDATION_ERROR', 'callbackUrl is not one of the callback URLs registered for this clinic account', '/requestBody/callbackUrl');
+      throw ApiError.single(403, 'ACCESS_DENIED', 'callbackUrl is not one of the callback URLs registered for this clinic account', '/requestBody/callbackUrl');
     }
     return requested;
   };
@@ -184,7 +184,8 @@ export function emdrHandlers(dependencies: EmdrHandlerDependencies): Record<stri
         // PostgreSQL decodes the base64: no decoded copy of the document in this process.
         document: documentValid ? knex.raw(`decode(?, 'base64')`, [body.document]) : null,
         signature: signatureValid ? knex.raw(`decode(?, 'base64')`, [body.signature]) : null,
-        personal_signatures: body.personalSignatures === undefined ? null : JSON.stringify(body.personalSignatures),
+        // A request with intake errors is rejected unread; its undecodable strings (a NUL, say) would not fit in jsonb.
+        personal_signatures: body.personalSignatures === undefined || intakeErrors.length > 0 ? null : JSON.stringify(body.personalSignatures),
         intake_errors: intakeErrors.length > 0 ? JSON.stringify(intakeErrors) : null,
       });
       const answer: RegisterDocumentAcknowledgement = { localUid: body.localUid, queueMessageId };

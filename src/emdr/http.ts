@@ -37,6 +37,8 @@ export interface EmdrRouterOptions {
   logger: Logger;
 }
 
+const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
+
 function toErrorItems(errors: ErrorObject[] | null | undefined): ErrorItem[] {
   return (errors ?? []).map((error) => {
     const missing = error.keyword === 'required' ? `/${(error.params as { missingProperty: string }).missingProperty}` : '';
@@ -90,8 +92,10 @@ export async function createEmdrRouter(options: EmdrRouterOptions): Promise<Rout
       notFound: async () => {
         throw ApiError.single(404, 'NOT_FOUND', 'no such operation');
       },
-      methodNotAllowed: async () => {
-        throw ApiError.single(405, 'METHOD_NOT_ALLOWED', 'method not allowed on this path');
+      methodNotAllowed: async (context: Context) => {
+        // RFC 9110: a 405 lists the methods the path supports.
+        const allowed = HTTP_METHODS.filter((method) => api.router.matchOperation({ ...context.request, method }) !== undefined);
+        throw new ApiError(405, [{ code: 'METHOD_NOT_ALLOWED', message: 'method not allowed on this path' }], { Allow: allowed.map((method) => method.toUpperCase()).join(', ') });
       },
       unauthorizedHandler: async () => {
         throw ApiError.single(401, 'ACCESS_DENIED', 'unknown clinic account or wrong token (send the headers businessId, user and token)');
@@ -112,6 +116,8 @@ export async function createEmdrRouter(options: EmdrRouterOptions): Promise<Rout
     throw new Error('interface B definition loaded no operations');
   }
 
+  // body-parser turns an empty JSON body into {}, which would pass for a required request body.
+  const emptyBodies = new WeakSet<object>();
   const router = Router();
   router.use(
     express.json({
@@ -119,6 +125,9 @@ export async function createEmdrRouter(options: EmdrRouterOptions): Promise<Rout
       type: (req) => {
         const type = req.headers['content-type'];
         return type === undefined || /^application\/json\s*(;|$)/i.test(type);
+      },
+      verify: (req, _res, raw) => {
+        if (raw.length === 0) emptyBodies.add(req);
       },
     }),
   );
@@ -129,7 +138,7 @@ export async function createEmdrRouter(options: EmdrRouterOptions): Promise<Rout
     }
     try {
       const result = (await api.handleRequest(
-        { method: req.method, path: req.baseUrl + req.path, body: req.body, query: req.query as Record<string, string>, headers: req.headers as Record<string, string> },
+        { method: req.method, path: req.baseUrl + req.path, body: emptyBodies.has(req) ? undefined : req.body, query: req.query as Record<string, string>, headers: req.headers as Record<string, string> },
         req,
       )) as HandlerResult;
       res.status(result.status);

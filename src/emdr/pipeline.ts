@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import type { Logger } from '../logging/logger.js';
 import { deliverCallback, enqueueCallback, type CallbackName } from '../callbacks/delivery.js';
 import { detachedCmsError, snilsChecksumValid, snilsDigits, xmlWellFormednessError } from './acceptance.js';
+import { instantMs } from './instant.js';
 import type { CallbackErrorItem } from './codes.js';
 import { requestFileSlices } from './request-files.js';
 import { QUEUES, jobExecutor, type CallbackJob, type RequestJob } from './queue.js';
@@ -71,7 +72,7 @@ async function registerDocumentAcceptanceErrors(knex: Knex, request: RequestRow)
   });
   const { metadata } = request;
   if (!snilsChecksumValid(metadata.patientSnils)) errors.push({ code: 'VALIDATION_ERROR', message: 'patientSnils: the check number does not match' });
-  if (Date.parse(metadata.creationDateTime) > Date.now()) errors.push({ code: 'WRONG_CREATION_DATE', message: 'creationDateTime lies in the future' });
+  if (instantMs(metadata.creationDateTime) > Date.now()) errors.push({ code: 'WRONG_CREATION_DATE', message: 'creationDateTime lies in the future' });
   // The earliest request with a localUid wins; later ones with another body are duplicates.
   const earlier = await knex('emdr_requests')
     .where({ client_id: request.client_id, operation: 'RegisterDocument', local_uid: request.local_uid })

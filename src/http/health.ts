@@ -10,5 +10,9 @@ export function healthRoutes(isReady: () => Promise<boolean>): Router {
     const ready = await isReady();
     res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not ready' });
   });
+  // RFC 9110: any other method is a 405 that lists the supported ones (Express answers HEAD from GET).
+  router.all(['/healthz', '/readyz'], (_req, res) => {
+    res.status(405).setHeader('Allow', 'GET, HEAD').end();
+  });
   return router;
 }

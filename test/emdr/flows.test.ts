@@ -150,6 +150,10 @@ describe('acceptance errors in the acceptance callback', () => {
     expect(await acceptanceErrors({ signature: Buffer.from('just text').toString('base64') })).toEqual(['SIGNATURE_DECODING_ERROR']);
   });
 
+  it('SIGNATURE_DECODING_ERROR for a personal signature with a NUL character', async () => {
+    expect(await acceptanceErrors({ personalSignatures: [{ signer: { snils: '08765432110' }, signature: 'AAAA\u0000' }] })).toEqual(['SIGNATURE_DECODING_ERROR']);
+  });
+
   it('WRONG_SIGNATURE_FORMAT for a signature with the content attached', async () => {
     expect(await acceptanceErrors({ signature: FIXTURE_ATTACHED_SIGNATURE.toString('base64') })).toEqual(['WRONG_SIGNATURE_FORMAT']);
   });
@@ -162,6 +166,15 @@ describe('acceptance errors in the acceptance callback', () => {
 
   it('VALIDATION_ERROR for a SNILS with a wrong check number', async () => {
     expect(await acceptanceErrors({ patientSnils: '11223344596' })).toEqual(['VALIDATION_ERROR']);
+  });
+
+  it('takes date-times PostgreSQL does not parse (offsets beyond ±15:59, the year 0000) in registration and search', async () => {
+    const { body, queueMessageId } = await register({ creationDateTime: '2026-01-15T09:30:00-23:56' });
+    expect((await callbacksOf(queueMessageId, 2)).map((callback) => callback.body.status)).toEqual(['success', 'success']);
+    const criteria = { localUid: body.localUid, registerDateBegin: '0000-01-01T00:00:00-23:56', registerDateEnd: '9999-12-31T23:59:59+23:59' };
+    const found = await post(service.publicUrl, '/api/SearchRegistryItem', authHeaders(clinic), criteria);
+    expect(found.status).toBe(200);
+    expect(found.body.items.map((item: { localUid: string }) => item.localUid)).toEqual([body.localUid]);
   });
 
   it('WRONG_CREATION_DATE for a creation date in the future', async () => {
@@ -199,10 +212,10 @@ describe('request errors', () => {
     });
   });
 
-  it('400 VALIDATION_ERROR for a callbackUrl the clinic did not register', async () => {
+  it('403 ACCESS_DENIED for a callbackUrl the clinic did not register', async () => {
     expect(await post(service.publicUrl, '/api/DemandContent', authHeaders(clinic), { emdrId: '1.2', callbackUrl: 'http://169.254.169.254/latest' })).toMatchObject({
-      status: 400,
-      body: { errors: [{ code: 'VALIDATION_ERROR', path: '/requestBody/callbackUrl' }] },
+      status: 403,
+      body: { errors: [{ code: 'ACCESS_DENIED', path: '/requestBody/callbackUrl' }] },
     });
   });
 
@@ -213,6 +226,22 @@ describe('request errors', () => {
       const answer = await fetch(`${service.publicUrl}/api/messages/${id}`, { headers: authHeaders(other) });
       expect(answer.status).toBe(404);
       expect(await answer.json()).toMatchObject({ status: 'Error', errors: [{ code: 'NOT_FOUND' }] });
+    }
+  });
+
+  it('400 VALIDATION_ERROR for a NUL character in a free-text field', async () => {
+    expect(await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody({ documentNumber: 'A\u0000' }))).toMatchObject({ status: 400, body: { errors: [{ path: '/requestBody/documentNumber' }] } });
+  });
+
+  it('400 VALIDATION_ERROR for an empty body, as for a missing one', async () => {
+    expect(await post(service.publicUrl, '/api/SearchRegistryItem', authHeaders(clinic), '')).toMatchObject({ status: 400, body: { errors: [{ code: 'VALIDATION_ERROR', path: '/requestBody' }] } });
+  });
+
+  it('405 with an Allow header for a method a path does not support', async () => {
+    for (const [route, allow] of [['/api/RegisterDocument', 'POST'], ['/api/messages/' + randomUUID(), 'GET'], ['/healthz', 'GET, HEAD'], ['/readyz', 'GET, HEAD']]) {
+      const answer = await fetch(`${service.publicUrl}${route!}`, { method: 'DELETE', headers: authHeaders(clinic) });
+      expect(answer.status).toBe(405);
+      expect(answer.headers.get('allow')).toBe(allow);
     }
   });
 

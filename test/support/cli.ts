@@ -20,7 +20,11 @@ export function spawnCli(args: readonly string[], env: Record<string, string> = 
 }
 
 export async function runCli(args: readonly string[], env: Record<string, string> = {}, timeoutMs = 60_000): Promise<CliResult> {
-  const child = spawnCli(args, env);
+  return outcomeOf(spawnCli(args, env), timeoutMs);
+}
+
+/** Waits for a piped child to close (SIGKILL after timeoutMs) and returns its exit code and output. */
+export async function outcomeOf(child: ChildProcess, timeoutMs: number): Promise<CliResult> {
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

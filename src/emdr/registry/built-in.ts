@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Knex } from 'knex';
+import { instantMs } from '../instant.js';
 import type { FetchOutcome, RegistrationInput, RegistrationOutcome, RegistryItem, RegistryPort, RegistrySearch } from './port.js';
 
 export interface BuiltInRegistryOptions {
@@ -59,7 +60,7 @@ export class BuiltInRegistry implements RegistryPort {
           `insert into emdr_registry_documents
              (emdr_id, request_key, local_uid, kind, organization, patient_snils, document_number, creation_date_time,
               registration_date_time, version, replaces, file_name, content, signature, personal_signatures)
-           select n.id, ?, ?, ?, ?, ?, ?, ?, now(), ?, ?, n.id || '.xml', r.document, r.signature, r.personal_signatures
+           select n.id, ?, ?, ?, ?, ?, ?, to_timestamp(? / 1000.0), now(), ?, ?, n.id || '.xml', r.document, r.signature, r.personal_signatures
              from (select to_char(now(), 'YY.MM.') || lpad(nextval('emdr_registry_number')::text, 9, '0') as id) n,
                   emdr_requests r
             where r.queue_message_id = ?::uuid
@@ -71,7 +72,7 @@ export class BuiltInRegistry implements RegistryPort {
             input.organization,
             input.patientSnils,
             input.documentNumber ?? null,
-            input.creationDateTime,
+            instantMs(input.creationDateTime),
             version,
             input.replaces ?? null,
             input.requestKey,
@@ -141,8 +142,8 @@ export class BuiltInRegistry implements RegistryPort {
     if (criteria.kind !== undefined) query.where('kind', criteria.kind);
     if (criteria.organization !== undefined) query.where('organization', criteria.organization);
     if (criteria.localUid !== undefined) query.where('local_uid', criteria.localUid);
-    if (criteria.registerDateBegin !== undefined) query.where('registration_date_time', '>=', criteria.registerDateBegin);
-    if (criteria.registerDateEnd !== undefined) query.where('registration_date_time', '<', criteria.registerDateEnd);
+    if (criteria.registerDateBegin !== undefined) query.where('registration_date_time', '>=', this.knex.raw('to_timestamp(? / 1000.0)', [instantMs(criteria.registerDateBegin)]));
+    if (criteria.registerDateEnd !== undefined) query.where('registration_date_time', '<', this.knex.raw('to_timestamp(? / 1000.0)', [instantMs(criteria.registerDateEnd)]));
     if (criteria.organizations !== undefined) query.whereIn('organization', [...criteria.organizations]);
     return (await query).map(toItem);
   }

@@ -1,0 +1,115 @@
+"""A clinic's Python integration with interface B, through the client generated from specs/openapi.yaml.
+
+Reads the service and the clinic account from the environment:
+EHR_GATEWAY_URL, CLINIC_BUSINESS_ID, CLINIC_USER, CLINIC_TOKEN, and the document to register as
+DOCUMENT_BASE64 and SIGNATURE_BASE64 (a detached CMS signature over it).
+"""
+
+import datetime
+import os
+import time
+import uuid
+
+import pytest
+
+from ehr_gateway_client import Client
+from ehr_gateway_client.api.documents import demand_content, register_document
+from ehr_gateway_client.api.registry import get_message, search_registry_item
+from ehr_gateway_client.models import (
+    DemandContentAcknowledgement,
+    DemandContentRequest,
+    ErrorResponse,
+    MessageState,
+    RegisterDocumentAcknowledgement,
+    RegisterDocumentRequest,
+    SearchRegistryItemRequest,
+    SearchRegistryItemResponse,
+)
+from ehr_gateway_client.models.message_state_state import MessageStateState
+
+ORGANIZATION = "1.2.643.5.1.13.13.12.2.77.7973"
+VALID_SNILS = "11223344595"
+
+
+@pytest.fixture(scope="module")
+def client() -> Client:
+    headers = {
+        "businessId": os.environ["CLINIC_BUSINESS_ID"],
+        "user": os.environ["CLINIC_USER"],
+        "token": os.environ["CLINIC_TOKEN"],
+    }
+    with Client(base_url=os.environ["EHR_GATEWAY_URL"], headers=headers, raise_on_unexpected_status=True) as opened:
+        yield opened
+
+
+@pytest.fixture(scope="module")
+def registered(client: Client) -> tuple[uuid.UUID, RegisterDocumentAcknowledgement]:
+    local_uid = uuid.uuid4()
+    request = RegisterDocumentRequest(
+        local_uid=local_uid,
+        kind="6",
+        organization=ORGANIZATION,
+        patient_snils=VALID_SNILS,
+        creation_date_time=datetime.datetime(2026, 1, 15, 9, 30, tzinfo=datetime.timezone(datetime.timedelta(hours=3))),
+        document=os.environ["DOCUMENT_BASE64"],
+        signature=os.environ["SIGNATURE_BASE64"],
+        document_number="PY-0001",
+    )
+    response = register_document.sync_detailed(client=client, body=request)
+    assert response.status_code == 200, response.content
+    assert isinstance(response.parsed, RegisterDocumentAcknowledgement)
+    return local_uid, response.parsed
+
+
+def wait_for_emdr_id(client: Client, local_uid: uuid.UUID) -> str:
+    """Registration completes asynchronously: poll the registry until the document is there."""
+    for _ in range(150):
+        found = search_registry_item.sync(client=client, body=SearchRegistryItemRequest(local_uid=local_uid))
+        assert isinstance(found, SearchRegistryItemResponse)
+        if found.items:
+            return found.items[0].emdr_id
+        time.sleep(0.1)
+    raise AssertionError(f"document {local_uid} not registered")
+
+
+def test_register_document_is_acknowledged_with_its_local_uid(registered):
+    local_uid, acknowledgement = registered
+    assert acknowledgement.local_uid == local_uid
+    assert isinstance(acknowledgement.queue_message_id, uuid.UUID)
+
+
+def test_search_registry_item_finds_the_registered_document(client, registered):
+    local_uid, _ = registered
+    emdr_id = wait_for_emdr_id(client, local_uid)
+    found = search_registry_item.sync(client=client, body=SearchRegistryItemRequest(patient_snils=VALID_SNILS, kind="6", local_uid=local_uid))
+    assert isinstance(found, SearchRegistryItemResponse)
+    assert [(item.emdr_id, item.local_uid, item.organization, item.version) for item in found.items] == [(emdr_id, local_uid, ORGANIZATION, 1)]
+    assert found.items[0].registration_date_time.tzinfo is not None
+
+
+def test_get_message_shows_the_completed_registration(client, registered):
+    local_uid, acknowledgement = registered
+    emdr_id = wait_for_emdr_id(client, local_uid)
+    state = get_message.sync(client=client, queue_message_id=acknowledgement.queue_message_id)
+    assert isinstance(state, MessageState)
+    assert state.queue_message_id == acknowledgement.queue_message_id
+    assert state.local_uid == local_uid
+    assert state.state == MessageStateState.COMPLETED
+    assert state.emdr_id == emdr_id
+
+
+def test_demand_content_echoes_the_client_message_id(client, registered):
+    local_uid, _ = registered
+    emdr_id = wait_for_emdr_id(client, local_uid)
+    client_message_id = uuid.uuid4()
+    acknowledgement = demand_content.sync(client=client, body=DemandContentRequest(emdr_id=emdr_id, client_message_id=client_message_id))
+    assert isinstance(acknowledgement, DemandContentAcknowledgement)
+    assert acknowledgement.client_message_id == client_message_id
+    assert isinstance(acknowledgement.queue_message_id, uuid.UUID)
+
+
+def test_an_unknown_request_is_a_typed_404(client):
+    response = get_message.sync_detailed(client=client, queue_message_id=uuid.uuid4())
+    assert response.status_code == 404
+    assert isinstance(response.parsed, ErrorResponse)
+    assert [error.code for error in response.parsed.errors] == ["NOT_FOUND"]
