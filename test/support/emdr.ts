@@ -3,6 +3,7 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import knexFactory, { type Knex } from 'knex';
 import { createClinicAccount, type CreatedClinicAccount } from '../../src/emdr/clients.js';
+import { responseProblems } from './contract.js';
 
 const fixtures = path.join(import.meta.dirname, '../emdr/fixtures');
 /** A small CDA-like XML document and a detached CMS signature over it (openssl, RSA test key). */
@@ -50,9 +51,16 @@ export function registerBody(overrides: Record<string, unknown> = {}): Record<st
   };
 }
 
+/**
+ * POSTs to interface B and checks the answer against specs/openapi.yaml (a live contract check):
+ * an undocumented status or a body off its schema fails the calling test.
+ */
 export async function post(baseUrl: string, route: string, headers: Record<string, string>, body: unknown): Promise<{ status: number; body: any }> {
   const response = await fetch(`${baseUrl}${route}`, { method: 'POST', headers, body: typeof body === 'string' ? body : JSON.stringify(body) });
-  return { status: response.status, body: await response.json() };
+  const answer = { status: response.status, body: await response.json() };
+  const problems = responseProblems('POST', route, answer.status, answer.body);
+  if (problems.length > 0) throw new Error(`the answer breaks the spec: ${problems.join('; ')}`);
+  return answer;
 }
 
 /** A well-formed UTF-8 XML document of at least `bytes` bytes (Cyrillic text, many elements). */
