@@ -42,12 +42,23 @@ const REDACTED_PATHS = [
   'databaseUrl',
 ];
 
+/**
+ * Errors are logged by name, message, code and stack only: a driver error's `detail`, `where` or
+ * query parameters may quote the stored values (personal data).
+ */
+function serializeError(error: unknown): unknown {
+  if (!(error instanceof Error)) return error;
+  const { code } = error as { code?: unknown };
+  return { type: error.name, message: error.message, ...(code === undefined ? {} : { code }), stack: error.stack };
+}
+
 export function createLogger(level: string, destination: NodeJS.WritableStream = process.stdout): Logger {
   return pino(
     {
       level,
       base: { service: 'ehr-gateway' },
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+      serializers: { err: serializeError },
       timestamp: pino.stdTimeFunctions.isoTime,
     },
     destination,
