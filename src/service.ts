@@ -58,7 +58,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
       if (roles.has('emdr')) {
         const handlers = emdrHandlers({ knex: database.knex, boss: boss!, registry, rateLimitPerMinute: config.rateLimitPerMinute });
         const securityHandlers = clinicSecurityHandlers(database.knex);
-        publicApp.use('/api', await createEmdrRouter({ definition: openApiSpecPath, handlers, securityHandlers, bodyLimitBytes: config.bodyLimitBytes, logger }));
+        publicApp.use('/api', await createEmdrRouter({ definition: openApiSpecPath, handlers, securityHandlers, bodyLimitBytes: config.bodyLimitBytes, base64Members: { RegisterDocument: 'document' }, logger }));
       }
       if (roles.has('ehr')) {
         const document = await loadOpenRpcDocument();

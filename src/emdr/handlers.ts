@@ -5,6 +5,7 @@ import type { Context } from 'openapi-backend';
 import type { Request } from 'express';
 import type { components } from '../../generated/emdr-api.js';
 import { isStrictBase64, snilsDigits } from './acceptance.js';
+import { base64MemberOf } from './base64-member.js';
 import { authenticateClinic, type ClinicAccount } from './clients.js';
 import type { CallbackErrorItem } from './codes.js';
 import { ApiError } from './errors.js';
@@ -91,13 +92,17 @@ function hashText(hash: Hash, text: string): void {
   }
 }
 
-/** A SHA-256 over the body's members in the order sent, without one big serialized copy of it. */
-function bodyHash(body: Record<string, unknown>): string {
+/**
+ * A SHA-256 over the body's members in the order sent, without one big serialized copy of it.
+ * `bytes` stands for one string member kept as its ASCII bytes: the same hash as the string.
+ */
+function bodyHash(body: Record<string, unknown>, bytes?: { member: string; value: Buffer }): string {
   const hash = createHash('sha256');
   for (const [key, value] of Object.entries(body)) {
     hash.update(JSON.stringify(key));
     hash.update(':');
-    hashText(hash, typeof value === 'string' ? value : JSON.stringify(value));
+    if (key === bytes?.member) hash.update(bytes.value);
+    else hashText(hash, typeof value === 'string' ? value : JSON.stringify(value));
     hash.update('\n');
   }
   return hash.digest('hex');
@@ -149,15 +154,17 @@ export function emdrHandlers(dependencies: EmdrHandlerDependencies): Record<stri
     });
 
   return {
-    RegisterDocument: async (context: Context) => {
+    RegisterDocument: async (context: Context, request: Request) => {
       const clinic = clinicOf(context);
       const body = context.request.requestBody as RegisterDocumentRequest;
+      // A large document arrives as bytes of strict base64, with a placeholder in body.document (see base64-member.ts).
+      const documentBytes = base64MemberOf(request);
       if (clinic.organizations !== null && !clinic.organizations.includes(body.organization)) {
         throw ApiError.single(403, 'ACCESS_DENIED', 'this clinic account does not act for the organization', '/requestBody/organization');
       }
       const callbackUrl = callbackBase(clinic, body.callbackUrl);
       const intakeErrors: CallbackErrorItem[] = [];
-      const documentValid = isStrictBase64(body.document);
+      const documentValid = documentBytes !== undefined || isStrictBase64(body.document);
       if (!documentValid) intakeErrors.push({ code: 'VALIDATION_ERROR', message: 'document is not valid base64' });
       const signatureValid = isStrictBase64(body.signature);
       if (!signatureValid) intakeErrors.push({ code: 'SIGNATURE_DECODING_ERROR', message: 'signature is not valid base64' });
@@ -177,12 +184,15 @@ export function emdrHandlers(dependencies: EmdrHandlerDependencies): Record<stri
         client_id: clinic.id,
         operation: 'RegisterDocument',
         idempotency_key: body.localUid,
-        body_hash: bodyHash(body as unknown as Record<string, unknown>),
+        body_hash: bodyHash(body as unknown as Record<string, unknown>, documentBytes && { member: 'document', value: documentBytes }),
         callback_url: callbackUrl,
         local_uid: body.localUid,
         metadata: JSON.stringify(metadata),
-        // PostgreSQL decodes the base64: no decoded copy of the document in this process.
-        document: documentValid ? knex.raw(`decode(?, 'base64')`, [body.document]) : null,
+        // PostgreSQL decodes the base64: no decoded copy of the document in this process. The bytes go as a
+        // binary (bytea) parameter, never a JS string; they are ASCII, so as text they are the base64 itself.
+        document: documentBytes !== undefined
+          ? knex.raw(`decode(convert_from(?::bytea, 'UTF8'), 'base64')`, [documentBytes])
+          : documentValid ? knex.raw(`decode(?, 'base64')`, [body.document]) : null,
         signature: signatureValid ? knex.raw(`decode(?, 'base64')`, [body.signature]) : null,
         // A request with intake errors is rejected unread; its undecodable strings (a NUL, say) would not fit in jsonb.
         personal_signatures: body.personalSignatures === undefined || intakeErrors.length > 0 ? null : JSON.stringify(body.personalSignatures),

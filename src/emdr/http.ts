@@ -8,6 +8,7 @@ import addFormatsModule from 'ajv-formats';
 import type { ErrorObject } from 'ajv';
 import type { Logger } from '../logging/logger.js';
 import { ApiError, errorBody, type ErrorItem } from './errors.js';
+import { base64MemberBody } from './base64-member.js';
 
 // ajv-formats is CommonJS with a default export.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
@@ -34,6 +35,8 @@ export interface EmdrRouterOptions {
   handlers: Readonly<Record<string, OperationHandler>>;
   securityHandlers?: Readonly<Record<string, SecurityHandler>>;
   bodyLimitBytes: number;
+  /** Per operationId, a top-level body member of large base64 kept out of the parsed body (see base64-member.ts). */
+  base64Members?: Readonly<Record<string, string>>;
   logger: Logger;
 }
 
@@ -119,6 +122,18 @@ export async function createEmdrRouter(options: EmdrRouterOptions): Promise<Rout
   // body-parser turns an empty JSON body into {}, which would pass for a required request body.
   const emptyBodies = new WeakSet<object>();
   const router = Router();
+  router.use(
+    base64MemberBody({
+      limit: options.bodyLimitBytes,
+      memberName: (req) => {
+        const operation = api.router.matchOperation({ method: req.method, path: req.baseUrl + req.path, headers: req.headers as Record<string, string> });
+        return operation?.operationId === undefined ? undefined : options.base64Members?.[operation.operationId];
+      },
+      verify: (req, raw) => {
+        if (raw.length === 0) emptyBodies.add(req);
+      },
+    }),
+  );
   router.use(
     express.json({
       limit: options.bodyLimitBytes,

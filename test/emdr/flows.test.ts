@@ -129,6 +129,16 @@ describe('RegisterDocument then DemandContent', () => {
     expect(state.callbacks).toHaveLength(2);
     expect(receiver.received.filter((callback) => callback.body.localUid === body.localUid)).toHaveLength(2);
   });
+
+  it('recognises the identical retry whether the document came as bytes or, escaped, parsed whole', async () => {
+    const body = registerBody();
+    expect(body.document).toContain('/');
+    const first = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), body);
+    // JSON encoders that escape '/' (PHP's json_encode) send the same body; the scanner leaves it to JSON.parse.
+    const escaped = JSON.stringify(body).replaceAll('/', '\\/');
+    expect(await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), escaped)).toEqual(first);
+    expect((await callbacksOf(first.body.queueMessageId, 2)).map((callback) => callback.body.status)).toEqual(['success', 'success']);
+  });
 });
 
 describe('acceptance errors in the acceptance callback', () => {
@@ -136,6 +146,18 @@ describe('acceptance errors in the acceptance callback', () => {
     const { body, queueMessageId } = await register();
     await callbacksOf(queueMessageId, 2);
     expect(await acceptanceErrors({ localUid: body.localUid, documentNumber: 'other' })).toEqual(['NOT_UNIQUE_PROVIDED_ID']);
+  });
+
+  it('NOT_UNIQUE_PROVIDED_ID for a used localUid with another document', async () => {
+    const { body, queueMessageId } = await register();
+    await callbacksOf(queueMessageId, 2);
+    expect(await acceptanceErrors({ localUid: body.localUid, document: Buffer.from('<other/>').toString('base64') })).toEqual(['NOT_UNIQUE_PROVIDED_ID']);
+  });
+
+  it('VALIDATION_ERROR for a document with one character outside base64, or bad padding', async () => {
+    const document = FIXTURE_XML.toString('base64');
+    expect(await acceptanceErrors({ document: `${document.slice(0, 8)}-${document.slice(9)}` })).toEqual(['VALIDATION_ERROR']);
+    expect(await acceptanceErrors({ document: `${document}A===` })).toEqual(['VALIDATION_ERROR']);
   });
 
   it('VALIDATION_ERROR for a document that is not base64', async () => {

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { base64MemberOf } from '../../src/emdr/base64-member.js';
 import { createEmdrRouter } from '../../src/emdr/http.js';
 import { startListener, type Listener } from '../../src/http/listener.js';
 import { createLogger } from '../../src/logging/logger.js';
@@ -14,11 +15,13 @@ beforeAll(async () => {
     definition: path.join(import.meta.dirname, 'fixtures/router-probe.openapi.yaml'),
     handlers: {
       echo: async (context) => ({ status: 200, body: context.request.requestBody }),
+      upload: async (context, request) => ({ status: 200, body: { body: context.request.requestBody, bytes: base64MemberOf(request)?.toString('latin1') ?? null } }),
       crash: async () => {
         throw new Error('secret internals at /srv/app.ts:1');
       },
     },
     bodyLimitBytes: 1024,
+    base64Members: { upload: 'data' },
     logger: createLogger('silent'),
   });
   listener = await startListener(express().use('/api', router), '127.0.0.1', 0);
@@ -69,6 +72,27 @@ describe('interface B router', () => {
     const { status, body } = await post('/api/Crash', '{}');
     expect(status).toBe(500);
     expect(body).toEqual({ status: 'Error', errors: [{ code: 'INTERNAL_ERROR', message: 'internal error' }] });
+  });
+
+  describe('an operation with a base64 member (RegisterDocument: document)', () => {
+    const data = Buffer.from([0xfb, 0xef, 0xff, 0x41]).toString('base64');
+
+    it('hands the member to the handler as bytes, with a placeholder in the validated body', async () => {
+      expect(await post('/api/Upload', JSON.stringify({ note: 'n', data }))).toEqual({ status: 200, body: { body: { note: 'n', data: 'AAAA' }, bytes: data } });
+    });
+
+    it('parses a body the scanner does not take (an escaped slash) as a whole, as before', async () => {
+      expect(await post('/api/Upload', `{"data":"${data.replaceAll('/', '\\/')}"}`)).toEqual({ status: 200, body: { body: { data }, bytes: null } });
+    });
+
+    it('gives the same answers as other operations: 413, malformed JSON, empty body, schema errors', async () => {
+      expect(await post('/api/Upload', JSON.stringify({ data: 'A'.repeat(2048) }))).toMatchObject({ status: 413, body: { errors: [{ code: 'REQUEST_TOO_LARGE' }] } });
+      expect(await post('/api/Upload', `{"data":"${data}"`)).toMatchObject({ status: 400, body: { errors: [{ code: 'VALIDATION_ERROR', message: 'body is not valid JSON' }] } });
+      expect(await post('/api/Upload', `"${data}"`)).toMatchObject({ status: 400, body: { errors: [{ code: 'VALIDATION_ERROR', message: 'body is not valid JSON' }] } });
+      expect(await post('/api/Upload', '')).toMatchObject({ status: 400, body: { errors: [{ code: 'VALIDATION_ERROR', path: '/requestBody' }] } });
+      expect(await post('/api/Upload', JSON.stringify({ data, extra: 1 }))).toMatchObject({ status: 400, body: { errors: [{ code: 'VALIDATION_ERROR', path: '/requestBody/extra' }] } });
+      expect(await post('/api/Upload', '<xml/>', 'application/xml')).toMatchObject({ status: 415, body: { errors: [{ code: 'UNSUPPORTED_MEDIA_TYPE' }] } });
+    });
   });
 
   it('refuses to start on a definition that is not valid OpenAPI', async () => {

@@ -1,0 +1,185 @@
+import { StringDecoder } from 'node:string_decoder';
+import express, { type Request, type RequestHandler } from 'express';
+
+/**
+ * A JSON body with one large base64 member (RegisterDocument's `document`, up to ~27 MiB of text)
+ * parsed without turning that member into a string. express.json would hold the body bytes, their
+ * decoded text and JSON.parse's copy of the member at once; here the member's value stays a view
+ * into the body's Buffer and only the rest of the body is parsed, with a placeholder in its place.
+ * Any body the scanner does not take is parsed as a whole, as express.json would parse it, so only
+ * memory differs, never an answer.
+ */
+
+/** What the parsed body holds in place of the member: valid for the schema and for isStrictBase64. */
+export const PLACEHOLDER = 'AAAA';
+
+const members = new WeakMap<Request, Buffer>();
+
+/** The bytes (standard padded base64, ASCII) of the request's large member, when it was kept out of the parsed body. */
+export function base64MemberOf(request: Request): Buffer | undefined {
+  return members.get(request);
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const COLON = 0x3a;
+const LBRACE = 0x7b;
+const RBRACE = 0x7d;
+const LBRACKET = 0x5b;
+const RBRACKET = 0x5d;
+const EQUALS = 0x3d;
+const WHITESPACE = new Set([0x20, 0x09, 0x0a, 0x0d]);
+const BASE64_ALPHABET = new Uint8Array(256);
+for (const char of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/') BASE64_ALPHABET[char.charCodeAt(0)] = 1;
+
+function skipWhitespace(bytes: Buffer, at: number): number {
+  while (WHITESPACE.has(bytes[at]!)) at += 1;
+  return at;
+}
+
+/** The index after the string that opens at `at` (escapes skipped), or -1 when it does not close. */
+function skipString(bytes: Buffer, at: number): number {
+  for (let i = at + 1; i < bytes.length; i += 1) {
+    if (bytes[i] === BACKSLASH) i += 1;
+    else if (bytes[i] === QUOTE) return i + 1;
+  }
+  return -1;
+}
+
+/**
+ * The index after the JSON value at `at`, or -1. Only right for valid JSON: whatever it makes of
+ * invalid JSON, the caller's JSON.parse of the rest fails, and the body goes the ordinary way.
+ */
+function skipValue(bytes: Buffer, at: number): number {
+  let depth = 0;
+  for (let i = at; i < bytes.length; i += 1) {
+    const byte = bytes[i]!;
+    if (byte === QUOTE) {
+      i = skipString(bytes, i);
+      if (i < 0) return -1;
+      if (depth === 0) return i;
+      i -= 1;
+    } else if (byte === LBRACE || byte === LBRACKET) depth += 1;
+    else if (byte === RBRACE || byte === RBRACKET) {
+      if (depth === 0) return i;
+      depth -= 1;
+      if (depth === 0) return i + 1;
+    } else if (depth === 0 && (byte === COMMA || WHITESPACE.has(byte))) return i;
+  }
+  return depth === 0 ? bytes.length : -1;
+}
+
+/** The same rule as isStrictBase64 (acceptance.ts), on bytes: alphabet, at most two `=` at the end, length a multiple of 4. */
+function isStrictBase64Bytes(bytes: Buffer, start: number, end: number): boolean {
+  if ((end - start) % 4 !== 0) return false;
+  let dataEnd = end;
+  while (dataEnd > start && end - dataEnd < 2 && bytes[dataEnd - 1] === EQUALS) dataEnd -= 1;
+  for (let i = start; i < dataEnd; i += 1) if (BASE64_ALPHABET[bytes[i]!] === 0) return false;
+  return true;
+}
+
+/**
+ * A JSON object whose top-level member `name` occurs once, with a non-empty string value of strict
+ * base64 (so no escapes): the object parsed with PLACEHOLDER as that value, and the value's bytes
+ * (a view into `raw`, no copy). Undefined for any other body (escaped or non-base64 value, the
+ * member twice or not at all, a key with escapes, invalid JSON).
+ *
+ * Why the answers match JSON.parse of the whole body: the value is one string token either way
+ * (base64 has no quote, backslash or control character), so the rest parses if and only if the
+ * whole body does, to the same members in the same order.
+ */
+export function parseWithBase64Member(raw: Buffer, name: string): { body: Record<string, unknown>; value: Buffer } | undefined {
+  const key = Buffer.from(JSON.stringify(name));
+  let at = skipWhitespace(raw, 0);
+  if (raw[at] !== LBRACE) return undefined;
+  at = skipWhitespace(raw, at + 1);
+  let value: { start: number; end: number } | undefined;
+  while (raw[at] === QUOTE) {
+    const keyEnd = skipString(raw, at);
+    if (keyEnd < 0 || raw.subarray(at, keyEnd).includes(BACKSLASH)) return undefined;
+    const isMember = raw.subarray(at, keyEnd).equals(key);
+    at = skipWhitespace(raw, keyEnd);
+    if (raw[at] !== COLON) return undefined;
+    at = skipWhitespace(raw, at + 1);
+    if (isMember) {
+      if (value !== undefined || raw[at] !== QUOTE) return undefined;
+      const end = raw.indexOf(QUOTE, at + 1);
+      if (end <= at + 1 || !isStrictBase64Bytes(raw, at + 1, end)) return undefined;
+      value = { start: at + 1, end };
+      at = end + 1;
+    } else {
+      at = skipValue(raw, at);
+      if (at < 0) return undefined;
+    }
+    at = skipWhitespace(raw, at);
+    if (raw[at] !== COMMA) break;
+    at = skipWhitespace(raw, at + 1);
+  }
+  if (value === undefined || raw[at] !== RBRACE) return undefined;
+  let body: unknown;
+  try {
+    body = JSON.parse(raw.toString('utf8', 0, value.start) + PLACEHOLDER + raw.toString('utf8', value.end));
+  } catch {
+    return undefined;
+  }
+  return { body: body as Record<string, unknown>, value: raw.subarray(value.start, value.end) };
+}
+
+/** JSON.parse as express.json does it for UTF-8: a BOM dropped, an empty body {}, an object or array at the top. */
+function parseJsonBody(raw: Buffer): unknown {
+  const decoder = new StringDecoder('utf8');
+  let text = decoder.write(raw) + decoder.end();
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  if (text.length === 0) return {};
+  if (!/^[\x20\x09\x0a\x0d]*[{[]/.test(text)) throw new SyntaxError('the body is not a JSON object or array');
+  return JSON.parse(text);
+}
+
+/** Whether the body is JSON in UTF-8 as sent (other charsets and compressed bodies are left to express.json). */
+function isPlainUtf8Json(request: Request): boolean {
+  const type = request.headers['content-type'];
+  const encoding = request.headers['content-encoding'];
+  return (type === undefined || /^application\/json\s*(;\s*charset="?utf-8"?\s*)?$/i.test(type)) && (encoding === undefined || /^identity$/i.test(encoding));
+}
+
+/**
+ * Middleware in front of express.json: for the requests `memberName` names a member for, reads
+ * the body as bytes (express.raw: the same limit and read errors as express.json) and parses it
+ * with parseWithBase64Member, else whole. A body that is not JSON leaves as body-parser's
+ * `entity.parse.failed`; `verify` gets the bytes as with express.json.
+ */
+export function base64MemberBody(options: {
+  limit: number;
+  memberName: (request: Request) => string | undefined;
+  verify: (request: Request, raw: Buffer) => void;
+}): RequestHandler[] {
+  const read = express.raw({
+    limit: options.limit,
+    type: (request) => isPlainUtf8Json(request as Request) && options.memberName(request as Request) !== undefined,
+    verify: (request, _response, raw) => options.verify(request as Request, raw),
+  });
+  const parse: RequestHandler = (request, _response, next) => {
+    if (!Buffer.isBuffer(request.body)) {
+      next();
+      return;
+    }
+    const raw = request.body;
+    const split = parseWithBase64Member(raw, options.memberName(request)!);
+    if (split !== undefined) {
+      members.set(request, split.value);
+      request.body = split.body;
+      next();
+      return;
+    }
+    try {
+      request.body = parseJsonBody(raw);
+    } catch {
+      request.body = undefined;
+      next(Object.assign(new SyntaxError('body is not valid JSON'), { status: 400, type: 'entity.parse.failed' }));
+      return;
+    }
+    next();
+  };
+  return [read, parse];
+}

@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import { PLACEHOLDER, parseWithBase64Member } from '../../src/emdr/base64-member.js';
+
+/** The scanner that keeps RegisterDocument's document out of the parsed body: it takes a body only when that changes nothing but memory. */
+const base64 = Buffer.concat([Buffer.from('<a>любой текст</a>'), Buffer.from([0xfb, 0xef, 0xff])]).toString('base64');
+
+function split(text: string) {
+  return parseWithBase64Member(Buffer.from(text), 'document');
+}
+
+describe('parseWithBase64Member', () => {
+  it('is tested with base64 that has every kind of character', () => {
+    expect(base64).toMatch(/^(?=.*\+)(?=.*\/)(?=.*[0-9])(?=.*=).*$/);
+  });
+
+  it.each([
+    ['a plain body', JSON.stringify({ localUid: 'u', document: base64, signature: 'AAAA' })],
+    ['the member first, with whitespace around', ` \r\n{ "document" :\t"${base64}" , "kind": "6" }\n`],
+    ['padding', JSON.stringify({ document: 'QQ==', kind: '6' })],
+    ['nested members named document, escapes and brackets in other strings', JSON.stringify({ a: { document: 'x' }, b: [{ document: 'y' }, '"}]\\{['], document: base64, c: [1, -2.5e3, true, null, {}], d: '\u0000' })],
+  ])('keeps the value of %s as bytes, and the rest parses as JSON.parse of the whole', (_name, text) => {
+    const result = split(text)!;
+    expect(result).toBeDefined();
+    expect(result.body.document).toBe(PLACEHOLDER);
+    const whole = JSON.parse(text) as Record<string, unknown>;
+    expect(Object.keys(result.body)).toEqual(Object.keys(whole));
+    expect({ ...result.body, document: result.value.toString('latin1') }).toEqual(whole);
+  });
+
+  it('gives a view into the body, not a copy', () => {
+    const raw = Buffer.from(JSON.stringify({ document: base64 }));
+    expect(parseWithBase64Member(raw, 'document')!.value.buffer).toBe(raw.buffer);
+  });
+
+  it.each([
+    ['an escaped slash', `{"document":"${base64.replaceAll('/', '\\/')}"}`],
+    ['a unicode escape', '{"document":"AA\\u0041A"}'],
+    ['not base64', JSON.stringify({ document: 'not base64!' })],
+    ['a length not a multiple of 4', JSON.stringify({ document: 'AAAAA' })],
+    ['three padding characters', JSON.stringify({ document: 'A===' })],
+    ['padding in the middle', JSON.stringify({ document: 'AA==AAAA' })],
+    ['an empty value', JSON.stringify({ document: '' })],
+    ['a control character', '{"document":"AA\nA"}'],
+    ['a value that is not a string', JSON.stringify({ document: ['AAAA'] })],
+    ['the member twice', `{"document":"AAAA","document":"${base64}"}`],
+    ['an escaped key', `{"docum\\u0065nt":"${base64}"}`],
+    ['the member only nested', JSON.stringify({ a: { document: base64 } })],
+    ['no member', JSON.stringify({ kind: '6' })],
+    ['an array at the top', JSON.stringify([{ document: base64 }])],
+    ['a byte order mark', `\ufeff${JSON.stringify({ document: base64 })}`],
+    ['a trailing comma', `{"document":"${base64}",}`],
+    ['text after the object', `{"document":"${base64}"} x`],
+    ['an unclosed object', `{"document":"${base64}"`],
+    ['an invalid value elsewhere', `{"kind": tru, "document":"${base64}"}`],
+    ['an empty body', ''],
+  ])('leaves a body with %s to the ordinary parse', (_name, text) => {
+    expect(split(text)).toBeUndefined();
+  });
+});
