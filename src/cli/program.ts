@@ -46,19 +46,25 @@ const ENVIRONMENT_HELP = [
   ...CONFIG_VARIABLES.map((variable) => `  ${variable.name.padEnd(24)} ${variable.meaning} (default ${variable.fallback})`),
 ].join('\n');
 
+/** Signals closer together than this are one request to stop. */
+const REPEATED_SIGNAL_WINDOW_MS = 2000;
+
 async function serve(options: { only?: Role }): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
   const roles = new Set<Role>(options.only ? [options.only] : ROLES);
   const service = await startService(config, logger, roles);
   await new Promise<void>((resolve) => {
-    let stopping = false;
+    let stoppingSince: number | undefined;
     const shutdown = (signal: NodeJS.Signals) => {
-      if (stopping) {
+      if (stoppingSince !== undefined) {
+        // make and terminals pass one Ctrl-C or SIGTERM on to the whole group: a repeat that close
+        // is the same request. A later one is a deliberate second Ctrl-C: stop waiting.
+        if (Date.now() - stoppingSince < REPEATED_SIGNAL_WINDOW_MS) return;
         logger.warn({ signal }, 'second signal: exiting without waiting');
         process.exit(1);
       }
-      stopping = true;
+      stoppingSince = Date.now();
       logger.info({ signal }, 'shutting down');
       service.stop().then(resolve, (error: unknown) => {
         logger.error({ err: error }, 'shutdown failed');

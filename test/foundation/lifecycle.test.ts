@@ -70,7 +70,7 @@ describe('serve on the embedded PostgreSQL', () => {
     await exitOf(serve.child);
   });
 
-  it('starts cleanly when the PostgreSQL was killed too and left a stale postmaster.pid', async () => {
+  it('starts cleanly when the PostgreSQL was killed too and left a stale postmaster.pid, and stops cleanly on a repeated SIGTERM', async () => {
     const pid = await postmasterPid();
     process.kill(pid, 'SIGKILL');
     while (isAlive(pid)) await new Promise((resolve) => setTimeout(resolve, 50));
@@ -80,6 +80,8 @@ describe('serve on the embedded PostgreSQL', () => {
     expect((await fetch(`http://127.0.0.1:${env.INTERNAL_PORT}/readyz`)).status).toBe(200);
     expect(await postmasterPid()).not.toBe(pid);
 
+    // Twice at once, as make or a terminal passes one stop request on to the whole process group.
+    serve.child.kill('SIGTERM');
     serve.child.kill('SIGTERM');
     expect(await exitOf(serve.child)).toBe(0);
     expect(serve.output()).toContain('ehr-gateway stopped');
