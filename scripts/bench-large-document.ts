@@ -54,6 +54,7 @@ try {
   const registered = await receiver.waitFor((received) => received.some((item) => item.name === 'SendRegisterDocumentResultResponse' && item.body.queueMessageId === ack.queueMessageId), 120_000);
   const emdrId = registered.find((item) => item.name === 'SendRegisterDocumentResultResponse')!.body.emdrId;
   const registeredMs = Date.now() - started;
+  const afterRegistration = await peakRssMiB(service.pid!);
   const { body: demand } = await post(serviceUrl, '/api/DemandContent', authHeaders(clinic), { emdrId });
   const delivered = await receiver.waitFor((received) => received.some((item) => item.name === 'SendDocumentFileResultResponse' && item.body.queueMessageId === demand.queueMessageId), 120_000);
   const file = delivered.find((item) => item.name === 'SendDocumentFileResultResponse')!;
@@ -64,6 +65,7 @@ try {
       peakRssMiB: +(await peakRssMiB(service.pid!)).toFixed(1),
       peakRssBeforeDocumentMiB: +baseline.toFixed(1),
       peakRssAfterIntakeMiB: +afterIntake.toFixed(1),
+      peakRssAfterRegistrationMiB: +afterRegistration.toFixed(1),
       registerToResultCallbackMs: registeredMs,
       totalMs: Date.now() - started,
       fileByteIdentical: identical,
