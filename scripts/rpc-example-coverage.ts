@@ -16,13 +16,11 @@ import { parseOpenRPCDocument } from '@open-rpc/schema-utils-js';
 import coverageModule from '@open-rpc/test-coverage';
 import ExamplesRuleModule from '@open-rpc/test-coverage/build/rules/examples-rule.js';
 import type { Call } from '@open-rpc/test-coverage/build/coverage.js';
-import { Ajv2020 } from 'ajv/dist/2020.js';
-import addFormatsModule from 'ajv-formats';
+import { createJsonSchemaAjv } from '../src/validation/json-schema.js';
 
 // CommonJS modules with default exports.
 const runCoverage = (coverageModule as unknown as { default: (options: object) => Promise<Call[]> }).default;
 const ExamplesRule = (ExamplesRuleModule as unknown as { default: new () => { getCalls(document: unknown, method: unknown): Call[]; validateCall(call: Call): Call } }).default;
-const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
 
 const HELP = `usage: tsx scripts/rpc-example-coverage.ts [options]
 
@@ -68,7 +66,7 @@ const endpoint = (base: string) => `${base.replace(/\/$/, '')}/${document.info.v
 class LiveExamplesRule extends ExamplesRule {
   /** The call about to be sent: the transport reads its cred. */
   pending: ExampleCall | undefined;
-  private readonly ajv = addFormats(new Ajv2020({ strict: false, allErrors: true }));
+  private readonly ajv = createJsonSchemaAjv();
 
   override getCalls(openrpcDocument: unknown, method: ExampleMethod): ExampleCall[] {
     const internal = (method.tags ?? []).some((tag) => tag.name === 'internal-channel');

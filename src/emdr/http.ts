@@ -3,15 +3,11 @@ import fs from 'node:fs/promises';
 import { OpenAPIBackend, type Context, type Document } from 'openapi-backend';
 import { Validator as OpenApi31Validator } from '@seriousme/openapi-schema-validator';
 import { parse as parseYaml } from 'yaml';
-import { Ajv2020 } from 'ajv/dist/2020.js';
-import addFormatsModule from 'ajv-formats';
 import type { ErrorObject } from 'ajv';
 import type { Logger } from '../logging/logger.js';
+import { createJsonSchemaAjv, errorPath } from '../validation/json-schema.js';
 import { ApiError, errorBody, type ErrorItem } from './errors.js';
 import { base64MemberBody } from './base64-member.js';
-
-// ajv-formats is CommonJS with a default export.
-const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
 
 /** What an operation handler returns (ts-rest style); the router puts it on the wire. */
 export interface HandlerResult {
@@ -43,11 +39,7 @@ export interface EmdrRouterOptions {
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
 
 function toErrorItems(errors: ErrorObject[] | null | undefined): ErrorItem[] {
-  return (errors ?? []).map((error) => {
-    const missing = error.keyword === 'required' ? `/${(error.params as { missingProperty: string }).missingProperty}` : '';
-    const extra = error.keyword === 'additionalProperties' ? `/${(error.params as { additionalProperty: string }).additionalProperty}` : '';
-    return { code: 'VALIDATION_ERROR', message: error.message ?? 'is invalid', path: `${error.instancePath}${missing}${extra}` || '/' };
-  });
+  return (errors ?? []).map((error) => ({ code: 'VALIDATION_ERROR', message: error.message ?? 'is invalid', path: errorPath(error) }));
 }
 
 /**
@@ -83,11 +75,7 @@ export async function createEmdrRouter(options: EmdrRouterOptions): Promise<Rout
     // Fail at start on a definition that does not load: in non-strict mode it silently loads no operations.
     strict: true,
     quick: false,
-    customizeAjv: (_original, ajvOptions) => {
-      const ajv = new Ajv2020({ ...ajvOptions, strict: false, allErrors: true });
-      addFormats(ajv);
-      return ajv as never;
-    },
+    customizeAjv: (_original, ajvOptions) => createJsonSchemaAjv(ajvOptions) as never,
     handlers: {
       validationFail: async (context: Context) => {
         throw new ApiError(400, toErrorItems(context.validation.errors as ErrorObject[]));

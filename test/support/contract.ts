@@ -1,16 +1,13 @@
 import fs from 'node:fs';
-import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
-import addFormatsModule from 'ajv-formats';
+import type { ValidateFunction } from 'ajv/dist/2020.js';
 import type { Middleware } from 'openapi-fetch';
 import { parse as parseYaml } from 'yaml';
 import { openApiSpecPath } from '../../src/config/paths.js';
-
-const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
+import { createJsonSchemaAjv } from '../../src/validation/json-schema.js';
 
 type Responses = Record<string, { content?: Record<string, { schema?: unknown }> }>;
 const document = parseYaml(fs.readFileSync(openApiSpecPath, 'utf8')) as { paths: Record<string, Record<string, { responses?: Responses }>> };
-const ajv = new Ajv2020({ allErrors: true, strict: false });
-addFormats(ajv);
+const ajv = createJsonSchemaAjv();
 ajv.addSchema({ ...document, $id: 'openapi' });
 const validators = new Map<string, ValidateFunction>();
 
@@ -33,6 +30,19 @@ export function responseProblems(method: string, schemaPath: string, status: num
     validators.set(key, validate);
   }
   return validate(body) ? [] : [`${method} ${schemaPath} ${status}: ${JSON.stringify(validate.errors)}`];
+}
+
+const CALLBACKS = ['SendRegisterDocumentResponse', 'SendRegisterDocumentResultResponse', 'SendDemandContentResponse', 'SendDocumentFileResultResponse'];
+
+/** Checks a callback body against its payload schema in specs/openapi.yaml; returns the problems found. */
+export function callbackProblems(name: string, body: unknown): string[] {
+  if (!CALLBACKS.includes(name)) return [`${name}: not a callback of the spec`];
+  let validate = validators.get(name);
+  if (!validate) {
+    validate = ajv.compile({ $ref: `openapi#/${pointer('components', 'schemas', name)}` });
+    validators.set(name, validate);
+  }
+  return validate(body) ? [] : [`${name}: ${JSON.stringify(validate.errors)}`];
 }
 
 /** An openapi-fetch middleware that records every response's contract problems into `problems`. */

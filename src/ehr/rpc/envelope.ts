@@ -1,13 +1,11 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Router as OpenRpcRouter } from '@open-rpc/server-js';
 import type { OpenrpcDocument, MethodObject, ContentDescriptorObject } from '@open-rpc/schema-utils-js/build/types.js';
-import { Ajv2020, type ValidateFunction, type ErrorObject } from 'ajv/dist/2020.js';
-import addFormatsModule from 'ajv-formats';
+import type { ValidateFunction, ErrorObject } from 'ajv/dist/2020.js';
 import type { Logger } from '../../logging/logger.js';
+import { createJsonSchemaAjv, errorPath } from '../../validation/json-schema.js';
 import { RpcError, StandardErrors, type WireError } from './errors.js';
 
-// ajv-formats is CommonJS with a default export.
-const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
 
 export const MAX_BATCH_SIZE = 100;
 
@@ -53,12 +51,8 @@ function isValidId(value: unknown): value is Id {
   return value === null || typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value));
 }
 
-function toPaths(errors: ErrorObject[] | null | undefined, prefix: string): Array<{ path: string; message: string }> {
-  return (errors ?? []).map((error) => {
-    const missing = error.keyword === 'required' ? `/${(error.params as { missingProperty: string }).missingProperty}` : '';
-    const extra = error.keyword === 'additionalProperties' ? `/${(error.params as { additionalProperty: string }).additionalProperty}` : '';
-    return { path: `${prefix}${error.instancePath}${missing}${extra}` || '/', message: error.message ?? 'is invalid' };
-  });
+function toPaths(errors: ErrorObject[] | null | undefined): Array<{ path: string; message: string }> {
+  return (errors ?? []).map((error) => ({ path: errorPath(error), message: error.message ?? 'is invalid' }));
 }
 
 /**
@@ -78,8 +72,7 @@ export class RpcEnvelope {
     handlers: Readonly<Record<string, MethodHandler>>,
     private readonly logger: Logger,
   ) {
-    const ajv = new Ajv2020({ allErrors: true, strict: false });
-    addFormats(ajv);
+    const ajv = createJsonSchemaAjv();
     const mapping: Record<string, (...positional: unknown[]) => Promise<unknown>> = {};
     for (const method of document.methods as MethodObject[]) {
       const handler = handlers[method.name];
@@ -182,7 +175,7 @@ export class RpcEnvelope {
     params: Record<string, unknown>,
     context: CallContext,
   ): Promise<{ result: unknown } | { error: WireError }> {
-    if (!validator.validate(params)) return { error: StandardErrors.invalidParams(toPaths(validator.validate.errors, '')) };
+    if (!validator.validate(params)) return { error: StandardErrors.invalidParams(toPaths(validator.validate.errors)) };
     return this.callRouter(method, params, context);
   }
 

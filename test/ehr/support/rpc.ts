@@ -1,11 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { MethodObject, ContentDescriptorObject } from '@open-rpc/schema-utils-js/build/types.js';
-import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
-import addFormatsModule from 'ajv-formats';
+import type { ValidateFunction } from 'ajv/dist/2020.js';
 import { expect } from 'vitest';
 import { loadOpenRpcDocument } from '../../../src/ehr/spec.js';
-
-const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
+import { createJsonSchemaAjv } from '../../../src/validation/json-schema.js';
 
 export const VERSION = '1.0.0-alpha';
 
@@ -17,8 +15,7 @@ export interface RpcAnswer {
 /** Result validators of every method, compiled from the dereferenced OpenRPC document (Ajv 2020 + formats). */
 export async function resultValidators(): Promise<Map<string, ValidateFunction>> {
   const document = await loadOpenRpcDocument();
-  const ajv = new Ajv2020({ allErrors: true, strict: false });
-  addFormats(ajv);
+  const ajv = createJsonSchemaAjv();
   return new Map(
     (document.methods as MethodObject[]).map((method) => [method.name, ajv.compile((method.result as ContentDescriptorObject).schema as object)]),
   );
