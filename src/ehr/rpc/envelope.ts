@@ -1,5 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
-import { Router as OpenRpcRouter } from '@open-rpc/server-js';
 import type { OpenrpcDocument, MethodObject, ContentDescriptorObject } from '@open-rpc/schema-utils-js/build/types.js';
 import type { ValidateFunction, ErrorObject } from 'ajv/dist/2020.js';
 import type { Logger } from '../../logging/logger.js';
@@ -40,9 +38,6 @@ interface Response {
 /** What the HTTP route sends: a JSON body, or nothing at all (a notification or a batch of them). */
 export type EnvelopeOutcome = { body: Response | Response[] } | { body: undefined };
 
-/** Per call: the context handed to the handler, and what it threw (the Router swallows it). */
-const callScope = new AsyncLocalStorage<{ context: CallContext; failure?: unknown }>();
-
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -56,24 +51,24 @@ function toPaths(errors: ErrorObject[] | null | undefined): Array<{ path: string
 }
 
 /**
- * The JSON-RPC 2.0 envelope of interface A: parse errors, invalid requests, notifications and
- * batches are handled here; dispatch goes through @open-rpc/server-js's Router; every error,
- * thrown or returned, is mapped to the wire here and nowhere else.
+ * The JSON-RPC 2.0 envelope of interface A: parse errors, invalid requests, notifications,
+ * batches and dispatch are handled here; every error, thrown or returned, is mapped to the wire
+ * here and nowhere else. (Dispatch is ours: @open-rpc/server-js's Router would load its
+ * transports and a mock data generator into the service for a map lookup.)
  */
 export class RpcEnvelope {
-  private readonly router: OpenRpcRouter;
+  private readonly handlers = new Map<string, MethodHandler>();
   private readonly paramValidators = new Map<string, { validate: ValidateFunction; names: string[] }>();
   private readonly credValidator: ValidateFunction;
   private readonly methodChannel = new Map<string, Channel>();
 
-  /** `document` must be dereferenced (no $ref), as the Router requires. */
+  /** `document` must be dereferenced (no $ref): its param schemas are compiled as they are. */
   constructor(
-    document: OpenrpcDocument,
+    private readonly document: OpenrpcDocument,
     handlers: Readonly<Record<string, MethodHandler>>,
     private readonly logger: Logger,
   ) {
     const ajv = createJsonSchemaAjv();
-    const mapping: Record<string, (...positional: unknown[]) => Promise<unknown>> = {};
     for (const method of document.methods as MethodObject[]) {
       const handler = handlers[method.name];
       if (!handler) throw new Error(`OpenRPC method ${method.name} has no handler`);
@@ -89,16 +84,7 @@ export class RpcEnvelope {
       });
       const internal = (method.tags ?? []).some((tag) => 'name' in tag && tag.name === INTERNAL_TAG);
       this.methodChannel.set(method.name, internal ? 'internal' : 'public');
-      mapping[method.name] = async (...positional) => {
-        const scope = callScope.getStore()!;
-        const named = Object.fromEntries(names.map((name, index) => [name, positional[index]]).filter(([, value]) => value !== undefined));
-        try {
-          return await handler(named, scope.context);
-        } catch (error) {
-          scope.failure = error;
-          throw error;
-        }
-      };
+      this.handlers.set(method.name, handler);
     }
     for (const name of Object.keys(handlers)) {
       if (!this.methodChannel.has(name)) throw new Error(`handler ${name} is not a method of the OpenRPC document`);
@@ -108,7 +94,6 @@ export class RpcEnvelope {
       required: ['user', 'token'],
       properties: { user: { type: 'string' }, token: { type: 'string' } },
     });
-    this.router = new OpenRpcRouter(document as never, mapping);
   }
 
   /** Handles one HTTP request body, already read as text. */
@@ -153,7 +138,7 @@ export class RpcEnvelope {
   }
 
   private async dispatch(method: string, rawParams: unknown, context: CallContext): Promise<{ result: unknown } | { error: WireError }> {
-    if (method === 'rpc.discover') return this.callRouter(method, [], context);
+    if (method === 'rpc.discover') return { result: this.document };
     const validator = this.paramValidators.get(method);
     if (!validator || this.methodChannel.get(method) !== context.channel) {
       return { error: StandardErrors.methodNotFound(method) };
@@ -171,21 +156,15 @@ export class RpcEnvelope {
 
   private async validateAndCall(
     method: string,
-    validator: { validate: ValidateFunction },
+    validator: { validate: ValidateFunction; names: string[] },
     params: Record<string, unknown>,
     context: CallContext,
   ): Promise<{ result: unknown } | { error: WireError }> {
     if (!validator.validate(params)) return { error: StandardErrors.invalidParams(toPaths(validator.validate.errors)) };
-    return this.callRouter(method, params, context);
-  }
-
-  private async callRouter(method: string, params: unknown, context: CallContext): Promise<{ result: unknown } | { error: WireError }> {
-    const scope: { context: CallContext; failure?: unknown } = { context };
+    // Only the params the method declares reach the handler (unknown members are ignored).
+    const named = Object.fromEntries(validator.names.filter((name) => params[name] !== undefined).map((name) => [name, params[name]]));
     try {
-      const outcome = await callScope.run(scope, () => this.router.call(method, params));
-      if (!outcome.error) return { result: outcome.result };
-      // The Router turns anything a handler throws into code 6969; the scope kept the original.
-      return { error: this.toWireError(method, scope.failure ?? new Error(`router answered ${outcome.error.code} ${outcome.error.message}`)) };
+      return { result: await this.handlers.get(method)!(named, context) };
     } catch (error) {
       return { error: this.toWireError(method, error) };
     }

@@ -1,0 +1,16 @@
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { repoRoot } from '../support/cli.js';
+import { packagesLoadedBy } from '../support/import-trace.js';
+
+/** Packages that production never needs: @open-rpc/server-js's transports and mock data generator. */
+const NEVER_IN_THE_SERVICE = ['@open-rpc/server-js', 'node-ipc', 'ws', 'connect', 'cors', 'json-schema-faker'];
+
+describe('runtime dependencies', () => {
+  it('loads no transport or mock-data package when the service is imported', async () => {
+    const loaded = await packagesLoadedBy(path.join(repoRoot, 'src/service.ts'), repoRoot);
+    // The trace itself works: the service's own framework is in it.
+    expect(loaded).toEqual(expect.arrayContaining(['express', 'knex', 'pg']));
+    expect(loaded.filter((name) => NEVER_IN_THE_SERVICE.includes(name))).toEqual([]);
+  });
+});
