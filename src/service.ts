@@ -7,12 +7,13 @@ import { createEhrHandlers } from './ehr/methods.js';
 import { RpcEnvelope } from './ehr/rpc/envelope.js';
 import { loadOpenRpcDocument } from './ehr/spec.js';
 import type PgBoss from 'pg-boss';
-import { clinicSecurityHandlers, emdrHandlers } from './emdr/handlers.js';
+import { clinicRateLimit, clinicSecurityHandlers, emdrHandlers } from './emdr/handlers.js';
 import { docsRoutes } from './docs/routes.js';
-import { createEmdrRouter } from './emdr/http.js';
+import { createEmdrRouter, SMALL_BODY_LIMIT_BYTES } from './emdr/http.js';
 import { startWorkers } from './emdr/pipeline.js';
 import { startBoss } from './emdr/queue.js';
 import { BuiltInRegistry } from './emdr/registry/built-in.js';
+import { errorHandler, fallbackBody, notFound } from './http/fallback.js';
 import { healthRoutes } from './http/health.js';
 import { startListener, type Listener } from './http/listener.js';
 import type { Logger } from './logging/logger.js';
@@ -51,29 +52,43 @@ export async function startService(config: Config, logger: Logger, roles: Readon
     }
 
     if (roles.has('ehr') || roles.has('emdr')) {
+      const document = roles.has('ehr') ? await loadOpenRpcDocument() : undefined;
+      const fallback = fallbackBody(document ? [document.info.version] : []);
+      const listenerOptions = { limits: config.connectionLimits, errorBody: fallback };
       const publicApp = express();
       publicApp.disable('x-powered-by');
-      publicApp.use(healthRoutes(ready));
-      publicApp.use(docsRoutes());
+      publicApp.use(healthRoutes(ready, fallback));
+      publicApp.use(docsRoutes(fallback));
       if (roles.has('emdr')) {
-        const handlers = emdrHandlers({ knex: database.knex, boss: boss!, registry, rateLimitPerMinute: config.rateLimitPerMinute });
-        const securityHandlers = clinicSecurityHandlers(database.knex);
-        publicApp.use('/api', await createEmdrRouter({ definition: openApiSpecPath, handlers, securityHandlers, bodyLimitBytes: config.bodyLimitBytes, base64Members: { RegisterDocument: 'document' }, logger }));
+        publicApp.use(
+          '/api',
+          await createEmdrRouter({
+            definition: openApiSpecPath,
+            handlers: emdrHandlers({ knex: database.knex, boss: boss!, registry }),
+            securityHandlers: clinicSecurityHandlers(database.knex),
+            beforeBody: clinicRateLimit(config.rateLimitPerMinute),
+            // RegisterDocument carries the document; every other body is a few fields.
+            bodyLimits: { default: SMALL_BODY_LIMIT_BYTES, byOperation: { RegisterDocument: config.bodyLimitBytes } },
+            base64Members: { RegisterDocument: 'document' },
+            logger,
+          }),
+        );
       }
-      if (roles.has('ehr')) {
-        const document = await loadOpenRpcDocument();
+      if (document) {
         const envelope = new RpcEnvelope(document, await createEhrHandlers({ knex: database.knex, config, logger }), logger);
         publicApp.use(ehrRoutes(envelope, 'public', document.info.version));
 
         const internalApp = express();
         internalApp.disable('x-powered-by');
-        internalApp.use(healthRoutes(ready));
+        internalApp.use(healthRoutes(ready, fallback));
         internalApp.use(ehrRoutes(envelope, 'internal', document.info.version));
-        const internal = await startListener(internalApp, config.host, config.internalPort);
+        internalApp.use(notFound(fallback), errorHandler(logger, fallback));
+        const internal = await startListener(internalApp, config.host, config.internalPort, listenerOptions);
         listeners.push(internal);
         internalPort = internal.port;
       }
-      const publicListener = await startListener(publicApp, config.host, config.port);
+      publicApp.use(notFound(fallback), errorHandler(logger, fallback));
+      const publicListener = await startListener(publicApp, config.host, config.port, listenerOptions);
       listeners.push(publicListener);
       publicPort = publicListener.port;
     }

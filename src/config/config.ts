@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from '../http/listener.js';
 
 /** Everything the service reads from its environment, validated once at start. */
 export interface Config {
@@ -20,6 +21,8 @@ export interface Config {
   userSignKey: Buffer | undefined;
   /** Largest request body interface B accepts. */
   bodyLimitBytes: number;
+  /** What one client may hold of a listener: header and request timeouts, minimum body rate, connection cap. */
+  connectionLimits: ConnectionLimits;
   /** Requests per clinic account per minute on interface B; 0 turns the limit off. */
   rateLimitPerMinute: number;
   /** How long a background job may run before pg-boss hands it to another worker (a killed worker's job comes back). */
@@ -132,6 +135,23 @@ function readUserSignKey(env: Env): Buffer | undefined {
   return key;
 }
 
+const seconds = (ms: number) => `${ms / 1000}s`;
+
+/** HEADERS_TIMEOUT, REQUEST_TIMEOUT, BODY_MIN_RATE, MAX_CONNECTIONS (see ConnectionLimits). */
+function readConnectionLimits(env: Env): ConnectionLimits {
+  const headersTimeoutMs = readDuration(env, 'HEADERS_TIMEOUT', seconds(DEFAULT_CONNECTION_LIMITS.headersTimeoutMs));
+  if (headersTimeoutMs < 1000) throw new ConfigError('HEADERS_TIMEOUT', 'must be at least 1s');
+  const requestTimeoutMs = readDuration(env, 'REQUEST_TIMEOUT', seconds(DEFAULT_CONNECTION_LIMITS.requestTimeoutMs));
+  if (requestTimeoutMs < headersTimeoutMs) throw new ConfigError('REQUEST_TIMEOUT', 'must be at least HEADERS_TIMEOUT');
+  const minRateRaw = env.BODY_MIN_RATE || String(DEFAULT_CONNECTION_LIMITS.bodyMinBytesPerSecond);
+  const bodyMinBytesPerSecond = parseSize(minRateRaw);
+  if (bodyMinBytesPerSecond === undefined) throw new ConfigError('BODY_MIN_RATE', `"${minRateRaw}" is not a size per second (use e.g. 1kb; 0 turns the check off)`);
+  const maxConnectionsRaw = env.MAX_CONNECTIONS || String(DEFAULT_CONNECTION_LIMITS.maxConnections);
+  const maxConnections = Number(maxConnectionsRaw);
+  if (!Number.isInteger(maxConnections) || maxConnections < 1) throw new ConfigError('MAX_CONNECTIONS', `"${maxConnectionsRaw}" is not a whole number of connections (at least 1)`);
+  return { headersTimeoutMs, requestTimeoutMs, bodyMinBytesPerSecond, maxConnections };
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /**
@@ -164,6 +184,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     throw new ConfigError('RATE_LIMIT', `"${rateLimitRaw}" is not a whole number of requests per minute (0 turns the limit off)`);
   }
 
+  const connectionLimits = readConnectionLimits(env);
+
   const jobExpiryMs = readDuration(env, 'JOB_EXPIRY', '30s');
   if (jobExpiryMs < 1000) throw new ConfigError('JOB_EXPIRY', 'must be at least 1s');
 
@@ -189,6 +211,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     authTtlUnit,
     userSignKey: readUserSignKey(env),
     bodyLimitBytes,
+    connectionLimits,
     rateLimitPerMinute,
     jobExpiryMs,
     registryLatencyMs: readDuration(env, 'REGISTRY_LATENCY', '0'),
@@ -214,7 +237,11 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; fallback: string; m
     fallback: '(see README)',
     meaning: 'key encrypting user_sign at rest, 32 bytes as hex or base64; required with DATABASE_URL, else generated once into DATA_DIR/user-sign.key',
   },
-  { name: 'BODY_LIMIT', fallback: '32mb', meaning: 'largest request body of interface B' },
+  { name: 'BODY_LIMIT', fallback: '32mb', meaning: 'largest RegisterDocument body of interface B (its other operations take at most 64 KiB)' },
+  { name: 'HEADERS_TIMEOUT', fallback: '10s', meaning: 'time a client has to send the request line and headers (also the limit for a new connection that sends nothing)' },
+  { name: 'REQUEST_TIMEOUT', fallback: '15m', meaning: 'time a client has to send a whole request, body included' },
+  { name: 'BODY_MIN_RATE', fallback: '1kb', meaning: 'slowest body accepted, bytes per second over any 10 s; a slower connection is cut (0 turns the check off)' },
+  { name: 'MAX_CONNECTIONS', fallback: '512', meaning: 'open connections per listener; more are closed as they arrive' },
   { name: 'RATE_LIMIT', fallback: '600', meaning: 'interface B requests per clinic account per minute; 0 turns the limit off' },
   { name: 'JOB_EXPIRY', fallback: '30s', meaning: "how long a background job may run before another worker takes it over (a killed worker's jobs come back)" },
   { name: 'REGISTRY_LATENCY', fallback: '0', meaning: 'simulated latency of each call to the built-in registry' },

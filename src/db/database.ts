@@ -25,6 +25,7 @@ export async function openDatabase(config: Config, logger: Logger, options: { ad
     connection: { connectionString: url, connectionTimeoutMillis: 10_000 },
     pool: { min: 0, max: 10 },
     migrations: { migrationSource, tableName: 'knex_migrations' },
+    log: knexLog(logger),
   });
   try {
     await knex.raw('select 1');
@@ -41,6 +42,37 @@ export async function openDatabase(config: Config, logger: Logger, options: { ad
       await embedded?.stop();
     },
   };
+}
+
+/**
+ * knex's own messages as JSON log lines (by default it console.logs plain text, with stacks). A
+ * lost or refused connection is logged without the driver's text.
+ */
+function knexLog(logger: Logger): Knex.Config['log'] {
+  const log = (level: 'warn' | 'error' | 'debug') => (message: unknown) => {
+    const text = typeof message === 'string' ? message : '';
+    if (/^(Connection Error|Acquire connection error)/.test(text)) logger[level]({ source: 'knex' }, 'database connection error');
+    else logger[level]({ source: 'knex' }, text.split('\n')[0] || 'knex message');
+  };
+  return { warn: log('warn'), error: log('error'), deprecate: (method: string, alternative: string) => logger.warn({ source: 'knex' }, `${method} is deprecated, use ${alternative}`), debug: log('debug') };
+}
+
+/** Seconds a client is told to wait (Retry-After, retryAfter) when the database is unavailable. */
+export const RETRY_AFTER_SECONDS = 5;
+
+/** Node and PostgreSQL error codes of a database that is unreachable, starting, stopping or full. */
+const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', '57P01', '57P02', '57P03', '53300']);
+
+/**
+ * Whether an error says the database cannot be reached right now (down, restarting, out of
+ * connections) rather than that the request was wrong: the answer is "retry later", not a refusal.
+ */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  const err = error as { code?: unknown; name?: unknown; message?: unknown } | null;
+  if (typeof err !== 'object' || err === null) return false;
+  if (typeof err.code === 'string' && (UNAVAILABLE_CODES.has(err.code) || err.code.startsWith('08'))) return true;
+  if (err.name === 'KnexTimeoutError') return true;
+  return typeof err.message === 'string' && /^(Connection terminated|Connection ended unexpectedly|timeout exceeded when trying to connect)/.test(err.message);
 }
 
 /** A connection failure in one line, without the password of the URL. */

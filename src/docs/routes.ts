@@ -1,7 +1,9 @@
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import express, { Router } from 'express';
 import { openApiSpecPath, openRpcSpecPath, packageRoot } from '../config/paths.js';
+import type { FallbackBody } from '../http/fallback.js';
 
 /** Bundles written by scripts/build-docs.ts (`make build`). */
 const assetsDir = path.join(packageRoot, 'dist', 'docs');
@@ -22,19 +24,48 @@ ${body}
 </html>`;
 }
 
+const REDOC_INIT = `Redoc.init('/docs/openapi.yaml', { expandResponses: '200', hideDownloadButton: false }, document.getElementById('redoc'));`;
+
+/**
+ * What the pages may load: scripts of the service only (and the one inline Redoc.init, by its
+ * hash), styles of the service and the inline ones the renderers inject, images of the service or
+ * inline; no frames, forms, plugins or base URL. The search index of Redoc runs in a blob: worker.
+ */
+const CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  `script-src 'self' 'sha256-${createHash('sha256').update(REDOC_INIT).digest('base64')}'`,
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "font-src 'self' data:",
+  "connect-src 'self'",
+  "worker-src 'self' blob:",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+  "form-action 'none'",
+].join('; ');
+
 /**
  * GET /docs: both specs rendered for reading, served from the package itself (no CDN):
  * Redoc for specs/openapi.yaml, the OpenRPC docs (@open-rpc/docs-react) for specs/openrpc.json,
  * and the raw specs for client generators.
  */
-export function docsRoutes(): Router {
+export function docsRoutes(fallback: (status: number, message?: string) => FallbackBody): Router {
   const router = Router();
+  router.use('/docs', (_req, res, next) => {
+    res.setHeader('Content-Security-Policy', CONTENT_SECURITY_POLICY);
+    next();
+  });
+  // The bundles may be cached (the listener's no-store is for API answers).
+  router.use('/docs/assets', (_req, res, next) => {
+    res.removeHeader('Cache-Control');
+    next();
+  });
   router.get('/docs/openapi.yaml', (_req, res) => res.type('application/yaml').sendFile(openApiSpecPath));
   router.get('/docs/openrpc.json', (_req, res) => res.type('application/json').sendFile(openRpcSpecPath));
   router.use('/docs/assets', express.static(assetsDir, { fallthrough: false, maxAge: '1h' }));
   router.use('/docs', (req, res, next) => {
     if (req.method !== 'GET' || existsSync(assetsDir)) return next();
-    res.status(503).type('text/plain').send('The documentation pages are not built: run `make build`.\n');
+    res.status(503).json(fallback(503, 'the documentation pages are not built: run `make build`'));
   });
   router.get(['/docs', '/docs/'], (_req, res) => {
     res.type('html').send(
@@ -56,7 +87,7 @@ export function docsRoutes(): Router {
         'Interface B: ЭМД registry gateway',
         `<div id="redoc"></div>
 <script src="/docs/assets/redoc.standalone.js"></script>
-<script>Redoc.init('/docs/openapi.yaml', { expandResponses: '200', hideDownloadButton: false }, document.getElementById('redoc'));</script>`,
+<script>${REDOC_INIT}</script>`,
       ),
     );
   });

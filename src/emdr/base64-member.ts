@@ -1,13 +1,12 @@
-import { StringDecoder } from 'node:string_decoder';
-import express, { type Request, type RequestHandler } from 'express';
+import type { Request } from 'express';
 
 /**
  * A JSON body with one large base64 member (RegisterDocument's `document`, up to ~27 MiB of text)
- * parsed without turning that member into a string. express.json would hold the body bytes, their
- * decoded text and JSON.parse's copy of the member at once; here the member's value stays a view
- * into the body's Buffer and only the rest of the body is parsed, with a placeholder in its place.
- * Any body the scanner does not take is parsed as a whole, as express.json would parse it, so only
- * memory differs, never an answer.
+ * parsed without turning that member into a string. Parsing the whole would hold the body bytes,
+ * their decoded text and JSON.parse's copy of the member at once; here the member's value stays a
+ * view into the body's Buffer and only the rest of the body is parsed, with a placeholder in its
+ * place. Any body the scanner does not take is parsed as a whole, so only memory differs, never
+ * an answer.
  */
 
 /** What the parsed body holds in place of the member: valid for the schema and for isStrictBase64. */
@@ -126,60 +125,22 @@ export function parseWithBase64Member(raw: Buffer, name: string): { body: Record
   return { body: body as Record<string, unknown>, value: raw.subarray(value.start, value.end) };
 }
 
-/** JSON.parse as express.json does it for UTF-8: a BOM dropped, an empty body {}, an object or array at the top. */
-function parseJsonBody(raw: Buffer): unknown {
-  const decoder = new StringDecoder('utf8');
-  let text = decoder.write(raw) + decoder.end();
-  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-  if (text.length === 0) return {};
-  if (!/^[\x20\x09\x0a\x0d]*[{[]/.test(text)) throw new SyntaxError('the body is not a JSON object or array');
-  return JSON.parse(text);
-}
-
-/** Whether the body is JSON in UTF-8 as sent (other charsets and compressed bodies are left to express.json). */
-function isPlainUtf8Json(request: Request): boolean {
-  const type = request.headers['content-type'];
-  const encoding = request.headers['content-encoding'];
-  return (type === undefined || /^application\/json\s*(;\s*charset="?utf-8"?\s*)?$/i.test(type)) && (encoding === undefined || /^identity$/i.test(encoding));
-}
-
 /**
- * Middleware in front of express.json: for the requests `memberName` names a member for, reads
- * the body as bytes (express.raw: the same limit and read errors as express.json) and parses it
- * with parseWithBase64Member, else whole. A body that is not JSON leaves as body-parser's
- * `entity.parse.failed`; `verify` gets the bytes as with express.json.
+ * Parses a request body of UTF-8 JSON (a BOM dropped). No bytes, or JSON `null`, is no body
+ * (undefined: a required body is reported missing); any other JSON value is the body, for the
+ * schema to judge. With `memberName`, a body parseWithBase64Member takes keeps that member as
+ * bytes (base64MemberOf). Throws SyntaxError for text that is not JSON.
  */
-export function base64MemberBody(options: {
-  limit: number;
-  memberName: (request: Request) => string | undefined;
-  verify: (request: Request, raw: Buffer) => void;
-}): RequestHandler[] {
-  const read = express.raw({
-    limit: options.limit,
-    type: (request) => isPlainUtf8Json(request as Request) && options.memberName(request as Request) !== undefined,
-    verify: (request, _response, raw) => options.verify(request as Request, raw),
-  });
-  const parse: RequestHandler = (request, _response, next) => {
-    if (!Buffer.isBuffer(request.body)) {
-      next();
-      return;
-    }
-    const raw = request.body;
-    const split = parseWithBase64Member(raw, options.memberName(request)!);
+export function parseJsonBody(request: Request, raw: Buffer, memberName: string | undefined): unknown {
+  if (memberName !== undefined) {
+    const split = parseWithBase64Member(raw, memberName);
     if (split !== undefined) {
       members.set(request, split.value);
-      request.body = split.body;
-      next();
-      return;
+      return split.body;
     }
-    try {
-      request.body = parseJsonBody(raw);
-    } catch {
-      request.body = undefined;
-      next(Object.assign(new SyntaxError('body is not valid JSON'), { status: 400, type: 'entity.parse.failed' }));
-      return;
-    }
-    next();
-  };
-  return [read, parse];
+  }
+  let text = raw.toString('utf8');
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  if (text.trim() === '') return undefined;
+  return JSON.parse(text) ?? undefined;
 }

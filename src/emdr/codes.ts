@@ -26,8 +26,9 @@ export const ERROR_CODES = {
   NOT_FOUND: { id: null, meaning: 'gateway: no such operation or request' },
   METHOD_NOT_ALLOWED: { id: null, meaning: 'gateway: method not allowed on this path' },
   NOT_IMPLEMENTED: { id: null, meaning: 'gateway: operation not implemented' },
-  REQUEST_TOO_LARGE: { id: null, meaning: 'gateway: body larger than BODY_LIMIT' },
-  UNSUPPORTED_MEDIA_TYPE: { id: null, meaning: 'gateway: body is not application/json' },
+  REQUEST_TOO_LARGE: { id: null, meaning: "gateway: body larger than the operation's limit (BODY_LIMIT for RegisterDocument, 64 KiB for the others)" },
+  UNSUPPORTED_MEDIA_TYPE: { id: null, meaning: 'gateway: body is not application/json in UTF-8, or is compressed (Content-Encoding other than identity)' },
+  SERVICE_UNAVAILABLE: { id: null, meaning: 'gateway: the database cannot be reached right now; retry after Retry-After seconds' },
 } as const satisfies Record<string, { id: number | null; meaning: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -9,7 +9,7 @@ import { base64MemberOf } from './base64-member.js';
 import { authenticateClinic, type ClinicAccount } from './clients.js';
 import type { CallbackErrorItem } from './codes.js';
 import { ApiError } from './errors.js';
-import type { OperationHandler, SecurityHandler } from './http.js';
+import type { BeforeBody, OperationHandler, SecurityHandler } from './http.js';
 import { messageState } from './messages.js';
 import type { DemandMetadata, RegisterMetadata } from './pipeline.js';
 import { QUEUES, jobExecutor, type RequestJob } from './queue.js';
@@ -26,7 +26,6 @@ export interface EmdrHandlerDependencies {
   knex: Knex;
   boss: PgBoss;
   registry: RegistryPort;
-  rateLimitPerMinute: number;
 }
 
 const SEARCH_LIMIT = 100;
@@ -76,6 +75,18 @@ class RateLimiter {
   }
 }
 
+/** The per-clinic rate limit, checked once the clinic is known and before its body is read (the router's beforeBody). */
+export function clinicRateLimit(perMinute: number): BeforeBody {
+  const limiter = new RateLimiter(perMinute);
+  return (_operationId, security) => {
+    const clinic = security.Token as ClinicAccount | undefined;
+    const wait = clinic === undefined ? undefined : limiter.take(clinic.id);
+    if (wait !== undefined) {
+      throw new ApiError(429, [{ code: 'RATE_LIMIT', message: 'too many requests; retry after the seconds in Retry-After' }], { 'Retry-After': String(wait) });
+    }
+  };
+}
+
 const HASHED_CHARACTERS_PER_UPDATE = 1024 * 1024;
 
 /**
@@ -110,16 +121,7 @@ function bodyHash(body: Record<string, unknown>, bytes?: { member: string; value
 
 export function emdrHandlers(dependencies: EmdrHandlerDependencies): Record<string, OperationHandler> {
   const { knex, boss, registry } = dependencies;
-  const limiter = new RateLimiter(dependencies.rateLimitPerMinute);
-
-  const clinicOf = (context: Context): ClinicAccount => {
-    const clinic = context.security?.Token as ClinicAccount;
-    const wait = limiter.take(clinic.id);
-    if (wait !== undefined) {
-      throw new ApiError(429, [{ code: 'RATE_LIMIT', message: 'too many requests; retry after the seconds in Retry-After' }], { 'Retry-After': String(wait) });
-    }
-    return clinic;
-  };
+  const clinicOf = (context: Context): ClinicAccount => context.security?.Token as ClinicAccount;
 
   /** The request's callbackUrl when the clinic registered it (no calls to arbitrary hosts), else the first registered one. */
   const callbackBase = (clinic: ClinicAccount, requested: string | undefined): string => {

@@ -1,13 +1,17 @@
-import express, { Router, type ErrorRequestHandler, type Request } from 'express';
+import type express from 'express';
+import { Router, type Request } from 'express';
 import fs from 'node:fs/promises';
-import { OpenAPIBackend, type Context, type Document } from 'openapi-backend';
+import { OpenAPIBackend, type Context, type Document, type Operation } from 'openapi-backend';
 import { Validator as OpenApi31Validator } from '@seriousme/openapi-schema-validator';
 import { parse as parseYaml } from 'yaml';
 import type { ErrorObject } from 'ajv';
 import type { Logger } from '../logging/logger.js';
+import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../db/database.js';
+import { BodyRefusal, ClientGone, readBody, refuseBodyByHeaders } from '../http/json-body.js';
 import { createJsonSchemaAjv, errorPath } from '../validation/json-schema.js';
+import { loneSurrogates } from '../validation/unicode.js';
 import { ApiError, errorBody, type ErrorItem } from './errors.js';
-import { base64MemberBody } from './base64-member.js';
+import { parseJsonBody } from './base64-member.js';
 
 /** What an operation handler returns (ts-rest style); the router puts it on the wire. */
 export interface HandlerResult {
@@ -20,21 +24,31 @@ export interface HandlerResult {
 export type OperationHandler = (context: Context, request: Request) => Promise<HandlerResult>;
 
 /**
- * Checks one security scheme of the definition; a falsy result (or a throw) fails it, and the
- * router answers 401 ACCESS_DENIED. A truthy result is available as `context.security[scheme]`.
+ * Checks one security scheme of the definition from the request's headers, before its body is
+ * read. A falsy result fails the scheme (401 ACCESS_DENIED when no requirement is met); a truthy
+ * one is available as `context.security[scheme]`. A throw is not a refusal: an ApiError keeps its
+ * status, an unreachable database answers 503, anything else 500.
  */
-export type SecurityHandler = (context: Context, request: Request) => Promise<unknown>;
+export type SecurityHandler = (context: { operation: Operation }, request: Request) => Promise<unknown>;
+
+/** Admission after authentication and before the body is read (the rate limit); throws ApiError to refuse. */
+export type BeforeBody = (operationId: string, security: Readonly<Record<string, unknown>>, request: Request) => void | Promise<void>;
 
 export interface EmdrRouterOptions {
   /** The OpenAPI document, or the path of specs/openapi.yaml. */
   definition: Document | string;
   handlers: Readonly<Record<string, OperationHandler>>;
   securityHandlers?: Readonly<Record<string, SecurityHandler>>;
-  bodyLimitBytes: number;
+  beforeBody?: BeforeBody;
+  /** Largest request body: `default`, and per operationId where an operation takes more (RegisterDocument: BODY_LIMIT). */
+  bodyLimits: { default: number; byOperation?: Readonly<Record<string, number>> };
   /** Per operationId, a top-level body member of large base64 kept out of the parsed body (see base64-member.ts). */
   base64Members?: Readonly<Record<string, string>>;
   logger: Logger;
 }
+
+/** The body limit of every operation but RegisterDocument (specs/openapi.yaml, TooLarge). */
+export const SMALL_BODY_LIMIT_BYTES = 64 * 1024;
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
 
@@ -67,6 +81,13 @@ async function loadDefinition(definition: Document | string): Promise<Document> 
  * (OpenAPI 3.1, validated with Ajv's draft 2020-12 and formats, compiled once at start).
  * Every error, thrown or from validation, leaves in the one shape of errors.ts.
  */
+/**
+ * Interface B on openapi-backend: routing and request validation come from specs/openapi.yaml
+ * (OpenAPI 3.1, validated with Ajv's draft 2020-12 and formats, compiled once at start).
+ * Before a byte of a body is read: the route (404, 405), the clinic's headers (401), the rate limit
+ * (429), then the body's encoding and type (415) and declared length (413). Every error, thrown or
+ * from validation, leaves in the one shape of errors.ts.
+ */
 export async function createEmdrRouter(options: EmdrRouterOptions): Promise<Router> {
   const definition = await loadDefinition(options.definition);
   const api = new OpenApi31Backend({
@@ -80,24 +101,15 @@ export async function createEmdrRouter(options: EmdrRouterOptions): Promise<Rout
       validationFail: async (context: Context) => {
         throw new ApiError(400, toErrorItems(context.validation.errors as ErrorObject[]));
       },
-      notFound: async () => {
-        throw ApiError.single(404, 'NOT_FOUND', 'no such operation');
-      },
-      methodNotAllowed: async (context: Context) => {
-        // RFC 9110: a 405 lists the methods the path supports.
-        const allowed = HTTP_METHODS.filter((method) => api.router.matchOperation({ ...context.request, method }) !== undefined);
-        throw new ApiError(405, [{ code: 'METHOD_NOT_ALLOWED', message: 'method not allowed on this path' }], { Allow: allowed.map((method) => method.toUpperCase()).join(', ') });
-      },
-      unauthorizedHandler: async () => {
-        throw ApiError.single(401, 'ACCESS_DENIED', 'unknown clinic account or wrong token (send the headers businessId, user and token)');
-      },
       notImplemented: async (context: Context) => {
         throw ApiError.single(501, 'NOT_IMPLEMENTED', `operation ${context.operation.operationId ?? ''} is not implemented`);
       },
     },
   });
-  for (const [scheme, handler] of Object.entries(options.securityHandlers ?? {})) {
-    api.registerSecurityHandler(scheme, (context: Context, request: Request) => handler(context, request));
+  // Security runs before the body (admit); openapi-backend gets the results it found.
+  const securityResults = new WeakMap<Request, Record<string, unknown>>();
+  for (const scheme of Object.keys(options.securityHandlers ?? {})) {
+    api.registerSecurityHandler(scheme, (_context: Context, request: Request) => securityResults.get(request)?.[scheme]);
   }
   for (const [operationId, handler] of Object.entries(options.handlers)) {
     api.register(operationId, (context: Context, request: Request) => handler(context, request));
@@ -107,43 +119,61 @@ export async function createEmdrRouter(options: EmdrRouterOptions): Promise<Rout
     throw new Error('interface B definition loaded no operations');
   }
 
-  // body-parser turns an empty JSON body into {}, which would pass for a required request body.
-  const emptyBodies = new WeakSet<object>();
-  const router = Router();
-  router.use(
-    base64MemberBody({
-      limit: options.bodyLimitBytes,
-      memberName: (req) => {
-        const operation = api.router.matchOperation({ method: req.method, path: req.baseUrl + req.path, headers: req.headers as Record<string, string> });
-        return operation?.operationId === undefined ? undefined : options.base64Members?.[operation.operationId];
-      },
-      verify: (req, raw) => {
-        if (raw.length === 0) emptyBodies.add(req);
-      },
-    }),
-  );
-  router.use(
-    express.json({
-      limit: options.bodyLimitBytes,
-      type: (req) => {
-        const type = req.headers['content-type'];
-        return type === undefined || /^application\/json\s*(;|$)/i.test(type);
-      },
-      verify: (req, _res, raw) => {
-        if (raw.length === 0) emptyBodies.add(req);
-      },
-    }),
-  );
-  router.use(async (req, res) => {
-    if ((req.method === 'POST' || req.method === 'PUT') && req.headers['content-type'] && !/^application\/json\s*(;|$)/i.test(req.headers['content-type'])) {
-      res.status(415).json(errorBody([{ code: 'UNSUPPORTED_MEDIA_TYPE', message: 'send the body as application/json' }]));
-      return;
+  const route = (req: Request): Operation => {
+    const request = { method: req.method, path: req.baseUrl + req.path, headers: req.headers as Record<string, string> };
+    const operation = api.router.matchOperation(request);
+    if (operation) {
+      if (!hasValidEscapes(request.path)) throw ApiError.single(400, 'VALIDATION_ERROR', 'the path has a malformed percent-escape', '/path');
+      return operation;
     }
+    // RFC 9110: a 405 lists the methods the path supports.
+    const allowed = HTTP_METHODS.filter((method) => api.router.matchOperation({ ...request, method }) !== undefined);
+    if (allowed.length === 0) throw ApiError.single(404, 'NOT_FOUND', 'no such operation');
+    throw new ApiError(405, [{ code: 'METHOD_NOT_ALLOWED', message: 'method not allowed on this path' }], { Allow: allowed.map((method) => method.toUpperCase()).join(', ') });
+  };
+
+  const authenticate = async (operation: Operation, req: Request): Promise<Record<string, unknown>> => {
+    const requirements = operation.security ?? [];
+    const schemes = [...new Set(requirements.flatMap((requirement) => Object.keys(requirement)))];
+    const results = Object.fromEntries(
+      await Promise.all(schemes.map(async (scheme) => [scheme, await options.securityHandlers?.[scheme]?.({ operation }, req)] as const)),
+    );
+    securityResults.set(req, results);
+    if (requirements.length > 0 && !requirements.some((requirement) => Object.keys(requirement).every((scheme) => Boolean(results[scheme])))) {
+      throw ApiError.single(401, 'ACCESS_DENIED', 'unknown clinic account or wrong token (send the headers businessId, user and token)');
+    }
+    return results;
+  };
+
+  const readJsonBody = async (operation: Operation, req: Request): Promise<unknown> => {
+    if (!operation.requestBody) return undefined;
+    const operationId = operation.operationId ?? '';
+    const limit = options.bodyLimits.byOperation?.[operationId] ?? options.bodyLimits.default;
+    const refusal = refuseBodyByHeaders(req, limit, { typeRequired: false });
+    if (refusal) throw refusalError(refusal);
+    let body: unknown;
     try {
-      const result = (await api.handleRequest(
-        { method: req.method, path: req.baseUrl + req.path, body: emptyBodies.has(req) ? undefined : req.body, query: req.query as Record<string, string>, headers: req.headers as Record<string, string> },
-        req,
-      )) as HandlerResult;
+      body = parseJsonBody(req, await readBody(req, limit), options.base64Members?.[operationId]);
+    } catch (error) {
+      if (error instanceof BodyRefusal) throw refusalError(error);
+      if (error instanceof SyntaxError) throw ApiError.single(400, 'VALIDATION_ERROR', 'body is not valid JSON');
+      throw error;
+    }
+    // openapi-backend would take a string body for unparsed JSON text; every body of the spec is an object anyway.
+    if (body !== undefined && typeof body !== 'object') throw ApiError.single(400, 'VALIDATION_ERROR', 'must be a JSON object', '/requestBody');
+    const notText = loneSurrogates(body, '/requestBody');
+    if (notText.length > 0) throw new ApiError(400, notText.map((item) => ({ code: 'VALIDATION_ERROR' as const, ...item })));
+    return body;
+  };
+
+  const router = Router();
+  router.use(async (req, res) => {
+    try {
+      const operation = route(req);
+      const security = await authenticate(operation, req);
+      await options.beforeBody?.(operation.operationId ?? '', security, req);
+      const body = await readJsonBody(operation, req);
+      const result = (await api.handleRequest({ method: req.method, path: req.baseUrl + req.path, body, query: req.query as Record<string, string>, headers: req.headers as Record<string, string> }, req)) as HandlerResult;
       res.status(result.status);
       for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, value);
       res.json(result.body);
@@ -151,20 +181,33 @@ export async function createEmdrRouter(options: EmdrRouterOptions): Promise<Rout
       sendError(res, error, options.logger);
     }
   });
-  const bodyErrors: ErrorRequestHandler = (error, _req, res, _next) => {
-    const err = error as { status?: number; type?: string };
-    if (err.status === 413) sendError(res, ApiError.single(413, 'REQUEST_TOO_LARGE', `body larger than ${options.bodyLimitBytes} bytes`), options.logger);
-    else if (err.type === 'entity.parse.failed') sendError(res, ApiError.single(400, 'VALIDATION_ERROR', 'body is not valid JSON'), options.logger);
-    else sendError(res, error, options.logger);
-  };
-  router.use(bodyErrors);
   return router;
 }
 
+function hasValidEscapes(path: string): boolean {
+  try {
+    decodeURIComponent(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function refusalError(refusal: BodyRefusal): ApiError {
+  return ApiError.single(refusal.status, refusal.status === 413 ? 'REQUEST_TOO_LARGE' : 'UNSUPPORTED_MEDIA_TYPE', refusal.message);
+}
+
 function sendError(res: express.Response, error: unknown, logger: Logger): void {
+  if (error instanceof ClientGone || res.headersSent) return;
   if (error instanceof ApiError) {
     for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
     res.status(error.status).json(errorBody(error.items));
+    return;
+  }
+  if (isDatabaseUnavailable(error)) {
+    logger.warn({ code: (error as { code?: unknown }).code }, 'interface B: database unavailable');
+    res.status(503).setHeader('Retry-After', String(RETRY_AFTER_SECONDS));
+    res.json(errorBody([{ code: 'SERVICE_UNAVAILABLE', message: 'the service cannot reach its database; retry after the seconds in Retry-After' }]));
     return;
   }
   logger.error({ err: error }, 'interface B request failed');

@@ -1,7 +1,8 @@
 import { Router } from 'express';
+import type { FallbackBody } from './fallback.js';
 
 /** GET /healthz: the process is up. GET /readyz: the database answers and is migrated. */
-export function healthRoutes(isReady: () => Promise<boolean>): Router {
+export function healthRoutes(isReady: () => Promise<boolean>, fallback: (status: number) => FallbackBody): Router {
   const router = Router();
   router.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
@@ -12,7 +13,7 @@ export function healthRoutes(isReady: () => Promise<boolean>): Router {
   });
   // RFC 9110: any other method is a 405 that lists the supported ones (Express answers HEAD from GET).
   router.all(['/healthz', '/readyz'], (_req, res) => {
-    res.status(405).setHeader('Allow', 'GET, HEAD').end();
+    res.status(405).setHeader('Allow', 'GET, HEAD').json(fallback(405));
   });
   return router;
 }

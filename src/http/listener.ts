@@ -1,17 +1,74 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import type { RequestListener } from 'node:http';
+import http, { STATUS_CODES, type IncomingMessage, type RequestListener, type ServerResponse } from 'node:http';
+import net, { type AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 
 export interface Listener {
   port: number;
-  /** Stops accepting, lets in-flight requests finish (up to graceMs), then closes. */
+  /**
+   * Stops accepting connections and lets in-flight requests finish (up to graceMs), then closes.
+   * While it drains, every answer says `Connection: close`; idle keep-alive connections are not
+   * cut under a client that may be reusing them: they end after keepAliveTimeout, as announced.
+   */
   stop(graceMs?: number): Promise<void>;
 }
 
-export async function startListener(handler: RequestListener, host: string, port: number): Promise<Listener> {
-  const server = http.createServer(handler);
-  // Large documents upload slowly; keep Node's request timeout but make it generous.
-  server.requestTimeout = 5 * 60_000;
+/** What a slow or greedy client may hold of a listener (config: HEADERS_TIMEOUT, REQUEST_TIMEOUT, BODY_MIN_RATE, MAX_CONNECTIONS). */
+export interface ConnectionLimits {
+  /** The request line and headers must arrive within this. */
+  headersTimeoutMs: number;
+  /** The whole request, body included, must arrive within this. */
+  requestTimeoutMs: number;
+  /** A body must keep coming at least this fast, measured over every BODY_RATE_WINDOW_MS. */
+  bodyMinBytesPerSecond: number;
+  /** Open connections per listener; more are closed as they arrive. */
+  maxConnections: number;
+}
+
+export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 15 * 60_000,
+  bodyMinBytesPerSecond: 1024,
+  maxConnections: 512,
+};
+
+/** The window over which BODY_MIN_RATE is measured: long enough for a TCP stall of a real link. */
+export const BODY_RATE_WINDOW_MS = 10_000;
+
+export interface ListenerOptions {
+  limits?: ConnectionLimits;
+  /** The JSON body of an answer Node gives itself (a request it cannot parse: 400, 408, 431). */
+  errorBody?: (status: number) => unknown;
+}
+
+/** Whether the request announces a body (RFC 9112: Transfer-Encoding, or a Content-Length above 0). */
+export function announcesBody(request: IncomingMessage): boolean {
+  return request.headers['transfer-encoding'] !== undefined || Number(request.headers['content-length'] ?? 0) > 0;
+}
+
+/** The security headers every answer carries (API answers are never cached; /docs assets override Cache-Control). */
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = { 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'no-store' };
+
+export async function startListener(handler: RequestListener, host: string, port: number, options: ListenerOptions = {}): Promise<Listener> {
+  const limits = options.limits ?? DEFAULT_CONNECTION_LIMITS;
+  const errorBody = options.errorBody ?? ((status: number) => ({ error: STATUS_CODES[status] ?? 'error' }));
+  let draining = false;
+  const server = http.createServer(
+    {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      // Node checks both timeouts on this interval (30 s by default, which would stretch a 10 s bound to 40 s).
+      connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
+    },
+    (request, response) => {
+      for (const [name, value] of Object.entries(SECURITY_HEADERS)) response.setHeader(name, value);
+      closeWhenDone(request, response, () => draining);
+      handler(request, response);
+    },
+  );
+  server.maxConnections = limits.maxConnections;
+  server.on('clientError', (error: NodeJS.ErrnoException, socket) => answerClientError(error, socket, errorBody));
+  const watchdog = watchBodyRates(server, limits.bodyMinBytesPerSecond);
+
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -23,13 +80,73 @@ export async function startListener(handler: RequestListener, host: string, port
     port: (server.address() as AddressInfo).port,
     stop: (graceMs = 10_000) =>
       new Promise<void>((resolve) => {
+        draining = true;
         const force = setTimeout(() => server.closeAllConnections(), graceMs);
         force.unref();
-        server.close(() => {
+        // net.Server's close, not http.Server's: the latter also cuts idle keep-alive connections at once.
+        net.Server.prototype.close.call(server, () => {
           clearTimeout(force);
+          clearInterval(watchdog);
           resolve();
         });
-        server.closeIdleConnections();
       }),
   };
+}
+
+/**
+ * `Connection: close` on an answer sent while draining, or before the request's body was read
+ * (an early refusal: the rest of the body is not worth reading, and the connection cannot carry
+ * another request until it is).
+ */
+function closeWhenDone(request: IncomingMessage, response: ServerResponse, draining: () => boolean): void {
+  const writeHead = response.writeHead;
+  response.writeHead = function (this: ServerResponse, ...args: Parameters<ServerResponse['writeHead']>) {
+    if (draining() || (announcesBody(request) && !request.complete)) this.setHeader('Connection', 'close');
+    return writeHead.apply(this, args);
+  } as ServerResponse['writeHead'];
+}
+
+/** Node's own answers (unparsable request, headers too large, HEADERS_TIMEOUT or REQUEST_TIMEOUT) in JSON. */
+function answerClientError(error: NodeJS.ErrnoException, socket: Duplex, errorBody: (status: number) => unknown): void {
+  const inFlight = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (error.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+  const body = JSON.stringify(errorBody(status));
+  const headers = { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(Buffer.byteLength(body)), ...SECURITY_HEADERS, Connection: 'close' };
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${Object.entries(headers).map(([name, value]) => `${name}: ${value}`).join('\r\n')}\r\n\r\n${body}`);
+}
+
+/**
+ * Cuts the connection of a request whose body arrives slower than `minBytesPerSecond` over the
+ * last BODY_RATE_WINDOW_MS (a slow-loris trickling its body; one byte every 10 s used to hold a
+ * connection for minutes). A real upload, even a 32 MB one on a slow link, stays far above it.
+ * Counts the socket's bytes, so a body nobody reads (an early refusal) is watched too.
+ */
+function watchBodyRates(server: http.Server, minBytesPerSecond: number): NodeJS.Timeout {
+  const watched = new Map<IncomingMessage, Array<{ at: number; bytes: number }>>();
+  server.on('request', (request: IncomingMessage) => {
+    if (announcesBody(request)) watched.set(request, [{ at: Date.now(), bytes: request.socket.bytesRead }]);
+  });
+  const tick = Math.min(1000, BODY_RATE_WINDOW_MS / 4);
+  const timer = setInterval(() => {
+    const now = Date.now();
+    for (const [request, samples] of watched) {
+      if (request.complete || request.socket.destroyed) {
+        watched.delete(request);
+        continue;
+      }
+      samples.push({ at: now, bytes: request.socket.bytesRead });
+      while (samples.length > 1 && now - samples[1]!.at >= BODY_RATE_WINDOW_MS) samples.shift();
+      const oldest = samples[0]!;
+      if (now - oldest.at >= BODY_RATE_WINDOW_MS && request.socket.bytesRead - oldest.bytes < (minBytesPerSecond * (now - oldest.at)) / 1000) {
+        watched.delete(request);
+        request.socket.destroy();
+      }
+    }
+  }, tick);
+  timer.unref();
+  return timer;
 }

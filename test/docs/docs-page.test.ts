@@ -21,6 +21,7 @@ describe('published documentation at /docs', () => {
   let service: TestService;
   let browser: Browser;
   const blockedRequests: string[] = [];
+  const policyViolations: string[] = [];
 
   beforeAll(async () => {
     await run(process.execPath, ['--import', 'tsx', 'scripts/build-docs.ts'], { cwd: repoRoot });
@@ -41,7 +42,13 @@ describe('published documentation at /docs', () => {
       const local = url.startsWith(service.publicUrl) || url.startsWith(`blob:${service.publicUrl}`) || url.startsWith('data:');
       if (!local) blockedRequests.push(url);
     });
-    await page.goto(`${service.publicUrl}${route}`);
+    // The Content-Security-Policy of /docs must let the renderers work: note anything it blocks.
+    page.on('console', (message) => {
+      if (/Content Security Policy/i.test(message.text())) policyViolations.push(message.text());
+    });
+    const response = await page.goto(`${service.publicUrl}${route}`);
+    expect(response!.headers()['content-security-policy']).toMatch(/script-src 'self'/);
+    expect(response!.headers()['x-content-type-options']).toBe('nosniff');
     return page;
   }
 
@@ -71,5 +78,6 @@ describe('published documentation at /docs', () => {
     expect(links).toEqual(expect.arrayContaining(['/docs/openrpc', '/docs/openapi', '/docs/openrpc.json', '/docs/openapi.yaml']));
     await page.close();
     expect(blockedRequests).toEqual([]);
+    expect(policyViolations).toEqual([]);
   });
 });

@@ -2,7 +2,8 @@ import type { OpenrpcDocument, MethodObject, ContentDescriptorObject } from '@op
 import type { ValidateFunction, ErrorObject } from 'ajv/dist/2020.js';
 import type { Logger } from '../../logging/logger.js';
 import { createJsonSchemaAjv, errorPath } from '../../validation/json-schema.js';
-import { RpcError, StandardErrors, type WireError } from './errors.js';
+import { isDatabaseUnavailable } from '../../db/database.js';
+import { RpcError, serviceUnavailable, StandardErrors, type WireError } from './errors.js';
 
 
 export const MAX_BATCH_SIZE = 100;
@@ -172,6 +173,10 @@ export class RpcEnvelope {
 
   private toWireError(method: string, error: unknown): WireError {
     if (error instanceof RpcError) return error.toWire();
+    if (isDatabaseUnavailable(error)) {
+      this.logger.warn({ method, code: (error as { code?: unknown }).code }, 'JSON-RPC method: database unavailable');
+      return serviceUnavailable();
+    }
     this.logger.error({ method, err: error }, 'JSON-RPC method failed');
     return StandardErrors.internalError();
   }

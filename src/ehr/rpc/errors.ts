@@ -1,3 +1,5 @@
+import { RETRY_AFTER_SECONDS } from '../../db/database.js';
+
 /** The error object of a JSON-RPC 2.0 response. */
 export interface WireError {
   code: number;
@@ -32,3 +34,10 @@ export const StandardErrors = {
   invalidParams: (errors: Array<{ path: string; message: string }>): WireError => ({ code: -32602, message: 'Invalid params', data: { errors } }),
   internalError: (): WireError => ({ code: -32603, message: 'Internal error' }),
 };
+
+/** A server error of ours (the -32000 to -32099 range): the database cannot be reached right now; not the caller's fault. */
+export const serviceUnavailable = (): WireError => ({
+  code: -32001,
+  message: 'ServiceUnavailable',
+  data: { reason: 'service temporarily unavailable; retry later', retryAfter: RETRY_AFTER_SECONDS },
+});
