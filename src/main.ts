@@ -1,4 +1,7 @@
 #!/usr/bin/env node
 import { runCli } from './cli/program.js';
 
-process.exitCode = await runCli(process.argv.slice(2));
+const code = await runCli(process.argv.slice(2));
+// A failed command has printed its one line; nothing it left behind (a timer, a socket) may keep it alive.
+if (code !== 0) process.exit(code);
+process.exitCode = code;

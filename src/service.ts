@@ -15,7 +15,7 @@ import { startBoss } from './emdr/queue.js';
 import { BuiltInRegistry } from './emdr/registry/built-in.js';
 import { errorHandler, fallbackBody, notFound } from './http/fallback.js';
 import { healthRoutes } from './http/health.js';
-import { startListener, type Listener } from './http/listener.js';
+import { startListener, type Listener, type ListenerOptions } from './http/listener.js';
 import type { Logger } from './logging/logger.js';
 
 export const ROLES = ['ehr', 'emdr', 'worker'] as const;
@@ -28,6 +28,18 @@ export interface RunningService {
   internalPort: number | undefined;
   /** Stops listening, finishes in-flight work, closes the database. */
   stop(): Promise<void>;
+}
+
+/** startListener, failing with one line that names the variable when the port cannot be had. */
+async function listen(app: express.Express, host: string, port: number, variable: string, options: ListenerOptions): Promise<Listener> {
+  try {
+    return await startListener(app, host, port, options);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE') throw new Error(`${variable}: ${host}:${port} is already in use (another ehr-gateway serve?)`);
+    if (code === 'EACCES' || code === 'EADDRNOTAVAIL') throw new Error(`${variable}: cannot listen on ${host}:${port} (${code})`);
+    throw error;
+  }
 }
 
 /** Starts the given roles over one database: `serve` runs all three, `serve --only X` one. */
@@ -46,9 +58,6 @@ export async function startService(config: Config, logger: Logger, roles: Readon
     const registry = new BuiltInRegistry(database.knex, { latencyMs: config.registryLatencyMs, fail: config.registryFail });
     if (roles.has('emdr') || roles.has('worker')) {
       boss = await startBoss(database.url, config, logger, { supervise: roles.has('worker') });
-    }
-    if (roles.has('worker')) {
-      await startWorkers({ knex: database.knex, boss: boss!, registry, retryScheduleMs: config.callbackRetryScheduleMs, logger });
     }
 
     if (roles.has('ehr') || roles.has('emdr')) {
@@ -83,14 +92,19 @@ export async function startService(config: Config, logger: Logger, roles: Readon
         internalApp.use(healthRoutes(ready, fallback));
         internalApp.use(ehrRoutes(envelope, 'internal', document.info.version));
         internalApp.use(notFound(fallback), errorHandler(logger, fallback));
-        const internal = await startListener(internalApp, config.host, config.internalPort, listenerOptions);
+        const internal = await listen(internalApp, config.host, config.internalPort, 'INTERNAL_PORT', listenerOptions);
         listeners.push(internal);
         internalPort = internal.port;
       }
       publicApp.use(notFound(fallback), errorHandler(logger, fallback));
-      const publicListener = await startListener(publicApp, config.host, config.port, listenerOptions);
+      const publicListener = await listen(publicApp, config.host, config.port, 'PORT', listenerOptions);
       listeners.push(publicListener);
       publicPort = publicListener.port;
+    }
+    // Workers last: a port already in use then fails `serve` before any worker polls (pg-boss's
+    // worker clean-up can poll for ever after a stop that races a worker's first fetch).
+    if (roles.has('worker')) {
+      await startWorkers({ knex: database.knex, boss: boss!, registry, retryScheduleMs: config.callbackRetryScheduleMs, logger });
     }
     logger.info({ roles: [...roles], publicPort, internalPort }, 'ehr-gateway started');
 

@@ -159,18 +159,18 @@ export class EmbeddedPostgres {
       `-c unix_socket_directories=''`,
     ].join(' ');
     this.logger.info({ port }, 'embedded PostgreSQL: starting');
+    const logFile = path.join(this.clusterDir, 'server.log');
+    // The log keeps earlier runs (their shutdown lines): only what this start adds tells why it failed.
+    const logSizeBefore = (await fs.stat(logFile).catch(() => undefined))?.size ?? 0;
     try {
-      await run(
-        binaries.pg_ctl,
-        ['start', '-D', this.clusterDir, '-w', '-t', '60', '-l', path.join(this.clusterDir, 'server.log'), '-o', postgresOptions],
-        asUser(osUser),
-      );
+      await run(binaries.pg_ctl, ['start', '-D', this.clusterDir, '-w', '-t', '60', '-l', logFile, '-o', postgresOptions], asUser(osUser));
     } catch (error) {
       // Another process may have started the cluster between our check and pg_ctl.
       const runningPort = await this.runningPort();
       if (runningPort !== undefined) return runningPort;
-      const log = await fs.readFile(path.join(this.clusterDir, 'server.log'), 'utf8').catch(() => '');
-      throw new Error(`embedded PostgreSQL did not start: ${lastLines(log, 5) || String(error)}`);
+      const log = await fs.readFile(logFile).catch(() => Buffer.alloc(0));
+      const said = `${log.subarray(logSizeBefore).toString('utf8')}\n${(error as { stderr?: string }).stderr ?? ''}`;
+      throw new Error(`embedded PostgreSQL did not start under ${this.clusterDir}: ${causeOf(said) ?? 'pg_ctl failed without saying why'}`);
     }
     return port;
   }
@@ -229,6 +229,14 @@ export class EmbeddedPostgres {
 function asUser(osUser: OsUser | undefined) {
   const env = { ...process.env, LC_ALL: 'C', LANG: 'C' };
   return osUser ? { uid: osUser.uid, gid: osUser.gid, env, cwd: '/' } : { env };
+}
+
+/** The lines of PostgreSQL's and pg_ctl's output that say why a start failed, in one line (the log prefix dropped). */
+function causeOf(output: string): string | undefined {
+  const lines = output.split('\n').map((line) => line.trim()).filter(Boolean);
+  const causes = lines.filter((line) => /FATAL|PANIC|ERROR|could not|Permission denied|Read-only file system|No space left/i.test(line));
+  const picked = (causes.length > 0 ? causes : lines).slice(-2).map((line) => line.replace(/^\d{4}-\d\d-\d\d [\d:.]+ \w+ \[\d+\] /, '').replace(/^\/bin\/sh: \d+: /, ''));
+  return picked.length > 0 ? [...new Set(picked)].join(' | ') : undefined;
 }
 
 function lastLines(text: string, count: number): string {
