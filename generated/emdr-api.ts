@@ -143,6 +143,15 @@ export interface components {
             status: "ok" | "ready" | "not ready";
         };
         /**
+         * Instant
+         * Format: date-time
+         * @description An RFC 3339 date-time that the registry accepts: year 1900 to 9999, a UTC offset within
+         *     ±15:59 (PostgreSQL cannot store a wider one), seconds up to 60 (a leap second counts as the
+         *     next second). Year 0000 or 0999 answers 400 `VALIDATION_ERROR`.
+         * @example 2026-11-20T09:30:00+03:00
+         */
+        Instant: string;
+        /**
          * Uuid
          * Format: uuid
          * @example 3f1c2a9e-8b7d-4e6f-9a01-2b3c4d5e6f70
@@ -214,12 +223,8 @@ export interface components {
             /** @description OID of the organization that signs the document; the clinic account must act for it. */
             organization: components["schemas"]["Oid"];
             patientSnils: components["schemas"]["Snils"];
-            /**
-             * Format: date-time
-             * @description When the document was created; must not lie in the future.
-             * @example 2026-11-20T09:30:00+03:00
-             */
-            creationDateTime: string;
+            /** @description When the document was created; must not lie in the future. */
+            creationDateTime: components["schemas"]["Instant"];
             /**
              * @description The clinic's number of the document; no NUL characters.
              * @example КП-2026-000154
@@ -257,18 +262,10 @@ export interface components {
             kind?: string;
             organization?: components["schemas"]["Oid"];
             localUid?: components["schemas"]["Uuid"];
-            /**
-             * Format: date-time
-             * @description Registered at or after this instant.
-             * @example 2026-11-01T00:00:00Z
-             */
-            registerDateBegin?: string;
-            /**
-             * Format: date-time
-             * @description Registered before this instant.
-             * @example 2026-12-01T00:00:00Z
-             */
-            registerDateEnd?: string;
+            /** @description Registered at or after this instant. */
+            registerDateBegin?: components["schemas"]["Instant"];
+            /** @description Registered before this instant. */
+            registerDateEnd?: components["schemas"]["Instant"];
         };
         /** RegistryItem */
         RegistryItem: {
@@ -474,7 +471,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description The request does not match the schema, or its body is missing or empty (`VALIDATION_ERROR`, with the path of each problem). */
+        /** @description The request does not match the schema, its body is missing, empty or `null`, a string of it holds a lone UTF-16 surrogate, or its path a malformed percent-escape (`VALIDATION_ERROR`, with the path of each problem). */
         ValidationError: {
             headers: {
                 [name: string]: unknown;
@@ -510,7 +507,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description The body is larger than `BODY_LIMIT` (default 32 MiB). */
+        /** @description The body is larger than the operation takes (RegisterDocument `BODY_LIMIT`, default 32 MiB; the others 64 KiB), by its `Content-Length` before it is read, or while it is read. */
         TooLarge: {
             headers: {
                 [name: string]: unknown;
@@ -519,7 +516,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description The body is not `application/json`. */
+        /** @description The body is not `application/json` in UTF-8 (a `charset` other than `utf-8`), or is compressed (`Content-Encoding` other than `identity`). Nothing of the body is read. */
         UnsupportedMediaType: {
             headers: {
                 [name: string]: unknown;
@@ -532,6 +529,17 @@ export interface components {
         RateLimited: {
             headers: {
                 /** @description Seconds until the next minute window. */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
+        /** @description The gateway cannot reach its database right now; nothing was stored. Retry after the `Retry-After` seconds. */
+        ServiceUnavailable: {
+            headers: {
+                /** @description Seconds to wait before retrying. */
                 "Retry-After"?: number;
                 [name: string]: unknown;
             };
@@ -632,6 +640,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     DemandContent: {
@@ -663,6 +672,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     SearchRegistryItem: {
@@ -693,6 +703,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     GetMessage: {
@@ -724,6 +735,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getHealth: {
