@@ -148,7 +148,6 @@ export interface components {
          * @description An RFC 3339 date-time that the registry accepts: year 1900 to 9999, a UTC offset within
          *     ±15:59 (PostgreSQL cannot store a wider one), seconds up to 60 (a leap second counts as the
          *     next second). Year 0000 or 0999 answers 400 `VALIDATION_ERROR`.
-         * @example 2026-11-20T09:30:00+03:00
          */
         Instant: string;
         /**
@@ -223,7 +222,10 @@ export interface components {
             /** @description OID of the organization that signs the document; the clinic account must act for it. */
             organization: components["schemas"]["Oid"];
             patientSnils: components["schemas"]["Snils"];
-            /** @description When the document was created; must not lie in the future. */
+            /**
+             * @description When the document was created; must not lie in the future.
+             * @example 2026-11-20T09:30:00+03:00
+             */
             creationDateTime: components["schemas"]["Instant"];
             /**
              * @description The clinic's number of the document; no NUL characters.
@@ -262,9 +264,15 @@ export interface components {
             kind?: string;
             organization?: components["schemas"]["Oid"];
             localUid?: components["schemas"]["Uuid"];
-            /** @description Registered at or after this instant. */
+            /**
+             * @description Registered at or after this instant.
+             * @example 2026-11-01T00:00:00Z
+             */
             registerDateBegin?: components["schemas"]["Instant"];
-            /** @description Registered before this instant. */
+            /**
+             * @description Registered before this instant.
+             * @example 2026-12-01T00:00:00Z
+             */
             registerDateEnd?: components["schemas"]["Instant"];
         };
         /** RegistryItem */
