@@ -55,8 +55,13 @@ export function docsRoutes(fallback: (status: number, message?: string) => Fallb
     res.setHeader('Content-Security-Policy', CONTENT_SECURITY_POLICY);
     next();
   });
-  // The bundles may be cached (the listener's no-store is for API answers).
-  router.use('/docs/assets', (_req, res, next) => {
+  // The bundles may be cached (the listener's no-store is for API answers); express.static would
+  // answer another method with an empty 405.
+  router.use('/docs/assets', (req, res, next) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.status(405).setHeader('Allow', 'GET, HEAD').json(fallback(405));
+      return;
+    }
     res.removeHeader('Cache-Control');
     next();
   });
