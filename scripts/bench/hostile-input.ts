@@ -272,7 +272,8 @@ async function outage(): Promise<unknown> {
     const afterwards = { emdr: await calls.emdr(), ehr: await calls.ehr() };
     const lines = [...serve.stdout, ...serve.stderr].slice(linesBefore).filter((line) => line.trim() !== '');
     const nonJson = lines.filter((line) => !isJsonLine(line));
-    return { answersDuringOutage: answers, answersAfterRestore: afterwards, logLines: lines.length, nonJsonLines: nonJson.length, sampleNonJson: nonJson.slice(0, 3) };
+    const messages = [...new Set(lines.filter(isJsonLine).map((line) => { const entry = JSON.parse(line) as { msg?: string; err?: { message?: string } }; return `${entry.msg}${entry.err?.message ? `: ${entry.err.message}` : ''}`; }))];
+    return { answersDuringOutage: answers, answersAfterRestore: afterwards, logLines: lines.length, nonJsonLines: nonJson.length, sampleNonJson: nonJson.slice(0, 3), distinctJsonMessages: messages.slice(0, 12) };
   } finally {
     await stopServe(serve);
     await proxy.close();
