@@ -1,9 +1,13 @@
+import { execFile } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/db/embedded-postgres.js';
+import { promisify } from 'node:util';
 import { exitOf, runCli, spawnCli, waitForOk } from '../support/cli.js';
+
+const execFileAsync = promisify(execFile);
 
 /** `serve` as an operator runs it: its own process, the embedded PostgreSQL under a fresh DATA_DIR. */
 describe('serve on the embedded PostgreSQL', () => {
@@ -87,5 +91,20 @@ describe('serve on the embedded PostgreSQL', () => {
     expect(serve.output()).toContain('ehr-gateway stopped');
     // serve owned the cluster, so a clean shutdown stops it.
     await expect(fs.access(path.join(dataDir, 'pg', 'postmaster.pid'))).rejects.toThrow();
+  });
+
+  it('says in one line why the cluster cannot start when its directory is read-only, not what its old log says', async () => {
+    // The cluster's server.log ends with the clean shutdown of the test before.
+    expect(await fs.readFile(path.join(dataDir, 'pg', 'server.log'), 'utf8')).toMatch(/shut down/);
+    await execFileAsync('chmod', ['-R', 'a-w', path.join(dataDir, 'pg')]);
+    try {
+      const result = await runCli(['serve'], env);
+      expect(result.code).toBe(1);
+      expect(result.stderr.trim().split('\n')).toHaveLength(1);
+      expect(result.stderr).toMatch(/^ehr-gateway: embedded PostgreSQL did not start under .*Permission denied/);
+      expect(result.stderr).not.toMatch(/shut down|shutting down/);
+    } finally {
+      await execFileAsync('chmod', ['-R', 'u+w', path.join(dataDir, 'pg')]);
+    }
   });
 });
