@@ -18,7 +18,7 @@ TSX := node --import tsx
 export REDOCLY_TELEMETRY := off
 export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
 
-.PHONY: help node install browser clients generate check-specs check-generated check-breaking typecheck unit test contract build run bench mock
+.PHONY: help node install browser clients generate check-specs check-generated check-breaking typecheck unit test contract fuzz build run bench mock
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
@@ -84,6 +84,9 @@ test: check-specs check-generated check-breaking typecheck unit ## every check C
 
 contract: $(INSTALLED) clients ## long Schemathesis run against a live service (CONTRACT_EXAMPLES per operation, default 500)
 	CONTRACT_EXAMPLES=$${CONTRACT_EXAMPLES:-500} npx --no-install vitest run test/partner/schemathesis.test.ts
+
+fuzz: $(INSTALLED) ## long property-based run of both listeners (FUZZ_RUNS, default 50000; FUZZ_SEED, default random; FUZZ_CENSUS=1 counts every failure)
+	FUZZ_RUNS=$${FUZZ_RUNS:-50000} FUZZ_SEED=$${FUZZ_SEED:-$$RANDOM$$RANDOM} npx --no-install vitest run test/foundation/fuzz.test.ts
 
 build: $(INSTALLED) ## compile to dist/, and bundle the /docs pages
 	npx --no-install tsc -p tsconfig.build.json

@@ -99,5 +99,9 @@ export function docsRoutes(fallback: (status: number, message?: string) => Fallb
   router.get('/docs/openrpc', (_req, res) => {
     res.type('html').send(page('Interface A: EHR server', `<div id="openrpc-docs" data-spec="/docs/openrpc.json" style="padding:0 24px"></div>\n<script src="/docs/assets/openrpc-docs.js"></script>`));
   });
+  // Express would answer OPTIONS on these itself, in text.
+  router.all(['/docs', '/docs/', '/docs/openapi', '/docs/openrpc', '/docs/openapi.yaml', '/docs/openrpc.json'], (_req, res) => {
+    res.status(405).setHeader('Allow', 'GET, HEAD').json(fallback(405));
+  });
   return router;
 }
