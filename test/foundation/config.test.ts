@@ -15,6 +15,14 @@ describe('config', () => {
     expect(config.internalUsers.size).toBe(0);
   });
 
+  it('bounds slow and greedy clients by default, and names the variable of a bad limit', () => {
+    expect(loadConfig({}).connectionLimits).toEqual({ headersTimeoutMs: 10_000, requestTimeoutMs: 900_000, bodyMinBytesPerSecond: 1024, maxConnections: 512 });
+    expect(loadConfig({ HEADERS_TIMEOUT: '3s', REQUEST_TIMEOUT: '1m', BODY_MIN_RATE: '0', MAX_CONNECTIONS: '50' }).connectionLimits).toEqual({ headersTimeoutMs: 3000, requestTimeoutMs: 60_000, bodyMinBytesPerSecond: 0, maxConnections: 50 });
+    for (const [variable, value] of [['HEADERS_TIMEOUT', '0'], ['REQUEST_TIMEOUT', '5s'], ['BODY_MIN_RATE', 'fast'], ['MAX_CONNECTIONS', '0']] as const) {
+      expect(() => loadConfig({ [variable]: value })).toThrow(new RegExp(`^${variable}: `));
+    }
+  });
+
   it('parses durations and sizes', () => {
     expect(parseDuration('0')).toBe(0);
     expect(parseDuration('500ms')).toBe(500);
