@@ -20,7 +20,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
-import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -28,6 +27,7 @@ import { gzipSync } from 'node:zlib';
 import { EmbeddedPostgres, ensureDatabase, freePort } from '../../src/db/embedded-postgres.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { packagesLoadedBy } from '../../test/support/import-trace.js';
+import { keepAliveClients, trickle } from '../../test/support/raw-http.js';
 import { startTcpProxy } from '../../test/support/tcp-proxy.js';
 
 const args = process.argv.slice(2);
@@ -191,27 +191,6 @@ async function gzipBomb(): Promise<unknown> {
   return results;
 }
 
-/** Opens a connection, writes `head`, then one byte of `drip` every interval until the server closes it. */
-function drip(url: string, head: string, dripByte: string, intervalMs: number, capMs: number): Promise<{ heldSeconds: number; closedByServer: boolean; answered: string }> {
-  return new Promise((resolve) => {
-    const { port } = new URL(url);
-    const socket = net.connect(Number(port), '127.0.0.1');
-    const started = Date.now();
-    let answered = '';
-    socket.on('data', (chunk) => (answered += chunk.toString()));
-    socket.on('error', () => undefined);
-    socket.write(head);
-    const timer = setInterval(() => socket.write(dripByte), intervalMs);
-    const cap = setTimeout(() => socket.destroy(), capMs);
-    socket.on('close', () => {
-      clearInterval(timer);
-      clearTimeout(cap);
-      const heldMs = Date.now() - started;
-      resolve({ heldSeconds: Math.round(heldMs / 100) / 10, closedByServer: heldMs < capMs - 50, answered: answered.split('\r\n')[0] ?? '' });
-    });
-  });
-}
-
 async function slowClients(): Promise<unknown> {
   const intervalMs = Number(process.env.SLOW_INTERVAL_MS ?? 10_000);
   const capMs = Number(process.env.SLOW_CAP_MS ?? 400_000);
@@ -220,7 +199,12 @@ async function slowClients(): Promise<unknown> {
     const clinic = await addClinic(serve.env.DATABASE_URL!);
     const headers = `POST /api/RegisterDocument HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: `;
     const body = `POST /api/RegisterDocument HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\nbusinessId: ${clinic.businessId}\r\nuser: ${clinic.user}\r\ntoken: ${clinic.token}\r\n\r\n{`;
-    const [slowHeaders, slowBody] = await Promise.all([drip(serve.url, headers, 'a', intervalMs, capMs), drip(serve.url, body, ' ', intervalMs, capMs)]);
+    const port = Number(serve.env.PORT);
+    const held = async (head: string, byte: string) => {
+      const { heldMs, closedByServer, answer } = await trickle(port, head, byte, intervalMs, capMs);
+      return { heldSeconds: Math.round(heldMs / 100) / 10, closedByServer, answered: answer.split('\r\n')[0] ?? '' };
+    };
+    const [slowHeaders, slowBody] = await Promise.all([held(headers, 'a'), held(body, ' ')]);
     const normal = await fetch(`${serve.url}/healthz`).then((response) => response.status);
     return { intervalSeconds: intervalMs / 1000, capSeconds: capMs / 1000, slowHeaders, slowBody, normalRequestStatusAfterwards: normal };
   } finally {
@@ -309,33 +293,14 @@ async function sigtermKeepAlive(): Promise<unknown> {
   let closeAnnounced = 0;
   for (let round = 0; round < rounds; round += 1) {
     const serve = await startServe();
-    const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
-    let running = true;
-    const client = async () => {
-      while (running) {
-        await new Promise<void>((resolve) => {
-          const request = http.request(`${serve.url}/healthz`, { agent }, (response) => {
-            requests += 1;
-            if (response.headers.connection === 'close') closeAnnounced += 1;
-            response.resume();
-            response.on('end', resolve);
-          });
-          request.on('error', (error: NodeJS.ErrnoException) => {
-            const code = error.code ?? error.message;
-            failures[code] = (failures[code] ?? 0) + 1;
-            setTimeout(resolve, 20);
-          });
-          request.end();
-        });
-      }
-    };
-    const clients = Array.from({ length: 4 }, client);
+    const clients = keepAliveClients(`${serve.url}/healthz`, 4);
     await sleep(1000);
     serve.child.kill('SIGTERM');
     await sleep(2000);
-    running = false;
-    await Promise.all(clients);
-    agent.destroy();
+    const tally = await clients.stop();
+    requests += tally.answered;
+    closeAnnounced += tally.closeAnnounced;
+    for (const code of tally.failures) failures[code] = (failures[code] ?? 0) + 1;
     if ((await exitWithin(serve.child, 30_000)) === 'hung') serve.child.kill('SIGKILL');
   }
   return { rounds, requests, responsesAnnouncingClose: closeAnnounced, failures, resets: (failures.ECONNRESET ?? 0) + (failures.EPIPE ?? 0) };

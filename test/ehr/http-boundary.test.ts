@@ -1,27 +1,10 @@
-import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { statusLineOf } from '../support/raw-http.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { VERSION } from './support/rpc.js';
 
+const portOf = (url: string) => Number(new URL(url).port);
 const CALL = JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'patient.get_patient', params: {}, cred: { user: 'u', token: 't' } });
-
-/** Sends the request head only; resolves with the status line, or 'no answer' after 5 s. */
-function headersOnly(url: string, head: string): Promise<string> {
-  return new Promise((resolve) => {
-    const socket = net.connect(Number(new URL(url).port), '127.0.0.1', () => socket.write(head));
-    let answer = '';
-    const done = () => {
-      socket.destroy();
-      resolve(answer.split('\r\n')[0] || 'no answer');
-    };
-    socket.on('data', (chunk) => {
-      answer += chunk.toString();
-      if (answer.includes('\r\n\r\n')) done();
-    });
-    socket.on('error', done);
-    setTimeout(done, 5000);
-  });
-}
 
 /** Interface A's HTTP boundary and both listeners' answers outside the interfaces: always JSON, never Express's HTML. */
 describe('interface A over HTTP, and the listeners around it', () => {
@@ -62,8 +45,8 @@ describe('interface A over HTTP, and the listeners around it', () => {
   });
 
   it('answers a Content-Length over 1 MiB with 413 before the body arrives, and an unknown version with 404 without reading it', async () => {
-    expect(await headersOnly(service.publicUrl, `POST /${VERSION}/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2000000\r\n\r\n`)).toBe('HTTP/1.1 413 Payload Too Large');
-    expect(await headersOnly(service.internalUrl, 'POST /9.9.9/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n')).toBe('HTTP/1.1 404 Not Found');
+    expect(await statusLineOf(portOf(service.publicUrl), `POST /${VERSION}/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2000000\r\n\r\n`)).toBe('HTTP/1.1 413 Payload Too Large');
+    expect(await statusLineOf(portOf(service.internalUrl), 'POST /9.9.9/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n')).toBe('HTTP/1.1 404 Not Found');
   });
 
   it.each(['GET', 'PUT', 'DELETE'])('answers %s on /<version>/ with 405, Allow: POST and JSON', async (method) => {

@@ -1,35 +1,17 @@
 import fs from 'node:fs/promises';
-import net from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedClinicAccount } from '../../src/emdr/clients.js';
 import { responseProblems } from '../support/contract.js';
 import { addClinic, authHeaders, registerBody } from '../support/emdr.js';
 import { startServeProcess, type ServeProcess } from '../support/processes.js';
+import { statusLineOf } from '../support/raw-http.js';
 
 /** 32 KB of gzip that inflates to 32 MB of `[{},{},…]`: the issue's bomb. */
 const BOMB = gzipSync(Buffer.from(`[${'{},'.repeat(10_666_666)}{}]`), { level: 9 });
 
 async function peakRssMiB(pid: number): Promise<number> {
   return Number(/VmHWM:\s+(\d+) kB/.exec(await fs.readFile(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
-}
-
-/** Sends headers only (no body) on a raw connection; resolves with the status line the server answers, or 'no answer' after 5 s. */
-function headersOnly(port: number, head: string): Promise<string> {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1', () => socket.write(head));
-    let answer = '';
-    const done = () => {
-      socket.destroy();
-      resolve(answer.split('\r\n')[0] || 'no answer');
-    };
-    socket.on('data', (chunk) => {
-      answer += chunk.toString();
-      if (answer.includes('\r\n\r\n')) done();
-    });
-    socket.on('error', done);
-    setTimeout(done, 5000);
-  });
 }
 
 /**
@@ -85,7 +67,7 @@ describe('interface B: checks before the body', () => {
 
   it('answers a Content-Length over the limit with 413 before a byte of the body arrives', async () => {
     const head = `POST /api/DemandContent HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\nbusinessId: ${clinic.businessId}\r\nuser: ${clinic.user}\r\ntoken: ${clinic.token}\r\n\r\n`;
-    expect(await headersOnly(port, head)).toBe('HTTP/1.1 413 Payload Too Large');
+    expect(await statusLineOf(port, head)).toBe('HTTP/1.1 413 Payload Too Large');
   });
 
   it('gives every operation but RegisterDocument a small body limit (64 KiB)', async () => {
@@ -100,7 +82,7 @@ describe('interface B: checks before the body', () => {
   });
 
   it('checks the credentials before the body: a request without them is answered 401 with its body never sent', async () => {
-    expect(await headersOnly(port, 'POST /api/RegisterDocument HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n')).toBe('HTTP/1.1 401 Unauthorized');
+    expect(await statusLineOf(port, 'POST /api/RegisterDocument HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n')).toBe('HTTP/1.1 401 Unauthorized');
   });
 
   it('answers a JSON null body as a missing body', async () => {
@@ -136,6 +118,6 @@ describe('interface B: checks before the body', () => {
     for (let i = 0; i < 40 && status !== 429; i += 1) status = (await send('/api/SearchRegistryItem', { method: 'POST', headers: authHeaders(clinic), body: '{}' })).status;
     expect(status).toBe(429);
     const head = `POST /api/SearchRegistryItem HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nbusinessId: ${clinic.businessId}\r\nuser: ${clinic.user}\r\ntoken: ${clinic.token}\r\n\r\n`;
-    expect(await headersOnly(port, head)).toBe('HTTP/1.1 429 Too Many Requests');
+    expect(await statusLineOf(port, head)).toBe('HTTP/1.1 429 Too Many Requests');
   });
 });

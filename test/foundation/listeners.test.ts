@@ -2,28 +2,10 @@ import fs from 'node:fs';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openRpcSpecPath } from '../../src/config/paths.js';
+import { trickle } from '../support/raw-http.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 const VERSION = (JSON.parse(fs.readFileSync(openRpcSpecPath, 'utf8')) as { info: { version: string } }).info.version;
-
-/** What a connection that trickles `head`, then one byte of `drip` every `intervalMs`, got: when the server closed it, and what it said. */
-function trickle(port: number, head: string, drip: string, intervalMs: number, capMs: number): Promise<{ heldMs: number; answer: string }> {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    const started = Date.now();
-    let answer = '';
-    socket.on('data', (chunk) => (answer += chunk.toString()));
-    socket.on('error', () => undefined);
-    socket.write(head);
-    const timer = setInterval(() => socket.write(drip), intervalMs);
-    const cap = setTimeout(() => socket.destroy(), capMs);
-    socket.on('close', () => {
-      clearInterval(timer);
-      clearTimeout(cap);
-      resolve({ heldMs: Date.now() - started, answer });
-    });
-  });
-}
 
 /** Sends raw bytes on a fresh connection and returns everything the server sent until it closed. */
 function rawExchange(port: number, bytes: string): Promise<string> {

@@ -1,4 +1,3 @@
-import http from 'node:http';
 import net from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
@@ -6,6 +5,7 @@ import { freePort } from '../../src/db/embedded-postgres.js';
 import { exitOf, outcomeOf, spawnCli } from '../support/cli.js';
 import { createTestDatabase } from '../support/database.js';
 import { startServeProcess } from '../support/processes.js';
+import { keepAliveClients } from '../support/raw-http.js';
 
 /** Reads one HTTP/1.1 response (with Content-Length) from a socket that stays open. */
 function readResponse(socket: net.Socket): Promise<string> {
@@ -70,33 +70,11 @@ describe('serve as a process', () => {
 
   it('gives keep-alive clients that keep calling through a SIGTERM no reset connection', async () => {
     const serve = await startServeProcess();
-    const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
-    const failures: string[] = [];
-    let answered = 0;
-    let running = true;
-    const client = async () => {
-      while (running) {
-        await new Promise<void>((resolve) => {
-          const request = http.request(`${serve.publicUrl}/healthz`, { agent }, (response) => {
-            answered += 1;
-            response.resume();
-            response.on('end', resolve);
-          });
-          request.on('error', (error: NodeJS.ErrnoException) => {
-            failures.push(error.code ?? error.message);
-            setTimeout(resolve, 20);
-          });
-          request.end();
-        });
-      }
-    };
-    const clients = Array.from({ length: 4 }, client);
+    const clients = keepAliveClients(`${serve.publicUrl}/healthz`, 4);
     await new Promise((resolve) => setTimeout(resolve, 500));
     serve.child.kill('SIGTERM');
     await new Promise((resolve) => setTimeout(resolve, 1500));
-    running = false;
-    await Promise.all(clients);
-    agent.destroy();
+    const { answered, failures } = await clients.stop();
     await exitOf(serve.child);
     expect(answered).toBeGreaterThan(0);
     // Refused new connections are fine (the listener is closed); a connection cut under a request is not.
