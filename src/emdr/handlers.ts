@@ -92,18 +92,30 @@ function hashText(hash: Hash, text: string): void {
   }
 }
 
+/** JSON with every object's members sorted by name (arrays keep their order): one text per value, however it was sent. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const members = Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);
+    return `{${members.join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
 /**
- * A SHA-256 over the body's members in the order sent, without one big serialized copy of it.
- * `bytes` stands for one string member kept as its ASCII bytes: the same hash as the string.
+ * A SHA-256 over the body's members sorted by name, each value as its UTF-8 length and text (a
+ * string as it is, anything else in canonical JSON), so the same JSON with its members in another
+ * order is the same request; without one big serialized copy of the body. `bytes` stands for one
+ * string member kept as its ASCII bytes: the same hash as the string.
  */
 function bodyHash(body: Record<string, unknown>, bytes?: { member: string; value: Buffer }): string {
   const hash = createHash('sha256');
-  for (const [key, value] of Object.entries(body)) {
-    hash.update(JSON.stringify(key));
-    hash.update(':');
-    if (key === bytes?.member) hash.update(bytes.value);
-    else hashText(hash, typeof value === 'string' ? value : JSON.stringify(value));
-    hash.update('\n');
+  for (const key of Object.keys(body).sort()) {
+    const value = body[key];
+    const text = key === bytes?.member ? bytes.value : typeof value === 'string' ? value : canonicalJson(value);
+    hash.update(`${JSON.stringify(key)}:${Buffer.byteLength(text)}:`);
+    if (Buffer.isBuffer(text)) hash.update(text);
+    else hashText(hash, text);
   }
   return hash.digest('hex');
 }
