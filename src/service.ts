@@ -35,7 +35,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
   const listeners: Listener[] = [];
   let boss: PgBoss | undefined;
   try {
-    const applied = await migrateToLatest(database.knex);
+    const applied = await migrateToLatest(database);
     if (applied.length > 0) logger.info({ applied }, 'migrations applied');
 
     const ready = () => isReady(database.knex);
@@ -47,7 +47,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
       boss = await startBoss(database.url, config, logger, { supervise: roles.has('worker') });
     }
     if (roles.has('worker')) {
-      await startWorkers({ knex: database.knex, boss: boss!, registry, retryScheduleMs: config.callbackRetryScheduleMs, logger });
+      await startWorkers({ knex: database.knex, boss: boss!, registry, retryScheduleMs: config.callbackRetryScheduleMs, logger, dataKey: await database.dataKey() });
     }
 
     if (roles.has('ehr') || roles.has('emdr')) {

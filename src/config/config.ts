@@ -16,8 +16,8 @@ export interface Config {
   exchangeTokenTtlMs: number;
   callbackRetryScheduleMs: readonly number[];
   authTtlUnit: 'seconds' | 'minutes';
-  /** Key (32 bytes) that encrypts user_sign at rest; undefined: resolved by the ehr role (see resolveUserSignKey). */
-  userSignKey: Buffer | undefined;
+  /** Key (32 bytes) that encrypts secrets at rest (user_sign, clinic callback secrets); undefined: see resolveDataKey. */
+  dataKey: Buffer | undefined;
   /** Largest request body interface B accepts. */
   bodyLimitBytes: number;
   /** Requests per clinic account per minute on interface B; 0 turns the limit off. */
@@ -123,13 +123,20 @@ function readInternalUsers(env: Env): Map<string, string> {
   return users;
 }
 
-/** USER_SIGN_KEY: 32 bytes as 64 hex characters or base64/base64url; never echoed in errors. */
-function readUserSignKey(env: Env): Buffer | undefined {
-  const raw = env.USER_SIGN_KEY?.trim();
+function parseKey(env: Env, variable: string): Buffer | undefined {
+  const raw = env[variable]?.trim();
   if (!raw) return undefined;
   const key = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : /^[A-Za-z0-9+/_-]{43}=?$/.test(raw) ? Buffer.from(raw, 'base64') : undefined;
-  if (key?.length !== 32) throw new ConfigError('USER_SIGN_KEY', 'must be 32 bytes written as 64 hex characters or as base64');
+  if (key?.length !== 32) throw new ConfigError(variable, 'must be 32 bytes written as 64 hex characters or as base64');
   return key;
+}
+
+/** DATA_KEY, or USER_SIGN_KEY (its name when it only encrypted user_sign): 32 bytes as hex or base64; never echoed in errors. */
+function readDataKey(env: Env): Buffer | undefined {
+  const key = parseKey(env, 'DATA_KEY');
+  const oldKey = parseKey(env, 'USER_SIGN_KEY');
+  if (key && oldKey && !key.equals(oldKey)) throw new ConfigError('DATA_KEY', 'differs from USER_SIGN_KEY, its old name; set DATA_KEY only');
+  return key ?? oldKey;
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -187,7 +194,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     exchangeTokenTtlMs: readDuration(env, 'EXCHANGE_TOKEN_TTL', '10m'),
     callbackRetryScheduleMs: schedule,
     authTtlUnit,
-    userSignKey: readUserSignKey(env),
+    dataKey: readDataKey(env),
     bodyLimitBytes,
     rateLimitPerMinute,
     jobExpiryMs,
@@ -210,9 +217,9 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; fallback: string; m
   { name: 'CALLBACK_RETRY_SCHEDULE', fallback: '0,5s,5m,30m,2h,5h,10h,10h', meaning: 'delays between callback attempts' },
   { name: 'AUTH_TTL_UNIT', fallback: 'seconds', meaning: 'unit of authInfo.ttl: seconds or minutes' },
   {
-    name: 'USER_SIGN_KEY',
+    name: 'DATA_KEY',
     fallback: '(see README)',
-    meaning: 'key encrypting user_sign at rest, 32 bytes as hex or base64; required with DATABASE_URL, else generated once into DATA_DIR/user-sign.key',
+    meaning: 'key encrypting secrets at rest (user_sign, clinic callback token and signing secret), 32 bytes as hex or base64; old name USER_SIGN_KEY; required with DATABASE_URL, else generated once into DATA_DIR/data.key',
   },
   { name: 'BODY_LIMIT', fallback: '32mb', meaning: 'largest request body of interface B' },
   { name: 'RATE_LIMIT', fallback: '600', meaning: 'interface B requests per clinic account per minute; 0 turns the limit off' },

@@ -16,7 +16,8 @@ import type { Logger } from '../logging/logger.js';
 import { EhrErrors, invalidParam, isUniqueViolation } from './errors.js';
 import { TablePatientSource, toE164, type MatchCriteria, type PatientSource } from './patients.js';
 import type { CallContext, Credentials, MethodHandler } from './rpc/envelope.js';
-import { internalCredentialToken, newUserSign, openUserSign, resolveUserSignKey, sameSecret, sealUserSign, tokenHash } from './secrets.js';
+import { resolveDataKey } from '../db/encryption.js';
+import { internalCredentialToken, newUserSign, openUserSign, sameSecret, sealUserSign, tokenHash } from './secrets.js';
 
 /** Failed authenticate attempts after which an exchange token is burned. */
 export const MAX_FAILED_ATTEMPTS = 5;
@@ -76,7 +77,7 @@ function birthDateOf(text: string): string {
 export async function createEhrHandlers(dependencies: EhrDependencies): Promise<Record<string, MethodHandler>> {
   const { knex, config } = dependencies;
   const patients = dependencies.patientSource ?? new TablePatientSource(knex);
-  const userSignKey = await resolveUserSignKey(config);
+  const userSignKey = await resolveDataKey(config);
   const ttlUnitMs = config.authTtlUnit === 'minutes' ? 60_000 : 1_000;
 
   /** When the session of authInfo ends; -33001 when it has ended already. */

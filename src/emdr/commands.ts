@@ -29,8 +29,9 @@ export function registerEmdrCommands(program: Command): void {
     .requiredOption('--business-id <id>', 'businessId of the clinic in the booking system')
     .requiredOption('--user <name>', 'user name of the account')
     .addOption(new Option('--callback-url <url>', 'base URL of the clinic system for callbacks (repeatable; the first is the default)').argParser(collect).default([]))
-    .addOption(new Option('--organization <oid>', 'OID of an organization the clinic acts for (repeatable; none: any)').argParser(collect).default([]))
-    .action(async (options: { businessId: string; user: string; callbackUrl: string[]; organization: string[] }) => {
+    .addOption(new Option('--organization <oid>', 'OID of an organization the clinic acts for (repeatable); this or --all-organizations is required').argParser(collect).default([]))
+    .option('--all-organizations', 'the clinic may act for every organization, and demand any document without the patient\'s SNILS')
+    .action(async (options: { businessId: string; user: string; callbackUrl: string[]; organization: string[]; allOrganizations?: boolean }) => {
       if (options.callbackUrl.length === 0) throw new UsageError('give at least one --callback-url');
       for (const url of options.callbackUrl) {
         let parsed: URL;
@@ -41,14 +42,16 @@ export function registerEmdrCommands(program: Command): void {
         }
         if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new UsageError(`--callback-url "${url}" is not http(s)`);
       }
+      if (options.organization.length === 0 && !options.allOrganizations) throw new UsageError('give --organization OID (repeatable), or --all-organizations for an account that acts for every organization');
+      if (options.organization.length > 0 && options.allOrganizations) throw new UsageError('give either --organization or --all-organizations, not both');
       for (const oid of options.organization) if (!OID.test(oid)) throw new UsageError(`--organization "${oid}" is not an OID`);
       const created = await withDatabase(async (database) => {
         try {
-          return await createClinicAccount(database.knex, {
+          return await createClinicAccount(database.knex, await database.dataKey(), {
             businessId: options.businessId,
             user: options.user,
             callbackUrls: options.callbackUrl,
-            organizations: options.organization,
+            organizations: options.allOrganizations ? null : options.organization,
           });
         } catch (error) {
           if (error instanceof DuplicateClinicAccountError) throw new UsageError(error.message);

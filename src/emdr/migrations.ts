@@ -1,4 +1,5 @@
 import type { NamedMigration } from '../db/migrations/index.js';
+import { sealClinicSecret } from './clients.js';
 
 /** Interface B's and the callback delivery's tables, in order. */
 export const emdrMigrations: readonly NamedMigration[] = [
@@ -110,6 +111,37 @@ export const emdrMigrations: readonly NamedMigration[] = [
           drop table emdr_requests;
           drop table emdr_clients;
         `);
+      },
+    },
+  ],
+  [
+    'emdr_0002_sealed_clinic_secrets',
+    {
+      // The callback token and signing secret were kept in clear; now sealed with the data key (clients.ts).
+      async up(knex, context) {
+        await knex.raw(`alter table emdr_clients add column callback_token_sealed bytea, add column signing_secret_sealed bytea`);
+        const clear = await knex('emdr_clients').select('id', 'business_id', 'user_name', 'callback_token', 'signing_secret');
+        const key = clear.length > 0 ? await context.dataKey() : undefined;
+        for (const row of clear) {
+          await knex('emdr_clients')
+            .where({ id: row.id })
+            .update({
+              callback_token_sealed: sealClinicSecret(key!, 'callback_token', row.business_id, row.user_name, row.callback_token),
+              signing_secret_sealed: sealClinicSecret(key!, 'signing_secret', row.business_id, row.user_name, row.signing_secret),
+            });
+        }
+        await knex.raw(`
+          alter table emdr_clients
+            drop column callback_token,
+            drop column signing_secret,
+            alter column callback_token_sealed set not null,
+            alter column signing_secret_sealed set not null;
+          comment on column emdr_clients.callback_token_sealed is 'AES-256-GCM under the data key (DATA_KEY), see src/emdr/clients.ts';
+          comment on column emdr_clients.signing_secret_sealed is 'AES-256-GCM under the data key (DATA_KEY), see src/emdr/clients.ts';
+        `);
+      },
+      async down() {
+        throw new Error('emdr_0002_sealed_clinic_secrets cannot be undone: the secrets are not to be written in clear again');
       },
     },
   ],

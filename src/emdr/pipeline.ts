@@ -1,7 +1,8 @@
 import type PgBoss from 'pg-boss';
 import type { Knex } from 'knex';
 import type { Logger } from '../logging/logger.js';
-import { deliverCallback, enqueueCallback, type CallbackName } from '../callbacks/delivery.js';
+import { deliverCallback, enqueueCallback, type CallbackName, type DeliveryContext } from '../callbacks/delivery.js';
+import { callbackCredentialsOf } from './clients.js';
 import { detachedCmsError, snilsChecksumValid, snilsDigits, xmlWellFormednessError } from './acceptance.js';
 import { instantMs } from './instant.js';
 import type { CallbackErrorItem } from './codes.js';
@@ -15,6 +16,8 @@ export interface PipelineContext {
   registry: RegistryPort;
   retryScheduleMs: readonly number[];
   logger: Logger;
+  /** Opens the clinics' callback secrets. */
+  dataKey: Buffer;
 }
 
 /** What the request row keeps besides the files (`metadata`). */
@@ -199,7 +202,8 @@ export async function startWorkers(context: PipelineContext): Promise<void> {
   for (let i = 0; i < CONCURRENCY[QUEUES.fulfil]; i += 1) {
     await boss.work<RequestJob>(QUEUES.fulfil, options, async ([job]) => run(QUEUES.fulfil, () => fulfilRequest(context, job!.data.queueMessageId)));
   }
+  const delivery: DeliveryContext = { ...context, credentialsOf: (queueMessageId) => callbackCredentialsOf(context.knex, context.dataKey, queueMessageId) };
   for (let i = 0; i < CONCURRENCY[QUEUES.callback]; i += 1) {
-    await boss.work<CallbackJob>(QUEUES.callback, options, async ([job]) => run(QUEUES.callback, () => deliverCallback(context, job!.data.callbackId)));
+    await boss.work<CallbackJob>(QUEUES.callback, options, async ([job]) => run(QUEUES.callback, () => deliverCallback(delivery, job!.data.callbackId)));
   }
 }

@@ -17,7 +17,7 @@ let clinic: CreatedClinicAccount;
 beforeAll(async () => {
   receiver = await startCallbackReceiver();
   service = await startTestService({ CALLBACK_RETRY_SCHEDULE: '0,200ms,200ms' });
-  clinic = await addClinic(service.config.databaseUrl!, receiver.url, { organizations: [ORGANIZATION] });
+  clinic = await addClinic(service, receiver.url, { organizations: [ORGANIZATION] });
   receiver.signingSecret = clinic.signingSecret;
 });
 
@@ -256,7 +256,7 @@ describe('request errors', () => {
 
   it("404 for another business's request, as for an unknown one", async () => {
     const { queueMessageId } = await register();
-    const other = await addClinic(service.config.databaseUrl!, receiver.url);
+    const other = await addClinic(service, receiver.url);
     for (const id of [queueMessageId, randomUUID()]) {
       const answer = await fetch(`${service.publicUrl}/api/messages/${id}`, { headers: authHeaders(other) });
       expect(answer.status).toBe(404);

@@ -16,7 +16,7 @@ describe('the whole story across three processes', () => {
 
   beforeAll(async () => {
     gateway = await startServeProcess({ INTERNAL_USERS: 'demo-auth:demo-auth-password' });
-    const seeded = await runCli(['seed-demo'], gateway.env);
+    const seeded = await runCli(['seed-demo', '--force'], gateway.env);
     expect(seeded.code).toBe(0);
     const authPort = await freePort();
     authUrl = `http://127.0.0.1:${authPort}`;

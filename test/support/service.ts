@@ -6,6 +6,10 @@ import { createTestDatabase } from './database.js';
 
 export interface TestService extends RunningService {
   config: Config;
+  /** DATABASE_URL and DATA_KEY of this service, for the CLI and for addClinic. */
+  env: { DATABASE_URL: string; DATA_KEY: string };
+  databaseUrl: string;
+  dataKey: Buffer;
   /** http://127.0.0.1:<public port> */
   publicUrl: string;
   /** http://127.0.0.1:<internal port> */
@@ -18,12 +22,16 @@ export interface TestService extends RunningService {
  */
 export async function startTestService(env: Record<string, string> = {}, roles: readonly Role[] = ROLES): Promise<TestService> {
   const databaseUrl = env.DATABASE_URL ?? (await createTestDatabase());
-  // A fresh user_sign key per service: the service requires one whenever DATABASE_URL is set.
-  const config = loadConfig({ LOG_LEVEL: 'silent', USER_SIGN_KEY: randomBytes(32).toString('hex'), ...env, DATABASE_URL: databaseUrl, PORT: '0', INTERNAL_PORT: '0', HOST: '127.0.0.1' });
+  // A fresh data key per service: the service requires one whenever DATABASE_URL is set.
+  const dataKey = env.DATA_KEY ?? randomBytes(32).toString('hex');
+  const config = loadConfig({ LOG_LEVEL: 'silent', ...env, DATA_KEY: dataKey, DATABASE_URL: databaseUrl, PORT: '0', INTERNAL_PORT: '0', HOST: '127.0.0.1' });
   const service = await startService(config, createLogger(config.logLevel), new Set(roles));
   return {
     ...service,
     config,
+    env: { DATABASE_URL: databaseUrl, DATA_KEY: dataKey },
+    databaseUrl,
+    dataKey: config.dataKey!,
     publicUrl: `http://127.0.0.1:${service.publicPort}`,
     internalUrl: `http://127.0.0.1:${service.internalPort}`,
   };
