@@ -42,9 +42,22 @@ export interface paths {
         put?: never;
         /**
          * Request the current version of a registered document
-         * @description Stores the request and answers at once. Acceptance (the `emdrId` exists, else
-         *     `REGISTRY_ITEM_NOT_FOUND`) ends in `SendDemandContentResponse`; the current version of the
-         *     document, taken from the providing МИС archive, follows in `SendDocumentFileResultResponse`.
+         * @description Stores the request and answers at once. Acceptance ends in `SendDemandContentResponse`; the
+         *     current version of the document, taken from the providing МИС archive, follows in
+         *     `SendDocumentFileResultResponse`.
+         *
+         *     **Who may demand a document.** A document of one of the organizations the clinic account
+         *     acts for is delivered as it is (an account created with `--all-organizations` acts for
+         *     every organization). A document of another organization is delivered only when the
+         *     request's `patientSnils` is that document's patient: the clinic shows that it treats this
+         *     patient (find the `emdrId` with `SearchRegistryItem` by `patientSnils`). Any other case
+         *     (another organization's document without `patientSnils`, or with another patient's) is
+         *     rejected in the acceptance callback exactly as an `emdrId` that does not exist:
+         *     `REGISTRY_ITEM_NOT_FOUND`, "no registry item with this emdrId", so registry numbers cannot be
+         *     probed. The rule is checked against the current version, the one delivered. Every delivery
+         *     of a document of an organization the account does not list is recorded (clinic account,
+         *     `emdrId`, time; no personal data).
+         *
          *     `clientMessageId` is the clinic's own correlation id: echoed, or generated when absent;
          *     every callback of the request carries it. The identical request retried with the same
          *     `clientMessageId` gets the same acknowledgement and is processed once. A `callbackUrl` the
@@ -68,9 +81,13 @@ export interface paths {
         put?: never;
         /**
          * Search registry items
-         * @description Every criterion given must match; none given lists everything the clinic may see. A clinic
-         *     sees the items of the organizations its account acts for (all, when the account lists none).
-         *     Each item is one registered version; at most 100 items, newest first.
+         * @description Every criterion given must match; none given lists everything the clinic may see. Without
+         *     `patientSnils`, the items of the organizations the clinic account acts for (every
+         *     organization for an account created with `--all-organizations`). With `patientSnils`, that
+         *     patient's items of every organization: this is how a clinic learns the `emdrId` of a
+         *     document another МИС registered for a patient it treats, to demand it with the same
+         *     `patientSnils` in `DemandContent`. Each item is one registered version; at most 100 items,
+         *     newest first.
          */
         post: operations["SearchRegistryItem"];
         delete?: never;
@@ -241,6 +258,8 @@ export interface components {
         /** DemandContentRequest */
         DemandContentRequest: {
             emdrId: components["schemas"]["EmdrId"];
+            /** @description The patient of the document, for a document of an organization the clinic account does not act for (see DemandContent); not needed for its own organizations' documents. */
+            patientSnils?: components["schemas"]["Snils"];
             /** @description The clinic's correlation id, echoed in the acknowledgement and every callback. */
             clientMessageId?: components["schemas"]["Uuid"];
             callbackUrl?: components["schemas"]["CallbackUrl"];
@@ -252,6 +271,7 @@ export interface components {
         };
         /** SearchRegistryItemRequest */
         SearchRegistryItemRequest: {
+            /** @description The patient's items of every organization; without it, only the organizations the clinic account acts for. */
             patientSnils?: components["schemas"]["Snils"];
             /** @example 6 */
             kind?: string;

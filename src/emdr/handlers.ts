@@ -219,7 +219,7 @@ export function emdrHandlers(dependencies: EmdrHandlerDependencies): Record<stri
       const body = context.request.requestBody as DemandContentRequest;
       const callbackUrl = callbackBase(clinic, body.callbackUrl);
       const clientMessageId = body.clientMessageId ?? randomUUID();
-      const metadata: DemandMetadata = { emdrId: body.emdrId, clientMessageId };
+      const metadata: DemandMetadata = { emdrId: body.emdrId, clientMessageId, ...(body.patientSnils === undefined ? {} : { patientSnils: snilsDigits(body.patientSnils) }) };
       const stored = await store({
         client_id: clinic.id,
         operation: 'DemandContent',
@@ -237,10 +237,11 @@ export function emdrHandlers(dependencies: EmdrHandlerDependencies): Record<stri
     SearchRegistryItem: async (context: Context) => {
       const clinic = clinicOf(context);
       const body = context.request.requestBody as SearchRegistryItemRequest;
+      // By the patient's SNILS: every organization's items (how another МИС's emdrId is found); else the clinic's own organizations'.
       const items = await registry.search({
         ...body,
         ...(body.patientSnils === undefined ? {} : { patientSnils: snilsDigits(body.patientSnils) }),
-        ...(clinic.organizations === null ? {} : { organizations: clinic.organizations }),
+        ...(body.patientSnils !== undefined || clinic.organizations === null ? {} : { organizations: clinic.organizations }),
         limit: SEARCH_LIMIT,
       });
       const answer: SearchRegistryItemResponse = { items };

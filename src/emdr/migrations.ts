@@ -145,4 +145,31 @@ export const emdrMigrations: readonly NamedMigration[] = [
       },
     },
   ],
+  [
+    'emdr_0003_document_disclosures',
+    {
+      async up(knex) {
+        await knex.raw(`
+          -- Deliveries of a document to a clinic account that does not list its organization (access.ts).
+          -- No personal data; kept when the request itself is purged after RETENTION.
+          create table emdr_document_disclosures (
+            id bigserial primary key,
+            client_id bigint not null references emdr_clients(id),
+            -- the DemandContent request (no foreign key: request rows are purged, this record stays)
+            queue_message_id uuid not null,
+            -- the emdrId demanded, and the version delivered (its current version)
+            emdr_id text not null,
+            delivered_emdr_id text not null,
+            organization text not null,
+            basis text not null check (basis in ('patient', 'all-organizations')),
+            at timestamptz not null default clock_timestamp()
+          );
+          create index emdr_document_disclosures_client on emdr_document_disclosures (client_id, at);
+        `);
+      },
+      async down(knex) {
+        await knex.raw('drop table emdr_document_disclosures');
+      },
+    },
+  ],
 ];

@@ -6,6 +6,7 @@ import { callbackCredentialsOf } from './clients.js';
 import { detachedCmsError, snilsChecksumValid, snilsDigits, xmlWellFormednessError } from './acceptance.js';
 import { instantMs } from './instant.js';
 import type { CallbackErrorItem } from './codes.js';
+import { accessBasis, NO_SUCH_ITEM, recordDisclosure, type DocumentRequester } from './access.js';
 import { requestFileSlices } from './request-files.js';
 import { QUEUES, jobExecutor, type CallbackJob, type RequestJob } from './queue.js';
 import type { RegistryPort } from './registry/port.js';
@@ -34,6 +35,8 @@ export interface RegisterMetadata {
 export interface DemandMetadata {
   emdrId: string;
   clientMessageId: string;
+  /** 11 digits: the patient the clinic names for another organization's document. */
+  patientSnils?: string;
 }
 
 interface RequestRow {
@@ -43,7 +46,7 @@ interface RequestRow {
   state: string;
   callback_url: string;
   local_uid: string | null;
-  metadata: RegisterMetadata & DemandMetadata;
+  metadata: RegisterMetadata | DemandMetadata;
   intake_errors: CallbackErrorItem[] | null;
   created_at: Date;
 }
@@ -60,6 +63,13 @@ function withErrors(payload: Record<string, unknown>, errors: CallbackErrorItem[
   return errors.length > 0 ? { ...payload, status: 'error', errors } : { ...payload, status: 'success' };
 }
 
+/** The clinic account's organizations and the SNILS the DemandContent request named. */
+async function requesterOf(knex: Knex, request: RequestRow): Promise<DocumentRequester> {
+  const clinic = await knex('emdr_clients').where({ id: request.client_id }).first('organizations');
+  const { patientSnils } = request.metadata as DemandMetadata;
+  return { organizations: clinic.organizations, ...(patientSnils === undefined ? {} : { patientSnils }) };
+}
+
 async function registerDocumentAcceptanceErrors(knex: Knex, request: RequestRow): Promise<CallbackErrorItem[]> {
   if (request.intake_errors && request.intake_errors.length > 0) return request.intake_errors;
   const errors: CallbackErrorItem[] = [];
@@ -73,7 +83,7 @@ async function registerDocumentAcceptanceErrors(knex: Knex, request: RequestRow)
     const error = detachedCmsError(Buffer.from(item.signature, 'base64'), `personalSignatures/${index}/signature`);
     if (error) errors.push(error);
   });
-  const { metadata } = request;
+  const metadata = request.metadata as RegisterMetadata;
   if (!snilsChecksumValid(metadata.patientSnils)) errors.push({ code: 'VALIDATION_ERROR', message: 'patientSnils: the check number does not match' });
   if (instantMs(metadata.creationDateTime) > Date.now()) errors.push({ code: 'WRONG_CREATION_DATE', message: 'creationDateTime lies in the future' });
   // The earliest request with a localUid wins; later ones with another body are duplicates.
@@ -99,10 +109,13 @@ export async function acceptRequest(context: PipelineContext, queueMessageId: st
   let payload: Record<string, unknown>;
   if (request.operation === 'RegisterDocument') {
     errors = await registerDocumentAcceptanceErrors(knex, request);
-    payload = { queueMessageId, localUid: request.metadata.localUid };
+    payload = { queueMessageId, localUid: (request.metadata as RegisterMetadata).localUid };
   } else {
-    errors = (await registry.exists(request.metadata.emdrId)) ? [] : [{ code: 'REGISTRY_ITEM_NOT_FOUND', message: 'no registry item with this emdrId' }];
-    payload = { queueMessageId, clientMessageId: request.metadata.clientMessageId, emdrId: request.metadata.emdrId };
+    const metadata = request.metadata as DemandMetadata;
+    // A document the clinic may not have is answered as one that does not exist (access.ts).
+    const basis = accessBasis(await registry.currentVersionOwner(metadata.emdrId), await requesterOf(knex, request));
+    errors = basis ? [] : [NO_SUCH_ITEM];
+    payload = { queueMessageId, clientMessageId: metadata.clientMessageId, emdrId: metadata.emdrId };
   }
 
   await knex.transaction(async (trx) => {
@@ -129,56 +142,85 @@ export async function fulfilRequest(context: PipelineContext, queueMessageId: st
   const { knex, boss, registry, retryScheduleMs } = context;
   const request = (await knex('emdr_requests').where({ queue_message_id: queueMessageId }).first(REQUEST_COLUMNS)) as RequestRow | undefined;
   if (!request || request.state !== 'accepted') return;
-  const { metadata } = request;
 
-  let result: { state: string; emdrId?: string; errors: CallbackErrorItem[]; name: CallbackName; payload: Record<string, unknown> };
-  if (request.operation === 'RegisterDocument') {
-    const outcome = await registry.register({
-      requestKey: queueMessageId,
-      localUid: metadata.localUid,
-      kind: metadata.kind,
-      organization: metadata.organization,
-      patientSnils: snilsDigits(metadata.patientSnils),
-      documentNumber: metadata.documentNumber,
-      creationDateTime: metadata.creationDateTime,
-      replaces: metadata.replaces,
-    });
-    const base = { queueMessageId, localUid: metadata.localUid };
-    result = outcome.ok
-      ? {
-          state: 'completed',
-          emdrId: outcome.emdrId,
-          errors: [],
-          name: 'SendRegisterDocumentResultResponse',
-          payload: { ...base, status: 'success', emdrId: outcome.emdrId, registrationDateTime: outcome.registrationDateTime },
-        }
-      : { state: 'failed', errors: outcome.errors, name: 'SendRegisterDocumentResultResponse', payload: withErrors(base, outcome.errors) };
-  } else {
-    // The archive stores the files in the request row; the callback body is built from them at each attempt.
-    const outcome = await registry.fetchCurrentVersion(metadata.emdrId, queueMessageId);
-    const base = { queueMessageId, clientMessageId: metadata.clientMessageId, emdrId: metadata.emdrId };
-    if (outcome.ok) {
-      const { file } = outcome;
-      result = {
-        state: 'completed',
-        emdrId: metadata.emdrId,
-        errors: [],
-        name: 'SendDocumentFileResultResponse',
-        payload: { ...base, status: 'success', document: { localUid: file.localUid, kind: file.kind, version: file.version, fileName: file.fileName } },
-      };
-    } else {
-      result = { state: 'failed', errors: outcome.errors, name: 'SendDocumentFileResultResponse', payload: withErrors(base, outcome.errors) };
-    }
-  }
+  let result: FulfilResult;
+  if (request.operation === 'RegisterDocument') result = await registration(registry, queueMessageId, request.metadata as RegisterMetadata);
+  else result = await documentFile(registry, queueMessageId, request.metadata as DemandMetadata, await requesterOf(knex, request));
 
   await knex.transaction(async (trx) => {
     const locked = await trx('emdr_requests').where({ queue_message_id: queueMessageId }).forUpdate().first('state');
     if (locked.state !== 'accepted') return;
     await trx('emdr_requests')
       .where({ queue_message_id: queueMessageId })
-      .update({ state: result.state, emdr_id: result.emdrId ?? null, errors: result.errors.length > 0 ? JSON.stringify(result.errors) : null, updated_at: trx.fn.now() });
+      .update({
+        state: result.state,
+        emdr_id: result.emdrId ?? null,
+        errors: result.errors.length > 0 ? JSON.stringify(result.errors) : null,
+        // A file the clinic may not have leaves no copy behind.
+        ...(result.withheld ? { document: null, signature: null } : {}),
+        updated_at: trx.fn.now(),
+      });
+    if (result.disclosure) await recordDisclosure(trx, { clientId: request.client_id, queueMessageId, ...result.disclosure });
     await enqueueCallback(trx, boss, retryScheduleMs, { queueMessageId, name: result.name, sequence: 2, baseUrl: request.callback_url, payload: result.payload });
   });
+}
+
+interface FulfilResult {
+  state: 'completed' | 'failed';
+  emdrId?: string;
+  errors: CallbackErrorItem[];
+  name: CallbackName;
+  payload: Record<string, unknown>;
+  /** The archive's file was copied into the request row but may not go to this clinic. */
+  withheld?: boolean;
+  /** A delivery to record (access.ts). */
+  disclosure?: Omit<Parameters<typeof recordDisclosure>[1], 'clientId' | 'queueMessageId'>;
+}
+
+async function registration(registry: RegistryPort, queueMessageId: string, metadata: RegisterMetadata): Promise<FulfilResult> {
+  const outcome = await registry.register({
+    requestKey: queueMessageId,
+    localUid: metadata.localUid,
+    kind: metadata.kind,
+    organization: metadata.organization,
+    patientSnils: snilsDigits(metadata.patientSnils),
+    documentNumber: metadata.documentNumber,
+    creationDateTime: metadata.creationDateTime,
+    replaces: metadata.replaces,
+  });
+  const base = { queueMessageId, localUid: metadata.localUid };
+  const name = 'SendRegisterDocumentResultResponse';
+  if (!outcome.ok) return { state: 'failed', errors: outcome.errors, name, payload: withErrors(base, outcome.errors) };
+  return {
+    state: 'completed',
+    emdrId: outcome.emdrId,
+    errors: [],
+    name,
+    payload: { ...base, status: 'success', emdrId: outcome.emdrId, registrationDateTime: outcome.registrationDateTime },
+  };
+}
+
+/**
+ * The current version from the archive, which stores its files in the request row (the callback body is built from
+ * them at each attempt). The access rule is checked again on the version fetched: a newer version registered since
+ * acceptance may be another patient's.
+ */
+async function documentFile(registry: RegistryPort, queueMessageId: string, metadata: DemandMetadata, requester: DocumentRequester): Promise<FulfilResult> {
+  const outcome = await registry.fetchCurrentVersion(metadata.emdrId, queueMessageId);
+  const base = { queueMessageId, clientMessageId: metadata.clientMessageId, emdrId: metadata.emdrId };
+  const name = 'SendDocumentFileResultResponse';
+  if (!outcome.ok) return { state: 'failed', errors: outcome.errors, name, payload: withErrors(base, outcome.errors) };
+  const { file } = outcome;
+  const basis = accessBasis(file, requester);
+  if (!basis) return { state: 'failed', errors: [NO_SUCH_ITEM], name, payload: withErrors(base, [NO_SUCH_ITEM]), withheld: true };
+  return {
+    state: 'completed',
+    emdrId: metadata.emdrId,
+    errors: [],
+    name,
+    payload: { ...base, status: 'success', document: { localUid: file.localUid, kind: file.kind, version: file.version, fileName: file.fileName } },
+    ...(basis === 'own-organization' ? {} : { disclosure: { emdrId: metadata.emdrId, deliveredEmdrId: file.emdrId, organization: file.organization, basis } }),
+  };
 }
 
 /** How many jobs of each queue one worker process runs at once. */
