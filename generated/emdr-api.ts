@@ -18,6 +18,12 @@ export interface paths {
          *     `SendRegisterDocumentResponse`; a registration in the registry follows and ends in
          *     `SendRegisterDocumentResultResponse`.
          *
+         *     **Limits of the XML check.** Elements may be nested at most 256 levels deep; a deeper
+         *     document is rejected with `XML_VALIDATION_ERROR` ("the document nests elements deeper than
+         *     256 levels, the limit"). The check of one document has a time budget (`XML_CHECK_TIMEOUT`,
+         *     default 10 s); a document it cannot finish within it is rejected with `XML_VALIDATION_ERROR`
+         *     ("the document could not be checked within 10 s, the limit").
+         *
          *     The identical request retried (same clinic, same `localUid`, same body) gets the same
          *     acknowledgement and is processed once. A different body with a `localUid` already used is
          *     acknowledged, then rejected with `NOT_UNIQUE_PROVIDED_ID` in the acceptance callback.

@@ -47,7 +47,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
       boss = await startBoss(database.url, config, logger, { supervise: roles.has('worker') });
     }
     if (roles.has('worker')) {
-      await startWorkers({ knex: database.knex, boss: boss!, registry, retryScheduleMs: config.callbackRetryScheduleMs, logger, dataKey: await database.dataKey() });
+      await startWorkers({ knex: database.knex, boss: boss!, registry, retryScheduleMs: config.callbackRetryScheduleMs, logger, dataKey: await database.dataKey(), xmlCheckTimeoutMs: config.xmlCheckTimeoutMs });
     }
 
     if (roles.has('ehr') || roles.has('emdr')) {

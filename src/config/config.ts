@@ -24,6 +24,8 @@ export interface Config {
   rateLimitPerMinute: number;
   /** How long a background job may run before pg-boss hands it to another worker (a killed worker's job comes back). */
   jobExpiryMs: number;
+  /** Time budget of the XML check of one RegisterDocument: beyond it, an acceptance error. At most half of jobExpiryMs. */
+  xmlCheckTimeoutMs: number;
   /** Simulated latency of each call to the built-in registry. */
   registryLatencyMs: number;
   /** Test switch: the built-in registry refuses every registration and file request. */
@@ -173,6 +175,9 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
 
   const jobExpiryMs = readDuration(env, 'JOB_EXPIRY', '30s');
   if (jobExpiryMs < 1000) throw new ConfigError('JOB_EXPIRY', 'must be at least 1s');
+  // The check must end well inside JOB_EXPIRY, or another worker takes the same job meanwhile.
+  const xmlCheckTimeoutMs = readDuration(env, 'XML_CHECK_TIMEOUT', `${Math.min(10_000, jobExpiryMs / 2)}ms`);
+  if (xmlCheckTimeoutMs <= 0 || xmlCheckTimeoutMs > jobExpiryMs / 2) throw new ConfigError('XML_CHECK_TIMEOUT', 'must be above 0 and at most half of JOB_EXPIRY');
 
   const registryFailRaw = (env.REGISTRY_FAIL || 'false').toLowerCase();
   if (!['true', 'false', '1', '0'].includes(registryFailRaw)) {
@@ -198,6 +203,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     bodyLimitBytes,
     rateLimitPerMinute,
     jobExpiryMs,
+    xmlCheckTimeoutMs,
     registryLatencyMs: readDuration(env, 'REGISTRY_LATENCY', '0'),
     registryFail: registryFailRaw === 'true' || registryFailRaw === '1',
     logLevel,
@@ -224,6 +230,7 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; fallback: string; m
   { name: 'BODY_LIMIT', fallback: '32mb', meaning: 'largest request body of interface B' },
   { name: 'RATE_LIMIT', fallback: '600', meaning: 'interface B requests per clinic account per minute; 0 turns the limit off' },
   { name: 'JOB_EXPIRY', fallback: '30s', meaning: "how long a background job may run before another worker takes it over (a killed worker's jobs come back)" },
+  { name: 'XML_CHECK_TIMEOUT', fallback: '10s (at most half of JOB_EXPIRY)', meaning: 'time budget of the XML check of one RegisterDocument document; beyond it, XML_VALIDATION_ERROR' },
   { name: 'REGISTRY_LATENCY', fallback: '0', meaning: 'simulated latency of each call to the built-in registry' },
   { name: 'REGISTRY_FAIL', fallback: 'false', meaning: 'test switch: the built-in registry refuses every registration and file request' },
   { name: 'LOG_LEVEL', fallback: 'info', meaning: 'fatal, error, warn, info, debug, trace or silent' },

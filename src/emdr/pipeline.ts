@@ -3,11 +3,12 @@ import type { Knex } from 'knex';
 import type { Logger } from '../logging/logger.js';
 import { deliverCallback, enqueueCallback, type CallbackName, type DeliveryContext } from '../callbacks/delivery.js';
 import { callbackCredentialsOf } from './clients.js';
-import { detachedCmsError, snilsChecksumValid, snilsDigits, xmlWellFormednessError } from './acceptance.js';
+import { detachedCmsError, snilsChecksumValid, snilsDigits } from './acceptance.js';
 import { instantMs } from './instant.js';
 import type { CallbackErrorItem } from './codes.js';
 import { accessBasis, NO_SUCH_ITEM, recordDisclosure, type DocumentRequester } from './access.js';
 import { requestFileSlices } from './request-files.js';
+import { MAX_XML_DEPTH, xmlDocumentError } from './xml-check.js';
 import { QUEUES, jobExecutor, type CallbackJob, type RequestJob } from './queue.js';
 import type { RegistryPort } from './registry/port.js';
 
@@ -19,6 +20,8 @@ export interface PipelineContext {
   logger: Logger;
   /** Opens the clinics' callback secrets. */
   dataKey: Buffer;
+  /** Time budget of the XML check of one document (XML_CHECK_TIMEOUT). */
+  xmlCheckTimeoutMs: number;
 }
 
 /** What the request row keeps besides the files (`metadata`). */
@@ -70,11 +73,12 @@ async function requesterOf(knex: Knex, request: RequestRow): Promise<DocumentReq
   return { organizations: clinic.organizations, ...(patientSnils === undefined ? {} : { patientSnils }) };
 }
 
-async function registerDocumentAcceptanceErrors(knex: Knex, request: RequestRow): Promise<CallbackErrorItem[]> {
+async function registerDocumentAcceptanceErrors(context: PipelineContext, request: RequestRow): Promise<CallbackErrorItem[]> {
+  const { knex } = context;
   if (request.intake_errors && request.intake_errors.length > 0) return request.intake_errors;
   const errors: CallbackErrorItem[] = [];
-  const xmlError = await xmlWellFormednessError(requestFileSlices(knex, request.queue_message_id, 'document'));
-  if (xmlError !== undefined) errors.push({ code: 'XML_VALIDATION_ERROR', message: `the document is not well-formed XML: ${xmlError}`.slice(0, 300) });
+  const xmlError = await xmlDocumentError(requestFileSlices(knex, request.queue_message_id, 'document'), { maxDepth: MAX_XML_DEPTH, timeoutMs: context.xmlCheckTimeoutMs });
+  if (xmlError !== undefined) errors.push({ code: 'XML_VALIDATION_ERROR', message: xmlError.slice(0, 300) });
   const files = await knex('emdr_requests').where({ queue_message_id: request.queue_message_id }).first('signature', 'personal_signatures');
   const signatureError = detachedCmsError(files.signature as Buffer, 'signature');
   if (signatureError) errors.push(signatureError);
@@ -108,7 +112,7 @@ export async function acceptRequest(context: PipelineContext, queueMessageId: st
   let errors: CallbackErrorItem[];
   let payload: Record<string, unknown>;
   if (request.operation === 'RegisterDocument') {
-    errors = await registerDocumentAcceptanceErrors(knex, request);
+    errors = await registerDocumentAcceptanceErrors(context, request);
     payload = { queueMessageId, localUid: (request.metadata as RegisterMetadata).localUid };
   } else {
     const metadata = request.metadata as DemandMetadata;
