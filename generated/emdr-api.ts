@@ -111,7 +111,7 @@ export interface paths {
         };
         /**
          * State of a request and of each of its callbacks
-         * @description A clinic sees only its own requests; another business's `queueMessageId` answers 404 as an unknown one does.
+         * @description A clinic sees only its own requests; another business's `queueMessageId` answers 404 as an unknown one does, and so does a request deleted `RETENTION` (default 30 days) after it ended.
          */
         get: operations["GetMessage"];
         put?: never;
@@ -554,7 +554,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description The clinic account sent more than `RATE_LIMIT` requests in the current minute; retry after the `Retry-After` seconds. */
+        /** @description The clinic account sent more than `RATE_LIMIT` requests, or more than `BYTE_QUOTA` bytes of request bodies, in the current minute; retry after the `Retry-After` seconds. */
         RateLimited: {
             headers: {
                 /** @description Seconds until the next minute window. */

@@ -2,6 +2,8 @@ import express from 'express';
 import type { Config } from './config/config.js';
 import { openApiSpecPath } from './config/paths.js';
 import { isReady, migrateToLatest, openDatabase, type Database } from './db/database.js';
+import { startRetention, type Retention } from './db/retention.js';
+import { ehrPurgeSteps } from './ehr/retention.js';
 import { ehrRoutes } from './ehr/http.js';
 import { createEhrHandlers } from './ehr/methods.js';
 import { RpcEnvelope } from './ehr/rpc/envelope.js';
@@ -13,6 +15,7 @@ import { createEmdrRouter } from './emdr/http.js';
 import { startWorkers } from './emdr/pipeline.js';
 import { startBoss } from './emdr/queue.js';
 import { BuiltInRegistry } from './emdr/registry/built-in.js';
+import { emdrPurgeSteps } from './emdr/retention.js';
 import { healthRoutes } from './http/health.js';
 import { startListener, type Listener } from './http/listener.js';
 import type { Logger } from './logging/logger.js';
@@ -34,6 +37,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
   const database = await openDatabase(config, logger, { adopt: true });
   const listeners: Listener[] = [];
   let boss: PgBoss | undefined;
+  let retention: Retention | undefined;
   try {
     const applied = await migrateToLatest(database);
     if (applied.length > 0) logger.info({ applied }, 'migrations applied');
@@ -47,6 +51,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
       boss = await startBoss(database.url, config, logger, { supervise: roles.has('worker') });
     }
     if (roles.has('worker')) {
+      retention = startRetention(database.knex, { retentionMs: config.retentionMs, steps: [...emdrPurgeSteps, ...ehrPurgeSteps], logger });
       await startWorkers({ knex: database.knex, boss: boss!, registry, retryScheduleMs: config.callbackRetryScheduleMs, logger, dataKey: await database.dataKey(), xmlCheckTimeoutMs: config.xmlCheckTimeoutMs });
     }
 
@@ -56,7 +61,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
       publicApp.use(healthRoutes(ready));
       publicApp.use(docsRoutes());
       if (roles.has('emdr')) {
-        const handlers = emdrHandlers({ knex: database.knex, boss: boss!, registry, rateLimitPerMinute: config.rateLimitPerMinute });
+        const handlers = emdrHandlers({ knex: database.knex, boss: boss!, registry, rateLimitPerMinute: config.rateLimitPerMinute, byteQuotaPerMinute: config.byteQuotaPerMinute });
         const securityHandlers = clinicSecurityHandlers(database.knex);
         publicApp.use('/api', await createEmdrRouter({ definition: openApiSpecPath, handlers, securityHandlers, bodyLimitBytes: config.bodyLimitBytes, base64Members: { RegisterDocument: 'document' }, logger }));
       }
@@ -84,6 +89,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
       internalPort,
       async stop() {
         await Promise.all(listeners.map((listener) => listener.stop()));
+        await retention?.stop();
         // Finishes the jobs in flight; an unfinished one comes back to another worker after JOB_EXPIRY.
         await boss?.stop({ graceful: true, wait: true, timeout: 20_000 });
         await database.close();
@@ -92,6 +98,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
     };
   } catch (error) {
     await Promise.all(listeners.map((listener) => listener.stop(0)));
+    await retention?.stop();
     await boss?.stop({ graceful: false, wait: true });
     await database.close();
     throw error;

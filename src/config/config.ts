@@ -22,6 +22,10 @@ export interface Config {
   bodyLimitBytes: number;
   /** Requests per clinic account per minute on interface B; 0 turns the limit off. */
   rateLimitPerMinute: number;
+  /** Bytes of request bodies per clinic account per minute on interface B; 0 turns the quota off. */
+  byteQuotaPerMinute: number;
+  /** How long ended requests, expired sessions and exchange tokens are kept before the worker role purges them. */
+  retentionMs: number;
   /** How long a background job may run before pg-boss hands it to another worker (a killed worker's job comes back). */
   jobExpiryMs: number;
   /** Time budget of the XML check of one RegisterDocument: beyond it, an acceptance error. At most half of jobExpiryMs. */
@@ -173,6 +177,15 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     throw new ConfigError('RATE_LIMIT', `"${rateLimitRaw}" is not a whole number of requests per minute (0 turns the limit off)`);
   }
 
+  const byteQuotaRaw = env.BYTE_QUOTA || '256mb';
+  const byteQuotaPerMinute = byteQuotaRaw === '0' ? 0 : parseSize(byteQuotaRaw);
+  if (byteQuotaPerMinute === undefined || (byteQuotaPerMinute > 0 && byteQuotaPerMinute < bodyLimitBytes)) {
+    throw new ConfigError('BYTE_QUOTA', `"${byteQuotaRaw}" is not a size of at least BODY_LIMIT (use e.g. 256mb; 0 turns the quota off)`);
+  }
+
+  const retentionMs = readDuration(env, 'RETENTION', '30d');
+  if (retentionMs < 1000) throw new ConfigError('RETENTION', 'must be at least 1s');
+
   const jobExpiryMs = readDuration(env, 'JOB_EXPIRY', '30s');
   if (jobExpiryMs < 1000) throw new ConfigError('JOB_EXPIRY', 'must be at least 1s');
   // The check must end well inside JOB_EXPIRY, or another worker takes the same job meanwhile.
@@ -202,6 +215,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     dataKey: readDataKey(env),
     bodyLimitBytes,
     rateLimitPerMinute,
+    byteQuotaPerMinute,
+    retentionMs,
     jobExpiryMs,
     xmlCheckTimeoutMs,
     registryLatencyMs: readDuration(env, 'REGISTRY_LATENCY', '0'),
@@ -229,6 +244,8 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; fallback: string; m
   },
   { name: 'BODY_LIMIT', fallback: '32mb', meaning: 'largest request body of interface B' },
   { name: 'RATE_LIMIT', fallback: '600', meaning: 'interface B requests per clinic account per minute; 0 turns the limit off' },
+  { name: 'BYTE_QUOTA', fallback: '256mb', meaning: 'bytes of interface B request bodies per clinic account per minute (at least BODY_LIMIT); 0 turns the quota off' },
+  { name: 'RETENTION', fallback: '30d', meaning: 'how long ended requests (with their callbacks), expired sessions and exchange tokens are kept' },
   { name: 'JOB_EXPIRY', fallback: '30s', meaning: "how long a background job may run before another worker takes it over (a killed worker's jobs come back)" },
   { name: 'XML_CHECK_TIMEOUT', fallback: '10s (at most half of JOB_EXPIRY)', meaning: 'time budget of the XML check of one RegisterDocument document; beyond it, XML_VALIDATION_ERROR' },
   { name: 'REGISTRY_LATENCY', fallback: '0', meaning: 'simulated latency of each call to the built-in registry' },

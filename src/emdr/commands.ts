@@ -6,6 +6,8 @@ import { printJson, UsageError, withDatabase } from '../cli/program.js';
 import { decodeBase64Strict } from './acceptance.js';
 import { createClinicAccount, DuplicateClinicAccountError } from './clients.js';
 import { messageState } from './messages.js';
+import { refetchDroppedFile } from './pipeline.js';
+import { BuiltInRegistry } from './registry/built-in.js';
 import { startBoss } from './queue.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -84,6 +86,9 @@ export function registerEmdrCommands(program: Command): void {
         if (!(await database.knex('emdr_requests').where({ queue_message_id: queueMessageId }).first('queue_message_id'))) {
           throw new UsageError(`no request ${queueMessageId}`);
         }
+        // The request's copy of a document goes once its callbacks fail for good (retention.ts): fetch it again.
+        const registry = new BuiltInRegistry(database.knex, { latencyMs: context.config.registryLatencyMs, fail: context.config.registryFail });
+        await refetchDroppedFile(database.knex, registry, queueMessageId);
         const boss = await startBoss(database.url, context.config, context.logger, { supervise: false });
         try {
           return await replayFailedCallbacks(database.knex, boss, context.config.callbackRetryScheduleMs, queueMessageId);

@@ -27,6 +27,7 @@ export interface EmdrHandlerDependencies {
   boss: PgBoss;
   registry: RegistryPort;
   rateLimitPerMinute: number;
+  byteQuotaPerMinute: number;
 }
 
 const SEARCH_LIMIT = 100;
@@ -54,26 +55,43 @@ export function clinicSecurityHandlers(knex: Knex): Record<string, SecurityHandl
   };
 }
 
-/** Requests per clinic account in the current minute: a fixed window kept in this process. */
-class RateLimiter {
+/** A per-clinic allowance per minute (requests, or body bytes): a fixed window kept in this process. */
+class MinuteAllowance {
   private windowStart = 0;
-  private counts = new Map<number, number>();
+  private used = new Map<number, number>();
 
-  constructor(private readonly perMinute: number) {}
+  /** `limit` 0: no limit. */
+  constructor(private readonly limit: number) {}
 
-  /** Seconds to wait when over the limit, else undefined. */
-  take(clientId: number): number | undefined {
-    if (this.perMinute === 0) return undefined;
+  /** Takes `amount` of the clinic's allowance; when that would pass the limit, takes nothing and returns the seconds to wait. */
+  take(clientId: number, amount: number): number | undefined {
+    if (this.limit === 0) return undefined;
     const now = Date.now();
     const window = Math.floor(now / 60_000) * 60_000;
     if (window !== this.windowStart) {
       this.windowStart = window;
-      this.counts.clear();
+      this.used.clear();
     }
-    const count = (this.counts.get(clientId) ?? 0) + 1;
-    this.counts.set(clientId, count);
-    return count > this.perMinute ? Math.ceil((window + 60_000 - now) / 1000) : undefined;
+    const used = (this.used.get(clientId) ?? 0) + amount;
+    if (used > this.limit) return Math.ceil((window + 60_000 - now) / 1000);
+    this.used.set(clientId, used);
+    return undefined;
   }
+}
+
+/**
+ * The size of a request body as the byte quota counts it: its members' JSON, strings by their UTF-8
+ * length (no serialized copy of a large document), and the large member kept as bytes by its length.
+ */
+function bodyBytes(body: unknown, large: { member: string; value: Buffer } | undefined): number {
+  if (body === null || typeof body !== 'object') return 0;
+  let bytes = 2;
+  for (const [key, value] of Object.entries(body)) {
+    bytes += Buffer.byteLength(key) + 4;
+    if (key === large?.member) bytes += large.value.length;
+    else bytes += typeof value === 'string' ? Buffer.byteLength(value) : Buffer.byteLength(JSON.stringify(value));
+  }
+  return bytes;
 }
 
 const HASHED_CHARACTERS_PER_UPDATE = 1024 * 1024;
@@ -122,14 +140,19 @@ function bodyHash(body: Record<string, unknown>, bytes?: { member: string; value
 
 export function emdrHandlers(dependencies: EmdrHandlerDependencies): Record<string, OperationHandler> {
   const { knex, boss, registry } = dependencies;
-  const limiter = new RateLimiter(dependencies.rateLimitPerMinute);
+  const requests = new MinuteAllowance(dependencies.rateLimitPerMinute);
+  const bytes = new MinuteAllowance(dependencies.byteQuotaPerMinute);
 
-  const clinicOf = (context: Context): ClinicAccount => {
+  /** The clinic of the request, within its request rate and byte quota (else 429 RATE_LIMIT with Retry-After). */
+  const clinicOf = (context: Context, request: Request): ClinicAccount => {
     const clinic = context.security?.Token as ClinicAccount;
-    const wait = limiter.take(clinic.id);
-    if (wait !== undefined) {
-      throw new ApiError(429, [{ code: 'RATE_LIMIT', message: 'too many requests; retry after the seconds in Retry-After' }], { 'Retry-After': String(wait) });
-    }
+    const refuse = (wait: number, what: string) =>
+      new ApiError(429, [{ code: 'RATE_LIMIT', message: `too many ${what} this minute; retry after the seconds in Retry-After` }], { 'Retry-After': String(wait) });
+    const requestWait = requests.take(clinic.id, 1);
+    if (requestWait !== undefined) throw refuse(requestWait, 'requests');
+    const large = base64MemberOf(request);
+    const bytesWait = bytes.take(clinic.id, bodyBytes(context.request.requestBody, large && { member: 'document', value: large }));
+    if (bytesWait !== undefined) throw refuse(bytesWait, 'bytes');
     return clinic;
   };
 
@@ -167,7 +190,7 @@ export function emdrHandlers(dependencies: EmdrHandlerDependencies): Record<stri
 
   return {
     RegisterDocument: async (context: Context, request: Request) => {
-      const clinic = clinicOf(context);
+      const clinic = clinicOf(context, request);
       const body = context.request.requestBody as RegisterDocumentRequest;
       // A large document arrives as bytes of strict base64, with a placeholder in body.document (see base64-member.ts).
       const documentBytes = base64MemberOf(request);
@@ -214,8 +237,8 @@ export function emdrHandlers(dependencies: EmdrHandlerDependencies): Record<stri
       return { status: 200, body: answer };
     },
 
-    DemandContent: async (context: Context) => {
-      const clinic = clinicOf(context);
+    DemandContent: async (context: Context, request: Request) => {
+      const clinic = clinicOf(context, request);
       const body = context.request.requestBody as DemandContentRequest;
       const callbackUrl = callbackBase(clinic, body.callbackUrl);
       const clientMessageId = body.clientMessageId ?? randomUUID();
@@ -234,8 +257,8 @@ export function emdrHandlers(dependencies: EmdrHandlerDependencies): Record<stri
       return { status: 200, body: answer };
     },
 
-    SearchRegistryItem: async (context: Context) => {
-      const clinic = clinicOf(context);
+    SearchRegistryItem: async (context: Context, request: Request) => {
+      const clinic = clinicOf(context, request);
       const body = context.request.requestBody as SearchRegistryItemRequest;
       // By the patient's SNILS: every organization's items (how another МИС's emdrId is found); else the clinic's own organizations'.
       const items = await registry.search({
@@ -248,8 +271,8 @@ export function emdrHandlers(dependencies: EmdrHandlerDependencies): Record<stri
       return { status: 200, body: answer };
     },
 
-    GetMessage: async (context: Context) => {
-      const clinic = clinicOf(context);
+    GetMessage: async (context: Context, request: Request) => {
+      const clinic = clinicOf(context, request);
       const state = await messageState(knex, (context.request.params as { queueMessageId: string }).queueMessageId, clinic.id);
       if (!state) throw ApiError.single(404, 'NOT_FOUND', 'no such request');
       return { status: 200, body: state };

@@ -172,4 +172,16 @@ export const emdrMigrations: readonly NamedMigration[] = [
       },
     },
   ],
+  [
+    'emdr_0004_retention',
+    {
+      async up(knex) {
+        // The purge looks for ended requests by their last change (retention.ts).
+        await knex.raw(`create index emdr_requests_ended on emdr_requests (updated_at) where state in ('rejected', 'completed', 'failed')`);
+      },
+      async down(knex) {
+        await knex.raw('drop index emdr_requests_ended');
+      },
+    },
+  ],
 ];

@@ -8,6 +8,7 @@ import { instantMs } from './instant.js';
 import type { CallbackErrorItem } from './codes.js';
 import { accessBasis, NO_SUCH_ITEM, recordDisclosure, type DocumentRequester } from './access.js';
 import { requestFileSlices } from './request-files.js';
+import { dropSettledFiles } from './retention.js';
 import { MAX_XML_DEPTH, xmlDocumentError } from './xml-check.js';
 import { QUEUES, jobExecutor, type CallbackJob, type RequestJob } from './queue.js';
 import type { RegistryPort } from './registry/port.js';
@@ -227,6 +228,31 @@ async function documentFile(registry: RegistryPort, queueMessageId: string, meta
   };
 }
 
+/**
+ * Before `callbacks replay`: when the file callback of a DemandContent is to be sent again after the
+ * request's copy of the file was dropped (retention.ts), the current version is fetched from the
+ * archive again, under the same access rule, and the callback names the version fetched. Throws
+ * when the clinic may not have the document any more.
+ */
+export async function refetchDroppedFile(knex: Knex, registry: RegistryPort, queueMessageId: string): Promise<void> {
+  const request = (await knex('emdr_requests')
+    .where({ queue_message_id: queueMessageId, operation: 'DemandContent', state: 'completed' })
+    .whereNull('document')
+    .first(REQUEST_COLUMNS)) as RequestRow | undefined;
+  const fileCallback = request && (await knex('emdr_callbacks').where({ queue_message_id: queueMessageId, sequence: 2 }).whereIn('state', ['failed', 'waiting']).first('id'));
+  if (!request || !fileCallback) return;
+  const result = await documentFile(registry, queueMessageId, request.metadata as DemandMetadata, await requesterOf(knex, request));
+  await knex.transaction(async (trx) => {
+    if (result.withheld || result.state !== 'completed') {
+      await trx('emdr_requests').where({ queue_message_id: queueMessageId }).update({ document: null, signature: null });
+      return;
+    }
+    await trx('emdr_callbacks').where({ id: fileCallback.id }).update({ payload: result.payload });
+    if (result.disclosure) await recordDisclosure(trx, { clientId: request.client_id, queueMessageId, ...result.disclosure });
+  });
+  if (result.state !== 'completed') throw new Error(`the document of request ${queueMessageId} cannot be fetched for this clinic again: ${result.errors.map((error) => error.code).join(', ')}`);
+}
+
 /** How many jobs of each queue one worker process runs at once. */
 const CONCURRENCY = { [QUEUES.accept]: 2, [QUEUES.fulfil]: 2, [QUEUES.callback]: 4 } as const;
 
@@ -248,7 +274,12 @@ export async function startWorkers(context: PipelineContext): Promise<void> {
   for (let i = 0; i < CONCURRENCY[QUEUES.fulfil]; i += 1) {
     await boss.work<RequestJob>(QUEUES.fulfil, options, async ([job]) => run(QUEUES.fulfil, () => fulfilRequest(context, job!.data.queueMessageId)));
   }
-  const delivery: DeliveryContext = { ...context, credentialsOf: (queueMessageId) => callbackCredentialsOf(context.knex, context.dataKey, queueMessageId) };
+  const delivery: DeliveryContext = {
+    ...context,
+    credentialsOf: (queueMessageId) => callbackCredentialsOf(context.knex, context.dataKey, queueMessageId),
+    // Once no callback of the request is left to send, its copy of the files goes (retention.ts).
+    onSettled: async (trx, queueMessageId) => void (await dropSettledFiles(trx, { queueMessageId })),
+  };
   for (let i = 0; i < CONCURRENCY[QUEUES.callback]; i += 1) {
     await boss.work<CallbackJob>(QUEUES.callback, options, async ([job]) => run(QUEUES.callback, () => deliverCallback(delivery, job!.data.callbackId)));
   }

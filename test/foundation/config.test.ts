@@ -36,6 +36,25 @@ describe('config', () => {
     ]);
   });
 
+  it('has the documented defaults and bounds of the retention, byte quota and XML check', () => {
+    const config = loadConfig({});
+    expect(config.retentionMs).toBe(30 * 86_400_000);
+    expect(config.byteQuotaPerMinute).toBe(256 * 1024 * 1024);
+    expect(config.xmlCheckTimeoutMs).toBe(10_000);
+    expect(loadConfig({ JOB_EXPIRY: '4s' }).xmlCheckTimeoutMs).toBe(2_000);
+    expect(loadConfig({ BYTE_QUOTA: '0' }).byteQuotaPerMinute).toBe(0);
+    for (const [env, variable] of [
+      [{ RETENTION: '0' }, 'RETENTION'],
+      [{ RETENTION: 'forever' }, 'RETENTION'],
+      [{ BYTE_QUOTA: '1mb' }, 'BYTE_QUOTA'],
+      [{ BYTE_QUOTA: 'lots' }, 'BYTE_QUOTA'],
+      [{ XML_CHECK_TIMEOUT: '20s' }, 'XML_CHECK_TIMEOUT'],
+      [{ XML_CHECK_TIMEOUT: '0' }, 'XML_CHECK_TIMEOUT'],
+    ] as const) {
+      expect(() => loadConfig(env)).toThrow(new RegExp(`^${variable}: `));
+    }
+  });
+
   it.each([
     [{ EXCHANGE_TOKEN_TTL: 'soon' }, 'EXCHANGE_TOKEN_TTL'],
     [{ CALLBACK_RETRY_SCHEDULE: '0,5s,later' }, 'CALLBACK_RETRY_SCHEDULE'],
