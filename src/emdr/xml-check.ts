@@ -64,6 +64,10 @@ function timeoutMessage(timeoutMs: number): string {
 /** Posts one request and waits for the worker's answer (or its failure). */
 function sendAndWait(worker: Worker, request: XmlCheckRequest, failed: Promise<never>): Promise<XmlCheckAnswer> {
   const answered = new Promise<XmlCheckAnswer>((resolve) => worker.once('message', resolve));
-  worker.postMessage(request);
+  if ('chunk' in request) {
+    // A chunk may be a view into a larger buffer, which a message would copy whole: the view's bytes go, moved.
+    const chunk = new Uint8Array(request.chunk);
+    worker.postMessage({ chunk }, [chunk.buffer]);
+  } else worker.postMessage(request);
   return Promise.race([answered, failed]);
 }
