@@ -85,6 +85,20 @@ describe('ehr-gateway patients import', () => {
     expect(await patientIds()).toEqual(before);
   });
 
+  it('reports a month 13 or a year 0000 as a rejected row, like any other bad date (issue 9)', async () => {
+    const csv = ['id,surname,name,birthDate,gender', 'm13,Иванов,Пётр,1990-13-01,1', 'y0,Петров,Иван,0000-05-17,1'].join('\n');
+    const result = await importFile('month13.csv', csv);
+    expect(result.code).toBe(1);
+    expect(JSON.parse(result.stdout)).toEqual({
+      imported: 0,
+      rejected: [
+        { row: 1, field: 'birthDate', reason: 'is not a date YYYY-MM-DD' },
+        { row: 2, field: 'birthDate', reason: 'is not a date YYYY-MM-DD' },
+      ],
+    });
+    expect(result.stderr.trim()).toBe('ehr-gateway: 2 of 2 rows rejected; nothing imported');
+  });
+
   it('answers --help with the file format', async () => {
     const result = await runCli(['patients', 'import', '--help']);
     expect(result.code).toBe(0);

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { openDatabase } from '../../../src/db/database.js';
 import { seedDemoPatients } from '../../../src/ehr/patients.js';
 import { createLogger } from '../../../src/logging/logger.js';
+import type { Role } from '../../../src/service.js';
 import { startTestService, type TestService } from '../../support/service.js';
 import { rpc, sha1hex } from './rpc.js';
 
@@ -20,8 +21,8 @@ export async function databaseOf(service: TestService): Promise<{ knex: Knex; cl
 }
 
 /** The real service with the test's internal account and the demo patients. */
-export async function startEhrTestService(env: Record<string, string> = {}): Promise<TestService> {
-  const service = await startTestService({ INTERNAL_USERS, ...env });
+export async function startEhrTestService(env: Record<string, string> = {}, roles?: readonly Role[]): Promise<TestService> {
+  const service = await startTestService({ INTERNAL_USERS, ...env }, roles);
   const database = await databaseOf(service);
   await seedDemoPatients(database.knex);
   await database.close();
