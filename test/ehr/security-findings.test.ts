@@ -231,7 +231,7 @@ describe('finding 5: values the database cannot hold', () => {
     await database.close();
     expect(String((failure as Error).message)).toContain(YEAR_ZERO);
     const lines: string[] = [];
-    const logger = createLogger('info', new Writable({ write: (chunk: Buffer, _encoding, done) => done(undefined, lines.push(chunk.toString())) }));
+    const logger = createLogger('info', new Writable({ write: (chunk: Buffer, _encoding, done) => { lines.push(chunk.toString()); done(); } }));
     logger.error({ err: failure }, 'query failed');
     const logged = JSON.parse(lines[0]!) as { err: Record<string, unknown> };
     expect(logged.err).toMatchObject({ code: '22008', routine: expect.any(String) });

@@ -11,9 +11,9 @@ export const INTERNAL_PASSWORD = 'pa55word';
 export const INTERNAL_USERS = `${INTERNAL_USER}:${INTERNAL_PASSWORD}`;
 
 /** The demo patient demo-1 (Иванова Мария, 1990-05-17, female, +79161234567), as a user would type her data. */
-export const MARIA = { surname: ' иванова ', name: 'МАРИЯ', date: '1990-05-17 00:00:00.000', gender: 1, phone: '8 916 123-45-67' };
-/** The demo patient demo-2 (Фёдоров Алексей). */
-export const ALEXEY = { surname: 'Федоров', name: 'Алексей', date: '1985-11-02 00:00:00.000', gender: 0, phone: '+79031112233' };
+export const MARIA = { surname: ' иванова ', name: 'МАРИЯ', date: '1990-05-17 00:00:00.000', gender: 2, phone: '8 916 123-45-67' };
+/** The demo patient demo-2 (Фёдоров Алексей, 1985-11-02, male, +79031112233). */
+export const ALEXEY = { surname: 'Федоров', name: 'Алексей', date: '1985-11-02 00:00:00.000', gender: 1, phone: '+79031112233' };
 
 /** The service's database, for seeding and inspecting. */
 export async function databaseOf(service: TestService): Promise<{ knex: Knex; close(): Promise<void> }> {
