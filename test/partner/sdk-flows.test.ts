@@ -137,7 +137,7 @@ describe('getAuthenticatedPatient', () => {
   });
 
   it.each([
-    ['a JavaScript Date at local midnight in Moscow, winter (toISOString: the previous day, 21:00Z)', () => new Date(moscowLocalMidnight(1990, 4, 17)).toISOString(), 'demo-1'],
+    ['a JavaScript Date at local midnight in Moscow (toISOString: the previous day, 20:00Z in the summer of 1990)', () => new Date(moscowLocalMidnight(1990, 4, 17)).toISOString(), 'demo-1'],
     ['text with seven fractional digits and Z (the SDK fixture form)', () => '1990-05-17 04:40:32.4570000Z', 'demo-1'],
     ['text with no fraction and Z (the SDK web sample form)', () => '1990-05-17 00:00:00Z', 'demo-1'],
     ['the original form without a zone', () => '1990-05-17 00:00:00.000', 'demo-1'],
