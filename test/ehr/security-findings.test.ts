@@ -1,8 +1,7 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logging/logger.js';
-import type { TestService } from '../support/service.js';
-import { startTestService } from '../support/service.js';
+import { startTestService, type TestService } from '../support/service.js';
 import {
   ALEXEY,
   authenticate,
