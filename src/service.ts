@@ -74,7 +74,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
         internalApp.disable('x-powered-by');
         internalApp.use(healthRoutes(ready));
         internalApp.use(ehrRoutes(envelope, 'internal', document.info.version));
-        const internal = await startListener(internalApp, config.host, config.internalPort);
+        const internal = await startListener(internalApp, config.internalHost, config.internalPort);
         listeners.push(internal);
         internalPort = internal.port;
       }

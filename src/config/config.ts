@@ -6,8 +6,10 @@ export interface Config {
   port: number;
   /** Internal channel listener: the only one that answers the internal methods. */
   internalPort: number;
-  /** Address both listeners bind to. */
+  /** Address the public listener binds to. */
   host: string;
+  /** Address the internal listener binds to: loopback unless an operator exposes it. */
+  internalHost: string;
   /** External PostgreSQL; undefined means the embedded one under dataDir. */
   databaseUrl: string | undefined;
   dataDir: string;
@@ -16,6 +18,12 @@ export interface Config {
   exchangeTokenTtlMs: number;
   callbackRetryScheduleMs: readonly number[];
   authTtlUnit: 'seconds' | 'minutes';
+  /** IANA time zone in which an instant sent as a birth date is read as a calendar date. */
+  birthDateTimeZone: string;
+  /** Internal credential failures per internal account and client address before its calls are refused. */
+  internalAuthMaxFailures: number;
+  /** How long failures count, from the first one; refused calls wait for its end. */
+  internalAuthFailureWindowMs: number;
   /** Key (32 bytes) that encrypts secrets at rest (user_sign, clinic callback secrets); undefined: see resolveDataKey. */
   dataKey: Buffer | undefined;
   /** Largest request body interface B accepts. */
@@ -145,6 +153,24 @@ function readDataKey(env: Env): Buffer | undefined {
   return key ?? oldKey;
 }
 
+function readPositiveInteger(env: Env, variable: string, fallback: string, meaning: string): number {
+  const raw = env[variable] || fallback;
+  const value = Number(raw);
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(value) || value < 1) throw new ConfigError(variable, `"${raw}" is not ${meaning}`);
+  return value;
+}
+
+/** An IANA time zone name the runtime knows (Europe/Moscow, UTC); not a bare offset such as +03:00. */
+function readTimeZone(env: Env, variable: string, fallback: string): string {
+  const raw = env[variable] || fallback;
+  try {
+    if (/^[A-Za-z]/.test(raw)) return new Intl.DateTimeFormat('en-US', { timeZone: raw }).resolvedOptions().timeZone;
+  } catch {
+    // Unknown to the runtime's time zone database: reported below.
+  }
+  throw new ConfigError(variable, `"${raw}" is not an IANA time zone name (e.g. Europe/Moscow, UTC)`);
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /**
@@ -192,6 +218,9 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
   const xmlCheckTimeoutMs = readDuration(env, 'XML_CHECK_TIMEOUT', `${Math.min(10_000, jobExpiryMs / 2)}ms`);
   if (xmlCheckTimeoutMs <= 0 || xmlCheckTimeoutMs > jobExpiryMs / 2) throw new ConfigError('XML_CHECK_TIMEOUT', 'must be above 0 and at most half of JOB_EXPIRY');
 
+  const internalAuthFailureWindowMs = readDuration(env, 'INTERNAL_AUTH_FAILURE_WINDOW', '1m');
+  if (internalAuthFailureWindowMs < 1000) throw new ConfigError('INTERNAL_AUTH_FAILURE_WINDOW', 'must be at least 1s');
+
   const registryFailRaw = (env.REGISTRY_FAIL || 'false').toLowerCase();
   if (!['true', 'false', '1', '0'].includes(registryFailRaw)) {
     throw new ConfigError('REGISTRY_FAIL', `"${env.REGISTRY_FAIL}" is neither true nor false`);
@@ -206,12 +235,16 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     port: readPort(env, 'PORT', 8080),
     internalPort: readPort(env, 'INTERNAL_PORT', 8081),
     host: env.HOST || '0.0.0.0',
+    internalHost: env.INTERNAL_HOST || '127.0.0.1',
     databaseUrl: readDatabaseUrl(env),
     dataDir: path.resolve(env.DATA_DIR || './.data'),
     internalUsers: readInternalUsers(env),
     exchangeTokenTtlMs: readDuration(env, 'EXCHANGE_TOKEN_TTL', '10m'),
     callbackRetryScheduleMs: schedule,
     authTtlUnit,
+    birthDateTimeZone: readTimeZone(env, 'BIRTHDATE_TIME_ZONE', 'Europe/Moscow'),
+    internalAuthMaxFailures: readPositiveInteger(env, 'INTERNAL_AUTH_MAX_FAILURES', '10', 'a whole number of failures, at least 1'),
+    internalAuthFailureWindowMs,
     dataKey: readDataKey(env),
     bodyLimitBytes,
     rateLimitPerMinute,
@@ -230,13 +263,21 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
 export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; fallback: string; meaning: string }> = [
   { name: 'PORT', fallback: '8080', meaning: 'public listener: interface A at /<version>/, interface B at /api/*' },
   { name: 'INTERNAL_PORT', fallback: '8081', meaning: 'internal channel for the authorization server' },
-  { name: 'HOST', fallback: '0.0.0.0', meaning: 'address both listeners bind to' },
+  { name: 'HOST', fallback: '0.0.0.0', meaning: 'address the public listener binds to' },
+  { name: 'INTERNAL_HOST', fallback: '127.0.0.1', meaning: 'address the internal listener binds to; expose it only to the authorization server' },
   { name: 'DATABASE_URL', fallback: '(unset)', meaning: 'external PostgreSQL; unset: embedded PostgreSQL under DATA_DIR' },
   { name: 'DATA_DIR', fallback: './.data', meaning: 'where the embedded PostgreSQL keeps its data' },
   { name: 'INTERNAL_USERS', fallback: '(none)', meaning: "the authorization server's accounts, name:password[,name:password]" },
   { name: 'EXCHANGE_TOKEN_TTL', fallback: '10m', meaning: 'lifetime of an exchange token' },
   { name: 'CALLBACK_RETRY_SCHEDULE', fallback: '0,5s,5m,30m,2h,5h,10h,10h', meaning: 'delays between callback attempts' },
   { name: 'AUTH_TTL_UNIT', fallback: 'seconds', meaning: 'unit of authInfo.ttl: seconds or minutes' },
+  { name: 'BIRTHDATE_TIME_ZONE', fallback: 'Europe/Moscow', meaning: 'IANA time zone in which a birth date sent as an instant (with Z or an offset) is read as a calendar date' },
+  {
+    name: 'INTERNAL_AUTH_MAX_FAILURES',
+    fallback: '10',
+    meaning: 'internal credential failures per internal account and client address within INTERNAL_AUTH_FAILURE_WINDOW; beyond, its calls are refused until the window ends',
+  },
+  { name: 'INTERNAL_AUTH_FAILURE_WINDOW', fallback: '1m', meaning: 'how long internal credential failures count, from the first one (at least 1s)' },
   {
     name: 'DATA_KEY',
     fallback: '(see README)',
