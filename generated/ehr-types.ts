@@ -36,6 +36,13 @@ export type SessionToken = string;
  */
 export type Timestamp = string;
 /**
+ * A phone number in E.164: +, country code, number.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "E164Phone".
+ */
+export type E164Phone = string;
+/**
  * ISO 8601 date-time (`2025-03-01T09:30:00.000Z`) or the original form `YYYY-MM-DD HH:MM:SS.mmm`; 0 to 7 fractional digits; optional `Z` or ±HH:MM offset; without a zone it is UTC.
  *
  * This interface was referenced by `EhrApi`'s JSON-Schema
@@ -51,14 +58,25 @@ export type Ttl = number;
  */
 export type InputDateTime1 = string;
 /**
- * Peer SDK values: 0 male, 1 female, 2 other, 3 unknown.
+ * Beyond the original protocol: the phone the authorization server has just verified by one-time password. When given, authenticate with this exchange token succeeds only if patientProperties.phone is the same number. Stored with the exchange token only.
+ */
+export type E164Phone1 = string;
+/**
+ * The peer SDK's enum Gender: 1 male, 2 female, 3 other, 4 unknown.
  *
  * This interface was referenced by `EhrApi`'s JSON-Schema
  * via the `definition` "Gender".
  */
-export type Gender = 0 | 1 | 2 | 3;
+export type Gender = 1 | 2 | 3 | 4;
 /**
- * PHONE (default): match on surname, name, birth date, gender and phone. MEDCARD: match on medCardId (the patient's medcardNumber), surname, name, birth date and gender.
+ * The gender the user states at authenticate: a Gender (1 male, 2 female, 3 other, 4 unknown), which the patient's must equal, or 0 = not stated, which matches any gender.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "GenderCriterion".
+ */
+export type GenderCriterion = 0 | 1 | 2 | 3 | 4;
+/**
+ * PHONE (default): match on surname, name, birth date, phone and gender (unless 0). MEDCARD: every criterion of PHONE, plus medCardId = the patient's medcardNumber. The phone, which the authorization server proves by one-time password, is never skipped.
  *
  * This interface was referenced by `EhrApi`'s JSON-Schema
  * via the `definition` "SearchStrategy".
@@ -71,11 +89,11 @@ export type GivenName = string;
  */
 export type MiddleName = string | null;
 /**
- * Birth date-time: `YYYY-MM-DD HH:MM:SS.mmm` (original), the peer's variants with 0 to 7 fractional digits and optional `Z` (e.g. `1945-08-15 04:40:32.4570000Z`, `1990-01-01 00:00:00Z`), ISO 8601 with `T` (what a JavaScript Date serializes to), or a bare `YYYY-MM-DD`. Only the date part is used.
+ * Birth date-time: `YYYY-MM-DD HH:MM:SS.mmm` (original), with `T` or a space between date and time, 0 to 7 fractional digits and an optional `Z` or ±HH:MM offset (the peer's forms: `1945-08-15 04:40:32.4570000Z`, `1990-01-01 00:00:00Z`, and a JavaScript Date's `1990-05-16T20:00:00.000Z`), or a bare `YYYY-MM-DD`. Without a zone the date part is the birth date, as written (the time is ignored). With `Z` or an offset the value is an instant, and the birth date is its calendar date in BIRTHDATE_TIME_ZONE (an IANA name, default Europe/Moscow): the peer's apps send a JavaScript Date made at local midnight, which in Moscow serializes as the previous day's 21:00:00.000Z (20:00:00.000Z in summers until 1991). A date that is no calendar date, or a birth date outside the years 0001 to 9999, answers -32602.
  */
 export type BirthDateTime = string;
 /**
- * Any common notation: +7 916 123-45-67, 89161234567, +79161234567. Not compared under MEDCARD, where it may be empty; under PHONE a text that is no phone number answers -32602.
+ * Any common notation: +7 916 123-45-67, 89161234567, +79161234567. Compared under both strategies; a text that is no phone number answers -32602. When the authorization server stored authInfo.phone with the exchange token, this must be the same number.
  */
 export type Phone = string;
 /**
@@ -85,6 +103,10 @@ export type Phone = string;
  * via the `definition` "UserSign".
  */
 export type UserSign = string;
+/**
+ * The patient's phone, E.164; absent when the source has none.
+ */
+export type E164Phone2 = string;
 /**
  * When the exchange token expires.
  */
@@ -115,9 +137,10 @@ export interface AuthInfo {
   token: SessionToken;
   ttl: Ttl;
   created?: InputDateTime1;
+  phone?: E164Phone1;
 }
 /**
- * Identifying data the end user enters in the client application; goes only to this server, never through the authorization server. Matching: surname and name trimmed, case-insensitive, ё = е (middleName is not compared); the birth date is the date part of `date` as written (no time-zone conversion); phones compared as E.164 (8XXXXXXXXXX = +7XXXXXXXXXX, numbers without a country code are read as Russian); gender must be equal. Only active patients match; exactly one must. Other members the peer SDK sends (`id`, `email`) are ignored.
+ * Identifying data the end user enters in the client application; goes only to this server, never through the authorization server. Matching: surname and name trimmed, case-insensitive, ё = е (middleName is not compared); the birth date from `date` (see there); phones compared as E.164 (8XXXXXXXXXX = +7XXXXXXXXXX, numbers without a country code are read as Russian); gender equal unless it is 0 (not stated). Only active patients match; exactly one must. Other members the peer SDK sends (`id`, `email`) are ignored.
  *
  * This interface was referenced by `EhrApi`'s JSON-Schema
  * via the `definition` "PatientProperties".
@@ -127,11 +150,11 @@ export interface PatientProperties {
   name: GivenName;
   middleName?: MiddleName;
   date: BirthDateTime;
-  gender: Gender;
+  gender: GenderCriterion;
   phone: Phone;
 }
 /**
- * A patient of the patient source (МИС), with the peer SDK's member names. Optional members are absent when the source does not know them.
+ * A patient of the patient source (МИС), with the peer SDK's member names (its PatientMessage). Optional members are absent when the source does not know them.
  *
  * This interface was referenced by `EhrApi`'s JSON-Schema
  * via the `definition` "Patient".
@@ -146,10 +169,11 @@ export interface Patient {
    */
   birthdate: string;
   gender: Gender;
+  phone?: E164Phone2;
   /**
-   * E.164.
+   * The same numbers as an array (the peer SDK's PatientMessage reads `phones`; its tests compare it to [phone]); empty when the source has none.
    */
-  phone?: string;
+  phones: E164Phone[];
   email?: string;
   /**
    * СНИЛС as XXX-XXX-XXX YY.

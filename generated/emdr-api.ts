@@ -18,6 +18,12 @@ export interface paths {
          *     `SendRegisterDocumentResponse`; a registration in the registry follows and ends in
          *     `SendRegisterDocumentResultResponse`.
          *
+         *     **Limits of the XML check.** Elements may be nested at most 256 levels deep; a deeper
+         *     document is rejected with `XML_VALIDATION_ERROR` ("the document nests elements deeper than
+         *     256 levels, the limit"). The check of one document has a time budget (`XML_CHECK_TIMEOUT`,
+         *     default 10 s); a document it cannot finish within it is rejected with `XML_VALIDATION_ERROR`
+         *     ("the document could not be checked within 10 s, the limit").
+         *
          *     The identical request retried (same clinic, same `localUid`, same body) gets the same
          *     acknowledgement and is processed once. A different body with a `localUid` already used is
          *     acknowledged, then rejected with `NOT_UNIQUE_PROVIDED_ID` in the acceptance callback.
@@ -42,9 +48,22 @@ export interface paths {
         put?: never;
         /**
          * Request the current version of a registered document
-         * @description Stores the request and answers at once. Acceptance (the `emdrId` exists, else
-         *     `REGISTRY_ITEM_NOT_FOUND`) ends in `SendDemandContentResponse`; the current version of the
-         *     document, taken from the providing МИС archive, follows in `SendDocumentFileResultResponse`.
+         * @description Stores the request and answers at once. Acceptance ends in `SendDemandContentResponse`; the
+         *     current version of the document, taken from the providing МИС archive, follows in
+         *     `SendDocumentFileResultResponse`.
+         *
+         *     **Who may demand a document.** A document of one of the organizations the clinic account
+         *     acts for is delivered as it is (an account created with `--all-organizations` acts for
+         *     every organization). A document of another organization is delivered only when the
+         *     request's `patientSnils` is that document's patient: the clinic shows that it treats this
+         *     patient (find the `emdrId` with `SearchRegistryItem` by `patientSnils`). Any other case
+         *     (another organization's document without `patientSnils`, or with another patient's) is
+         *     rejected in the acceptance callback exactly as an `emdrId` that does not exist:
+         *     `REGISTRY_ITEM_NOT_FOUND`, "no registry item with this emdrId", so registry numbers cannot be
+         *     probed. The rule is checked against the current version, the one delivered. Every delivery
+         *     of a document of an organization the account does not list is recorded (clinic account,
+         *     `emdrId`, time; no personal data).
+         *
          *     `clientMessageId` is the clinic's own correlation id: echoed, or generated when absent;
          *     every callback of the request carries it. The identical request retried with the same
          *     `clientMessageId` gets the same acknowledgement and is processed once. A `callbackUrl` the
@@ -68,9 +87,13 @@ export interface paths {
         put?: never;
         /**
          * Search registry items
-         * @description Every criterion given must match; none given lists everything the clinic may see. A clinic
-         *     sees the items of the organizations its account acts for (all, when the account lists none).
-         *     Each item is one registered version; at most 100 items, newest first.
+         * @description Every criterion given must match; none given lists everything the clinic may see. Without
+         *     `patientSnils`, the items of the organizations the clinic account acts for (every
+         *     organization for an account created with `--all-organizations`). With `patientSnils`, that
+         *     patient's items of every organization: this is how a clinic learns the `emdrId` of a
+         *     document another МИС registered for a patient it treats, to demand it with the same
+         *     `patientSnils` in `DemandContent`. Each item is one registered version; at most 100 items,
+         *     newest first.
          */
         post: operations["SearchRegistryItem"];
         delete?: never;
@@ -88,7 +111,7 @@ export interface paths {
         };
         /**
          * State of a request and of each of its callbacks
-         * @description A clinic sees only its own requests; another business's `queueMessageId` answers 404 as an unknown one does.
+         * @description A clinic sees only its own requests; another business's `queueMessageId` answers 404 as an unknown one does, and so does a request deleted `RETENTION` (default 30 days) after it ended.
          */
         get: operations["GetMessage"];
         put?: never;
@@ -248,6 +271,8 @@ export interface components {
         /** DemandContentRequest */
         DemandContentRequest: {
             emdrId: components["schemas"]["EmdrId"];
+            /** @description The patient of the document, for a document of an organization the clinic account does not act for (see DemandContent); not needed for its own organizations' documents. */
+            patientSnils?: components["schemas"]["Snils"];
             /** @description The clinic's correlation id, echoed in the acknowledgement and every callback. */
             clientMessageId?: components["schemas"]["Uuid"];
             callbackUrl?: components["schemas"]["CallbackUrl"];
@@ -259,6 +284,7 @@ export interface components {
         };
         /** SearchRegistryItemRequest */
         SearchRegistryItemRequest: {
+            /** @description The patient's items of every organization; without it, only the organizations the clinic account acts for. */
             patientSnils?: components["schemas"]["Snils"];
             /** @example 6 */
             kind?: string;
@@ -533,7 +559,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description The clinic account sent more than `RATE_LIMIT` requests in the current minute; retry after the `Retry-After` seconds. */
+        /** @description The clinic account sent more than `RATE_LIMIT` requests, or more than `BYTE_QUOTA` bytes of request bodies, in the current minute; retry after the `Retry-After` seconds. */
         RateLimited: {
             headers: {
                 /** @description Seconds until the next minute window. */

@@ -31,10 +31,11 @@ const databaseUrl = `${base}/${name}`;
 
 const receiver = await startCallbackReceiver();
 const port = await freePort();
+const dataKey = randomBytes(32).toString('hex');
 const service = spawnCli(['serve'], {
   DATABASE_URL: databaseUrl,
-  // `serve` with a database requires interface A's signing key; the bench never uses it.
-  USER_SIGN_KEY: randomBytes(32).toString('hex'),
+  // `serve` with a database requires the data key.
+  DATA_KEY: dataKey,
   PORT: String(port),
   INTERNAL_PORT: String(await freePort()),
   HOST: '127.0.0.1',
@@ -43,7 +44,7 @@ const service = spawnCli(['serve'], {
 try {
   const serviceUrl = `http://127.0.0.1:${port}`;
   await waitForOk(`${serviceUrl}/readyz`, 60_000);
-  const clinic = await addClinic(databaseUrl, receiver.url);
+  const clinic = await addClinic({ databaseUrl, dataKey: Buffer.from(dataKey, 'hex') }, receiver.url);
   receiver.signingSecret = clinic.signingSecret;
   const baseline = await peakRssMiB(service.pid!);
   const xml = largeXml(DOCUMENT_BYTES);

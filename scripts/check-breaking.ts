@@ -32,6 +32,7 @@ interface RpcMethod {
   tags?: Array<{ name: string }>;
   params: Array<{ name: string; required?: boolean; schema: Schema }>;
   result?: { schema: Schema };
+  errors?: Array<{ code: number }>;
 }
 
 const typesOf = (schema: Schema): Set<string> => new Set(schema.type === undefined ? [] : Array.isArray(schema.type) ? schema.type : [schema.type]);
@@ -55,6 +56,10 @@ function schemaBreaks(base: Schema, next: Schema, where: string, direction: 'req
     if (removed.length > 0) problems.push(`${where}: no longer accepts ${removed.map((value) => JSON.stringify(value)).join(', ')}`);
   }
   if (direction === 'request' && !base.enum && next.enum) problems.push(`${where}: now restricted to an enum`);
+  if (direction === 'response' && base.enum && next.enum) {
+    const added = next.enum.filter((value) => !base.enum!.some((candidate) => JSON.stringify(candidate) === JSON.stringify(value)));
+    if (added.length > 0) problems.push(`${where}: may now be ${added.map((value) => JSON.stringify(value)).join(', ')}`);
+  }
   if (direction === 'request' && next.pattern !== undefined && next.pattern !== base.pattern) problems.push(`${where}: pattern changed to ${next.pattern}`);
   const baseRequired = new Set(base.required ?? []);
   const nextRequired = new Set(next.required ?? []);
@@ -93,6 +98,9 @@ function openRpcBreaks(base: { methods: RpcMethod[] }, next: { methods: RpcMetho
       if (!nextMethod.params.some((param) => param.name === baseParam.name)) problems.push(`${baseMethod.name}(${baseParam.name}): param removed`);
     }
     if (baseMethod.result && nextMethod.result) problems.push(...schemaBreaks(baseMethod.result.schema, nextMethod.result.schema, `${baseMethod.name} result`, 'response'));
+    // A client handles the errors a method documents; a new one takes it down an unknown branch.
+    const baseCodes = new Set((baseMethod.errors ?? []).map((error) => error.code));
+    for (const error of nextMethod.errors ?? []) if (!baseCodes.has(error.code)) problems.push(`${baseMethod.name}: may now answer error ${error.code}`);
   }
   return problems;
 }

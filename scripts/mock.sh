@@ -3,7 +3,7 @@
 # - interface B: Prism on MOCK_API_PORT (default 4010); it validates requests against specs/openapi.yaml,
 #   answers with the spec's examples and fires the callbacks of RegisterDocument and DemandContent
 #   to the request's callbackUrl with the callback examples of the spec;
-# - interface A: @open-rpc/mock-server on MOCK_RPC_PORT (default 4011): POST /1.0.0-alpha/ answers a
+# - interface A: @open-rpc/mock-server on MOCK_RPC_PORT (default 4011): POST /<info.version>/ answers a
 #   call whose params equal an example's with that example's result.
 # Stop with Ctrl-C. Usage: scripts/mock.sh [--help]
 set -euo pipefail

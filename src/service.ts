@@ -2,6 +2,8 @@ import express from 'express';
 import type { Config } from './config/config.js';
 import { openApiSpecPath } from './config/paths.js';
 import { isReady, migrateToLatest, openDatabase, type Database } from './db/database.js';
+import { startRetention, type Retention } from './db/retention.js';
+import { ehrPurgeSteps } from './ehr/retention.js';
 import { ehrRoutes } from './ehr/http.js';
 import { createEhrHandlers } from './ehr/methods.js';
 import { RpcEnvelope } from './ehr/rpc/envelope.js';
@@ -14,6 +16,7 @@ import { startWorkers } from './emdr/pipeline.js';
 import { startBoss } from './emdr/queue.js';
 import { BuiltInRegistry } from './emdr/registry/built-in.js';
 import { errorHandler, fallbackBody, notFound } from './http/fallback.js';
+import { emdrPurgeSteps } from './emdr/retention.js';
 import { healthRoutes } from './http/health.js';
 import { startListener, type Listener, type ListenerOptions } from './http/listener.js';
 import type { Logger } from './logging/logger.js';
@@ -47,8 +50,9 @@ export async function startService(config: Config, logger: Logger, roles: Readon
   const database = await openDatabase(config, logger, { adopt: true });
   const listeners: Listener[] = [];
   let boss: PgBoss | undefined;
+  let retention: Retention | undefined;
   try {
-    const applied = await migrateToLatest(database.knex);
+    const applied = await migrateToLatest(database);
     if (applied.length > 0) logger.info({ applied }, 'migrations applied');
 
     const ready = () => isReady(database.knex);
@@ -73,7 +77,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
           '/api',
           await createEmdrRouter({
             definition: openApiSpecPath,
-            handlers: emdrHandlers({ knex: database.knex, boss: boss!, registry }),
+            handlers: emdrHandlers({ knex: database.knex, boss: boss!, registry, byteQuotaPerMinute: config.byteQuotaPerMinute }),
             securityHandlers: clinicSecurityHandlers(database.knex),
             beforeBody: clinicRateLimit(config.rateLimitPerMinute),
             // RegisterDocument carries the document; every other body is a few fields.
@@ -92,7 +96,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
         internalApp.use(healthRoutes(ready, fallback));
         internalApp.use(ehrRoutes(envelope, 'internal', document.info.version));
         internalApp.use(notFound(fallback), errorHandler(logger, fallback));
-        const internal = await listen(internalApp, config.host, config.internalPort, 'INTERNAL_PORT', listenerOptions);
+        const internal = await listen(internalApp, config.internalHost, config.internalPort, 'INTERNAL_PORT', listenerOptions);
         listeners.push(internal);
         internalPort = internal.port;
       }
@@ -104,7 +108,8 @@ export async function startService(config: Config, logger: Logger, roles: Readon
     // Workers last: a port already in use then fails `serve` before any worker polls (pg-boss's
     // worker clean-up can poll for ever after a stop that races a worker's first fetch).
     if (roles.has('worker')) {
-      await startWorkers({ knex: database.knex, boss: boss!, registry, retryScheduleMs: config.callbackRetryScheduleMs, logger });
+      retention = startRetention(database.knex, { retentionMs: config.retentionMs, steps: [...emdrPurgeSteps, ...ehrPurgeSteps], logger });
+      await startWorkers({ knex: database.knex, boss: boss!, registry, retryScheduleMs: config.callbackRetryScheduleMs, logger, dataKey: await database.dataKey(), xmlCheckTimeoutMs: config.xmlCheckTimeoutMs });
     }
     logger.info({ roles: [...roles], publicPort, internalPort }, 'ehr-gateway started');
 
@@ -113,6 +118,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
       internalPort,
       async stop() {
         await Promise.all(listeners.map((listener) => listener.stop()));
+        await retention?.stop();
         // Finishes the jobs in flight; an unfinished one comes back to another worker after JOB_EXPIRY.
         await boss?.stop({ graceful: true, wait: true, timeout: 20_000 });
         await database.close();
@@ -121,6 +127,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
     };
   } catch (error) {
     await Promise.all(listeners.map((listener) => listener.stop(0)));
+    await retention?.stop();
     await boss?.stop({ graceful: false, wait: true });
     await database.close();
     throw error;

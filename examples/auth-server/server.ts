@@ -6,6 +6,8 @@
  *   save_auth_info:      cred.token = sha1hex(password + user_sign of the end user)
  * It keeps no user_sign: the patient app holds it and hands it over at the next login, so a
  * compromised authorization server leaks only the user_signs of users who log in meanwhile.
+ * With each exchange token it sends the phone it verified (authInfo.phone): ehr-gateway then
+ * links the user only to a patient with that phone.
  *
  *   tsx examples/auth-server/server.ts --help
  */
@@ -28,10 +30,12 @@ options:
   -h, --help               this text
 
 endpoints (JSON bodies):
-  POST /login/start   {phone}                       sends a one-time password (printed here)
+  POST /login/start   {phone}                       sends a one-time password (printed here); phone in
+                                                    E.164 (+79161234567)
   POST /login/verify  {phone, otp, userSign?}        -> {user, token, ttl, ehrSession}
                       with userSign, also stores the new token on ehr-gateway (save_auth_info)
-  POST /exchange-token {user, token}                 -> {exchangeToken}, stored on ehr-gateway
+  POST /exchange-token {user, token}                 -> {exchangeToken}, stored on ehr-gateway with the
+                                                    phone verified at login
   POST /link          {user, token, internalUserId}  records the user's match to a patient
   GET  /dev/last-otp?phone=...                       the last one-time password (simulation only)
   GET  /healthz                                      up`;
@@ -64,6 +68,8 @@ const sha1hex = (text: string) => createHash('sha1').update(text, 'utf8').digest
 
 interface Account {
   user: string;
+  /** Verified by one-time password at login; E.164. */
+  phone: string;
   tokens: Map<string, number>; // token → expiry (ms since epoch)
   internalUserId?: string;
 }
@@ -96,6 +102,7 @@ function authenticatedAccount(body: Record<string, unknown>): Account {
 const routes: Record<string, (body: Record<string, unknown>, url: URL) => Promise<unknown>> = {
   'POST /login/start': async (body) => {
     const phone = requireString(body, 'phone');
+    if (!/^\+[1-9]\d{6,14}$/.test(phone)) throw new HttpError(400, 'phone must be in E.164, e.g. +79161234567');
     const otp = String(randomInt(0, 1_000_000)).padStart(6, '0');
     otpByPhone.set(phone, otp);
     console.log(`[auth-server] one-time password sent to …${phone.slice(-2)}: ${otp}`);
@@ -107,7 +114,7 @@ const routes: Record<string, (body: Record<string, unknown>, url: URL) => Promis
     otpByPhone.delete(phone);
     let account = accountsByPhone.get(phone);
     if (!account) {
-      account = { user: `user-${randomBytes(6).toString('hex')}`, tokens: new Map() };
+      account = { user: `user-${randomBytes(6).toString('hex')}`, phone, tokens: new Map() };
       accountsByPhone.set(phone, account);
       accountsByUser.set(account.user, account);
     }
@@ -129,7 +136,7 @@ const routes: Record<string, (body: Record<string, unknown>, url: URL) => Promis
     const token = body.token as string;
     const exchangeToken = randomBytes(24).toString('base64url');
     await ehr.embeddedStorageSaveExchangeToken(
-      { exchangeToken, authInfo: { user: account.user, token, ttl: tokenTtl } },
+      { exchangeToken, authInfo: { user: account.user, token, ttl: tokenTtl, phone: account.phone } },
       { user: internalAccount.user, token: sha1hex(internalAccount.password + exchangeToken) },
     );
     return { exchangeToken };

@@ -26,11 +26,24 @@ export interface NewCallback {
   payload: Record<string, unknown>;
 }
 
+/** Who the gateway is to the receiver of a request's callbacks. */
+export interface CallbackCredentials {
+  businessId: string;
+  user: string;
+  token: string;
+  /** Standard Webhooks secret (`whsec_…`) for webhook-signature. */
+  signingSecret: string;
+}
+
 export interface DeliveryContext {
   knex: Knex;
   boss: PgBoss;
   retryScheduleMs: readonly number[];
   logger: Logger;
+  /** The credentials for the callbacks of request `queueMessageId`. */
+  credentialsOf(queueMessageId: string): Promise<CallbackCredentials>;
+  /** Called in the transaction that settles a callback of the request for good (delivered, or failed with the schedule exhausted). */
+  onSettled?(trx: Knex.Transaction, queueMessageId: string): Promise<void>;
 }
 
 function callbackUrl(baseUrl: string, name: CallbackName): string {
@@ -134,23 +147,20 @@ async function attempt(url: string, headers: Record<string, string>, body: reado
 /** One attempt of one callback (a pg-boss job), then the next step: done, next attempt, or failed. */
 export async function deliverCallback(context: DeliveryContext, callbackId: string): Promise<void> {
   const { knex, boss, retryScheduleMs, logger } = context;
-  const row = await knex('emdr_callbacks as c')
-    .join('emdr_requests as r', 'r.queue_message_id', 'c.queue_message_id')
-    .join('emdr_clients as k', 'k.id', 'r.client_id')
-    .where('c.id', callbackId)
-    .first('c.id', 'c.name', 'c.url', 'c.payload', 'c.state', 'c.queue_message_id', 'k.business_id', 'k.callback_user', 'k.callback_token', 'k.signing_secret');
+  const row = await knex('emdr_callbacks').where({ id: callbackId }).first('id', 'name', 'url', 'payload', 'state', 'queue_message_id');
   if (!row || row.state !== 'pending') return;
 
+  const credentials = await context.credentialsOf(row.queue_message_id);
   const body = await callbackBody(knex, row);
   const timestamp = Math.floor(Date.now() / 1000);
   const headers = {
     'content-type': 'application/json',
-    businessId: row.business_id,
-    user: row.callback_user,
-    token: row.callback_token,
+    businessId: credentials.businessId,
+    user: credentials.user,
+    token: credentials.token,
     'webhook-id': row.id,
     'webhook-timestamp': String(timestamp),
-    'webhook-signature': signWebhook(row.signing_secret, row.id, timestamp, body),
+    'webhook-signature': signWebhook(credentials.signingSecret, row.id, timestamp, body),
   };
   const startedAt = new Date();
   const result = await attempt(row.url, headers, body);
@@ -173,6 +183,7 @@ export async function deliverCallback(context: DeliveryContext, callbackId: stri
       const released = await trx('emdr_callbacks').where({ queue_message_id: row.queue_message_id, state: 'waiting' }).update({ state: 'pending' }).returning('id');
       const db = released.length > 0 ? await jobExecutor(trx) : undefined;
       for (const { id } of released) await sendAttemptJob(boss, db!, id, retryScheduleMs[0] ?? 0);
+      await context.onSettled?.(trx, row.queue_message_id);
       return;
     }
     if (roundAttempts < retryScheduleMs.length) {
@@ -180,6 +191,7 @@ export async function deliverCallback(context: DeliveryContext, callbackId: stri
       await sendAttemptJob(boss, await jobExecutor(trx), callbackId, retryScheduleMs[roundAttempts]!);
     } else {
       await trx('emdr_callbacks').where({ id: callbackId }).update({ state: 'failed', round_attempts: roundAttempts, last_error: result.error });
+      await context.onSettled?.(trx, row.queue_message_id);
       logger.warn({ callbackId, queueMessageId: row.queue_message_id, name: row.name }, 'callback failed: retry schedule exhausted');
     }
   });

@@ -29,7 +29,7 @@ export async function withDatabase<T>(work: (database: Database, context: Comman
   const context = commandContext();
   const database = await openDatabase(context.config, context.logger, { adopt: false });
   try {
-    await migrateToLatest(database.knex);
+    await migrateToLatest(database);
     return await work(database, context);
   } finally {
     await database.close();
@@ -99,7 +99,7 @@ export function buildProgram(): Command {
       const context = commandContext();
       const database = await openDatabase(context.config, context.logger, { adopt: false });
       try {
-        printJson({ applied: await migrateToLatest(database.knex) });
+        printJson({ applied: await migrateToLatest(database) });
       } finally {
         await database.close();
       }

@@ -7,8 +7,10 @@ export interface Config {
   port: number;
   /** Internal channel listener: the only one that answers the internal methods. */
   internalPort: number;
-  /** Address both listeners bind to. */
+  /** Address the public listener binds to. */
   host: string;
+  /** Address the internal listener binds to: loopback unless an operator exposes it. */
+  internalHost: string;
   /** External PostgreSQL; undefined means the embedded one under dataDir. */
   databaseUrl: string | undefined;
   dataDir: string;
@@ -17,16 +19,28 @@ export interface Config {
   exchangeTokenTtlMs: number;
   callbackRetryScheduleMs: readonly number[];
   authTtlUnit: 'seconds' | 'minutes';
-  /** Key (32 bytes) that encrypts user_sign at rest; undefined: resolved by the ehr role (see resolveUserSignKey). */
-  userSignKey: Buffer | undefined;
+  /** IANA time zone in which an instant sent as a birth date is read as a calendar date. */
+  birthDateTimeZone: string;
+  /** Internal credential failures per internal account and client address before its calls are refused. */
+  internalAuthMaxFailures: number;
+  /** How long failures count, from the first one; refused calls wait for its end. */
+  internalAuthFailureWindowMs: number;
+  /** Key (32 bytes) that encrypts secrets at rest (user_sign, clinic callback secrets); undefined: see resolveDataKey. */
+  dataKey: Buffer | undefined;
   /** Largest request body interface B accepts. */
   bodyLimitBytes: number;
   /** What one client may hold of a listener: header and request timeouts, minimum body rate, connection cap. */
   connectionLimits: ConnectionLimits;
   /** Requests per clinic account per minute on interface B; 0 turns the limit off. */
   rateLimitPerMinute: number;
+  /** Bytes of request bodies per clinic account per minute on interface B; 0 turns the quota off. */
+  byteQuotaPerMinute: number;
+  /** How long ended requests, expired sessions and exchange tokens are kept before the worker role purges them. */
+  retentionMs: number;
   /** How long a background job may run before pg-boss hands it to another worker (a killed worker's job comes back). */
   jobExpiryMs: number;
+  /** Time budget of the XML check of one RegisterDocument: beyond it, an acceptance error. At most half of jobExpiryMs. */
+  xmlCheckTimeoutMs: number;
   /** Simulated latency of each call to the built-in registry. */
   registryLatencyMs: number;
   /** Test switch: the built-in registry refuses every registration and file request. */
@@ -126,12 +140,11 @@ function readInternalUsers(env: Env): Map<string, string> {
   return users;
 }
 
-/** USER_SIGN_KEY: 32 bytes as 64 hex characters or base64/base64url; never echoed in errors. */
-function readUserSignKey(env: Env): Buffer | undefined {
-  const raw = env.USER_SIGN_KEY?.trim();
+function parseKey(env: Env, variable: string): Buffer | undefined {
+  const raw = env[variable]?.trim();
   if (!raw) return undefined;
   const key = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : /^[A-Za-z0-9+/_-]{43}=?$/.test(raw) ? Buffer.from(raw, 'base64') : undefined;
-  if (key?.length !== 32) throw new ConfigError('USER_SIGN_KEY', 'must be 32 bytes written as 64 hex characters or as base64');
+  if (key?.length !== 32) throw new ConfigError(variable, 'must be 32 bytes written as 64 hex characters or as base64');
   return key;
 }
 
@@ -146,10 +159,34 @@ function readConnectionLimits(env: Env): ConnectionLimits {
   const minRateRaw = env.BODY_MIN_RATE || String(DEFAULT_CONNECTION_LIMITS.bodyMinBytesPerSecond);
   const bodyMinBytesPerSecond = parseSize(minRateRaw);
   if (bodyMinBytesPerSecond === undefined) throw new ConfigError('BODY_MIN_RATE', `"${minRateRaw}" is not a size per second (use e.g. 1kb; 0 turns the check off)`);
-  const maxConnectionsRaw = env.MAX_CONNECTIONS || String(DEFAULT_CONNECTION_LIMITS.maxConnections);
-  const maxConnections = Number(maxConnectionsRaw);
-  if (!Number.isInteger(maxConnections) || maxConnections < 1) throw new ConfigError('MAX_CONNECTIONS', `"${maxConnectionsRaw}" is not a whole number of connections (at least 1)`);
+  const maxConnections = readPositiveInteger(env, 'MAX_CONNECTIONS', String(DEFAULT_CONNECTION_LIMITS.maxConnections), 'a whole number of connections, at least 1');
   return { headersTimeoutMs, requestTimeoutMs, bodyMinBytesPerSecond, maxConnections };
+}
+
+/** DATA_KEY, or USER_SIGN_KEY (its name when it only encrypted user_sign): 32 bytes as hex or base64; never echoed in errors. */
+function readDataKey(env: Env): Buffer | undefined {
+  const key = parseKey(env, 'DATA_KEY');
+  const oldKey = parseKey(env, 'USER_SIGN_KEY');
+  if (key && oldKey && !key.equals(oldKey)) throw new ConfigError('DATA_KEY', 'differs from USER_SIGN_KEY, its old name; set DATA_KEY only');
+  return key ?? oldKey;
+}
+
+function readPositiveInteger(env: Env, variable: string, fallback: string, meaning: string): number {
+  const raw = env[variable] || fallback;
+  const value = Number(raw);
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(value) || value < 1) throw new ConfigError(variable, `"${raw}" is not ${meaning}`);
+  return value;
+}
+
+/** An IANA time zone name the runtime knows (Europe/Moscow, UTC); not a bare offset such as +03:00. */
+function readTimeZone(env: Env, variable: string, fallback: string): string {
+  const raw = env[variable] || fallback;
+  try {
+    if (/^[A-Za-z]/.test(raw)) return new Intl.DateTimeFormat('en-US', { timeZone: raw }).resolvedOptions().timeZone;
+  } catch {
+    // Unknown to the runtime's time zone database: reported below.
+  }
+  throw new ConfigError(variable, `"${raw}" is not an IANA time zone name (e.g. Europe/Moscow, UTC)`);
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -185,9 +222,23 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
   }
 
   const connectionLimits = readConnectionLimits(env);
+  const byteQuotaRaw = env.BYTE_QUOTA || '256mb';
+  const byteQuotaPerMinute = byteQuotaRaw === '0' ? 0 : parseSize(byteQuotaRaw);
+  if (byteQuotaPerMinute === undefined || (byteQuotaPerMinute > 0 && byteQuotaPerMinute < bodyLimitBytes)) {
+    throw new ConfigError('BYTE_QUOTA', `"${byteQuotaRaw}" is not a size of at least BODY_LIMIT (use e.g. 256mb; 0 turns the quota off)`);
+  }
+
+  const retentionMs = readDuration(env, 'RETENTION', '30d');
+  if (retentionMs < 1000) throw new ConfigError('RETENTION', 'must be at least 1s');
 
   const jobExpiryMs = readDuration(env, 'JOB_EXPIRY', '30s');
   if (jobExpiryMs < 1000) throw new ConfigError('JOB_EXPIRY', 'must be at least 1s');
+  // The check must end well inside JOB_EXPIRY, or another worker takes the same job meanwhile.
+  const xmlCheckTimeoutMs = readDuration(env, 'XML_CHECK_TIMEOUT', `${Math.min(10_000, jobExpiryMs / 2)}ms`);
+  if (xmlCheckTimeoutMs <= 0 || xmlCheckTimeoutMs > jobExpiryMs / 2) throw new ConfigError('XML_CHECK_TIMEOUT', 'must be above 0 and at most half of JOB_EXPIRY');
+
+  const internalAuthFailureWindowMs = readDuration(env, 'INTERNAL_AUTH_FAILURE_WINDOW', '1m');
+  if (internalAuthFailureWindowMs < 1000) throw new ConfigError('INTERNAL_AUTH_FAILURE_WINDOW', 'must be at least 1s');
 
   const registryFailRaw = (env.REGISTRY_FAIL || 'false').toLowerCase();
   if (!['true', 'false', '1', '0'].includes(registryFailRaw)) {
@@ -203,17 +254,24 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     port: readPort(env, 'PORT', 8080),
     internalPort: readPort(env, 'INTERNAL_PORT', 8081),
     host: env.HOST || '0.0.0.0',
+    internalHost: env.INTERNAL_HOST || '127.0.0.1',
     databaseUrl: readDatabaseUrl(env),
     dataDir: path.resolve(env.DATA_DIR || './.data'),
     internalUsers: readInternalUsers(env),
     exchangeTokenTtlMs: readDuration(env, 'EXCHANGE_TOKEN_TTL', '10m'),
     callbackRetryScheduleMs: schedule,
     authTtlUnit,
-    userSignKey: readUserSignKey(env),
+    birthDateTimeZone: readTimeZone(env, 'BIRTHDATE_TIME_ZONE', 'Europe/Moscow'),
+    internalAuthMaxFailures: readPositiveInteger(env, 'INTERNAL_AUTH_MAX_FAILURES', '10', 'a whole number of failures, at least 1'),
+    internalAuthFailureWindowMs,
+    dataKey: readDataKey(env),
     bodyLimitBytes,
     connectionLimits,
     rateLimitPerMinute,
+    byteQuotaPerMinute,
+    retentionMs,
     jobExpiryMs,
+    xmlCheckTimeoutMs,
     registryLatencyMs: readDuration(env, 'REGISTRY_LATENCY', '0'),
     registryFail: registryFailRaw === 'true' || registryFailRaw === '1',
     logLevel,
@@ -225,17 +283,25 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
 export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; fallback: string; meaning: string }> = [
   { name: 'PORT', fallback: '8080', meaning: 'public listener: interface A at /<version>/, interface B at /api/*' },
   { name: 'INTERNAL_PORT', fallback: '8081', meaning: 'internal channel for the authorization server' },
-  { name: 'HOST', fallback: '0.0.0.0', meaning: 'address both listeners bind to' },
+  { name: 'HOST', fallback: '0.0.0.0', meaning: 'address the public listener binds to' },
+  { name: 'INTERNAL_HOST', fallback: '127.0.0.1', meaning: 'address the internal listener binds to; expose it only to the authorization server' },
   { name: 'DATABASE_URL', fallback: '(unset)', meaning: 'external PostgreSQL; unset: embedded PostgreSQL under DATA_DIR' },
   { name: 'DATA_DIR', fallback: './.data', meaning: 'where the embedded PostgreSQL keeps its data' },
   { name: 'INTERNAL_USERS', fallback: '(none)', meaning: "the authorization server's accounts, name:password[,name:password]" },
   { name: 'EXCHANGE_TOKEN_TTL', fallback: '10m', meaning: 'lifetime of an exchange token' },
   { name: 'CALLBACK_RETRY_SCHEDULE', fallback: '0,5s,5m,30m,2h,5h,10h,10h', meaning: 'delays between callback attempts' },
   { name: 'AUTH_TTL_UNIT', fallback: 'seconds', meaning: 'unit of authInfo.ttl: seconds or minutes' },
+  { name: 'BIRTHDATE_TIME_ZONE', fallback: 'Europe/Moscow', meaning: 'IANA time zone in which a birth date sent as an instant (with Z or an offset) is read as a calendar date' },
   {
-    name: 'USER_SIGN_KEY',
+    name: 'INTERNAL_AUTH_MAX_FAILURES',
+    fallback: '10',
+    meaning: 'internal credential failures per internal account and client address within INTERNAL_AUTH_FAILURE_WINDOW; beyond, its calls are refused until the window ends',
+  },
+  { name: 'INTERNAL_AUTH_FAILURE_WINDOW', fallback: '1m', meaning: 'how long internal credential failures count, from the first one (at least 1s)' },
+  {
+    name: 'DATA_KEY',
     fallback: '(see README)',
-    meaning: 'key encrypting user_sign at rest, 32 bytes as hex or base64; required with DATABASE_URL, else generated once into DATA_DIR/user-sign.key',
+    meaning: 'key encrypting secrets at rest (user_sign, clinic callback token and signing secret), 32 bytes as hex or base64; old name USER_SIGN_KEY; required with DATABASE_URL, else generated once into DATA_DIR/data.key',
   },
   { name: 'BODY_LIMIT', fallback: '32mb', meaning: 'largest RegisterDocument body of interface B (its other operations take at most 64 KiB)' },
   { name: 'HEADERS_TIMEOUT', fallback: '10s', meaning: 'time a client has to send the request line and headers (also the limit for a new connection that sends nothing)' },
@@ -243,7 +309,10 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; fallback: string; m
   { name: 'BODY_MIN_RATE', fallback: '1kb', meaning: 'slowest body accepted, bytes per second over any 10 s; a slower connection is cut (0 turns the check off)' },
   { name: 'MAX_CONNECTIONS', fallback: '512', meaning: 'open connections per listener; more are closed as they arrive' },
   { name: 'RATE_LIMIT', fallback: '600', meaning: 'interface B requests per clinic account per minute; 0 turns the limit off' },
+  { name: 'BYTE_QUOTA', fallback: '256mb', meaning: 'bytes of interface B request bodies per clinic account per minute (at least BODY_LIMIT); 0 turns the quota off' },
+  { name: 'RETENTION', fallback: '30d', meaning: 'how long ended requests (with their callbacks), expired sessions and exchange tokens are kept' },
   { name: 'JOB_EXPIRY', fallback: '30s', meaning: "how long a background job may run before another worker takes it over (a killed worker's jobs come back)" },
+  { name: 'XML_CHECK_TIMEOUT', fallback: '10s (at most half of JOB_EXPIRY)', meaning: 'time budget of the XML check of one RegisterDocument document; beyond it, XML_VALIDATION_ERROR' },
   { name: 'REGISTRY_LATENCY', fallback: '0', meaning: 'simulated latency of each call to the built-in registry' },
   { name: 'REGISTRY_FAIL', fallback: 'false', meaning: 'test switch: the built-in registry refuses every registration and file request' },
   { name: 'LOG_LEVEL', fallback: 'info', meaning: 'fatal, error, warn, info, debug, trace or silent' },

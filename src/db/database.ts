@@ -2,14 +2,19 @@ import knexFactory, { type Knex } from 'knex';
 import type { Config } from '../config/config.js';
 import type { Logger } from '../logging/logger.js';
 import { EmbeddedPostgres } from './embedded-postgres.js';
+import { resolveDataKey } from './encryption.js';
 import { migrationSource } from './migrations/index.js';
 
 export type { Knex };
+
+const MIGRATIONS_TABLE = 'knex_migrations';
 
 export interface Database {
   knex: Knex;
   /** Connection URL, for components that keep their own pool (pg-boss). */
   url: string;
+  /** The key of the secrets stored in this database (resolveDataKey), resolved at the first call. */
+  dataKey(): Promise<Buffer>;
   close(): Promise<void>;
 }
 
@@ -24,7 +29,7 @@ export async function openDatabase(config: Config, logger: Logger, options: { ad
     client: 'pg',
     connection: { connectionString: url, connectionTimeoutMillis: 10_000 },
     pool: { min: 0, max: 10 },
-    migrations: { migrationSource, tableName: 'knex_migrations' },
+    migrations: { migrationSource: migrationSource(), tableName: MIGRATIONS_TABLE },
     log: knexLog(logger),
   });
   try {
@@ -34,9 +39,11 @@ export async function openDatabase(config: Config, logger: Logger, options: { ad
     await embedded?.stop();
     throw new Error(`database unreachable: ${describeConnectionError(error)}`);
   }
+  let dataKey: Promise<Buffer> | undefined;
   return {
     knex,
     url,
+    dataKey: () => (dataKey ??= resolveDataKey(config)),
     async close() {
       await knex.destroy();
       await embedded?.stop();
@@ -81,8 +88,8 @@ function describeConnectionError(error: unknown): string {
   return [err.code, err.message].filter(Boolean).join(' ').replace(/\/\/[^@/]*@/g, '//***@');
 }
 
-export async function migrateToLatest(knex: Knex): Promise<string[]> {
-  const [, applied] = (await knex.migrate.latest()) as [number, string[]];
+export async function migrateToLatest(database: Pick<Database, 'knex' | 'dataKey'>): Promise<string[]> {
+  const [, applied] = (await database.knex.migrate.latest({ migrationSource: migrationSource({ dataKey: database.dataKey }), tableName: MIGRATIONS_TABLE })) as [number, string[]];
   return applied;
 }
 

@@ -7,9 +7,10 @@ import { upsertPatients } from './patients.js';
 const IMPORT_HELP = `
 FILE is a JSON array of patients or a CSV file with a header row (told apart by the first
 character: "[" means JSON). Fields: ${IMPORT_FIELDS.join(', ')}.
-Required: id (the МИС's patient id), surname, name, birthDate (YYYY-MM-DD), gender (0 male,
-1 female, 2 other, 3 unknown). phone is stored as E.164 (8XXXXXXXXXX = +7XXXXXXXXXX); snils as
-XXX-XXX-XXX YY; active defaults to true. A patient whose id exists is updated.
+Required: id (the МИС's patient id), surname, name, birthDate (YYYY-MM-DD, years 0001-9999),
+gender (the peer SDK's enum: 1 male, 2 female, 3 other, 4 unknown). phone is stored as E.164
+(8XXXXXXXXXX = +7XXXXXXXXXX); snils as XXX-XXX-XXX YY; active defaults to true. Text must not
+hold NUL characters or lone surrogates. A patient whose id exists is updated.
 
 All or nothing: when any row is rejected, nothing is imported; the report on stdout lists each
 rejected row's number (1 = first record), field and reason, never the values; exit code 1.

@@ -7,14 +7,18 @@ import { RpcError } from './rpc/errors.js';
 const applicationError = (code: number, message: string) => (reason: string) => new RpcError(code, message, { reason });
 
 export const EhrErrors = {
+  /** Bad internal cred, an unusable exchange token, or an end-user cred without a stored session. */
   notAuthorized: applicationError(-33000, 'NotAuthorized'),
   authExpired: applicationError(-33001, 'AuthExpired'),
-  patientAlreadyMatched: applicationError(-34000, 'PatientAlreadyMatched'),
+  /** authenticate found no single matching patient. */
   patientNotAuthenticated: applicationError(-34001, 'PatientNotAuthenticated'),
+  /** The session is valid, but its patient is no longer active. */
   patientNotFound: applicationError(-34002, 'PatientNotFound'),
   saveAuthInfoError: applicationError(-34003, 'SaveAuthInfoError'),
   saveExchangeTokenError: applicationError(-34004, 'SaveExchangeTokenError'),
   userNotFound: applicationError(-34007, 'UserNotFound'),
+  /** authenticate by a user already linked to a patient. */
+  patientAlreadyLinked: applicationError(-34009, 'PatientAlreadyLinked'),
 };
 
 /** -32602 raised by a handler for a rule the param schemas cannot express. */

@@ -34,7 +34,7 @@ export function ehrRoutes(envelope: RpcEnvelope, channel: Channel, version: stri
       else if (!(error instanceof ClientGone)) throw error;
       return;
     }
-    const outcome = await envelope.handle(text, channel);
+    const outcome = await envelope.handle(text, channel, req.socket.remoteAddress ?? 'unknown');
     if (outcome.body === undefined) res.status(204).end();
     else res.status(200).json(outcome.body);
   });

@@ -71,4 +71,34 @@ export const ehrMigrations: readonly NamedMigration[] = [
       },
     },
   ],
+  [
+    'ehr_003_gender_peer_enum',
+    {
+      // The peer SDK's Gender enum is 1 male, 2 female, 3 other, 4 unknown; rows were written as 0..3.
+      async up(knex) {
+        await knex.raw('update ehr_patients set gender = gender + 1');
+        await knex.raw('alter table ehr_patients add constraint ehr_patients_gender check (gender between 1 and 4)');
+      },
+      async down(knex) {
+        await knex.raw('alter table ehr_patients drop constraint ehr_patients_gender');
+        await knex.raw('update ehr_patients set gender = gender - 1');
+      },
+    },
+  ],
+  [
+    'ehr_004_exchange_token_phone',
+    {
+      // The phone the authorization server verified (E.164), when it sent one: authenticate must name the same.
+      async up(knex) {
+        await knex.schema.alterTable('ehr_exchange_tokens', (table) => {
+          table.text('phone');
+        });
+      },
+      async down(knex) {
+        await knex.schema.alterTable('ehr_exchange_tokens', (table) => {
+          table.dropColumn('phone');
+        });
+      },
+    },
+  ],
 ];

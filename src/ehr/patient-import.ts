@@ -1,4 +1,6 @@
 import type { Gender } from '../../generated/ehr-types.js';
+import { isStorableText, UNSTORABLE_TEXT } from '../validation/text.js';
+import { isCalendarDate } from './dates.js';
 import { toE164, type PatientRecord } from './patients.js';
 
 /** Columns of a CSV import (header row) and members of a JSON import. */
@@ -61,10 +63,6 @@ export function readImportRecords(text: string): Array<Record<string, unknown>> 
 
 const text = (value: unknown): string | undefined => (typeof value === 'string' && value.trim() !== '' ? value.trim() : typeof value === 'number' ? String(value) : undefined);
 
-function isCalendarDate(value: string): boolean {
-  return /^\d{4}-\d{2}-\d{2}$/.test(value) && new Date(`${value}T00:00:00Z`).toISOString().slice(0, 10) === value;
-}
-
 /** Validates every record; returns the patients, or every problem found (row numbers 1-based). */
 export function validateImportRecords(records: ReadonlyArray<Record<string, unknown>>): { patients: PatientRecord[]; rejected: RejectedRow[] } {
   const patients: PatientRecord[] = [];
@@ -78,7 +76,10 @@ export function validateImportRecords(records: ReadonlyArray<Record<string, unkn
       rejected.push({ row, field: '(row)', reason: 'is not an object' });
       return;
     }
-    for (const field of Object.keys(record)) if (!(IMPORT_FIELDS as readonly string[]).includes(field)) reject(field, 'is not a known field');
+    for (const [field, value] of Object.entries(record)) {
+      if (!(IMPORT_FIELDS as readonly string[]).includes(field)) reject(field, 'is not a known field');
+      else if (typeof value === 'string' && !isStorableText(value)) reject(field, UNSTORABLE_TEXT);
+    }
     for (const field of REQUIRED_FIELDS) if (text(record[field]) === undefined) reject(field, 'is required');
 
     const id = text(record.id);
@@ -91,7 +92,7 @@ export function validateImportRecords(records: ReadonlyArray<Record<string, unkn
     const birthDate = text(record.birthDate);
     if (birthDate !== undefined && !isCalendarDate(birthDate)) reject('birthDate', 'is not a date YYYY-MM-DD');
     const gender = Number(text(record.gender));
-    if (text(record.gender) !== undefined && ![0, 1, 2, 3].includes(gender)) reject('gender', 'is not 0, 1, 2 or 3');
+    if (text(record.gender) !== undefined && ![1, 2, 3, 4].includes(gender)) reject('gender', 'is not 1, 2, 3 or 4');
     const rawPhone = text(record.phone);
     const phone = rawPhone === undefined ? undefined : toE164(rawPhone);
     if (rawPhone !== undefined && phone === undefined) reject('phone', 'is not a phone number');

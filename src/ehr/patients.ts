@@ -1,6 +1,6 @@
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import type { Knex } from 'knex';
-import type { Gender, Patient } from '../../generated/ehr-types.js';
+import type { Gender, GenderCriterion, Patient } from '../../generated/ehr-types.js';
 
 /** Surnames and names compare trimmed, case-insensitive, with ё = е. */
 export function nameKey(text: string): string {
@@ -17,11 +17,20 @@ export function toE164(text: string): string | undefined {
   return phone?.isPossible() ? phone.number : undefined;
 }
 
-/** What identifies a patient at authenticate: the PHONE or the MEDCARD strategy (see specs/openrpc.json). */
-export type MatchCriteria = { surname: string; name: string; birthDate: string; gender: Gender } & (
-  | { strategy: 'PHONE'; phone: string }
-  | { strategy: 'MEDCARD'; medcardNumber: string }
-);
+/**
+ * What identifies a patient at authenticate (see specs/openrpc.json): the phone (E.164), proven by
+ * one-time password, is always a criterion; the MEDCARD strategy adds the medcard number.
+ */
+export interface MatchCriteria {
+  surname: string;
+  name: string;
+  /** YYYY-MM-DD */
+  birthDate: string;
+  /** 0: not stated, any gender matches. */
+  gender: GenderCriterion;
+  phone: string;
+  medcardNumber?: string;
+}
 
 /**
  * Where patients come from: the МИС. The built-in source is the ehr_patients table; a remote
@@ -33,8 +42,8 @@ export interface PatientSource {
   findById(id: string): Promise<Patient | undefined>;
 }
 
-/** A patient as the source keeps it: the wire shape with a plain birth date (YYYY-MM-DD). */
-export type PatientRecord = Omit<Patient, 'birthdate'> & { birthDate: string };
+/** A patient as the source keeps it: the wire shape with a plain birth date (YYYY-MM-DD) and one phone. */
+export type PatientRecord = Omit<Patient, 'birthdate' | 'phones'> & { birthDate: string };
 
 interface PatientRow {
   id: string;
@@ -59,6 +68,7 @@ function toPatient(row: PatientRow): Patient {
     birthdate: `${row.birth_date} 00:00:00.000`,
     gender: row.gender as Gender,
     ...(row.phone ? { phone: row.phone } : {}),
+    phones: row.phone ? [row.phone] : [],
     ...(row.email ? { email: row.email } : {}),
     ...(row.snils ? { snils: row.snils } : {}),
     ...(row.medcard_number ? { medcardNumber: row.medcard_number } : {}),
@@ -78,11 +88,11 @@ export class TablePatientSource implements PatientSource {
 
   async findMatches(criteria: MatchCriteria, limit: number): Promise<Patient[]> {
     const query = this.select()
-      .where({ surname_key: nameKey(criteria.surname), name_key: nameKey(criteria.name), birth_date: criteria.birthDate, gender: criteria.gender, active: true })
+      .where({ surname_key: nameKey(criteria.surname), name_key: nameKey(criteria.name), birth_date: criteria.birthDate, phone: criteria.phone, active: true })
       .orderBy('id')
       .limit(limit);
-    if (criteria.strategy === 'PHONE') query.where({ phone: criteria.phone });
-    else query.where({ medcard_key: medcardKey(criteria.medcardNumber) });
+    if (criteria.gender !== 0) query.where({ gender: criteria.gender });
+    if (criteria.medcardNumber !== undefined) query.where({ medcard_key: medcardKey(criteria.medcardNumber) });
     return ((await query) as PatientRow[]).map(toPatient);
   }
 
@@ -120,9 +130,9 @@ export async function upsertPatients(knex: Knex, patients: readonly PatientRecor
 
 /** Demo patients of the built-in source, for local runs and trying the flow by hand. */
 export const DEMO_PATIENTS: readonly PatientRecord[] = [
-  { id: 'demo-1', surname: 'Иванова', name: 'Мария', middleName: 'Петровна', birthDate: '1990-05-17', gender: 1, phone: '+79161234567', email: 'maria@example.org', snils: '112-233-445 95', medcardNumber: 'MC-0001', active: true },
-  { id: 'demo-2', surname: 'Фёдоров', name: 'Алексей', middleName: 'Иванович', birthDate: '1985-11-02', gender: 0, phone: '+79031112233', medcardNumber: 'MC-0002', active: true },
-  { id: 'demo-3', surname: 'Smith', name: 'Anna', birthDate: '1972-01-30', gender: 1, phone: '+74951234567', email: 'anna.smith@example.org', medcardNumber: 'MC-0003', active: true },
+  { id: 'demo-1', surname: 'Иванова', name: 'Мария', middleName: 'Петровна', birthDate: '1990-05-17', gender: 2, phone: '+79161234567', email: 'maria@example.org', snils: '112-233-445 95', medcardNumber: 'MC-0001', active: true },
+  { id: 'demo-2', surname: 'Фёдоров', name: 'Алексей', middleName: 'Иванович', birthDate: '1985-11-02', gender: 1, phone: '+79031112233', medcardNumber: 'MC-0002', active: true },
+  { id: 'demo-3', surname: 'Smith', name: 'Anna', birthDate: '1972-01-30', gender: 2, phone: '+74951234567', email: 'anna.smith@example.org', medcardNumber: 'MC-0003', active: true },
 ];
 
 /** Idempotent: upserts the demo patients by their fixed ids; returns how many. */

@@ -1,9 +1,8 @@
-import { SaxesParser } from 'saxes';
 import type { CallbackErrorItem } from './codes.js';
 
 /**
- * The acceptance checks of a RegisterDocument request: the checks that need no registry.
- * They work on Buffers and stream the XML in chunks, so a 20 MiB document is never one string.
+ * The acceptance checks of a RegisterDocument request that need no registry, on Buffers (the XML
+ * check, streamed in slices, is xml-check.ts).
  */
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
@@ -16,34 +15,6 @@ export function isStrictBase64(text: string): boolean {
 /** The bytes of standard, padded base64; undefined when the text is not that. */
 export function decodeBase64Strict(text: string): Buffer | undefined {
   return isStrictBase64(text) ? Buffer.from(text, 'base64') : undefined;
-}
-
-/** Undefined when the chunks are one well-formed UTF-8 XML document, else the parser's complaint. */
-export async function xmlWellFormednessError(chunks: AsyncIterable<Uint8Array>): Promise<string | undefined> {
-  const parser = new SaxesParser({ xmlns: true, position: true });
-  let failure: string | undefined;
-  parser.on('error', (error) => {
-    failure ??= error.message;
-  });
-  const decoder = new TextDecoder('utf-8', { fatal: true });
-  /** Feeds the parser the text of `bytes`; without bytes, ends the text (a cut-off UTF-8 sequence fails). */
-  const feed = (bytes?: Uint8Array): void => {
-    let text: string;
-    try {
-      text = bytes === undefined ? decoder.decode() : decoder.decode(bytes, { stream: true });
-    } catch {
-      failure ??= 'the document is not UTF-8';
-      return;
-    }
-    parser.write(text);
-  };
-  for await (const chunk of chunks) {
-    feed(chunk);
-    if (failure !== undefined) return failure;
-  }
-  feed();
-  if (failure === undefined) parser.close();
-  return failure;
 }
 
 interface Tlv {

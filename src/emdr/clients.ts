@@ -1,5 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Knex } from 'knex';
+import type { CallbackCredentials } from '../callbacks/delivery.js';
+import { open, seal } from '../db/encryption.js';
 
 /** A clinic account as the request handlers and the callback sender see it. */
 export interface ClinicAccount {
@@ -15,7 +17,8 @@ export interface NewClinicAccount {
   businessId: string;
   user: string;
   callbackUrls: string[];
-  organizations?: string[];
+  /** The organizations the clinic acts for; null: every organization (`--all-organizations`). */
+  organizations: string[] | null;
   /** Fixed credentials for the demo account; random otherwise. */
   token?: string;
   callbackToken?: string;
@@ -52,11 +55,23 @@ export function newSigningSecret(): string {
 
 export class DuplicateClinicAccountError extends Error {}
 
-export async function createClinicAccount(knex: Knex, input: NewClinicAccount): Promise<CreatedClinicAccount> {
+/** The secrets of a clinic account that the gateway must use again, so they are sealed with the data key rather than hashed. */
+type SealedSecret = 'callback_token' | 'signing_secret';
+
+/** Authenticated data of a sealed secret: its column and account, so it opens nowhere else. */
+function secretContext(column: SealedSecret, businessId: string, user: string): string {
+  return JSON.stringify(['emdr_clients', column, businessId, user]);
+}
+
+export function sealClinicSecret(key: Buffer, column: SealedSecret, businessId: string, user: string, secret: string): Buffer {
+  return seal(key, secretContext(column, businessId, user), secret);
+}
+
+export async function createClinicAccount(knex: Knex, dataKey: Buffer, input: NewClinicAccount): Promise<CreatedClinicAccount> {
   const token = input.token ?? randomToken('emdr_');
   const callbackToken = input.callbackToken ?? randomToken('cbt_');
   const signingSecret = input.signingSecret ?? newSigningSecret();
-  const organizations = input.organizations && input.organizations.length > 0 ? input.organizations : null;
+  const { organizations } = input;
   const inserted = await knex('emdr_clients')
     .insert({
       business_id: input.businessId,
@@ -65,8 +80,8 @@ export async function createClinicAccount(knex: Knex, input: NewClinicAccount): 
       organizations,
       callback_urls: input.callbackUrls,
       callback_user: CALLBACK_USER,
-      callback_token: callbackToken,
-      signing_secret: signingSecret,
+      callback_token_sealed: sealClinicSecret(dataKey, 'callback_token', input.businessId, input.user, callbackToken),
+      signing_secret_sealed: sealClinicSecret(dataKey, 'signing_secret', input.businessId, input.user, signingSecret),
     })
     .onConflict(['business_id', 'user_name'])
     .ignore()
@@ -98,5 +113,20 @@ export async function authenticateClinic(knex: Knex, businessId: string, user: s
     user: row.user_name,
     organizations: row.organizations,
     callbackUrls: row.callback_urls,
+  };
+}
+
+/** The callback credentials of the clinic that sent request `queueMessageId`, opened with the data key. */
+export async function callbackCredentialsOf(knex: Knex, dataKey: Buffer, queueMessageId: string): Promise<CallbackCredentials> {
+  const row = await knex('emdr_requests as r')
+    .join('emdr_clients as k', 'k.id', 'r.client_id')
+    .where('r.queue_message_id', queueMessageId)
+    .first('k.business_id', 'k.user_name', 'k.callback_user', 'k.callback_token_sealed', 'k.signing_secret_sealed');
+  const opened = (column: SealedSecret, sealed: Buffer) => open(dataKey, secretContext(column, row.business_id, row.user_name), sealed);
+  return {
+    businessId: row.business_id,
+    user: row.callback_user,
+    token: opened('callback_token', row.callback_token_sealed),
+    signingSecret: opened('signing_secret', row.signing_secret_sealed),
   };
 }

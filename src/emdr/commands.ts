@@ -6,6 +6,8 @@ import { printJson, UsageError, withDatabase } from '../cli/program.js';
 import { decodeBase64Strict } from './acceptance.js';
 import { createClinicAccount, DuplicateClinicAccountError } from './clients.js';
 import { messageState } from './messages.js';
+import { refetchDroppedFile } from './pipeline.js';
+import { BuiltInRegistry } from './registry/built-in.js';
 import { startBoss } from './queue.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -29,8 +31,9 @@ export function registerEmdrCommands(program: Command): void {
     .requiredOption('--business-id <id>', 'businessId of the clinic in the booking system')
     .requiredOption('--user <name>', 'user name of the account')
     .addOption(new Option('--callback-url <url>', 'base URL of the clinic system for callbacks (repeatable; the first is the default)').argParser(collect).default([]))
-    .addOption(new Option('--organization <oid>', 'OID of an organization the clinic acts for (repeatable; none: any)').argParser(collect).default([]))
-    .action(async (options: { businessId: string; user: string; callbackUrl: string[]; organization: string[] }) => {
+    .addOption(new Option('--organization <oid>', 'OID of an organization the clinic acts for (repeatable); this or --all-organizations is required').argParser(collect).default([]))
+    .option('--all-organizations', 'the clinic may act for every organization, and demand any document without the patient\'s SNILS')
+    .action(async (options: { businessId: string; user: string; callbackUrl: string[]; organization: string[]; allOrganizations?: boolean }) => {
       if (options.callbackUrl.length === 0) throw new UsageError('give at least one --callback-url');
       for (const url of options.callbackUrl) {
         let parsed: URL;
@@ -41,14 +44,16 @@ export function registerEmdrCommands(program: Command): void {
         }
         if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new UsageError(`--callback-url "${url}" is not http(s)`);
       }
+      if (options.organization.length === 0 && !options.allOrganizations) throw new UsageError('give --organization OID (repeatable), or --all-organizations for an account that acts for every organization');
+      if (options.organization.length > 0 && options.allOrganizations) throw new UsageError('give either --organization or --all-organizations, not both');
       for (const oid of options.organization) if (!OID.test(oid)) throw new UsageError(`--organization "${oid}" is not an OID`);
       const created = await withDatabase(async (database) => {
         try {
-          return await createClinicAccount(database.knex, {
+          return await createClinicAccount(database.knex, await database.dataKey(), {
             businessId: options.businessId,
             user: options.user,
             callbackUrls: options.callbackUrl,
-            organizations: options.organization,
+            organizations: options.allOrganizations ? null : options.organization,
           });
         } catch (error) {
           if (error instanceof DuplicateClinicAccountError) throw new UsageError(error.message);
@@ -81,6 +86,9 @@ export function registerEmdrCommands(program: Command): void {
         if (!(await database.knex('emdr_requests').where({ queue_message_id: queueMessageId }).first('queue_message_id'))) {
           throw new UsageError(`no request ${queueMessageId}`);
         }
+        // The request's copy of a document goes once its callbacks fail for good (retention.ts): fetch it again.
+        const registry = new BuiltInRegistry(database.knex, { latencyMs: context.config.registryLatencyMs, fail: context.config.registryFail });
+        await refetchDroppedFile(database.knex, registry, queueMessageId);
         const boss = await startBoss(database.url, context.config, context.logger, { supervise: false });
         try {
           return await replayFailedCallbacks(database.knex, boss, context.config.callbackRetryScheduleMs, queueMessageId);

@@ -15,9 +15,9 @@ export const DEMO_CLINIC = {
 } as const;
 
 /** Creates the demo clinic account unless it exists; returns whether it was created. */
-export async function seedDemoClinic(knex: Knex): Promise<boolean> {
+export async function seedDemoClinic(knex: Knex, dataKey: Buffer): Promise<boolean> {
   try {
-    await createClinicAccount(knex, { ...DEMO_CLINIC, callbackUrls: [...DEMO_CLINIC.callbackUrls] });
+    await createClinicAccount(knex, dataKey, { ...DEMO_CLINIC, callbackUrls: [...DEMO_CLINIC.callbackUrls], organizations: null });
     return true;
   } catch (error) {
     if (error instanceof DuplicateClinicAccountError) return false;

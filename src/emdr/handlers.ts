@@ -26,6 +26,7 @@ export interface EmdrHandlerDependencies {
   knex: Knex;
   boss: PgBoss;
   registry: RegistryPort;
+  byteQuotaPerMinute: number;
 }
 
 const SEARCH_LIMIT = 100;
@@ -53,38 +54,60 @@ export function clinicSecurityHandlers(knex: Knex): Record<string, SecurityHandl
   };
 }
 
-/** Requests per clinic account in the current minute: a fixed window kept in this process. */
-class RateLimiter {
+/** A per-clinic allowance per minute (requests, or body bytes): a fixed window kept in this process. */
+class MinuteAllowance {
   private windowStart = 0;
-  private counts = new Map<number, number>();
+  private used = new Map<number, number>();
 
-  constructor(private readonly perMinute: number) {}
+  /** `limit` 0: no limit. */
+  constructor(private readonly limit: number) {}
 
-  /** Seconds to wait when over the limit, else undefined. */
-  take(clientId: number): number | undefined {
-    if (this.perMinute === 0) return undefined;
+  /** Takes `amount` of the clinic's allowance; when that would pass the limit, takes nothing and returns the seconds to wait. */
+  take(clientId: number, amount: number): number | undefined {
+    if (this.limit === 0) return undefined;
     const now = Date.now();
     const window = Math.floor(now / 60_000) * 60_000;
     if (window !== this.windowStart) {
       this.windowStart = window;
-      this.counts.clear();
+      this.used.clear();
     }
-    const count = (this.counts.get(clientId) ?? 0) + 1;
-    this.counts.set(clientId, count);
-    return count > this.perMinute ? Math.ceil((window + 60_000 - now) / 1000) : undefined;
+    const used = (this.used.get(clientId) ?? 0) + amount;
+    if (used > this.limit) return Math.ceil((window + 60_000 - now) / 1000);
+    this.used.set(clientId, used);
+    return undefined;
   }
 }
 
-/** The per-clinic rate limit, checked once the clinic is known and before its body is read (the router's beforeBody). */
+/**
+ * The per-clinic request rate (RATE_LIMIT), checked once the clinic is known and before its body is
+ * read (the router's beforeBody): 429 RATE_LIMIT with Retry-After.
+ */
 export function clinicRateLimit(perMinute: number): BeforeBody {
-  const limiter = new RateLimiter(perMinute);
+  const requests = new MinuteAllowance(perMinute);
   return (_operationId, security) => {
     const clinic = security.Token as ClinicAccount | undefined;
-    const wait = clinic === undefined ? undefined : limiter.take(clinic.id);
-    if (wait !== undefined) {
-      throw new ApiError(429, [{ code: 'RATE_LIMIT', message: 'too many requests; retry after the seconds in Retry-After' }], { 'Retry-After': String(wait) });
-    }
+    const wait = clinic === undefined ? undefined : requests.take(clinic.id, 1);
+    if (wait !== undefined) throw tooMuch(wait, 'requests');
   };
+}
+
+function tooMuch(wait: number, what: string): ApiError {
+  return new ApiError(429, [{ code: 'RATE_LIMIT', message: `too many ${what} this minute; retry after the seconds in Retry-After` }], { 'Retry-After': String(wait) });
+}
+
+/**
+ * The size of a request body as the byte quota counts it: its members' JSON, strings by their UTF-8
+ * length (no serialized copy of a large document), and the large member kept as bytes by its length.
+ */
+function bodyBytes(body: unknown, large: { member: string; value: Buffer } | undefined): number {
+  if (body === null || typeof body !== 'object') return 0;
+  let bytes = 2;
+  for (const [key, value] of Object.entries(body)) {
+    bytes += Buffer.byteLength(key) + 4;
+    if (key === large?.member) bytes += large.value.length;
+    else bytes += typeof value === 'string' ? Buffer.byteLength(value) : Buffer.byteLength(JSON.stringify(value));
+  }
+  return bytes;
 }
 
 const HASHED_CHARACTERS_PER_UPDATE = 1024 * 1024;
@@ -103,25 +126,46 @@ function hashText(hash: Hash, text: string): void {
   }
 }
 
+/** JSON with every object's members sorted by name (arrays keep their order): one text per value, however it was sent. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const members = Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);
+    return `{${members.join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
 /**
- * A SHA-256 over the body's members in the order sent, without one big serialized copy of it.
- * `bytes` stands for one string member kept as its ASCII bytes: the same hash as the string.
+ * A SHA-256 over the body's members sorted by name, each value as its UTF-8 length and text (a
+ * string as it is, anything else in canonical JSON), so the same JSON with its members in another
+ * order is the same request; without one big serialized copy of the body. `bytes` stands for one
+ * string member kept as its ASCII bytes: the same hash as the string.
  */
 function bodyHash(body: Record<string, unknown>, bytes?: { member: string; value: Buffer }): string {
   const hash = createHash('sha256');
-  for (const [key, value] of Object.entries(body)) {
-    hash.update(JSON.stringify(key));
-    hash.update(':');
-    if (key === bytes?.member) hash.update(bytes.value);
-    else hashText(hash, typeof value === 'string' ? value : JSON.stringify(value));
-    hash.update('\n');
+  for (const key of Object.keys(body).sort()) {
+    const value = body[key];
+    const text = key === bytes?.member ? bytes.value : typeof value === 'string' ? value : canonicalJson(value);
+    hash.update(`${JSON.stringify(key)}:${Buffer.byteLength(text)}:`);
+    if (Buffer.isBuffer(text)) hash.update(text);
+    else hashText(hash, text);
   }
   return hash.digest('hex');
 }
 
 export function emdrHandlers(dependencies: EmdrHandlerDependencies): Record<string, OperationHandler> {
   const { knex, boss, registry } = dependencies;
-  const clinicOf = (context: Context): ClinicAccount => context.security?.Token as ClinicAccount;
+  const bytes = new MinuteAllowance(dependencies.byteQuotaPerMinute);
+
+  /** The clinic of the request, within its byte quota (else 429 RATE_LIMIT with Retry-After); its request rate was checked before the body. */
+  const clinicOf = (context: Context, request: Request): ClinicAccount => {
+    const clinic = context.security?.Token as ClinicAccount;
+    const large = base64MemberOf(request);
+    const bytesWait = bytes.take(clinic.id, bodyBytes(context.request.requestBody, large && { member: 'document', value: large }));
+    if (bytesWait !== undefined) throw tooMuch(bytesWait, 'bytes');
+    return clinic;
+  };
 
   /** The request's callbackUrl when the clinic registered it (no calls to arbitrary hosts), else the first registered one. */
   const callbackBase = (clinic: ClinicAccount, requested: string | undefined): string => {
@@ -157,7 +201,7 @@ export function emdrHandlers(dependencies: EmdrHandlerDependencies): Record<stri
 
   return {
     RegisterDocument: async (context: Context, request: Request) => {
-      const clinic = clinicOf(context);
+      const clinic = clinicOf(context, request);
       const body = context.request.requestBody as RegisterDocumentRequest;
       // A large document arrives as bytes of strict base64, with a placeholder in body.document (see base64-member.ts).
       const documentBytes = base64MemberOf(request);
@@ -204,12 +248,12 @@ export function emdrHandlers(dependencies: EmdrHandlerDependencies): Record<stri
       return { status: 200, body: answer };
     },
 
-    DemandContent: async (context: Context) => {
-      const clinic = clinicOf(context);
+    DemandContent: async (context: Context, request: Request) => {
+      const clinic = clinicOf(context, request);
       const body = context.request.requestBody as DemandContentRequest;
       const callbackUrl = callbackBase(clinic, body.callbackUrl);
       const clientMessageId = body.clientMessageId ?? randomUUID();
-      const metadata: DemandMetadata = { emdrId: body.emdrId, clientMessageId };
+      const metadata: DemandMetadata = { emdrId: body.emdrId, clientMessageId, ...(body.patientSnils === undefined ? {} : { patientSnils: snilsDigits(body.patientSnils) }) };
       const stored = await store({
         client_id: clinic.id,
         operation: 'DemandContent',
@@ -224,21 +268,22 @@ export function emdrHandlers(dependencies: EmdrHandlerDependencies): Record<stri
       return { status: 200, body: answer };
     },
 
-    SearchRegistryItem: async (context: Context) => {
-      const clinic = clinicOf(context);
+    SearchRegistryItem: async (context: Context, request: Request) => {
+      const clinic = clinicOf(context, request);
       const body = context.request.requestBody as SearchRegistryItemRequest;
+      // By the patient's SNILS: every organization's items (how another МИС's emdrId is found); else the clinic's own organizations'.
       const items = await registry.search({
         ...body,
         ...(body.patientSnils === undefined ? {} : { patientSnils: snilsDigits(body.patientSnils) }),
-        ...(clinic.organizations === null ? {} : { organizations: clinic.organizations }),
+        ...(body.patientSnils !== undefined || clinic.organizations === null ? {} : { organizations: clinic.organizations }),
         limit: SEARCH_LIMIT,
       });
       const answer: SearchRegistryItemResponse = { items };
       return { status: 200, body: answer };
     },
 
-    GetMessage: async (context: Context) => {
-      const clinic = clinicOf(context);
+    GetMessage: async (context: Context, request: Request) => {
+      const clinic = clinicOf(context, request);
       const state = await messageState(knex, (context.request.params as { queueMessageId: string }).queueMessageId, clinic.id);
       if (!state) throw ApiError.single(404, 'NOT_FOUND', 'no such request');
       return { status: 200, body: state };

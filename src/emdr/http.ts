@@ -9,7 +9,7 @@ import type { Logger } from '../logging/logger.js';
 import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../db/database.js';
 import { BodyRefusal, ClientGone, readBody, refuseBodyByHeaders } from '../http/json-body.js';
 import { createJsonSchemaAjv, errorPath } from '../validation/json-schema.js';
-import { loneSurrogates } from '../validation/unicode.js';
+import { hasLoneSurrogate, textPaths } from '../validation/text.js';
 import { ApiError, errorBody, type ErrorItem } from './errors.js';
 import { parseJsonBody } from './base64-member.js';
 
@@ -161,8 +161,11 @@ export async function createEmdrRouter(options: EmdrRouterOptions): Promise<Rout
     }
     // openapi-backend would take a string body for unparsed JSON text; every body of the spec is an object anyway.
     if (body !== undefined && typeof body !== 'object') throw ApiError.single(400, 'VALIDATION_ERROR', 'must be a JSON object', '/requestBody');
-    const notText = loneSurrogates(body, '/requestBody');
-    if (notText.length > 0) throw new ApiError(400, notText.map((item) => ({ code: 'VALIDATION_ERROR' as const, ...item })));
+    // Not Unicode text anywhere in the body: refused before any of it is used (a NUL is the schemas' business).
+    const notText = textPaths(body, hasLoneSurrogate);
+    if (notText.length > 0) {
+      throw new ApiError(400, notText.map((path) => ({ code: 'VALIDATION_ERROR' as const, message: 'must not contain a lone UTF-16 surrogate (not Unicode text)', path: `/requestBody${path === '/' ? '' : path}` })));
+    }
     return body;
   };
 

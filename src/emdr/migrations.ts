@@ -1,4 +1,5 @@
 import type { NamedMigration } from '../db/migrations/index.js';
+import { sealClinicSecret } from './clients.js';
 
 /** Interface B's and the callback delivery's tables, in order. */
 export const emdrMigrations: readonly NamedMigration[] = [
@@ -110,6 +111,76 @@ export const emdrMigrations: readonly NamedMigration[] = [
           drop table emdr_requests;
           drop table emdr_clients;
         `);
+      },
+    },
+  ],
+  [
+    'emdr_0002_sealed_clinic_secrets',
+    {
+      // The callback token and signing secret were kept in clear; now sealed with the data key (clients.ts).
+      async up(knex, context) {
+        await knex.raw(`alter table emdr_clients add column callback_token_sealed bytea, add column signing_secret_sealed bytea`);
+        const clear = await knex('emdr_clients').select('id', 'business_id', 'user_name', 'callback_token', 'signing_secret');
+        const key = clear.length > 0 ? await context.dataKey() : undefined;
+        for (const row of clear) {
+          await knex('emdr_clients')
+            .where({ id: row.id })
+            .update({
+              callback_token_sealed: sealClinicSecret(key!, 'callback_token', row.business_id, row.user_name, row.callback_token),
+              signing_secret_sealed: sealClinicSecret(key!, 'signing_secret', row.business_id, row.user_name, row.signing_secret),
+            });
+        }
+        await knex.raw(`
+          alter table emdr_clients
+            drop column callback_token,
+            drop column signing_secret,
+            alter column callback_token_sealed set not null,
+            alter column signing_secret_sealed set not null;
+          comment on column emdr_clients.callback_token_sealed is 'AES-256-GCM under the data key (DATA_KEY), see src/emdr/clients.ts';
+          comment on column emdr_clients.signing_secret_sealed is 'AES-256-GCM under the data key (DATA_KEY), see src/emdr/clients.ts';
+        `);
+      },
+      async down() {
+        throw new Error('emdr_0002_sealed_clinic_secrets cannot be undone: the secrets are not to be written in clear again');
+      },
+    },
+  ],
+  [
+    'emdr_0003_document_disclosures',
+    {
+      async up(knex) {
+        await knex.raw(`
+          -- Deliveries of a document to a clinic account that does not list its organization (access.ts).
+          -- No personal data; kept when the request itself is purged after RETENTION.
+          create table emdr_document_disclosures (
+            id bigserial primary key,
+            client_id bigint not null references emdr_clients(id),
+            -- the DemandContent request (no foreign key: request rows are purged, this record stays)
+            queue_message_id uuid not null,
+            -- the emdrId demanded, and the version delivered (its current version)
+            emdr_id text not null,
+            delivered_emdr_id text not null,
+            organization text not null,
+            basis text not null check (basis in ('patient', 'all-organizations')),
+            at timestamptz not null default clock_timestamp()
+          );
+          create index emdr_document_disclosures_client on emdr_document_disclosures (client_id, at);
+        `);
+      },
+      async down(knex) {
+        await knex.raw('drop table emdr_document_disclosures');
+      },
+    },
+  ],
+  [
+    'emdr_0004_retention',
+    {
+      async up(knex) {
+        // The purge looks for ended requests by their last change (retention.ts).
+        await knex.raw(`create index emdr_requests_ended on emdr_requests (updated_at) where state in ('rejected', 'completed', 'failed')`);
+      },
+      async down(knex) {
+        await knex.raw('drop index emdr_requests_ended');
       },
     },
   ],

@@ -1,11 +1,15 @@
 import type PgBoss from 'pg-boss';
 import type { Knex } from 'knex';
 import type { Logger } from '../logging/logger.js';
-import { deliverCallback, enqueueCallback, type CallbackName } from '../callbacks/delivery.js';
-import { detachedCmsError, snilsChecksumValid, snilsDigits, xmlWellFormednessError } from './acceptance.js';
+import { deliverCallback, enqueueCallback, type CallbackName, type DeliveryContext } from '../callbacks/delivery.js';
+import { callbackCredentialsOf } from './clients.js';
+import { detachedCmsError, snilsChecksumValid, snilsDigits } from './acceptance.js';
 import { instantMs } from './instant.js';
 import type { CallbackErrorItem } from './codes.js';
+import { accessBasis, NO_SUCH_ITEM, recordDisclosure, type DocumentRequester } from './access.js';
 import { requestFileSlices } from './request-files.js';
+import { dropSettledFiles } from './retention.js';
+import { MAX_XML_DEPTH, xmlDocumentError } from './xml-check.js';
 import { QUEUES, jobExecutor, type CallbackJob, type RequestJob } from './queue.js';
 import type { RegistryPort } from './registry/port.js';
 
@@ -15,6 +19,10 @@ export interface PipelineContext {
   registry: RegistryPort;
   retryScheduleMs: readonly number[];
   logger: Logger;
+  /** Opens the clinics' callback secrets. */
+  dataKey: Buffer;
+  /** Time budget of the XML check of one document (XML_CHECK_TIMEOUT). */
+  xmlCheckTimeoutMs: number;
 }
 
 /** What the request row keeps besides the files (`metadata`). */
@@ -31,6 +39,8 @@ export interface RegisterMetadata {
 export interface DemandMetadata {
   emdrId: string;
   clientMessageId: string;
+  /** 11 digits: the patient the clinic names for another organization's document. */
+  patientSnils?: string;
 }
 
 interface RequestRow {
@@ -40,7 +50,7 @@ interface RequestRow {
   state: string;
   callback_url: string;
   local_uid: string | null;
-  metadata: RegisterMetadata & DemandMetadata;
+  metadata: RegisterMetadata | DemandMetadata;
   intake_errors: CallbackErrorItem[] | null;
   created_at: Date;
 }
@@ -57,11 +67,19 @@ function withErrors(payload: Record<string, unknown>, errors: CallbackErrorItem[
   return errors.length > 0 ? { ...payload, status: 'error', errors } : { ...payload, status: 'success' };
 }
 
-async function registerDocumentAcceptanceErrors(knex: Knex, request: RequestRow): Promise<CallbackErrorItem[]> {
+/** The clinic account's organizations and the SNILS the DemandContent request named. */
+async function requesterOf(knex: Knex, request: RequestRow): Promise<DocumentRequester> {
+  const clinic = await knex('emdr_clients').where({ id: request.client_id }).first('organizations');
+  const { patientSnils } = request.metadata as DemandMetadata;
+  return { organizations: clinic.organizations, ...(patientSnils === undefined ? {} : { patientSnils }) };
+}
+
+async function registerDocumentAcceptanceErrors(context: PipelineContext, request: RequestRow): Promise<CallbackErrorItem[]> {
+  const { knex } = context;
   if (request.intake_errors && request.intake_errors.length > 0) return request.intake_errors;
   const errors: CallbackErrorItem[] = [];
-  const xmlError = await xmlWellFormednessError(requestFileSlices(knex, request.queue_message_id, 'document'));
-  if (xmlError !== undefined) errors.push({ code: 'XML_VALIDATION_ERROR', message: `the document is not well-formed XML: ${xmlError}`.slice(0, 300) });
+  const xmlError = await xmlDocumentError(requestFileSlices(knex, request.queue_message_id, 'document'), { maxDepth: MAX_XML_DEPTH, timeoutMs: context.xmlCheckTimeoutMs });
+  if (xmlError !== undefined) errors.push({ code: 'XML_VALIDATION_ERROR', message: xmlError.slice(0, 300) });
   const files = await knex('emdr_requests').where({ queue_message_id: request.queue_message_id }).first('signature', 'personal_signatures');
   const signatureError = detachedCmsError(files.signature as Buffer, 'signature');
   if (signatureError) errors.push(signatureError);
@@ -70,7 +88,7 @@ async function registerDocumentAcceptanceErrors(knex: Knex, request: RequestRow)
     const error = detachedCmsError(Buffer.from(item.signature, 'base64'), `personalSignatures/${index}/signature`);
     if (error) errors.push(error);
   });
-  const { metadata } = request;
+  const metadata = request.metadata as RegisterMetadata;
   if (!snilsChecksumValid(metadata.patientSnils)) errors.push({ code: 'VALIDATION_ERROR', message: 'patientSnils: the check number does not match' });
   if (instantMs(metadata.creationDateTime) > Date.now()) errors.push({ code: 'WRONG_CREATION_DATE', message: 'creationDateTime lies in the future' });
   // The earliest request with a localUid wins; later ones with another body are duplicates.
@@ -95,11 +113,14 @@ export async function acceptRequest(context: PipelineContext, queueMessageId: st
   let errors: CallbackErrorItem[];
   let payload: Record<string, unknown>;
   if (request.operation === 'RegisterDocument') {
-    errors = await registerDocumentAcceptanceErrors(knex, request);
-    payload = { queueMessageId, localUid: request.metadata.localUid };
+    errors = await registerDocumentAcceptanceErrors(context, request);
+    payload = { queueMessageId, localUid: (request.metadata as RegisterMetadata).localUid };
   } else {
-    errors = (await registry.exists(request.metadata.emdrId)) ? [] : [{ code: 'REGISTRY_ITEM_NOT_FOUND', message: 'no registry item with this emdrId' }];
-    payload = { queueMessageId, clientMessageId: request.metadata.clientMessageId, emdrId: request.metadata.emdrId };
+    const metadata = request.metadata as DemandMetadata;
+    // A document the clinic may not have is answered as one that does not exist (access.ts).
+    const basis = accessBasis(await registry.currentVersionOwner(metadata.emdrId), await requesterOf(knex, request));
+    errors = basis ? [] : [NO_SUCH_ITEM];
+    payload = { queueMessageId, clientMessageId: metadata.clientMessageId, emdrId: metadata.emdrId };
   }
 
   await knex.transaction(async (trx) => {
@@ -126,56 +147,110 @@ export async function fulfilRequest(context: PipelineContext, queueMessageId: st
   const { knex, boss, registry, retryScheduleMs } = context;
   const request = (await knex('emdr_requests').where({ queue_message_id: queueMessageId }).first(REQUEST_COLUMNS)) as RequestRow | undefined;
   if (!request || request.state !== 'accepted') return;
-  const { metadata } = request;
 
-  let result: { state: string; emdrId?: string; errors: CallbackErrorItem[]; name: CallbackName; payload: Record<string, unknown> };
-  if (request.operation === 'RegisterDocument') {
-    const outcome = await registry.register({
-      requestKey: queueMessageId,
-      localUid: metadata.localUid,
-      kind: metadata.kind,
-      organization: metadata.organization,
-      patientSnils: snilsDigits(metadata.patientSnils),
-      documentNumber: metadata.documentNumber,
-      creationDateTime: metadata.creationDateTime,
-      replaces: metadata.replaces,
-    });
-    const base = { queueMessageId, localUid: metadata.localUid };
-    result = outcome.ok
-      ? {
-          state: 'completed',
-          emdrId: outcome.emdrId,
-          errors: [],
-          name: 'SendRegisterDocumentResultResponse',
-          payload: { ...base, status: 'success', emdrId: outcome.emdrId, registrationDateTime: outcome.registrationDateTime },
-        }
-      : { state: 'failed', errors: outcome.errors, name: 'SendRegisterDocumentResultResponse', payload: withErrors(base, outcome.errors) };
-  } else {
-    // The archive stores the files in the request row; the callback body is built from them at each attempt.
-    const outcome = await registry.fetchCurrentVersion(metadata.emdrId, queueMessageId);
-    const base = { queueMessageId, clientMessageId: metadata.clientMessageId, emdrId: metadata.emdrId };
-    if (outcome.ok) {
-      const { file } = outcome;
-      result = {
-        state: 'completed',
-        emdrId: metadata.emdrId,
-        errors: [],
-        name: 'SendDocumentFileResultResponse',
-        payload: { ...base, status: 'success', document: { localUid: file.localUid, kind: file.kind, version: file.version, fileName: file.fileName } },
-      };
-    } else {
-      result = { state: 'failed', errors: outcome.errors, name: 'SendDocumentFileResultResponse', payload: withErrors(base, outcome.errors) };
-    }
-  }
+  let result: FulfilResult;
+  if (request.operation === 'RegisterDocument') result = await registration(registry, queueMessageId, request.metadata as RegisterMetadata);
+  else result = await documentFile(registry, queueMessageId, request.metadata as DemandMetadata, await requesterOf(knex, request));
 
   await knex.transaction(async (trx) => {
     const locked = await trx('emdr_requests').where({ queue_message_id: queueMessageId }).forUpdate().first('state');
     if (locked.state !== 'accepted') return;
     await trx('emdr_requests')
       .where({ queue_message_id: queueMessageId })
-      .update({ state: result.state, emdr_id: result.emdrId ?? null, errors: result.errors.length > 0 ? JSON.stringify(result.errors) : null, updated_at: trx.fn.now() });
+      .update({
+        state: result.state,
+        emdr_id: result.emdrId ?? null,
+        errors: result.errors.length > 0 ? JSON.stringify(result.errors) : null,
+        // A file the clinic may not have leaves no copy behind.
+        ...(result.withheld ? { document: null, signature: null } : {}),
+        updated_at: trx.fn.now(),
+      });
+    if (result.disclosure) await recordDisclosure(trx, { clientId: request.client_id, queueMessageId, ...result.disclosure });
     await enqueueCallback(trx, boss, retryScheduleMs, { queueMessageId, name: result.name, sequence: 2, baseUrl: request.callback_url, payload: result.payload });
   });
+}
+
+interface FulfilResult {
+  state: 'completed' | 'failed';
+  emdrId?: string;
+  errors: CallbackErrorItem[];
+  name: CallbackName;
+  payload: Record<string, unknown>;
+  /** The archive's file was copied into the request row but may not go to this clinic. */
+  withheld?: boolean;
+  /** A delivery to record (access.ts). */
+  disclosure?: Omit<Parameters<typeof recordDisclosure>[1], 'clientId' | 'queueMessageId'>;
+}
+
+async function registration(registry: RegistryPort, queueMessageId: string, metadata: RegisterMetadata): Promise<FulfilResult> {
+  const outcome = await registry.register({
+    requestKey: queueMessageId,
+    localUid: metadata.localUid,
+    kind: metadata.kind,
+    organization: metadata.organization,
+    patientSnils: snilsDigits(metadata.patientSnils),
+    documentNumber: metadata.documentNumber,
+    creationDateTime: metadata.creationDateTime,
+    replaces: metadata.replaces,
+  });
+  const base = { queueMessageId, localUid: metadata.localUid };
+  const name = 'SendRegisterDocumentResultResponse';
+  if (!outcome.ok) return { state: 'failed', errors: outcome.errors, name, payload: withErrors(base, outcome.errors) };
+  return {
+    state: 'completed',
+    emdrId: outcome.emdrId,
+    errors: [],
+    name,
+    payload: { ...base, status: 'success', emdrId: outcome.emdrId, registrationDateTime: outcome.registrationDateTime },
+  };
+}
+
+/**
+ * The current version from the archive, which stores its files in the request row (the callback body is built from
+ * them at each attempt). The access rule is checked again on the version fetched: a newer version registered since
+ * acceptance may be another patient's.
+ */
+async function documentFile(registry: RegistryPort, queueMessageId: string, metadata: DemandMetadata, requester: DocumentRequester): Promise<FulfilResult> {
+  const outcome = await registry.fetchCurrentVersion(metadata.emdrId, queueMessageId);
+  const base = { queueMessageId, clientMessageId: metadata.clientMessageId, emdrId: metadata.emdrId };
+  const name = 'SendDocumentFileResultResponse';
+  if (!outcome.ok) return { state: 'failed', errors: outcome.errors, name, payload: withErrors(base, outcome.errors) };
+  const { file } = outcome;
+  const basis = accessBasis(file, requester);
+  if (!basis) return { state: 'failed', errors: [NO_SUCH_ITEM], name, payload: withErrors(base, [NO_SUCH_ITEM]), withheld: true };
+  return {
+    state: 'completed',
+    emdrId: metadata.emdrId,
+    errors: [],
+    name,
+    payload: { ...base, status: 'success', document: { localUid: file.localUid, kind: file.kind, version: file.version, fileName: file.fileName } },
+    ...(basis === 'own-organization' ? {} : { disclosure: { emdrId: metadata.emdrId, deliveredEmdrId: file.emdrId, organization: file.organization, basis } }),
+  };
+}
+
+/**
+ * Before `callbacks replay`: when the file callback of a DemandContent is to be sent again after the
+ * request's copy of the file was dropped (retention.ts), the current version is fetched from the
+ * archive again, under the same access rule, and the callback names the version fetched. Throws
+ * when the clinic may not have the document any more.
+ */
+export async function refetchDroppedFile(knex: Knex, registry: RegistryPort, queueMessageId: string): Promise<void> {
+  const request = (await knex('emdr_requests')
+    .where({ queue_message_id: queueMessageId, operation: 'DemandContent', state: 'completed' })
+    .whereNull('document')
+    .first(REQUEST_COLUMNS)) as RequestRow | undefined;
+  const fileCallback = request && (await knex('emdr_callbacks').where({ queue_message_id: queueMessageId, sequence: 2 }).whereIn('state', ['failed', 'waiting']).first('id'));
+  if (!request || !fileCallback) return;
+  const result = await documentFile(registry, queueMessageId, request.metadata as DemandMetadata, await requesterOf(knex, request));
+  await knex.transaction(async (trx) => {
+    if (result.withheld || result.state !== 'completed') {
+      await trx('emdr_requests').where({ queue_message_id: queueMessageId }).update({ document: null, signature: null });
+      return;
+    }
+    await trx('emdr_callbacks').where({ id: fileCallback.id }).update({ payload: result.payload });
+    if (result.disclosure) await recordDisclosure(trx, { clientId: request.client_id, queueMessageId, ...result.disclosure });
+  });
+  if (result.state !== 'completed') throw new Error(`the document of request ${queueMessageId} cannot be fetched for this clinic again: ${result.errors.map((error) => error.code).join(', ')}`);
 }
 
 /** How many jobs of each queue one worker process runs at once. */
@@ -199,7 +274,13 @@ export async function startWorkers(context: PipelineContext): Promise<void> {
   for (let i = 0; i < CONCURRENCY[QUEUES.fulfil]; i += 1) {
     await boss.work<RequestJob>(QUEUES.fulfil, options, async ([job]) => run(QUEUES.fulfil, () => fulfilRequest(context, job!.data.queueMessageId)));
   }
+  const delivery: DeliveryContext = {
+    ...context,
+    credentialsOf: (queueMessageId) => callbackCredentialsOf(context.knex, context.dataKey, queueMessageId),
+    // Once no callback of the request is left to send, its copy of the files goes (retention.ts).
+    onSettled: async (trx, queueMessageId) => void (await dropSettledFiles(trx, { queueMessageId })),
+  };
   for (let i = 0; i < CONCURRENCY[QUEUES.callback]; i += 1) {
-    await boss.work<CallbackJob>(QUEUES.callback, options, async ([job]) => run(QUEUES.callback, () => deliverCallback(context, job!.data.callbackId)));
+    await boss.work<CallbackJob>(QUEUES.callback, options, async ([job]) => run(QUEUES.callback, () => deliverCallback(delivery, job!.data.callbackId)));
   }
 }

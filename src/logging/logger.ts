@@ -42,13 +42,26 @@ const REDACTED_PATHS = [
   'databaseUrl',
 ];
 
+/** A PostgreSQL error as node-postgres reports it: a severity and a five-character SQLSTATE code. */
+function isDatabaseError(error: Error): boolean {
+  const { severity, code } = error as { severity?: unknown; code?: unknown };
+  return typeof severity === 'string' && typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code);
+}
+
 /**
- * Errors are logged by name, message, code and stack only: a driver error's `detail`, `where` or
- * query parameters may quote the stored values (personal data).
+ * Errors are logged by name, message, code and stack only. A database error's text quotes the
+ * values it failed on (`invalid input syntax for type date: "…"`; knex adds the query with its
+ * bindings), so it is logged by its SQLSTATE code, routine and the schema objects named, and its
+ * stack without the first line, which repeats the text.
  */
 function serializeError(error: unknown): unknown {
   if (!(error instanceof Error)) return error;
   const { code } = error as { code?: unknown };
+  if (isDatabaseError(error)) {
+    const { severity, routine, table, column, constraint } = error as Error & { severity?: string; routine?: string; table?: string; column?: string; constraint?: string };
+    const frames = (error.stack ?? '').split('\n').filter((line) => line.trimStart().startsWith('at ')).join('\n');
+    return { type: 'DatabaseError', message: `database error ${code as string}`, code, severity, routine, table, column, constraint, stack: frames };
+  }
   return { type: error.name, message: error.message, ...(code === undefined ? {} : { code }), stack: error.stack };
 }
 

@@ -21,7 +21,7 @@ describe('callback retries in one service', () => {
   beforeAll(async () => {
     receiver = await startCallbackReceiver();
     service = await startTestService({ CALLBACK_RETRY_SCHEDULE: SCHEDULE });
-    clinic = await addClinic(service.config.databaseUrl!, receiver.url);
+    clinic = await addClinic(service, receiver.url);
     receiver.signingSecret = clinic.signingSecret;
   });
 
@@ -78,12 +78,12 @@ describe('callback retries in one service', () => {
     // The registration went on, but its callback waits for the acceptance callback.
     expect(state).toMatchObject({ state: 'completed', callbacks: [{}, { name: 'SendRegisterDocumentResultResponse', state: 'waiting', attempts: [] }] });
 
-    const shown = await runCli(['messages', 'show', ack.queueMessageId], { DATABASE_URL: service.config.databaseUrl!, LOG_LEVEL: 'silent' });
+    const shown = await runCli(['messages', 'show', ack.queueMessageId], { ...service.env, LOG_LEVEL: 'silent' });
     expect(shown.code).toBe(0);
     expect(JSON.parse(shown.stdout)).toMatchObject({ queueMessageId: ack.queueMessageId, callbacks: [{ state: 'failed' }, { state: 'waiting' }] });
 
     refusing = false;
-    const replay = await runCli(['callbacks', 'replay', ack.queueMessageId], { DATABASE_URL: service.config.databaseUrl!, LOG_LEVEL: 'silent', CALLBACK_RETRY_SCHEDULE: SCHEDULE });
+    const replay = await runCli(['callbacks', 'replay', ack.queueMessageId], { ...service.env, LOG_LEVEL: 'silent', CALLBACK_RETRY_SCHEDULE: SCHEDULE });
     expect(replay.code).toBe(0);
     expect(JSON.parse(replay.stdout).replayed).toEqual([state.callbacks[0].webhookId]);
     const callbacks = forRequest(ack.queueMessageId)(
@@ -113,9 +113,9 @@ describe('a worker killed between acknowledgement and delivery', () => {
   });
 
   it('loses nothing: after kill -9 and a restart every callback is delivered, in order, under the same webhook-id', async () => {
-    const clinic = await addClinic(api.config.databaseUrl!, receiver.url);
+    const clinic = await addClinic(api, receiver.url);
     receiver.signingSecret = clinic.signingSecret;
-    const workerEnv = { DATABASE_URL: api.config.databaseUrl!, CALLBACK_RETRY_SCHEDULE: SCHEDULE, JOB_EXPIRY: '2s', LOG_LEVEL: 'silent' };
+    const workerEnv = { ...api.env, CALLBACK_RETRY_SCHEDULE: SCHEDULE, JOB_EXPIRY: '2s', LOG_LEVEL: 'silent' };
     // The first delivery attempt never gets an answer: the worker is killed while it waits.
     receiver.reply = (callback) => (receiver.received.filter((item) => item.name === callback.name).length === 0 ? 'hang' : SUCCESS);
 

@@ -21,6 +21,8 @@ const handlers: Record<string, MethodHandler> = {
   notify_sum: async () => null,
   get_data: async () => ['hello', 5],
   whoami: async (_params, context) => ({ cred: context.cred ?? null, channel: context.channel }),
+  peer: async (_params, context) => context.clientAddress,
+  echo: async ({ text }) => text,
   fail: async ({ how }) => {
     if (how === 'application') throw new RpcError(-34001, 'PatientNotAuthenticated', { reason: 'no stored session' });
     throw new Error('database password is hunter2 at /srv/app.ts:12');
@@ -141,6 +143,26 @@ describe('the envelope of interface A', () => {
   it('hands cred and the channel to the handler and ignores other envelope members', async () => {
     const { body } = await post('{"jsonrpc":"2.0","id":"a-1","method":"whoami","cred":{"user":"u1","token":"t1"},"apiKey":"peer-sdk"}');
     expect(body).toEqual({ jsonrpc: '2.0', id: 'a-1', result: { cred: { user: 'u1', token: 't1' }, channel: 'public' } });
+  });
+
+  it('counts null members as absent, as the peer SDK sends them, but keeps id: null a request', async () => {
+    const { body } = await post('{"jsonrpc":"2.0","id":"a-2","method":"whoami","params":null,"cred":null,"apiKey":null}');
+    expect(body).toEqual({ jsonrpc: '2.0', id: 'a-2', result: { cred: null, channel: 'public' } });
+    expect((await post('{"jsonrpc":"2.0","id":null,"method":"get_data"}')).body).toEqual({ jsonrpc: '2.0', id: null, result: ['hello', 5] });
+    expect((await post('{"jsonrpc":null,"id":1,"method":"get_data"}')).body).toMatchObject({ id: 1, error: { code: -32600 } });
+  });
+
+  it('hands the client address to the handler', async () => {
+    expect((await post('{"jsonrpc":"2.0","id":1,"method":"peer"}')).body).toMatchObject({ result: expect.stringMatching(/127\.0\.0\.1$/) });
+  });
+
+  it('refuses text the database cannot store: a NUL or a lone surrogate, at its path', async () => {
+    for (const text of ['"a\\u0000b"', '"a\\ud800b"', '"\\udc00"']) {
+      const { body } = await post(`{"jsonrpc":"2.0","id":1,"method":"echo","params":{"text":${text}}}`);
+      expect(body).toEqual({ jsonrpc: '2.0', id: 1, error: { code: -32602, message: 'Invalid params', data: { errors: [{ path: '/text', message: 'contains a NUL character or a lone surrogate' }] } } });
+    }
+    expect((await post('{"jsonrpc":"2.0","id":1,"method":"echo","params":["\\ud83d\\ude00 ok"]}')).body).toEqual({ jsonrpc: '2.0', id: 1, result: '\u{1F600} ok' });
+    expect((await post('{"jsonrpc":"2.0","id":1,"method":"whoami","cred":{"user":"u\\u0000","token":"t"}}')).body).toMatchObject({ id: 1, error: { code: -32600 } });
   });
 
   it('accepts application/json with a charset parameter', async () => {

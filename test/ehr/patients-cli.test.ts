@@ -33,22 +33,22 @@ describe('ehr-gateway patients import', () => {
   it('imports a CSV file with quoted fields and normalizes phone and SNILS', async () => {
     const csv = [
       'id,surname,name,middleName,birthDate,gender,phone,email,snils,medcardNumber,active',
-      'csv-1,Иванов,Пётр,"Сергеевич",1970-03-08,0,8 (916) 000-11-22,,11223344595,"MC, 7",true',
-      'csv-2,"O""Brien",Kate,,1981-12-31,1,+44 20 7946 0958,kate@example.org,,,false',
+      'csv-1,Иванов,Пётр,"Сергеевич",1970-03-08,1,8 (916) 000-11-22,,11223344595,"MC, 7",true',
+      'csv-2,"O""Brien",Kate,,1981-12-31,2,+44 20 7946 0958,kate@example.org,,,false',
     ].join('\r\n');
     const result = await importFile('good.csv', csv);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     expect(JSON.parse(result.stdout)).toEqual({ imported: 2 });
     const rows = await knex('ehr_patients').whereIn('id', ['csv-1', 'csv-2']).orderBy('id');
-    expect(rows[0]).toMatchObject({ surname: 'Иванов', phone: '+79160001122', snils: '112-233-445 95', medcard_number: 'MC, 7', active: true, name_key: 'петр' });
-    expect(rows[1]).toMatchObject({ surname: 'O"Brien', phone: '+442079460958', active: false });
+    expect(rows[0]).toMatchObject({ surname: 'Иванов', gender: 1, phone: '+79160001122', snils: '112-233-445 95', medcard_number: 'MC, 7', active: true, name_key: 'петр' });
+    expect(rows[1]).toMatchObject({ surname: 'O"Brien', gender: 2, phone: '+442079460958', active: false });
   });
 
   it('imports a JSON array, updating a patient whose id exists', async () => {
     const json = JSON.stringify([
-      { id: 'json-1', surname: 'Кузнецова', name: 'Ольга', birthDate: '1999-09-09', gender: 1, phone: '+79051234567' },
-      { id: 'csv-1', surname: 'Иванов', name: 'Пётр', birthDate: '1970-03-08', gender: 0, phone: '+79160001199' },
+      { id: 'json-1', surname: 'Кузнецова', name: 'Ольга', birthDate: '1999-09-09', gender: 2, phone: '+79051234567' },
+      { id: 'csv-1', surname: 'Иванов', name: 'Пётр', birthDate: '1970-03-08', gender: 1, phone: '+79160001199' },
     ]);
     const result = await importFile('good.json', json);
     expect(result.code).toBe(0);
@@ -60,9 +60,11 @@ describe('ehr-gateway patients import', () => {
     const before = await patientIds();
     const json = JSON.stringify([
       { id: 'bad-ok', surname: 'Good', name: 'Row', birthDate: '2001-01-01', gender: 2 },
-      { id: 'bad-2', surname: 'Секретова', name: 'Анна', birthDate: '2001-02-30', gender: 1, phone: 'call me' },
+      { id: 'bad-2', surname: 'Секретова', name: 'Анна', birthDate: '2001-02-30', gender: 2, phone: 'call me' },
       { id: 'bad-ok', surname: 'Twice', name: 'Row', birthDate: '2001-01-01', gender: 7, snils: '123' },
       { surname: 'Nobody', nickname: 'x' },
+      // 0 was "male" before the peer SDK's enum: refused rather than read as something else.
+      { id: 'bad-5', surname: 'Нулева\u0000', name: 'Ида', birthDate: '2001-01-01', gender: 0 },
     ]);
     const result = await importFile('bad.json', json);
     expect(result.code).toBe(1);
@@ -73,16 +75,32 @@ describe('ehr-gateway patients import', () => {
         { row: 2, field: 'birthDate', reason: 'is not a date YYYY-MM-DD' },
         { row: 2, field: 'phone', reason: 'is not a phone number' },
         { row: 3, field: 'id', reason: 'repeats the id of row 1' },
-        { row: 3, field: 'gender', reason: 'is not 0, 1, 2 or 3' },
+        { row: 3, field: 'gender', reason: 'is not 1, 2, 3 or 4' },
         { row: 3, field: 'snils', reason: 'is not 11 digits' },
         { row: 4, field: 'nickname', reason: 'is not a known field' },
         { row: 4, field: 'id', reason: 'is required' },
+        { row: 5, field: 'surname', reason: 'contains a NUL character or a lone surrogate' },
+        { row: 5, field: 'gender', reason: 'is not 1, 2, 3 or 4' },
       ]),
     );
     expect(report.rejected.some((problem) => problem.row === 1)).toBe(false);
-    expect(result.stderr.trim()).toBe('ehr-gateway: 3 of 4 rows rejected; nothing imported');
-    for (const value of ['Секретова', 'call me', '2001-02-30', 'Twice']) expect(result.stdout + result.stderr).not.toContain(value);
+    expect(result.stderr.trim()).toBe('ehr-gateway: 4 of 5 rows rejected; nothing imported');
+    for (const value of ['Секретова', 'call me', '2001-02-30', 'Twice', 'Нулева']) expect(result.stdout + result.stderr).not.toContain(value);
     expect(await patientIds()).toEqual(before);
+  });
+
+  it('reports a month 13 or a year 0000 as a rejected row, like any other bad date (issue 9)', async () => {
+    const csv = ['id,surname,name,birthDate,gender', 'm13,Иванов,Пётр,1990-13-01,1', 'y0,Петров,Иван,0000-05-17,1'].join('\n');
+    const result = await importFile('month13.csv', csv);
+    expect(result.code).toBe(1);
+    expect(JSON.parse(result.stdout)).toEqual({
+      imported: 0,
+      rejected: [
+        { row: 1, field: 'birthDate', reason: 'is not a date YYYY-MM-DD' },
+        { row: 2, field: 'birthDate', reason: 'is not a date YYYY-MM-DD' },
+      ],
+    });
+    expect(result.stderr.trim()).toBe('ehr-gateway: 2 of 2 rows rejected; nothing imported');
   });
 
   it('answers --help with the file format', async () => {
@@ -113,10 +131,10 @@ describe('ehr-gateway patients import', () => {
 
 describe('ehr-gateway seed-demo', () => {
   it('writes the demo patients and the demo clinic, idempotently', async () => {
-    const first = await runCli(['seed-demo'], { DATABASE_URL: databaseUrl });
+    const first = await runCli(['seed-demo', '--force'], { DATABASE_URL: databaseUrl, DATA_KEY: '11'.repeat(32) });
     expect(first.code).toBe(0);
     expect(JSON.parse(first.stdout)).toEqual({ patients: 3, clinic: { businessId: '4000125', created: true } });
-    const second = await runCli(['seed-demo'], { DATABASE_URL: databaseUrl });
+    const second = await runCli(['seed-demo', '--force'], { DATABASE_URL: databaseUrl, DATA_KEY: '11'.repeat(32) });
     expect(JSON.parse(second.stdout)).toEqual({ patients: 3, clinic: { businessId: '4000125', created: false } });
     expect(await knex('ehr_patients').where('id', 'like', 'demo-%').count({ n: '*' })).toEqual([{ n: '3' }]);
   });

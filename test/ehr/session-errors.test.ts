@@ -34,8 +34,8 @@ afterAll(async () => {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A fresh user and session token with a stored exchange token. */
-async function pendingExchange(ttl = 3600) {
-  const authInfo = { user: unique('user'), token: unique('token'), ttl };
+async function pendingExchange(ttl = 3600, extra: Record<string, unknown> = {}) {
+  const authInfo = { user: unique('user'), token: unique('token'), ttl, ...extra };
   const exchangeToken = unique('exchange');
   expect((await saveExchangeToken(service, exchangeToken, authInfo)).result).toMatchObject({ success: true });
   return { authInfo, exchangeToken };
@@ -61,6 +61,13 @@ describe('-33000 NotAuthorized', () => {
     expectError(await saveAuthInfo(service, { user: cred.user, token: unique('token'), ttl: 60 }, 'not-the-user-sign'), -33000, 'credentials rejected');
   });
 
+  it('answers get_patient without cred, with an unknown token, and with another user\'s token: the SDK then starts the exchange-token flow', async () => {
+    const { cred } = await authenticatedUser(service);
+    expectError(await getPatient(service), -33000, 'no stored session for these credentials');
+    expectError(await getPatient(service, { user: cred.user, token: unique('token') }), -33000, 'no stored session for these credentials');
+    expectError(await getPatient(service, { user: unique('user'), token: cred.token }), -33000, 'no stored session for these credentials');
+  });
+
   it('refuses an unknown exchange token and a used one', async () => {
     expectError(await authenticate(service, unique('never-stored'), MARIA), -33000, 'exchange token unknown, used or burned');
     const { exchangeToken } = await pendingExchange();
@@ -71,14 +78,14 @@ describe('-33000 NotAuthorized', () => {
   it('burns the exchange token after 5 failed attempts', async () => {
     const { exchangeToken } = await pendingExchange();
     for (let attempt = 1; attempt <= 5; attempt += 1) {
-      expectError(await authenticate(service, exchangeToken, { ...MARIA, phone: '+79990000000' }), -34002);
+      expectError(await authenticate(service, exchangeToken, { ...MARIA, phone: '+79990000000' }), -34001);
     }
     expectError(await authenticate(service, exchangeToken, MARIA), -33000, 'exchange token unknown, used or burned');
   });
 
   it('still accepts the right properties after 4 failed attempts', async () => {
     const { exchangeToken } = await pendingExchange();
-    for (let attempt = 1; attempt <= 4; attempt += 1) expectError(await authenticate(service, exchangeToken, { ...MARIA, gender: 0 }), -34002);
+    for (let attempt = 1; attempt <= 4; attempt += 1) expectError(await authenticate(service, exchangeToken, { ...MARIA, gender: 1 }), -34001);
     expect((await authenticate(service, exchangeToken, MARIA)).result).toMatchObject({ internalUserId: 'demo-1' });
   });
 });
@@ -105,45 +112,62 @@ describe('-33001 AuthExpired', () => {
   });
 });
 
-describe('-34000 PatientAlreadyMatched', () => {
-  it('refuses to match a user to a second patient, and counts it as a failed attempt', async () => {
-    const { cred } = await authenticatedUser(service, MARIA);
-    const exchangeToken = unique('exchange');
-    await saveExchangeToken(service, exchangeToken, { user: cred.user, token: unique('token'), ttl: 60 });
-    expectError(await authenticate(service, exchangeToken, ALEXEY), -34000, 'the user is already matched to another patient');
-    const row = await database.knex('ehr_exchange_tokens').whereRaw('failed_attempts > 0').where({ user_id: cred.user }).first();
-    expect(row?.failed_attempts).toBe(1);
-  });
-});
-
 describe('-34001 PatientNotAuthenticated', () => {
-  it('answers get_patient without cred, with an unknown token, and with another user\'s token', async () => {
-    const { cred } = await authenticatedUser(service);
-    expectError(await getPatient(service), -34001);
-    expectError(await getPatient(service, { user: cred.user, token: unique('token') }), -34001);
-    expectError(await getPatient(service, { user: unique('user'), token: cred.token }), -34001);
+  it('answers when nobody matches and when two patients match, without echoing the properties', async () => {
+    await upsertPatients(database.knex, [
+      { id: 'twin-1', surname: 'Петров', name: 'Иван', birthDate: '2000-01-01', gender: 1, phone: '+79005554433', active: true },
+      { id: 'twin-2', surname: 'ПЕТРОВ', name: 'иван', birthDate: '2000-01-01', gender: 1, phone: '+79005554433', active: true },
+    ]);
+    const twins = { surname: 'Петров', name: 'Иван', date: '2000-01-01 00:00:00.000', gender: 1, phone: '+79005554433' };
+    const { exchangeToken } = await pendingExchange();
+    const ambiguous = await authenticate(service, exchangeToken, twins);
+    expectError(ambiguous, -34001, 'no single patient matches');
+    const nobody = await authenticate(service, exchangeToken, { ...MARIA, surname: 'Сидорова' });
+    expectError(nobody, -34001);
+    for (const text of ['Петров', 'Сидорова', '79005554433', '2000-01-01']) expect(JSON.stringify([ambiguous, nobody])).not.toContain(text);
+  });
+
+  it('does not match on a different gender or birth date; gender 0 (not stated) matches any', async () => {
+    const { exchangeToken } = await pendingExchange();
+    expectError(await authenticate(service, exchangeToken, { ...MARIA, gender: 1 }), -34001);
+    expectError(await authenticate(service, exchangeToken, { ...MARIA, date: '1990-05-18 00:00:00.000' }), -34001);
+    expect((await authenticate(service, exchangeToken, { ...MARIA, gender: 0 })).result).toMatchObject({ internalUserId: 'demo-1', patient: { gender: 2 } });
+  });
+
+  it('matches only the phone the authorization server verified, when it sent one', async () => {
+    const { exchangeToken } = await pendingExchange(3600, { phone: '+79031112233' });
+    expectError(await authenticate(service, exchangeToken, MARIA), -34001, 'no single patient matches');
+    expect((await authenticate(service, exchangeToken, ALEXEY)).result).toMatchObject({ internalUserId: 'demo-2' });
+    expectError(await saveExchangeToken(service, unique('exchange'), { user: unique('user'), token: unique('token'), ttl: 60, phone: '89031112233' }), -32602);
   });
 });
 
 describe('-34002 PatientNotFound', () => {
-  it('answers when nobody matches and when two patients match, without echoing the properties', async () => {
-    await upsertPatients(database.knex, [
-      { id: 'twin-1', surname: 'Петров', name: 'Иван', birthDate: '2000-01-01', gender: 0, phone: '+79005554433', active: true },
-      { id: 'twin-2', surname: 'ПЕТРОВ', name: 'иван', birthDate: '2000-01-01', gender: 0, phone: '+79005554433', active: true },
-    ]);
-    const twins = { surname: 'Петров', name: 'Иван', date: '2000-01-01 00:00:00.000', gender: 0, phone: '+79005554433' };
-    const { exchangeToken } = await pendingExchange();
-    const ambiguous = await authenticate(service, exchangeToken, twins);
-    expectError(ambiguous, -34002, 'no single patient matches');
-    const nobody = await authenticate(service, exchangeToken, { ...MARIA, surname: 'Сидорова' });
-    expectError(nobody, -34002);
-    for (const text of ['Петров', 'Сидорова', '79005554433', '2000-01-01']) expect(JSON.stringify([ambiguous, nobody])).not.toContain(text);
+  it('answers get_patient when the patient is no longer active in the patient source', async () => {
+    await upsertPatients(database.knex, [{ id: 'leaving-1', surname: 'Уходящая', name: 'Вера', birthDate: '1970-01-01', gender: 2, phone: '+79007770011', active: true }]);
+    const { cred } = await authenticatedUser(service, { surname: 'Уходящая', name: 'Вера', date: '1970-01-01', gender: 2, phone: '+79007770011' });
+    expect((await getPatient(service, cred)).result).toMatchObject({ patient: { id: 'leaving-1', active: true } });
+    await database.knex('ehr_patients').where({ id: 'leaving-1' }).update({ active: false });
+    expectError(await getPatient(service, cred), -34002, 'patient no longer active in the patient source');
+  });
+});
+
+describe('-34009 PatientAlreadyLinked', () => {
+  it('refuses a linked user before matching, without counting a failed attempt', async () => {
+    const { cred } = await authenticatedUser(service, MARIA);
+    const exchangeToken = unique('exchange');
+    await saveExchangeToken(service, exchangeToken, { user: cred.user, token: unique('token'), ttl: 60 });
+    expectError(await authenticate(service, exchangeToken, ALEXEY), -34009, 'the user is already linked to a patient');
+    const row = await database.knex('ehr_exchange_tokens').where({ user_id: cred.user, state: 'pending' }).first();
+    expect(row?.failed_attempts).toBe(0);
   });
 
-  it('does not match on a different gender or birth date', async () => {
-    const { exchangeToken } = await pendingExchange();
-    expectError(await authenticate(service, exchangeToken, { ...MARIA, gender: 0 }), -34002);
-    expectError(await authenticate(service, exchangeToken, { ...MARIA, date: '1990-05-18 00:00:00.000' }), -34002);
+  it('lets a second user link the same patient', async () => {
+    const first = await authenticatedUser(service, MARIA);
+    const second = await authenticatedUser(service, MARIA);
+    expect((await getPatient(service, first.cred)).result).toMatchObject({ patient: { id: 'demo-1' } });
+    expect((await getPatient(service, second.cred)).result).toMatchObject({ patient: { id: 'demo-1' }, user_sign: second.userSign });
+    expect(second.userSign).not.toBe(first.userSign);
   });
 });
 
@@ -208,8 +232,8 @@ describe('remove_auth_info and remove_authentication', () => {
     const other = { user: cred.user, token: unique('token') };
     await saveAuthInfo(service, { ...other, ttl: 60 }, userSign);
     expect((await rpc(service.publicUrl, 'embedded_storage.remove_auth_info', {}, cred)).result).toEqual({ success: true });
-    expectError(await getPatient(service, cred), -34001);
-    expectError(await rpc(service.publicUrl, 'embedded_storage.remove_auth_info', {}, cred), -34001);
+    expectError(await getPatient(service, cred), -33000);
+    expectError(await rpc(service.publicUrl, 'embedded_storage.remove_auth_info', {}, cred), -33000, 'no stored session for these credentials');
     expect((await getPatient(service, other)).result).toMatchObject({ user_sign: userSign });
   });
 
@@ -218,8 +242,8 @@ describe('remove_auth_info and remove_authentication', () => {
     const other = { user: cred.user, token: unique('token') };
     await saveAuthInfo(service, { ...other, ttl: 60 }, userSign);
     expect((await rpc(service.publicUrl, 'embedded_storage.remove_authentication', {}, cred)).result).toEqual({ success: true });
-    expectError(await getPatient(service, cred), -34001);
-    expectError(await getPatient(service, other), -34001);
+    expectError(await getPatient(service, cred), -33000);
+    expectError(await getPatient(service, other), -33000);
     expectError(await saveAuthInfo(service, { user: cred.user, token: unique('token'), ttl: 60 }, userSign), -34007);
     // Matching again gives a new user_sign.
     const exchangeToken = unique('exchange');
@@ -246,12 +270,12 @@ describe('params', () => {
 });
 
 describe('peer SDK compatibility', () => {
-  it('matches by MEDCARD with the peer\'s date variant and ignores its extra members', async () => {
+  it('matches by MEDCARD with the peer\'s date variant, its gender 0 and its extra members', async () => {
     const { exchangeToken } = await pendingExchange();
     const answer = await authenticate(
       service,
       exchangeToken,
-      { surname: 'ФЁДОРОВ', name: 'алексей', middleName: null, date: '1985-11-02 04:40:32.4570000Z', gender: 0, phone: '', id: '', email: 'x@example.org' },
+      { surname: 'ФЁДОРОВ', name: 'алексей', middleName: null, date: '1985-11-02 04:40:32.4570000Z', gender: 0, phone: '+7 903 111-22-33', id: '', email: 'x@example.org' },
       { searchStrategy: 'MEDCARD', medCardId: ' mc-0002 ' },
     );
     expect(answer.result).toMatchObject({ internalUserId: 'demo-2', patient: { medcardNumber: 'MC-0002' } });

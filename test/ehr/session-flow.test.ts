@@ -18,7 +18,7 @@ describe('the story of the original, over real HTTP', () => {
     const cred = { user: 'user123', token: 'token456' };
 
     // 1. The app asks for the patient: the EHR server holds no session yet.
-    expectError(await getPatient(service, cred), -34001);
+    expectError(await getPatient(service, cred), -33000, 'no stored session for these credentials');
 
     // 2. The authorization server stores an exchange token over the internal channel.
     const saved = await saveExchangeToken(service, 'Xk2pQ9rT4vLm', { ...cred, ttl: 1440, created: new Date().toISOString() });

@@ -17,7 +17,7 @@ let clinic: CreatedClinicAccount;
 beforeAll(async () => {
   receiver = await startCallbackReceiver();
   service = await startTestService({ CALLBACK_RETRY_SCHEDULE: '0,200ms,200ms' });
-  clinic = await addClinic(service.config.databaseUrl!, receiver.url, { organizations: [ORGANIZATION] });
+  clinic = await addClinic(service, receiver.url, { organizations: [ORGANIZATION] });
   receiver.signingSecret = clinic.signingSecret;
 });
 
@@ -139,6 +139,19 @@ describe('RegisterDocument then DemandContent', () => {
     expect(await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), escaped)).toEqual(first);
     expect((await callbacksOf(first.body.queueMessageId, 2)).map((callback) => callback.body.status)).toEqual(['success', 'success']);
   });
+
+  it('recognises the identical retry with its members, nested ones too, in another order', async () => {
+    const signature = FIXTURE_SIGNATURE.toString('base64');
+    const body = registerBody({ personalSignatures: [{ signer: { snils: '08765432110', role: '1' }, signature }] });
+    const first = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), body);
+    const reordered = Object.fromEntries(Object.entries({ ...body, personalSignatures: [{ signature, signer: { role: '1', snils: '08765432110' } }] }).reverse());
+    expect(Object.keys(reordered)[0]).not.toBe(Object.keys(body)[0]);
+    expect(await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), reordered)).toEqual(first);
+    expect((await callbacksOf(first.body.queueMessageId, 2)).map((callback) => callback.body.status)).toEqual(['success', 'success']);
+    // A different value is a different request, whatever the order.
+    const changed = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), { ...reordered, personalSignatures: [{ signature, signer: { role: '2', snils: '08765432110' } }] });
+    expect(changed.body.queueMessageId).not.toBe(first.body.queueMessageId);
+  });
 });
 
 describe('acceptance errors in the acceptance callback', () => {
@@ -243,7 +256,7 @@ describe('request errors', () => {
 
   it("404 for another business's request, as for an unknown one", async () => {
     const { queueMessageId } = await register();
-    const other = await addClinic(service.config.databaseUrl!, receiver.url);
+    const other = await addClinic(service, receiver.url);
     for (const id of [queueMessageId, randomUUID()]) {
       const answer = await fetch(`${service.publicUrl}/api/messages/${id}`, { headers: authHeaders(other) });
       expect(answer.status).toBe(404);

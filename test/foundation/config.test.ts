@@ -23,6 +23,21 @@ describe('config', () => {
     }
   });
 
+  it('keeps the internal channel on loopback and limits internal credential failures by default', () => {
+    const config = loadConfig({});
+    expect(config.host).toBe('0.0.0.0');
+    expect(config.internalHost).toBe('127.0.0.1');
+    expect(config.internalAuthMaxFailures).toBe(10);
+    expect(config.internalAuthFailureWindowMs).toBe(60_000);
+    expect(loadConfig({ HOST: '10.0.0.5' }).internalHost).toBe('127.0.0.1');
+  });
+
+  it('reads birth dates in Europe/Moscow unless BIRTHDATE_TIME_ZONE names another IANA zone', () => {
+    expect(loadConfig({}).birthDateTimeZone).toBe('Europe/Moscow');
+    expect(loadConfig({ BIRTHDATE_TIME_ZONE: 'Asia/Yekaterinburg' }).birthDateTimeZone).toBe('Asia/Yekaterinburg');
+    expect(loadConfig({ BIRTHDATE_TIME_ZONE: 'UTC' }).birthDateTimeZone).toBe('UTC');
+  });
+
   it('parses durations and sizes', () => {
     expect(parseDuration('0')).toBe(0);
     expect(parseDuration('500ms')).toBe(500);
@@ -44,6 +59,25 @@ describe('config', () => {
     ]);
   });
 
+  it('has the documented defaults and bounds of the retention, byte quota and XML check', () => {
+    const config = loadConfig({});
+    expect(config.retentionMs).toBe(30 * 86_400_000);
+    expect(config.byteQuotaPerMinute).toBe(256 * 1024 * 1024);
+    expect(config.xmlCheckTimeoutMs).toBe(10_000);
+    expect(loadConfig({ JOB_EXPIRY: '4s' }).xmlCheckTimeoutMs).toBe(2_000);
+    expect(loadConfig({ BYTE_QUOTA: '0' }).byteQuotaPerMinute).toBe(0);
+    for (const [env, variable] of [
+      [{ RETENTION: '0' }, 'RETENTION'],
+      [{ RETENTION: 'forever' }, 'RETENTION'],
+      [{ BYTE_QUOTA: '1mb' }, 'BYTE_QUOTA'],
+      [{ BYTE_QUOTA: 'lots' }, 'BYTE_QUOTA'],
+      [{ XML_CHECK_TIMEOUT: '20s' }, 'XML_CHECK_TIMEOUT'],
+      [{ XML_CHECK_TIMEOUT: '0' }, 'XML_CHECK_TIMEOUT'],
+    ] as const) {
+      expect(() => loadConfig(env)).toThrow(new RegExp(`^${variable}: `));
+    }
+  });
+
   it.each([
     [{ EXCHANGE_TOKEN_TTL: 'soon' }, 'EXCHANGE_TOKEN_TTL'],
     [{ CALLBACK_RETRY_SCHEDULE: '0,5s,later' }, 'CALLBACK_RETRY_SCHEDULE'],
@@ -57,6 +91,11 @@ describe('config', () => {
     [{ INTERNAL_USERS: 'a:1,a:2' }, 'INTERNAL_USERS'],
     [{ BODY_LIMIT: 'huge' }, 'BODY_LIMIT'],
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+    [{ BIRTHDATE_TIME_ZONE: 'Europe/Moskva' }, 'BIRTHDATE_TIME_ZONE'],
+    [{ BIRTHDATE_TIME_ZONE: '+03:00' }, 'BIRTHDATE_TIME_ZONE'],
+    [{ INTERNAL_AUTH_MAX_FAILURES: '0' }, 'INTERNAL_AUTH_MAX_FAILURES'],
+    [{ INTERNAL_AUTH_MAX_FAILURES: 'ten' }, 'INTERNAL_AUTH_MAX_FAILURES'],
+    [{ INTERNAL_AUTH_FAILURE_WINDOW: '500ms' }, 'INTERNAL_AUTH_FAILURE_WINDOW'],
   ])('rejects %o naming %s', (env, variable) => {
     let thrown: unknown;
     try {

@@ -32,7 +32,7 @@ describe('while the database is unreachable', () => {
     const proxied = new URL(databaseUrl);
     proxied.port = String(proxy.port);
     serve = await startServeProcess({ DATABASE_URL: proxied.toString(), LOG_LEVEL: 'info' });
-    clinic = await addClinic(databaseUrl, 'http://127.0.0.1:9');
+    clinic = await addClinic({ databaseUrl, dataKey: Buffer.from(serve.env.DATA_KEY!, 'hex') }, 'http://127.0.0.1:9');
   });
 
   afterAll(async () => {

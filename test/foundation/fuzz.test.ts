@@ -202,7 +202,7 @@ describe('both listeners under arbitrary requests', () => {
 
   beforeAll(async () => {
     serve = await startServeProcess({ RATE_LIMIT: '0', HEADERS_TIMEOUT: '3s' });
-    clinic = await addClinic(serve.env.DATABASE_URL!, 'http://127.0.0.1:9');
+    clinic = await addClinic({ databaseUrl: serve.env.DATABASE_URL!, dataKey: Buffer.from(serve.env.DATA_KEY!, 'hex') }, 'http://127.0.0.1:9');
   });
 
   afterAll(async () => {

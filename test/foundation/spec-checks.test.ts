@@ -70,18 +70,22 @@ describe('spec checks of make test', () => {
     await editOpenRpc((document) => {
       document.methods = document.methods.filter((method: { name: string }) => method.name !== 'embedded_storage.remove_auth_info');
       document.components.schemas.PatientProperties.required.push('middleName');
+      document.components.schemas.Gender.enum.push(5);
+      document.methods.find((method: { name: string }) => method.name === 'patient.get_patient').errors.push({ $ref: '#/components/errors/SaveAuthInfoError' });
     });
     const refused = await checkBreaking();
     expect(refused.code).toBe(1);
     expect(refused.output).toContain('embedded_storage.remove_auth_info: method removed');
     expect(refused.output).toContain('embedded_storage.authenticate(patientProperties).middleName: became required');
+    expect(refused.output).toContain('patient.get_patient result.patient.gender: may now be 5');
+    expect(refused.output).toContain('patient.get_patient: may now answer error -34003');
     expect(refused.output).toContain('bump it');
 
     await editOpenRpc((document) => {
-      document.info.version = '2.0.0-alpha';
+      document.info.version = '99.0.0-alpha';
     });
     const bumped = await checkBreaking();
-    expect(bumped.output).toContain('allowed: version bumped to 2.0.0-alpha');
+    expect(bumped.output).toContain('allowed: version bumped to 99.0.0-alpha');
     expect(bumped.code).toBe(0);
   });
 

@@ -16,7 +16,7 @@ describe('the whole story across three processes', () => {
 
   beforeAll(async () => {
     gateway = await startServeProcess({ INTERNAL_USERS: 'demo-auth:demo-auth-password' });
-    const seeded = await runCli(['seed-demo'], gateway.env);
+    const seeded = await runCli(['seed-demo', '--force'], gateway.env);
     expect(seeded.code).toBe(0);
     const authPort = await freePort();
     authUrl = `http://127.0.0.1:${authPort}`;
@@ -54,15 +54,20 @@ describe('the whole story across three processes', () => {
     // 1. Not authenticated on the EHR side yet.
     const refusal = await app.patientGetPatient({}, { user: first.user, token: first.token }).catch((error: unknown) => error);
     expect(refusal).toBeInstanceOf(EhrRpcError);
-    expect((refusal as EhrRpcError).code).toBe(-34001);
+    expect((refusal as EhrRpcError).code).toBe(-33000);
 
     // 2. The authorization server hands out an exchange token and stores it on the EHR server (SHA-1 cred).
     const { exchangeToken } = await auth<{ exchangeToken: string }>('/exchange-token', { user: first.user, token: first.token });
 
-    // 3. The app sends the identifying data to the EHR server only.
+    // 3. The app sends the identifying data to the EHR server only. Another patient's data fails:
+    //    the authorization server stored the phone it verified with the exchange token.
+    const otherPatient = await app
+      .embeddedStorageAuthenticate({ exchangeToken, patientProperties: { name: 'Алексей', surname: 'Фёдоров', date: '1985-11-02 00:00:00.000', gender: 1, phone: '+79031112233' } })
+      .catch((error: unknown) => error);
+    expect((otherPatient as EhrRpcError).code).toBe(-34001);
     const matched = await app.embeddedStorageAuthenticate({
       exchangeToken,
-      patientProperties: { name: 'мария', surname: 'ИВАНОВА', date: '1990-05-17 00:00:00.000', gender: 1, phone: '89161234567' },
+      patientProperties: { name: 'мария', surname: 'ИВАНОВА', date: '1990-05-17 00:00:00.000', gender: 2, phone: '89161234567' },
     });
     expect(matched.patient.surname).toBe('Иванова');
     expect(matched.user_sign).toBe(matched.userSign);

@@ -10,7 +10,7 @@ import { signWebhook } from '../../src/callbacks/signing.js';
 import { freePort } from '../../src/db/embedded-postgres.js';
 import { exitOf, runCli } from '../support/cli.js';
 import { contractCheck } from '../support/contract.js';
-import { FIXTURE_SIGNATURE, FIXTURE_XML, registerBody } from '../support/emdr.js';
+import { FIXTURE_SIGNATURE, FIXTURE_XML, ORGANIZATION, registerBody } from '../support/emdr.js';
 import { spawnTsProgram } from '../support/processes.js';
 import { startTestService, type TestService } from '../support/service.js';
 
@@ -33,7 +33,7 @@ describe('a clinic integrating with interface B', () => {
     const port = await freePort();
     receiverUrl = `http://127.0.0.1:${port}`;
     service = await startTestService({ CALLBACK_RETRY_SCHEDULE: '0,200ms,500ms,1s' });
-    const added = await runCli(['clients', 'add', '--business-id', `clinic-${randomUUID().slice(0, 8)}`, '--user', 'mis', '--callback-url', receiverUrl], { DATABASE_URL: service.config.databaseUrl! });
+    const added = await runCli(['clients', 'add', '--business-id', `clinic-${randomUUID().slice(0, 8)}`, '--user', 'mis', '--callback-url', receiverUrl, '--organization', ORGANIZATION], service.env);
     expect(added.code).toBe(0);
     account = JSON.parse(added.stdout);
     expect(account.signingSecret).toMatch(/^whsec_/);

@@ -11,7 +11,7 @@ describe('the OpenRPC examples against the live interface A', () => {
 
   beforeAll(async () => {
     service = await startTestService({ INTERNAL_USERS: 'demo-auth:demo-auth-password' }, ['ehr']);
-    expect((await runCli(['seed-demo'], { DATABASE_URL: service.config.databaseUrl! })).code).toBe(0);
+    expect((await runCli(['seed-demo', '--force'], service.env)).code).toBe(0);
   });
 
   afterAll(async () => {

@@ -19,7 +19,7 @@ describe('a clinic integrating in Python through the generated client', () => {
   beforeAll(async () => {
     receiver = await startCallbackReceiver();
     service = await startTestService();
-    clinic = await addClinic(service.config.databaseUrl!, receiver.url);
+    clinic = await addClinic(service, receiver.url);
     receiver.signingSecret = clinic.signingSecret;
   });
 

@@ -28,7 +28,7 @@ describe('Schemathesis against the live interface B', () => {
     receiver = await startCallbackReceiver();
     // Schemathesis sends thousands of requests a minute as one clinic account: no rate limit.
     service = await startTestService({ RATE_LIMIT: '0' });
-    clinic = await addClinic(service.config.databaseUrl!, receiver.url);
+    clinic = await addClinic(service, receiver.url);
     receiver.signingSecret = clinic.signingSecret;
   });
 

@@ -20,14 +20,19 @@ export function openKnex(databaseUrl: string): Knex {
   return knexFactory({ client: 'pg', connection: databaseUrl, pool: { min: 0, max: 2 } });
 }
 
-export async function addClinic(databaseUrl: string, callbackUrl: string, extra: { businessId?: string; organizations?: string[]; callbackUrls?: string[] } = {}): Promise<CreatedClinicAccount> {
-  const knex = openKnex(databaseUrl);
+/** A clinic account in the service's database, its secrets sealed with the service's data key; by default it acts for ORGANIZATION. */
+export async function addClinic(
+  service: { databaseUrl: string; dataKey: Buffer },
+  callbackUrl: string,
+  extra: { businessId?: string; organizations?: string[] | null; callbackUrls?: string[] } = {},
+): Promise<CreatedClinicAccount> {
+  const knex = openKnex(service.databaseUrl);
   try {
-    return await createClinicAccount(knex, {
+    return await createClinicAccount(knex, service.dataKey, {
       businessId: extra.businessId ?? `b-${randomUUID().slice(0, 8)}`,
       user: 'mis',
       callbackUrls: extra.callbackUrls ?? [callbackUrl],
-      organizations: extra.organizations,
+      organizations: extra.organizations === undefined ? [ORGANIZATION] : extra.organizations,
     });
   } finally {
     await knex.destroy();

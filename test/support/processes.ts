@@ -18,7 +18,7 @@ export interface ServeProcess {
 export async function startServeProcess(extraEnv: Record<string, string> = {}, args: string[] = ['serve']): Promise<ServeProcess> {
   const env: Record<string, string> = {
     DATABASE_URL: await createTestDatabase(),
-    USER_SIGN_KEY: randomBytes(32).toString('hex'),
+    DATA_KEY: randomBytes(32).toString('hex'),
     PORT: String(await freePort()),
     INTERNAL_PORT: String(await freePort()),
     HOST: '127.0.0.1',

@@ -6,25 +6,44 @@ import { createTestDatabase } from './database.js';
 
 export interface TestService extends RunningService {
   config: Config;
-  /** http://127.0.0.1:<public port> */
+  /** DATABASE_URL and DATA_KEY of this service, for the CLI and for addClinic. */
+  env: { DATABASE_URL: string; DATA_KEY: string };
+  databaseUrl: string;
+  dataKey: Buffer;
+  /** http://<HOST>:<public port> */
   publicUrl: string;
-  /** http://127.0.0.1:<internal port> */
+  /** http://<INTERNAL_HOST>:<internal port> */
   internalUrl: string;
 }
 
 /**
  * The real service, in process, on loopback ports chosen by the OS and a fresh database.
- * `env` is read as the service would read its environment.
+ * `env` is read as the service would read its environment (HOST and INTERNAL_HOST default to
+ * 127.0.0.1); `logDestination` receives the log lines (LOG_LEVEL defaults to silent).
  */
-export async function startTestService(env: Record<string, string> = {}, roles: readonly Role[] = ROLES): Promise<TestService> {
+export async function startTestService(env: Record<string, string> = {}, roles: readonly Role[] = ROLES, logDestination?: NodeJS.WritableStream): Promise<TestService> {
   const databaseUrl = env.DATABASE_URL ?? (await createTestDatabase());
-  // A fresh user_sign key per service: the service requires one whenever DATABASE_URL is set.
-  const config = loadConfig({ LOG_LEVEL: 'silent', USER_SIGN_KEY: randomBytes(32).toString('hex'), ...env, DATABASE_URL: databaseUrl, PORT: '0', INTERNAL_PORT: '0', HOST: '127.0.0.1' });
-  const service = await startService(config, createLogger(config.logLevel), new Set(roles));
+  // A fresh data key per service (unless the test brings one): the service requires one whenever DATABASE_URL is set.
+  const dataKey = env.DATA_KEY ?? env.USER_SIGN_KEY ?? randomBytes(32).toString('hex');
+  const effective = {
+    LOG_LEVEL: 'silent',
+    HOST: '127.0.0.1',
+    INTERNAL_HOST: '127.0.0.1',
+    ...env,
+    DATA_KEY: dataKey,
+    DATABASE_URL: databaseUrl,
+    PORT: '0',
+    INTERNAL_PORT: '0',
+  };
+  const config = loadConfig(effective);
+  const service = await startService(config, createLogger(config.logLevel, logDestination), new Set(roles));
   return {
     ...service,
     config,
-    publicUrl: `http://127.0.0.1:${service.publicPort}`,
-    internalUrl: `http://127.0.0.1:${service.internalPort}`,
+    env: { DATABASE_URL: databaseUrl, DATA_KEY: dataKey },
+    databaseUrl,
+    dataKey: config.dataKey!,
+    publicUrl: `http://${effective.HOST}:${service.publicPort}`,
+    internalUrl: `http://${effective.INTERNAL_HOST}:${service.internalPort}`,
   };
 }

@@ -3,6 +3,7 @@ import type { ValidateFunction, ErrorObject } from 'ajv/dist/2020.js';
 import type { Logger } from '../../logging/logger.js';
 import { createJsonSchemaAjv, errorPath } from '../../validation/json-schema.js';
 import { isDatabaseUnavailable } from '../../db/database.js';
+import { UNSTORABLE_TEXT, unstorableTextPaths } from '../../validation/text.js';
 import { RpcError, serviceUnavailable, StandardErrors, type WireError } from './errors.js';
 
 
@@ -22,6 +23,8 @@ export interface Credentials {
 export interface CallContext {
   cred: Credentials | undefined;
   channel: Channel;
+  /** The peer's address on the connection the call came in on. */
+  clientAddress: string;
 }
 
 /** A method implementation: named params in, result out; throws RpcError for application errors. */
@@ -98,7 +101,7 @@ export class RpcEnvelope {
   }
 
   /** Handles one HTTP request body, already read as text. */
-  async handle(text: string, channel: Channel): Promise<EnvelopeOutcome> {
+  async handle(text: string, channel: Channel, clientAddress: string): Promise<EnvelopeOutcome> {
     let payload: unknown;
     try {
       payload = JSON.parse(text);
@@ -113,27 +116,28 @@ export class RpcEnvelope {
       const responses: Response[] = [];
       // Sequential on purpose: calls of one batch often depend on each other's effects.
       for (const call of payload) {
-        const response = await this.handleCall(call, channel);
+        const response = await this.handleCall(call, channel, clientAddress);
         if (response) responses.push(response);
       }
       return { body: responses.length > 0 ? responses : undefined };
     }
-    const response = await this.handleCall(payload, channel);
+    const response = await this.handleCall(payload, channel, clientAddress);
     return { body: response };
   }
 
-  private async handleCall(call: unknown, channel: Channel): Promise<Response | undefined> {
-    if (!isPlainObject(call)) return errorResponse(null, StandardErrors.invalidRequest('a call must be an object'));
+  private async handleCall(raw: unknown, channel: Channel, clientAddress: string): Promise<Response | undefined> {
+    if (!isPlainObject(raw)) return errorResponse(null, StandardErrors.invalidRequest('a call must be an object'));
+    const call = withoutNullMembers(raw);
     const id = isValidId(call.id) ? call.id : null;
     const isNotification = !('id' in call);
     const problem = describeInvalidCall(call);
     if (problem) return errorResponse(id, StandardErrors.invalidRequest(problem));
-    if (call.cred !== undefined && !this.credValidator(call.cred)) {
-      return errorResponse(id, StandardErrors.invalidRequest('cred must be an object with string user and token'));
+    if (call.cred !== undefined && (!this.credValidator(call.cred) || unstorableTextPaths(call.cred).length > 0)) {
+      return errorResponse(id, StandardErrors.invalidRequest('cred must be an object with string user and token, without NUL characters or lone surrogates'));
     }
 
     const method = call.method as string;
-    const outcome = await this.dispatch(method, call.params, { cred: call.cred as Credentials | undefined, channel });
+    const outcome = await this.dispatch(method, call.params, { cred: call.cred as Credentials | undefined, channel, clientAddress });
     if (isNotification) return undefined;
     return 'error' in outcome ? errorResponse(id, outcome.error) : { jsonrpc: '2.0', id, result: outcome.result };
   }
@@ -161,6 +165,8 @@ export class RpcEnvelope {
     params: Record<string, unknown>,
     context: CallContext,
   ): Promise<{ result: unknown } | { error: WireError }> {
+    const unstorable = unstorableTextPaths(params);
+    if (unstorable.length > 0) return { error: StandardErrors.invalidParams(unstorable.map((path) => ({ path, message: UNSTORABLE_TEXT }))) };
     if (!validator.validate(params)) return { error: StandardErrors.invalidParams(toPaths(validator.validate.errors)) };
     // Only the params the method declares reach the handler (unknown members are ignored).
     const named = Object.fromEntries(validator.names.filter((name) => params[name] !== undefined).map((name) => [name, params[name]]));
@@ -182,12 +188,19 @@ export class RpcEnvelope {
   }
 }
 
+/**
+ * A member whose value is null counts as absent (the peer SDK sends "cred": null, "apiKey": null),
+ * except `id`, where null keeps its JSON-RPC meaning: a request, not a notification.
+ */
+function withoutNullMembers(call: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(call).filter(([name, value]) => value !== null || name === 'id'));
+}
+
 function describeInvalidCall(call: Record<string, unknown>): string | undefined {
   if (call.jsonrpc !== '2.0') return 'jsonrpc must be exactly "2.0"';
   if (typeof call.method !== 'string' || call.method === '') return 'method must be a non-empty string';
   if ('id' in call && !isValidId(call.id)) return 'id must be a string, a number or null';
   if ('params' in call && typeof call.params !== 'object') return 'params must be an object or an array';
-  if (call.params === null) return 'params must be an object or an array';
   return undefined;
 }
 

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Knex } from 'knex';
 import { instantMs } from '../instant.js';
-import type { FetchOutcome, RegistrationInput, RegistrationOutcome, RegistryItem, RegistryPort, RegistrySearch } from './port.js';
+import type { DocumentOwner, FetchOutcome, RegistrationInput, RegistrationOutcome, RegistryItem, RegistryPort, RegistrySearch } from './port.js';
 
 export interface BuiltInRegistryOptions {
   latencyMs: number;
@@ -10,6 +10,17 @@ export interface BuiltInRegistryOptions {
 }
 
 const PG_UNIQUE_VIOLATION = '23505';
+
+/** `current_version`: the row of the newest version of the document registered as `?` (its `superseded_by` chain followed). */
+const CURRENT_VERSION = `
+  chain as (
+    select emdr_id, superseded_by, 0 as depth from emdr_registry_documents where emdr_id = ?
+    union all
+    select d.emdr_id, d.superseded_by, c.depth + 1 from emdr_registry_documents d join chain c on d.emdr_id = c.superseded_by
+  ),
+  current_version as (
+    select d.* from emdr_registry_documents d where d.emdr_id = (select emdr_id from chain order by depth desc limit 1)
+  )`;
 
 function toItem(row: Record<string, unknown>): RegistryItem {
   return {
@@ -91,31 +102,27 @@ export class BuiltInRegistry implements RegistryPort {
     }
   }
 
-  async exists(emdrId: string): Promise<boolean> {
+  async currentVersionOwner(emdrId: string): Promise<DocumentOwner | undefined> {
     await this.delay();
-    return (await this.knex('emdr_registry_documents').where({ emdr_id: emdrId }).first('emdr_id')) !== undefined;
+    const { rows } = await this.knex.raw<{ rows: Array<{ organization: string; patient_snils: string }> }>(
+      `with recursive ${CURRENT_VERSION} select organization, patient_snils from current_version`,
+      [emdrId],
+    );
+    const row = rows[0];
+    return row && { organization: row.organization, patientSnils: row.patient_snils };
   }
 
   async fetchCurrentVersion(emdrId: string, requestKey: string): Promise<FetchOutcome> {
     await this.delay();
     if (this.options.fail) return { ok: false, errors: [{ code: 'RUNTIME_ERROR', message: 'the registry failed (REGISTRY_FAIL is set)' }] };
     const { rows } = await this.knex.raw<{ rows: Array<Record<string, unknown>> }>(
-      `with recursive chain as (
-         select emdr_id, superseded_by, 0 as depth from emdr_registry_documents where emdr_id = ?
-         union all
-         select d.emdr_id, d.superseded_by, c.depth + 1 from emdr_registry_documents d join chain c on d.emdr_id = c.superseded_by
-       ),
-       current_version as (
-         select d.emdr_id, d.local_uid, d.kind, d.version, d.file_name, d.content, d.signature
-           from emdr_registry_documents d
-          where d.emdr_id = (select emdr_id from chain order by depth desc limit 1)
-       ),
+      `with recursive ${CURRENT_VERSION},
        stored as (
          update emdr_requests r set document = v.content, signature = v.signature
            from current_version v
           where r.queue_message_id = ?::uuid
        )
-       select emdr_id, local_uid, kind, version, file_name from current_version`,
+       select emdr_id, local_uid, kind, version, file_name, organization, patient_snils from current_version`,
       [emdrId, requestKey],
     );
     const row = rows[0];
@@ -128,6 +135,8 @@ export class BuiltInRegistry implements RegistryPort {
         kind: row.kind as string,
         version: row.version as number,
         fileName: row.file_name as string,
+        organization: row.organization as string,
+        patientSnils: row.patient_snils as string,
       },
     };
   }

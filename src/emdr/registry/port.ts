@@ -22,8 +22,15 @@ export type RegistrationOutcome =
   | { ok: true; emdrId: string; registrationDateTime: string; version: number }
   | { ok: false; errors: CallbackErrorItem[] };
 
+/** Whose a registered document is: what the gateway's access rule (access.ts) looks at. */
+export interface DocumentOwner {
+  organization: string;
+  /** 11 digits. */
+  patientSnils: string;
+}
+
 /** The current version of a document, as the providing МИС archive holds it. */
-export interface DocumentFileFromArchive {
+export interface DocumentFileFromArchive extends DocumentOwner {
   emdrId: string;
   localUid: string;
   kind: string;
@@ -61,8 +68,8 @@ export interface RegistryItem {
  */
 export interface RegistryPort {
   register(input: RegistrationInput): Promise<RegistrationOutcome>;
-  /** Whether a registry item with this emdrId exists (acceptance of DemandContent). */
-  exists(emdrId: string): Promise<boolean>;
+  /** Whose the current version of emdrId is (following newer versions), or undefined when there is no such item. */
+  currentVersionOwner(emdrId: string): Promise<DocumentOwner | undefined>;
   /**
    * The current version of the document registered as emdrId (following newer versions); its files
    * are stored with the gateway request `requestKey` (emdr_requests.document and .signature).

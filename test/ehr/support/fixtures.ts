@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { openDatabase } from '../../../src/db/database.js';
 import { seedDemoPatients } from '../../../src/ehr/patients.js';
 import { createLogger } from '../../../src/logging/logger.js';
+import type { Role } from '../../../src/service.js';
 import { startTestService, type TestService } from '../../support/service.js';
 import { rpc, sha1hex } from './rpc.js';
 
@@ -10,9 +11,9 @@ export const INTERNAL_PASSWORD = 'pa55word';
 export const INTERNAL_USERS = `${INTERNAL_USER}:${INTERNAL_PASSWORD}`;
 
 /** The demo patient demo-1 (Иванова Мария, 1990-05-17, female, +79161234567), as a user would type her data. */
-export const MARIA = { surname: ' иванова ', name: 'МАРИЯ', date: '1990-05-17 00:00:00.000', gender: 1, phone: '8 916 123-45-67' };
-/** The demo patient demo-2 (Фёдоров Алексей). */
-export const ALEXEY = { surname: 'Федоров', name: 'Алексей', date: '1985-11-02 00:00:00.000', gender: 0, phone: '+79031112233' };
+export const MARIA = { surname: ' иванова ', name: 'МАРИЯ', date: '1990-05-17 00:00:00.000', gender: 2, phone: '8 916 123-45-67' };
+/** The demo patient demo-2 (Фёдоров Алексей, 1985-11-02, male, +79031112233). */
+export const ALEXEY = { surname: 'Федоров', name: 'Алексей', date: '1985-11-02 00:00:00.000', gender: 1, phone: '+79031112233' };
 
 /** The service's database, for seeding and inspecting. */
 export async function databaseOf(service: TestService): Promise<{ knex: Knex; close(): Promise<void> }> {
@@ -20,8 +21,8 @@ export async function databaseOf(service: TestService): Promise<{ knex: Knex; cl
 }
 
 /** The real service with the test's internal account and the demo patients. */
-export async function startEhrTestService(env: Record<string, string> = {}): Promise<TestService> {
-  const service = await startTestService({ INTERNAL_USERS, ...env });
+export async function startEhrTestService(env: Record<string, string> = {}, roles?: readonly Role[]): Promise<TestService> {
+  const service = await startTestService({ INTERNAL_USERS, ...env }, roles);
   const database = await databaseOf(service);
   await seedDemoPatients(database.knex);
   await database.close();

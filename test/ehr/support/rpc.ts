@@ -1,11 +1,14 @@
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { MethodObject, ContentDescriptorObject } from '@open-rpc/schema-utils-js/build/types.js';
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import { expect } from 'vitest';
+import { openRpcSpecPath } from '../../../src/config/paths.js';
 import { loadOpenRpcDocument } from '../../../src/ehr/spec.js';
 import { createJsonSchemaAjv } from '../../../src/validation/json-schema.js';
 
-export const VERSION = '1.0.0-alpha';
+/** The version segment of the endpoint: info.version of specs/openrpc.json. */
+export const VERSION = (JSON.parse(readFileSync(openRpcSpecPath, 'utf8')) as { info: { version: string } }).info.version;
 
 export interface RpcAnswer {
   result?: unknown;

@@ -1,0 +1,17 @@
+import type { PurgeStep } from '../db/retention.js';
+
+/** Rows of `table` (keyed by token_hash) that expired before the cutoff. */
+function expiredRows(table: 'ehr_sessions' | 'ehr_exchange_tokens'): PurgeStep {
+  return {
+    name: table,
+    purge: (trx, cutoff, limit) => trx(table).whereIn('token_hash', trx(table).select('token_hash').where('expires_at', '<', cutoff).limit(limit)).delete(),
+  };
+}
+
+/**
+ * Interface A's data whose time is over: sessions and exchange tokens (used, burned or never used)
+ * that expired longer than RETENTION ago. Until then a late call with such a token gets -33001
+ * (expired) and the token cannot be stored again; after it, the token is unknown. The user's match
+ * to a patient (ehr_user_links, with the user_sign) stays.
+ */
+export const ehrPurgeSteps: readonly PurgeStep[] = [expiredRows('ehr_sessions'), expiredRows('ehr_exchange_tokens')];

@@ -1,0 +1,197 @@
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import type PgBoss from 'pg-boss';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CreatedClinicAccount } from '../../src/emdr/clients.js';
+import { acceptRequest, fulfilRequest } from '../../src/emdr/pipeline.js';
+import { startBoss } from '../../src/emdr/queue.js';
+import { BuiltInRegistry } from '../../src/emdr/registry/built-in.js';
+import { createLogger } from '../../src/logging/logger.js';
+import { startCallbackReceiver, SUCCESS, type CallbackReceiver, type ReceivedCallback } from '../support/callback-receiver.js';
+import { addClinic, authHeaders, FIXTURE_XML, openKnex, ORGANIZATION, post, registerBody, VALID_SNILS } from '../support/emdr.js';
+import { startTestService, type TestService } from '../support/service.js';
+
+/** Who may demand and find a registered document (specs/openapi.yaml, DemandContent and SearchRegistryItem). */
+
+const OTHER_ORGANIZATION = '1.2.643.5.1.13.13.12.2.77.1111';
+/** Another patient's SNILS, with a valid check number. */
+const OTHER_SNILS = '087-654-321 10';
+
+let service: TestService;
+let receiver: CallbackReceiver;
+let owner: CreatedClinicAccount;
+let other: CreatedClinicAccount;
+let everyOrganization: CreatedClinicAccount;
+let emdrId: string;
+
+const of = (queueMessageId: string) => (received: ReceivedCallback[]) => received.filter((callback) => callback.body.queueMessageId === queueMessageId);
+
+async function callbacksOf(queueMessageId: string, count: number): Promise<ReceivedCallback[]> {
+  await receiver.waitFor((received) => of(queueMessageId)(received).length >= count);
+  return of(queueMessageId)(receiver.received);
+}
+
+async function demand(clinic: CreatedClinicAccount, body: Record<string, unknown>) {
+  const answer = await post(service.publicUrl, '/api/DemandContent', authHeaders(clinic), body);
+  expect(answer.status).toBe(200);
+  return answer.body.queueMessageId as string;
+}
+
+/** The file the request ended in, or its acceptance error, once its callbacks are in. */
+async function delivered(queueMessageId: string): Promise<Buffer> {
+  const [acceptance, file] = await callbacksOf(queueMessageId, 2);
+  expect(acceptance!.body.status).toBe('success');
+  expect(file!.name).toBe('SendDocumentFileResultResponse');
+  return Buffer.from((file!.body.document as { content: string }).content, 'base64');
+}
+
+async function messageState(clinic: CreatedClinicAccount, queueMessageId: string) {
+  return (await fetch(`${service.publicUrl}/api/messages/${queueMessageId}`, { headers: authHeaders(clinic) })).json();
+}
+
+/** A callback body or message state without what differs between any two requests: ids and times. */
+function withoutIds(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutIds);
+  if (value === null || typeof value !== 'object') return value;
+  const ids = ['queueMessageId', 'clientMessageId', 'emdrId', 'webhookId', 'at', 'createdAt', 'updatedAt', 'deliveredAt'];
+  return Object.fromEntries(Object.entries(value).filter(([key]) => !ids.includes(key)).map(([key, item]) => [key, withoutIds(item)]));
+}
+
+beforeAll(async () => {
+  receiver = await startCallbackReceiver();
+  // Each account has its own signing secret; signatures are checked in flows.test.ts.
+  receiver.reply = () => SUCCESS;
+  service = await startTestService({ CALLBACK_RETRY_SCHEDULE: '0,200ms' });
+  owner = await addClinic(service, receiver.url, { organizations: [ORGANIZATION] });
+  other = await addClinic(service, receiver.url, { organizations: [OTHER_ORGANIZATION] });
+  everyOrganization = await addClinic(service, receiver.url, { organizations: null });
+  const { body: ack } = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(owner), registerBody({ patientSnils: VALID_SNILS }));
+  const [, result] = await callbacksOf(ack.queueMessageId, 2);
+  expect(result!.body.status).toBe('success');
+  emdrId = result!.body.emdrId as string;
+});
+
+afterAll(async () => {
+  await service?.stop();
+  await receiver?.close();
+});
+
+describe('DemandContent', () => {
+  it("delivers a document of the clinic's own organization without a SNILS", async () => {
+    expect((await delivered(await demand(owner, { emdrId }))).equals(FIXTURE_XML)).toBe(true);
+  });
+
+  it("delivers another organization's document when the request names its patient", async () => {
+    expect((await delivered(await demand(other, { emdrId, patientSnils: '11223344595' }))).equals(FIXTURE_XML)).toBe(true);
+  });
+
+  it('delivers any document to an account that acts for every organization', async () => {
+    expect((await delivered(await demand(everyOrganization, { emdrId }))).equals(FIXTURE_XML)).toBe(true);
+  });
+
+  it("answers another organization's document without the SNILS, or with another patient's, exactly as an unknown emdrId", async () => {
+    const unknownEmdrId = emdrId.replace(/\d$/, (digit) => String((Number(digit) + 1) % 10));
+    const cases = {
+      withoutSnils: await demand(other, { emdrId }),
+      wrongSnils: await demand(other, { emdrId, patientSnils: OTHER_SNILS }),
+      unknownEmdrId: await demand(other, { emdrId: unknownEmdrId }),
+    };
+    const acceptances = await Promise.all(Object.values(cases).map(async (id) => (await callbacksOf(id, 1))[0]!));
+    expect(acceptances.map((callback) => callback.name)).toEqual(Array(3).fill('SendDemandContentResponse'));
+    expect(acceptances[0]!.body).toMatchObject({ status: 'error', errors: [{ code: 'REGISTRY_ITEM_NOT_FOUND', message: 'no registry item with this emdrId' }] });
+    for (const acceptance of acceptances) expect(withoutIds(acceptance.body)).toEqual(withoutIds(acceptances[0]!.body));
+
+    // Nothing follows: a file request delivered later by the same worker overtakes them.
+    await delivered(await demand(owner, { emdrId }));
+    const states = await Promise.all(Object.values(cases).map((id) => messageState(other, id)));
+    expect(states[0]).toMatchObject({ state: 'rejected', callbacks: [{ name: 'SendDemandContentResponse', state: 'delivered' }] });
+    expect(states[0].callbacks).toHaveLength(1);
+    for (const state of states) expect(withoutIds(state)).toEqual(withoutIds(states[0]));
+    for (const id of Object.values(cases)) expect(of(id)(receiver.received)).toHaveLength(1);
+  });
+
+  it('records each delivery to an account that does not list the organization: who, which emdrId, when, and no personal data', async () => {
+    const knex = openKnex(service.databaseUrl);
+    try {
+      const { rows } = await knex.raw(`select row_to_json(d)::text as text, d.* from emdr_document_disclosures d order by id`);
+      const clientId = async (clinic: CreatedClinicAccount) => String((await knex('emdr_clients').where({ business_id: clinic.businessId }).first('id')).id);
+      expect(rows.map((row: Record<string, unknown>) => [String(row.client_id), row.emdr_id, row.delivered_emdr_id, row.organization, row.basis])).toEqual([
+        [await clientId(other), emdrId, emdrId, ORGANIZATION, 'patient'],
+        [await clientId(everyOrganization), emdrId, emdrId, ORGANIZATION, 'all-organizations'],
+      ]);
+      for (const row of rows) {
+        expect(Date.now() - (row.at as Date).getTime()).toBeLessThan(120_000);
+        expect(row.text).not.toMatch(/11223344595|112-233-445/);
+      }
+    } finally {
+      await knex.destroy();
+    }
+  });
+});
+
+describe('SearchRegistryItem', () => {
+  const found = async (clinic: CreatedClinicAccount, criteria: Record<string, unknown>) =>
+    ((await post(service.publicUrl, '/api/SearchRegistryItem', authHeaders(clinic), criteria)).body.items as Array<{ emdrId: string }>).map((item) => item.emdrId);
+
+  it("finds the clinic's own organizations' documents without a SNILS, and a patient's documents of every organization with it", async () => {
+    expect(await found(owner, {})).toContain(emdrId);
+    expect(await found(other, {})).not.toContain(emdrId);
+    expect(await found(other, { patientSnils: VALID_SNILS })).toEqual([emdrId]);
+    expect(await found(other, { patientSnils: OTHER_SNILS })).toEqual([]);
+    expect(await found(everyOrganization, {})).toContain(emdrId);
+  });
+});
+
+describe('a newer version of another patient, registered between acceptance and delivery', () => {
+  let api: TestService;
+  let boss: PgBoss | undefined;
+  let knex: Knex;
+
+  beforeAll(async () => {
+    // Interface B without workers: the test runs the acceptance and registry steps itself.
+    api = await startTestService({}, ['emdr']);
+    knex = openKnex(api.databaseUrl);
+    boss = await startBoss(api.databaseUrl, api.config, createLogger('silent'), { supervise: false });
+  });
+
+  afterAll(async () => {
+    await boss?.stop({ graceful: false, wait: true });
+    await knex?.destroy();
+    await api?.stop();
+  });
+
+  const registryRow = (id: string, patientSnils: string, version: number) => ({
+    emdr_id: id,
+    request_key: id,
+    local_uid: randomUUID(),
+    kind: '6',
+    organization: ORGANIZATION,
+    patient_snils: patientSnils,
+    creation_date_time: new Date(),
+    registration_date_time: new Date(),
+    version,
+    file_name: `${id}.xml`,
+    content: FIXTURE_XML,
+    signature: Buffer.from('signature'),
+  });
+
+  it('withholds the file: the request fails as for an unknown emdrId, keeps no copy and records no delivery', async () => {
+    await knex('emdr_registry_documents').insert(registryRow('26.01.000000001', '11223344595', 1));
+    const clinic = await addClinic(api, receiver.url, { organizations: [OTHER_ORGANIZATION] });
+    const { body: ack } = await post(api.publicUrl, '/api/DemandContent', authHeaders(clinic), { emdrId: '26.01.000000001', patientSnils: VALID_SNILS });
+    const context = { knex, boss: boss!, registry: new BuiltInRegistry(knex, { latencyMs: 0, fail: false }), retryScheduleMs: [0], logger: createLogger('silent'), dataKey: api.dataKey, xmlCheckTimeoutMs: 10_000 };
+    await acceptRequest(context, ack.queueMessageId);
+    expect(await knex('emdr_requests').where({ queue_message_id: ack.queueMessageId }).first('state')).toEqual({ state: 'accepted' });
+
+    await knex('emdr_registry_documents').insert({ ...registryRow('26.01.000000002', '08765432110', 2), replaces: '26.01.000000001' });
+    await knex('emdr_registry_documents').where({ emdr_id: '26.01.000000001' }).update({ superseded_by: '26.01.000000002' });
+    await fulfilRequest(context, ack.queueMessageId);
+
+    const request = await knex('emdr_requests').where({ queue_message_id: ack.queueMessageId }).first('state', 'errors', 'document', 'signature');
+    expect(request).toEqual({ state: 'failed', errors: [{ code: 'REGISTRY_ITEM_NOT_FOUND', message: 'no registry item with this emdrId' }], document: null, signature: null });
+    const result = await knex('emdr_callbacks').where({ queue_message_id: ack.queueMessageId, sequence: 2 }).first('name', 'payload');
+    expect(result).toMatchObject({ name: 'SendDocumentFileResultResponse', payload: { status: 'error', errors: [{ code: 'REGISTRY_ITEM_NOT_FOUND' }] } });
+    expect(result.payload.document).toBeUndefined();
+    expect(await knex('emdr_document_disclosures').count({ n: '*' })).toEqual([{ n: '0' }]);
+  });
+});

@@ -1,0 +1,129 @@
+import http from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CreatedClinicAccount } from '../../src/emdr/clients.js';
+import { MAX_XML_DEPTH, xmlDocumentError } from '../../src/emdr/xml-check.js';
+import { startCallbackReceiver, type CallbackReceiver, type ReceivedCallback } from '../support/callback-receiver.js';
+import { addClinic, authHeaders, FIXTURE_XML, post, registerBody } from '../support/emdr.js';
+import { startServeProcess, type ServeProcess } from '../support/processes.js';
+import { startTestService, type TestService } from '../support/service.js';
+
+/** `<a>` nested `depth` deep: 7 bytes per level. */
+const nested = (depth: number) => Buffer.from(`<?xml version="1.0"?>${'<a>'.repeat(depth)}${'</a>'.repeat(depth)}`);
+
+async function* slices(bytes: Buffer, size = 48 * 1024): AsyncGenerator<Buffer> {
+  for (let offset = 0; offset < bytes.length; offset += size) yield bytes.subarray(offset, offset + size);
+}
+
+const check = (xml: string | Buffer, timeoutMs = 30_000) => xmlDocumentError(slices(Buffer.from(xml)), { maxDepth: MAX_XML_DEPTH, timeoutMs });
+
+/** Milliseconds of one GET /healthz on a connection of its own. */
+async function healthzMs(url: string): Promise<number> {
+  const sent = performance.now();
+  await new Promise<void>((resolve, reject) => {
+    http.get(`${url}/healthz`, { agent: false }, (response) => response.resume().on('end', resolve)).on('error', reject);
+  });
+  return performance.now() - sent;
+}
+
+const acceptanceOf = (receiver: CallbackReceiver, queueMessageId: string, timeoutMs?: number) =>
+  receiver
+    .waitFor((received) => received.some((callback) => callback.body.queueMessageId === queueMessageId), timeoutMs)
+    .then((received) => received.find((callback) => callback.body.queueMessageId === queueMessageId) as ReceivedCallback);
+
+describe('the XML check', () => {
+  it('takes well-formed documents and their namespaces as saxes does', async () => {
+    expect(await check(FIXTURE_XML)).toBeUndefined();
+    expect(await check('<r xmlns="urn:a" xmlns:p="urn:p"><p:x p:y="1"><z xmlns:p="urn:q" p:w="2"/></p:x><p:v/></r>')).toBeUndefined();
+    expect(await check('<r xmlns:p="urn:p"><p:a><p:b xmlns:p="urn:other"/></p:a></r>')).toBeUndefined();
+    expect(await check('<r><p:x xmlns:p="urn:p" p:y="1"/></r>')).toBeUndefined();
+    expect(await check(`<x xml:lang="ru"/>`)).toBeUndefined();
+  });
+
+  it.each([
+    ['an unbound element prefix', '<r><p:x/></r>', /unbound namespace prefix: "p"/],
+    ['a prefix bound only in a closed sibling', '<r><a xmlns:p="urn:p"/><p:x/></r>', /unbound namespace prefix: "p"/],
+    ['an unbound attribute prefix', '<r q:a="1"/>', /unbound namespace prefix: "q"/],
+    ['a prefix named like an Object member', '<r><constructor:x/></r>', /unbound namespace prefix: "constructor"/],
+    ['the same attribute twice under two prefixes', '<r xmlns:a="urn:x" xmlns:b="urn:x" a:k="1" b:k="2"/>', /duplicate attribute/],
+    ['mismatched tags', '<a><b></a>', /not well-formed/],
+    ['bytes that are not UTF-8', Buffer.from([0x3c, 0x61, 0x3e, 0xff, 0x3c, 0x2f, 0x61, 0x3e]), /not UTF-8/],
+  ])('refuses %s', async (_name, xml, message) => {
+    expect(await check(xml)).toMatch(message);
+  });
+
+  it(`takes elements nested ${MAX_XML_DEPTH} deep and refuses one level more, naming the limit`, async () => {
+    expect(await check(nested(MAX_XML_DEPTH))).toBeUndefined();
+    expect(await check(nested(MAX_XML_DEPTH + 1))).toBe(`the document nests elements deeper than ${MAX_XML_DEPTH} levels, the limit`);
+  });
+
+  it('gives up when its time budget is spent', async () => {
+    expect(await check(FIXTURE_XML, 1)).toBe('the document could not be checked within 0.001 s, the limit');
+  });
+});
+
+describe('RegisterDocument with a deeply nested document, against serve as its own process', () => {
+  let serve: ServeProcess;
+  let receiver: CallbackReceiver;
+  let clinic: CreatedClinicAccount;
+
+  beforeAll(async () => {
+    receiver = await startCallbackReceiver();
+    serve = await startServeProcess();
+    clinic = await addClinic({ databaseUrl: serve.env.DATABASE_URL!, dataKey: Buffer.from(serve.env.DATA_KEY!, 'hex') }, receiver.url);
+    receiver.signingSecret = clinic.signingSecret;
+  });
+
+  afterAll(async () => {
+    await serve?.stop();
+    await receiver?.close();
+  });
+
+  it('is rejected in bounded time with XML_VALIDATION_ERROR while /healthz keeps answering fast', async () => {
+    // 420 KB, 60,000 levels: the document that held the event loop for about a minute.
+    const xml = nested(60_000);
+    const started = performance.now();
+    const { body: ack } = await post(serve.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody({ document: xml.toString('base64') }));
+    let settled = false;
+    const latencies: number[] = [];
+    const probing = (async () => {
+      while (!settled) {
+        latencies.push(await healthzMs(serve.publicUrl));
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    })();
+    const acceptance = await acceptanceOf(receiver, ack.queueMessageId, 30_000).finally(() => (settled = true));
+    await probing;
+    const elapsedMs = performance.now() - started;
+    expect(acceptance.body).toMatchObject({ status: 'error', errors: [{ code: 'XML_VALIDATION_ERROR', message: `the document nests elements deeper than ${MAX_XML_DEPTH} levels, the limit` }] });
+    expect(acceptance.signatureValid).toBe(true);
+    // Generous bounds for a loaded 2-core machine: before, the check took about a minute and /healthz waited for it.
+    expect(elapsedMs).toBeLessThan(20_000);
+    expect(latencies.length).toBeGreaterThan(0);
+    expect(Math.max(...latencies)).toBeLessThan(1_000);
+  });
+});
+
+describe('XML_CHECK_TIMEOUT', () => {
+  let service: TestService;
+  let receiver: CallbackReceiver;
+
+  beforeAll(async () => {
+    receiver = await startCallbackReceiver();
+    service = await startTestService({ XML_CHECK_TIMEOUT: '1ms' });
+  });
+
+  afterAll(async () => {
+    await service?.stop();
+    await receiver?.close();
+  });
+
+  it('turns a check that outlives its budget into XML_VALIDATION_ERROR', async () => {
+    const clinic = await addClinic(service, receiver.url);
+    receiver.signingSecret = clinic.signingSecret;
+    const { body: ack } = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody());
+    expect((await acceptanceOf(receiver, ack.queueMessageId)).body).toMatchObject({
+      status: 'error',
+      errors: [{ code: 'XML_VALIDATION_ERROR', message: 'the document could not be checked within 0.001 s, the limit' }],
+    });
+  });
+});
