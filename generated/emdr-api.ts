@@ -168,9 +168,9 @@ export interface components {
         /**
          * Instant
          * Format: date-time
-         * @description An RFC 3339 date-time that the registry accepts: year 1900 to 9999, a UTC offset within
-         *     ±15:59 (PostgreSQL cannot store a wider one), seconds up to 60 (a leap second counts as the
-         *     next second). Year 0000 or 0999 answers 400 `VALIDATION_ERROR`.
+         * @description An RFC 3339 date-time that the registry accepts: year 1900 to 9999, `T` between date and
+         *     time, `Z` or a UTC offset within ±15:59 (PostgreSQL cannot store a wider one), seconds up to
+         *     60 (a leap second counts as the next second). Year 0000 or 0999 answers 400 `VALIDATION_ERROR`.
          */
         Instant: string;
         /**

@@ -76,20 +76,8 @@ async function loadDefinition(definition: Document | string): Promise<Document> 
   return document;
 }
 
-/**
- * Interface B on openapi-backend: routing and request validation come from specs/openapi.yaml
- * (OpenAPI 3.1, validated with Ajv's draft 2020-12 and formats, compiled once at start).
- * Every error, thrown or from validation, leaves in the one shape of errors.ts.
- */
-/**
- * Interface B on openapi-backend: routing and request validation come from specs/openapi.yaml
- * (OpenAPI 3.1, validated with Ajv's draft 2020-12 and formats, compiled once at start).
- * Before a byte of a body is read: the route (404, 405), the clinic's headers (401), the rate limit
- * (429), then the body's encoding and type (415) and declared length (413). Every error, thrown or
- * from validation, leaves in the one shape of errors.ts.
- */
-export async function createEmdrRouter(options: EmdrRouterOptions): Promise<Router> {
-  const definition = await loadDefinition(options.definition);
+/** The operations of the definition on openapi-backend, its security handlers reading what `authenticate` found. */
+async function createBackend(definition: Document, options: EmdrRouterOptions, securityResults: WeakMap<Request, Record<string, unknown>>): Promise<OpenAPIBackend> {
   const api = new OpenApi31Backend({
     definition,
     apiRoot: '/',
@@ -106,8 +94,6 @@ export async function createEmdrRouter(options: EmdrRouterOptions): Promise<Rout
       },
     },
   });
-  // Security runs before the body (admit); openapi-backend gets the results it found.
-  const securityResults = new WeakMap<Request, Record<string, unknown>>();
   for (const scheme of Object.keys(options.securityHandlers ?? {})) {
     api.registerSecurityHandler(scheme, (_context: Context, request: Request) => securityResults.get(request)?.[scheme]);
   }
@@ -118,64 +104,77 @@ export async function createEmdrRouter(options: EmdrRouterOptions): Promise<Rout
   if (Object.keys(definition.paths ?? {}).length > 0 && api.getOperations().length === 0) {
     throw new Error('interface B definition loaded no operations');
   }
+  return api;
+}
 
-  const route = (req: Request): Operation => {
-    const request = { method: req.method, path: req.baseUrl + req.path, headers: req.headers as Record<string, string> };
-    const operation = api.router.matchOperation(request);
-    if (operation) {
-      if (!hasValidEscapes(request.path)) throw ApiError.single(400, 'VALIDATION_ERROR', 'the path has a malformed percent-escape', '/path');
-      return operation;
-    }
-    // RFC 9110: a 405 lists the methods the path supports.
-    const allowed = HTTP_METHODS.filter((method) => api.router.matchOperation({ ...request, method }) !== undefined);
-    if (allowed.length === 0) throw ApiError.single(404, 'NOT_FOUND', 'no such operation');
-    throw new ApiError(405, [{ code: 'METHOD_NOT_ALLOWED', message: 'method not allowed on this path' }], { Allow: allowed.map((method) => method.toUpperCase()).join(', ') });
-  };
+/** The operation of the request's method and path: else 404, or 405 listing the methods the path takes (RFC 9110). */
+function operationOf(api: OpenAPIBackend, req: Request): Operation {
+  const request = { method: req.method, path: req.baseUrl + req.path, headers: req.headers as Record<string, string> };
+  const operation = api.router.matchOperation(request);
+  if (operation) {
+    if (!hasValidEscapes(request.path)) throw ApiError.single(400, 'VALIDATION_ERROR', 'the path has a malformed percent-escape', '/path');
+    return operation;
+  }
+  const allowed = HTTP_METHODS.filter((method) => api.router.matchOperation({ ...request, method }) !== undefined);
+  if (allowed.length === 0) throw ApiError.single(404, 'NOT_FOUND', 'no such operation');
+  throw new ApiError(405, [{ code: 'METHOD_NOT_ALLOWED', message: 'method not allowed on this path' }], { Allow: allowed.map((method) => method.toUpperCase()).join(', ') });
+}
 
-  const authenticate = async (operation: Operation, req: Request): Promise<Record<string, unknown>> => {
-    const requirements = operation.security ?? [];
-    const schemes = [...new Set(requirements.flatMap((requirement) => Object.keys(requirement)))];
-    const results = Object.fromEntries(
-      await Promise.all(schemes.map(async (scheme) => [scheme, await options.securityHandlers?.[scheme]?.({ operation }, req)] as const)),
-    );
-    securityResults.set(req, results);
-    if (requirements.length > 0 && !requirements.some((requirement) => Object.keys(requirement).every((scheme) => Boolean(results[scheme])))) {
-      throw ApiError.single(401, 'ACCESS_DENIED', 'unknown clinic account or wrong token (send the headers businessId, user and token)');
-    }
-    return results;
-  };
+/** Runs the operation's security requirements on the headers (one met is enough): their results, or 401. */
+async function authenticate(options: EmdrRouterOptions, operation: Operation, req: Request): Promise<Record<string, unknown>> {
+  const requirements = operation.security ?? [];
+  const schemes = [...new Set(requirements.flatMap((requirement) => Object.keys(requirement)))];
+  const results = Object.fromEntries(await Promise.all(schemes.map(async (scheme) => [scheme, await options.securityHandlers?.[scheme]?.({ operation }, req)] as const)));
+  if (requirements.length > 0 && !requirements.some((requirement) => Object.keys(requirement).every((scheme) => Boolean(results[scheme])))) {
+    throw ApiError.single(401, 'ACCESS_DENIED', 'unknown clinic account or wrong token (send the headers businessId, user and token)');
+  }
+  return results;
+}
 
-  const readJsonBody = async (operation: Operation, req: Request): Promise<unknown> => {
-    if (!operation.requestBody) return undefined;
-    const operationId = operation.operationId ?? '';
-    const limit = options.bodyLimits.byOperation?.[operationId] ?? options.bodyLimits.default;
-    const refusal = refuseBodyByHeaders(req, limit, { typeRequired: false });
-    if (refusal) throw refusalError(refusal);
-    let body: unknown;
-    try {
-      body = parseJsonBody(req, await readBody(req, limit), options.base64Members?.[operationId]);
-    } catch (error) {
-      if (error instanceof BodyRefusal) throw refusalError(error);
-      if (error instanceof SyntaxError) throw ApiError.single(400, 'VALIDATION_ERROR', 'body is not valid JSON');
-      throw error;
-    }
-    // openapi-backend would take a string body for unparsed JSON text; every body of the spec is an object anyway.
-    if (body !== undefined && typeof body !== 'object') throw ApiError.single(400, 'VALIDATION_ERROR', 'must be a JSON object', '/requestBody');
-    // Not Unicode text anywhere in the body: refused before any of it is used (a NUL is the schemas' business).
-    const notText = textPaths(body, hasLoneSurrogate);
-    if (notText.length > 0) {
-      throw new ApiError(400, notText.map((path) => ({ code: 'VALIDATION_ERROR' as const, message: 'must not contain a lone UTF-16 surrogate (not Unicode text)', path: `/requestBody${path === '/' ? '' : path}` })));
-    }
-    return body;
-  };
+/** The operation's JSON body, refused on its headers (415, 413) before it is read; undefined when the operation takes none or none came. */
+async function readJsonBody(options: EmdrRouterOptions, operation: Operation, req: Request): Promise<unknown> {
+  if (!operation.requestBody) return undefined;
+  const operationId = operation.operationId ?? '';
+  const limit = options.bodyLimits.byOperation?.[operationId] ?? options.bodyLimits.default;
+  const refusal = refuseBodyByHeaders(req, limit, { typeRequired: false });
+  if (refusal) throw refusalError(refusal);
+  let body: unknown;
+  try {
+    body = parseJsonBody(req, await readBody(req, limit), options.base64Members?.[operationId]);
+  } catch (error) {
+    if (error instanceof BodyRefusal) throw refusalError(error);
+    if (error instanceof SyntaxError) throw ApiError.single(400, 'VALIDATION_ERROR', 'body is not valid JSON');
+    throw error;
+  }
+  // openapi-backend would take a string body for unparsed JSON text; every body of the spec is an object anyway.
+  if (body !== undefined && typeof body !== 'object') throw ApiError.single(400, 'VALIDATION_ERROR', 'must be a JSON object', '/requestBody');
+  // Not Unicode text anywhere in the body: refused before any of it is used (a NUL is the schemas' business).
+  const notText = textPaths(body, hasLoneSurrogate);
+  if (notText.length > 0) {
+    throw new ApiError(400, notText.map((path) => ({ code: 'VALIDATION_ERROR' as const, message: 'must not contain a lone UTF-16 surrogate (not Unicode text)', path: `/requestBody${path === '/' ? '' : path}` })));
+  }
+  return body;
+}
 
+/**
+ * Interface B on openapi-backend: routing and request validation come from specs/openapi.yaml
+ * (OpenAPI 3.1, validated with Ajv's draft 2020-12 and formats, compiled once at start).
+ * Before a byte of a body is read: the route (404, 405), the clinic's headers (401), the rate limit
+ * (429), then the body's encoding and type (415) and declared length (413). Every error, thrown or
+ * from validation, leaves in the one shape of errors.ts.
+ */
+export async function createEmdrRouter(options: EmdrRouterOptions): Promise<Router> {
+  const definition = await loadDefinition(options.definition);
+  const securityResults = new WeakMap<Request, Record<string, unknown>>();
+  const api = await createBackend(definition, options, securityResults);
   const router = Router();
   router.use(async (req, res) => {
     try {
-      const operation = route(req);
-      const security = await authenticate(operation, req);
+      const operation = operationOf(api, req);
+      const security = await authenticate(options, operation, req);
+      securityResults.set(req, security);
       await options.beforeBody?.(operation.operationId ?? '', security, req);
-      const body = await readJsonBody(operation, req);
+      const body = await readJsonBody(options, operation, req);
       const result = (await api.handleRequest({ method: req.method, path: req.baseUrl + req.path, body, query: req.query as Record<string, string>, headers: req.headers as Record<string, string> }, req)) as HandlerResult;
       res.status(result.status);
       for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, value);

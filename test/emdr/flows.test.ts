@@ -203,12 +203,16 @@ describe('acceptance errors in the acceptance callback', () => {
     expect(await acceptanceErrors({ patientSnils: '11223344596' })).toEqual(['VALIDATION_ERROR']);
   });
 
-  it('takes date-times PostgreSQL does not parse (offsets beyond ±15:59, the year 0000) in registration and search', async () => {
-    const { body, queueMessageId } = await register({ creationDateTime: '2026-01-15T09:30:00-23:56' });
+  it('refuses date-times the registry does not take (before 1900, offsets beyond ±15:59) with 400, in registration and search; takes a leap second', async () => {
+    for (const creationDateTime of ['2026-01-15T09:30:00-23:56', '0000-01-01T00:00:00Z']) {
+      expect(await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody({ creationDateTime }))).toMatchObject({ status: 400, body: { errors: [{ code: 'VALIDATION_ERROR', path: '/requestBody/creationDateTime' }] } });
+    }
+    const search = await post(service.publicUrl, '/api/SearchRegistryItem', authHeaders(clinic), { registerDateBegin: '0000-01-01T00:00:00Z', registerDateEnd: '9999-12-31T23:59:59+23:59' });
+    expect(search.status).toBe(400);
+    expect(search.body.errors.map((error: { path: string }) => error.path)).toEqual(expect.arrayContaining(['/requestBody/registerDateBegin', '/requestBody/registerDateEnd']));
+    const { body, queueMessageId } = await register({ creationDateTime: '2016-12-31T23:59:60Z' });
     expect((await callbacksOf(queueMessageId, 2)).map((callback) => callback.body.status)).toEqual(['success', 'success']);
-    const criteria = { localUid: body.localUid, registerDateBegin: '0000-01-01T00:00:00-23:56', registerDateEnd: '9999-12-31T23:59:59+23:59' };
-    const found = await post(service.publicUrl, '/api/SearchRegistryItem', authHeaders(clinic), criteria);
-    expect(found.status).toBe(200);
+    const found = await post(service.publicUrl, '/api/SearchRegistryItem', authHeaders(clinic), { localUid: body.localUid, registerDateBegin: '1900-01-01T00:00:00-15:59', registerDateEnd: '9999-12-31T23:59:59+15:59' });
     expect(found.body.items.map((item: { localUid: string }) => item.localUid)).toEqual([body.localUid]);
   });
 

@@ -95,9 +95,9 @@ describe('spec checks of make test', () => {
     expect(refused.code).toBe(1);
     expect(refused.output).toMatch(/request property `documentNumber` became required/);
 
-    await editOpenApi((text) => text.replace(/^  version: 1\.0\.0-alpha$/m, '  version: 2.0.0-alpha'));
+    await editOpenApi((text) => text.replace(/^  version: .*$/m, '  version: 99.0.0-alpha'));
     const bumped = await checkBreaking();
-    expect(bumped.output).toContain('allowed: version bumped to 2.0.0-alpha');
+    expect(bumped.output).toContain('allowed: version bumped to 99.0.0-alpha');
     expect(bumped.code).toBe(0);
   });
 
