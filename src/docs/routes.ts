@@ -67,7 +67,7 @@ export function docsRoutes(fallback: (status: number, message?: string) => Fallb
   });
   router.get('/docs/openapi.yaml', (_req, res) => res.type('application/yaml').sendFile(openApiSpecPath));
   router.get('/docs/openrpc.json', (_req, res) => res.type('application/json').sendFile(openRpcSpecPath));
-  router.use('/docs/assets', express.static(assetsDir, { fallthrough: false, maxAge: '1h' }));
+  router.use('/docs/assets', express.static(assetsDir, { fallthrough: false, maxAge: '1h', redirect: false, index: false }));
   router.use('/docs', (req, res, next) => {
     if (req.method !== 'GET' || existsSync(assetsDir)) return next();
     res.status(503).json(fallback(503, 'the documentation pages are not built: run `make build`'));

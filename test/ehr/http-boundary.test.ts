@@ -65,6 +65,7 @@ describe('interface A over HTTP, and the listeners around it', () => {
     ['a bad percent-escape', '/%ff/', 400],
     ['a bad percent-escape in the docs', '/docs/assets/%ff', 400],
     ['an unknown docs file', '/docs/assets/nope.js', 404],
+    ['the docs assets directory', '/docs/assets', 404],
   ])('answers %s on both listeners in JSON, without a stack or a file path', async (_name, path, status) => {
     const docs = path.startsWith('/docs');
     for (const base of docs ? [service.publicUrl] : [service.publicUrl, service.internalUrl]) {

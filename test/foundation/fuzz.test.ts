@@ -188,7 +188,8 @@ function problemsOf(testCase: Case, answer: Answer): string[] {
     } else if (answer.status !== 405 || !isFallbackShape(body)) problems.push(`non-POST on /<version>/: ${answer.status}`);
     return problems;
   }
-  const health = (pathname === '/healthz' || pathname === '/readyz') && testCase.method === 'GET' && answer.status === 200;
+  // Express routes /healthz/ as /healthz.
+  const health = /^\/(healthz|readyz)\/?$/.test(pathname) && testCase.method === 'GET' && answer.status === 200;
   // Documented: /docs answers 503 in the fallback shape until `make build` has bundled the pages.
   if (answer.status === 503 && /^\/docs(\/|$)/.test(pathname) && isFallbackShape(body)) return problems.filter((problem) => !problem.startsWith('5xx'));
   if (!health && !isFallbackShape(body)) problems.push(`fallback answer (${answer.status}) not {error, supportedVersions}`);
