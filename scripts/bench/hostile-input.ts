@@ -124,9 +124,10 @@ async function stopServe(serve: Serve): Promise<void> {
   if ((await exitWithin(serve.child, 30_000)) === 'hung') serve.child.kill('SIGKILL');
 }
 
-async function addClinic(databaseUrl: string): Promise<{ businessId: string; user: string; token: string }> {
+/** A clinic account by the checkout's own CLI; `key` is the serve's data key (DATA_KEY, once USER_SIGN_KEY), which seals its callback secrets. */
+async function addClinic(databaseUrl: string, key: string): Promise<{ businessId: string; user: string; token: string }> {
   const businessId = `bench-${randomUUID().slice(0, 8)}`;
-  const child = spawnRoot(['clients', 'add', '--business-id', businessId, '--user', 'mis', '--callback-url', 'http://127.0.0.1:9', '--organization', ORGANIZATION], { DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' });
+  const child = spawnRoot(['clients', 'add', '--business-id', businessId, '--user', 'mis', '--callback-url', 'http://127.0.0.1:9', '--organization', ORGANIZATION], { DATABASE_URL: databaseUrl, USER_SIGN_KEY: key, LOG_LEVEL: 'warn' });
   const lines = collectLines(child);
   await exitWithin(child, 60_000);
   return JSON.parse(lines.stdout.join('\n')) as { businessId: string; user: string; token: string };
@@ -196,7 +197,7 @@ async function slowClients(): Promise<unknown> {
   const capMs = Number(process.env.SLOW_CAP_MS ?? 400_000);
   const serve = await startServe();
   try {
-    const clinic = await addClinic(serve.env.DATABASE_URL!);
+    const clinic = await addClinic(serve.env.DATABASE_URL!, serve.env.USER_SIGN_KEY!);
     const headers = `POST /api/RegisterDocument HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: `;
     const body = `POST /api/RegisterDocument HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\nbusinessId: ${clinic.businessId}\r\nuser: ${clinic.user}\r\ntoken: ${clinic.token}\r\n\r\n{`;
     const port = Number(serve.env.PORT);
@@ -225,7 +226,7 @@ async function outage(): Promise<unknown> {
   const proxied = new URL(databaseUrl);
   proxied.port = String(proxy.port);
   const serve = await startServe({ DATABASE_URL: proxied.toString(), LOG_LEVEL: 'info' });
-  const clinic = await addClinic(databaseUrl);
+  const clinic = await addClinic(databaseUrl, serve.env.USER_SIGN_KEY!);
   const version = JSON.parse(await fs.readFile(path.join(root, 'specs/openrpc.json'), 'utf8')).info.version as string;
   const calls = {
     emdr: async () => {
