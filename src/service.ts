@@ -1,5 +1,5 @@
 import express from 'express';
-import type { Config } from './config/config.js';
+import { ConfigError, type Config } from './config/config.js';
 import { openApiSpecPath } from './config/paths.js';
 import { isReady, migrateToLatest, openDatabase, type Database } from './db/database.js';
 import { startRetention, type Retention } from './db/retention.js';
@@ -12,7 +12,9 @@ import type PgBoss from 'pg-boss';
 import { clinicRateLimit, clinicSecurityHandlers, emdrHandlers } from './emdr/handlers.js';
 import { docsRoutes } from './docs/routes.js';
 import { createEmdrRouter, SMALL_BODY_LIMIT_BYTES } from './emdr/http.js';
-import { startWorkers } from './emdr/pipeline.js';
+import { ACCEPT_CONCURRENCY, startWorkers } from './emdr/pipeline.js';
+import { loadTrustStore, TrustStoreError } from './emdr/signatures/trust-store.js';
+import { SignatureVerifier } from './emdr/signatures/verifier.js';
 import { startBoss } from './emdr/queue.js';
 import { BuiltInRegistry } from './emdr/registry/built-in.js';
 import { errorHandler, fallbackBody, notFound } from './http/fallback.js';
@@ -45,8 +47,23 @@ async function listen(app: express.Express, host: string, port: number, variable
   }
 }
 
+/** The worker role's signature verifier, with SIGNATURE_TRUST_STORE read and checked once, here. */
+function signatureVerifierFor(config: Config): SignatureVerifier {
+  let trustAnchors: Uint8Array[] | undefined;
+  if (config.signatureTrustStore !== undefined) {
+    try {
+      trustAnchors = loadTrustStore(config.signatureTrustStore);
+    } catch (error) {
+      if (error instanceof TrustStoreError) throw new ConfigError('SIGNATURE_TRUST_STORE', error.message);
+      throw error;
+    }
+  }
+  return new SignatureVerifier({ workers: ACCEPT_CONCURRENCY, timeoutMs: config.xmlCheckTimeoutMs, ...(trustAnchors ? { trustAnchors } : {}) });
+}
+
 /** Starts the given roles over one database: `serve` runs all three, `serve --only X` one. */
 export async function startService(config: Config, logger: Logger, roles: ReadonlySet<Role>): Promise<RunningService> {
+  const signatureVerifier = roles.has('worker') ? signatureVerifierFor(config) : undefined;
   const database = await openDatabase(config, logger, { adopt: true });
   const listeners: Listener[] = [];
   let boss: PgBoss | undefined;
@@ -109,7 +126,15 @@ export async function startService(config: Config, logger: Logger, roles: Readon
     // worker clean-up can poll for ever after a stop that races a worker's first fetch).
     if (roles.has('worker')) {
       retention = startRetention(database.knex, { retentionMs: config.retentionMs, steps: [...emdrPurgeSteps, ...ehrPurgeSteps], logger });
-      await startWorkers({ knex: database.knex, boss: boss!, registry, retryScheduleMs: config.callbackRetryScheduleMs, logger, dataKey: await database.dataKey(), xmlCheckTimeoutMs: config.xmlCheckTimeoutMs });
+      await startWorkers({
+        knex: database.knex,
+        boss: boss!,
+        registry,
+        retryScheduleMs: config.callbackRetryScheduleMs,
+        logger, dataKey: await database.dataKey(),
+        xmlCheckTimeoutMs: config.xmlCheckTimeoutMs,
+        signatureVerifier: signatureVerifier!,
+      });
     }
     logger.info({ roles: [...roles], publicPort, internalPort }, 'ehr-gateway started');
 
@@ -121,6 +146,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
         await retention?.stop();
         // Finishes the jobs in flight; an unfinished one comes back to another worker after JOB_EXPIRY.
         await boss?.stop({ graceful: true, wait: true, timeout: 20_000 });
+        await signatureVerifier?.stop();
         await database.close();
         logger.info('ehr-gateway stopped');
       },
@@ -129,6 +155,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
     await Promise.all(listeners.map((listener) => listener.stop(0)));
     await retention?.stop();
     await boss?.stop({ graceful: false, wait: true });
+    await signatureVerifier?.stop();
     await database.close();
     throw error;
   }

@@ -41,6 +41,8 @@ export interface Config {
   jobExpiryMs: number;
   /** Time budget of the XML check of one RegisterDocument: beyond it, an acceptance error. At most half of jobExpiryMs. */
   xmlCheckTimeoutMs: number;
+  /** Folder of PEM roots and intermediates the signers' certificates must chain to; undefined: chains are not checked. */
+  signatureTrustStore: string | undefined;
   /** Simulated latency of each call to the built-in registry. */
   registryLatencyMs: number;
   /** Test switch: the built-in registry refuses every registration and file request. */
@@ -272,6 +274,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     retentionMs,
     jobExpiryMs,
     xmlCheckTimeoutMs,
+    signatureTrustStore: env.SIGNATURE_TRUST_STORE ? path.resolve(env.SIGNATURE_TRUST_STORE) : undefined,
     registryLatencyMs: readDuration(env, 'REGISTRY_LATENCY', '0'),
     registryFail: registryFailRaw === 'true' || registryFailRaw === '1',
     logLevel,
@@ -312,7 +315,12 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; fallback: string; m
   { name: 'BYTE_QUOTA', fallback: '256mb', meaning: 'bytes of interface B request bodies per clinic account per minute (at least BODY_LIMIT); 0 turns the quota off' },
   { name: 'RETENTION', fallback: '30d', meaning: 'how long ended requests (with their callbacks), expired sessions and exchange tokens are kept' },
   { name: 'JOB_EXPIRY', fallback: '30s', meaning: "how long a background job may run before another worker takes it over (a killed worker's jobs come back)" },
-  { name: 'XML_CHECK_TIMEOUT', fallback: '10s (at most half of JOB_EXPIRY)', meaning: 'time budget of the XML check of one RegisterDocument document; beyond it, XML_VALIDATION_ERROR' },
+  { name: 'XML_CHECK_TIMEOUT', fallback: '10s (at most half of JOB_EXPIRY)', meaning: "time budget of each check of one RegisterDocument's document, the XML check and the signature check; beyond it, XML_VALIDATION_ERROR or SIGNATURE_VERIFICATION_ERROR" },
+  {
+    name: 'SIGNATURE_TRUST_STORE',
+    fallback: '(unset)',
+    meaning: "folder of PEM certificates (roots and intermediates, read once at start): each signer's certificate must chain to one of them; unset: chains are not checked and the acceptance callback carries a CERTIFICATE_CHAIN_NOT_CHECKED warning",
+  },
   { name: 'REGISTRY_LATENCY', fallback: '0', meaning: 'simulated latency of each call to the built-in registry' },
   { name: 'REGISTRY_FAIL', fallback: 'false', meaning: 'test switch: the built-in registry refuses every registration and file request' },
   { name: 'LOG_LEVEL', fallback: 'info', meaning: 'fatal, error, warn, info, debug, trace or silent' },

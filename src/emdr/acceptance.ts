@@ -1,8 +1,6 @@
-import type { CallbackErrorItem } from './codes.js';
-
 /**
  * The acceptance checks of a RegisterDocument request that need no registry, on Buffers (the XML
- * check, streamed in slices, is xml-check.ts).
+ * check, streamed in slices, is xml-check.ts; the signatures are verified by signatures/).
  */
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
@@ -15,81 +13,6 @@ export function isStrictBase64(text: string): boolean {
 /** The bytes of standard, padded base64; undefined when the text is not that. */
 export function decodeBase64Strict(text: string): Buffer | undefined {
   return isStrictBase64(text) ? Buffer.from(text, 'base64') : undefined;
-}
-
-interface Tlv {
-  tag: number;
-  contentStart: number;
-  end: number;
-}
-
-/** One DER element at `offset` (definite lengths only, as DER requires). */
-function readTlv(bytes: Buffer, offset: number, limit: number): Tlv {
-  if (offset + 2 > limit) throw new Error('truncated element');
-  const tag = bytes[offset]!;
-  if ((tag & 0x1f) === 0x1f) throw new Error('multi-byte tags are not used in CMS');
-  const first = bytes[offset + 1]!;
-  let length = first;
-  let contentStart = offset + 2;
-  if (first === 0x80) throw new Error('indefinite length (BER) is not supported: send DER');
-  if (first > 0x80) {
-    const count = first & 0x7f;
-    if (count > 4 || contentStart + count > limit) throw new Error('bad length');
-    length = 0;
-    for (let i = 0; i < count; i += 1) length = length * 256 + bytes[contentStart + i]!;
-    contentStart += count;
-  }
-  const end = contentStart + length;
-  if (end > limit) throw new Error('element runs past its container');
-  return { tag, contentStart, end };
-}
-
-// DER of OBJECT IDENTIFIER 1.2.840.113549.1.7.2 (signedData), without tag and length.
-const SIGNED_DATA_OID = Buffer.from([0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x07, 0x02]);
-const SEQUENCE = 0x30;
-const SET = 0x31;
-const INTEGER = 0x02;
-const OID = 0x06;
-const CONTEXT_0 = 0xa0;
-const CONTEXT_1 = 0xa1;
-
-/**
- * Checks that `bytes` is a DER ContentInfo of type signedData whose encapsulated content is absent
- * (a detached signature) and that it has at least one SignerInfo. This is a structural check: the
- * cryptographic verification (GOST R 34.10-2012 certificates) belongs to the registry.
- */
-export function detachedCmsError(bytes: Buffer, what: string): CallbackErrorItem | undefined {
-  try {
-    const contentInfo = readTlv(bytes, 0, bytes.length);
-    if (contentInfo.tag !== SEQUENCE || contentInfo.end !== bytes.length) throw new Error('not a ContentInfo SEQUENCE');
-    const contentType = readTlv(bytes, contentInfo.contentStart, contentInfo.end);
-    if (contentType.tag !== OID || !bytes.subarray(contentType.contentStart, contentType.end).equals(SIGNED_DATA_OID)) {
-      throw new Error('content type is not signedData (1.2.840.113549.1.7.2)');
-    }
-    const explicit = readTlv(bytes, contentType.end, contentInfo.end);
-    if (explicit.tag !== CONTEXT_0) throw new Error('signedData content missing');
-    const signedData = readTlv(bytes, explicit.contentStart, explicit.end);
-    if (signedData.tag !== SEQUENCE) throw new Error('SignedData is not a SEQUENCE');
-    const version = readTlv(bytes, signedData.contentStart, signedData.end);
-    if (version.tag !== INTEGER) throw new Error('SignedData version missing');
-    const digestAlgorithms = readTlv(bytes, version.end, signedData.end);
-    if (digestAlgorithms.tag !== SET) throw new Error('digestAlgorithms missing');
-    const encapContentInfo = readTlv(bytes, digestAlgorithms.end, signedData.end);
-    if (encapContentInfo.tag !== SEQUENCE) throw new Error('encapContentInfo missing');
-    const eContentType = readTlv(bytes, encapContentInfo.contentStart, encapContentInfo.end);
-    if (eContentType.tag !== OID) throw new Error('eContentType missing');
-    if (eContentType.end !== encapContentInfo.end) {
-      return { code: 'WRONG_SIGNATURE_FORMAT', message: `${what} carries the signed content: send a detached signature` };
-    }
-    let next = readTlv(bytes, encapContentInfo.end, signedData.end);
-    if (next.tag === CONTEXT_0) next = readTlv(bytes, next.end, signedData.end);
-    if (next.tag === CONTEXT_1) next = readTlv(bytes, next.end, signedData.end);
-    if (next.tag !== SET) throw new Error('signerInfos missing');
-    if (next.contentStart === next.end) return { code: 'NO_SIGNATURE', message: `${what} has no signer` };
-    return undefined;
-  } catch (error) {
-    return { code: 'SIGNATURE_DECODING_ERROR', message: `${what} is not a DER CMS SignedData: ${(error as Error).message}` };
-  }
 }
 
 /** The 11 digits of a SNILS written as digits or as NNN-NNN-NNN NN. */

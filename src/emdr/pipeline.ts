@@ -3,13 +3,14 @@ import type { Knex } from 'knex';
 import type { Logger } from '../logging/logger.js';
 import { deliverCallback, enqueueCallback, type CallbackName, type DeliveryContext } from '../callbacks/delivery.js';
 import { callbackCredentialsOf } from './clients.js';
-import { detachedCmsError, snilsChecksumValid, snilsDigits } from './acceptance.js';
+import { snilsChecksumValid, snilsDigits } from './acceptance.js';
 import { instantMs } from './instant.js';
 import type { CallbackErrorItem } from './codes.js';
 import { accessBasis, NO_SUCH_ITEM, recordDisclosure, type DocumentRequester } from './access.js';
 import { requestFileSlices } from './request-files.js';
 import { dropSettledFiles } from './retention.js';
 import { MAX_XML_DEPTH, xmlDocumentError } from './xml-check.js';
+import type { SignatureCheckOutcome, SignatureVerifier } from './signatures/verifier.js';
 import { QUEUES, jobExecutor, type CallbackJob, type RequestJob } from './queue.js';
 import type { RegistryPort } from './registry/port.js';
 
@@ -23,6 +24,8 @@ export interface PipelineContext {
   dataKey: Buffer;
   /** Time budget of the XML check of one document (XML_CHECK_TIMEOUT). */
   xmlCheckTimeoutMs: number;
+  /** Verifies the signatures of a RegisterDocument (signatures/verifier.ts). */
+  signatureVerifier: SignatureVerifier;
 }
 
 /** What the request row keeps besides the files (`metadata`). */
@@ -74,20 +77,32 @@ async function requesterOf(knex: Knex, request: RequestRow): Promise<DocumentReq
   return { organizations: clinic.organizations, ...(patientSnils === undefined ? {} : { patientSnils }) };
 }
 
-async function registerDocumentAcceptanceErrors(context: PipelineContext, request: RequestRow): Promise<CallbackErrorItem[]> {
-  const { knex } = context;
-  if (request.intake_errors && request.intake_errors.length > 0) return request.intake_errors;
-  const errors: CallbackErrorItem[] = [];
-  const xmlError = await xmlDocumentError(requestFileSlices(knex, request.queue_message_id, 'document'), { maxDepth: MAX_XML_DEPTH, timeoutMs: context.xmlCheckTimeoutMs });
-  if (xmlError !== undefined) errors.push({ code: 'XML_VALIDATION_ERROR', message: xmlError.slice(0, 300) });
-  const files = await knex('emdr_requests').where({ queue_message_id: request.queue_message_id }).first('signature', 'personal_signatures');
-  const signatureError = detachedCmsError(files.signature as Buffer, 'signature');
-  if (signatureError) errors.push(signatureError);
+interface AcceptanceFindings {
+  errors: CallbackErrorItem[];
+  warnings: CallbackErrorItem[];
+}
+
+/** The organization's signature and each personal one, named as in the request, verified over the document as it streams from the database. */
+async function verifyRequestSignatures(context: PipelineContext, queueMessageId: string): Promise<SignatureCheckOutcome> {
+  const files = await context.knex('emdr_requests').where({ queue_message_id: queueMessageId }).first('signature', 'personal_signatures');
   const personal = (files.personal_signatures ?? []) as Array<{ signature: string }>;
-  personal.forEach((item, index) => {
-    const error = detachedCmsError(Buffer.from(item.signature, 'base64'), `personalSignatures/${index}/signature`);
-    if (error) errors.push(error);
-  });
+  const signatures = [
+    { name: 'signature', bytes: files.signature as Buffer },
+    ...personal.map((item, index) => ({ name: `personalSignatures/${index}/signature`, bytes: Buffer.from(item.signature, 'base64') })),
+  ];
+  return context.signatureVerifier.check(signatures, () => requestFileSlices(context.knex, queueMessageId, 'document'));
+}
+
+async function registerDocumentAcceptanceFindings(context: PipelineContext, request: RequestRow): Promise<AcceptanceFindings> {
+  const { knex } = context;
+  if (request.intake_errors && request.intake_errors.length > 0) return { errors: request.intake_errors, warnings: [] };
+  const errors: CallbackErrorItem[] = [];
+  const [xmlError, signatures] = await Promise.all([
+    xmlDocumentError(requestFileSlices(knex, request.queue_message_id, 'document'), { maxDepth: MAX_XML_DEPTH, timeoutMs: context.xmlCheckTimeoutMs }),
+    verifyRequestSignatures(context, request.queue_message_id),
+  ]);
+  if (xmlError !== undefined) errors.push({ code: 'XML_VALIDATION_ERROR', message: xmlError.slice(0, 300) });
+  errors.push(...signatures.errors);
   const metadata = request.metadata as RegisterMetadata;
   if (!snilsChecksumValid(metadata.patientSnils)) errors.push({ code: 'VALIDATION_ERROR', message: 'patientSnils: the check number does not match' });
   if (instantMs(metadata.creationDateTime) > Date.now()) errors.push({ code: 'WRONG_CREATION_DATE', message: 'creationDateTime lies in the future' });
@@ -101,7 +116,7 @@ async function registerDocumentAcceptanceErrors(context: PipelineContext, reques
     )
     .first('queue_message_id');
   if (earlier) errors.push({ code: 'NOT_UNIQUE_PROVIDED_ID', message: 'a document with this localUid was already submitted by this clinic' });
-  return errors;
+  return { errors, warnings: signatures.warnings };
 }
 
 /** Acceptance: the checks, then the acceptance callback and (when accepted) the registry job, in one transaction. */
@@ -113,8 +128,9 @@ export async function acceptRequest(context: PipelineContext, queueMessageId: st
   let errors: CallbackErrorItem[];
   let payload: Record<string, unknown>;
   if (request.operation === 'RegisterDocument') {
-    errors = await registerDocumentAcceptanceErrors(context, request);
-    payload = { queueMessageId, localUid: (request.metadata as RegisterMetadata).localUid };
+    const findings = await registerDocumentAcceptanceFindings(context, request);
+    errors = findings.errors;
+    payload = { queueMessageId, localUid: (request.metadata as RegisterMetadata).localUid, ...(findings.warnings.length > 0 ? { warnings: findings.warnings } : {}) };
   } else {
     const metadata = request.metadata as DemandMetadata;
     // A document the clinic may not have is answered as one that does not exist (access.ts).
@@ -255,6 +271,8 @@ export async function refetchDroppedFile(knex: Knex, registry: RegistryPort, que
 
 /** How many jobs of each queue one worker process runs at once. */
 const CONCURRENCY = { [QUEUES.accept]: 2, [QUEUES.fulfil]: 2, [QUEUES.callback]: 4 } as const;
+/** Acceptance jobs one worker process runs at once: the signature verifier's pool size. */
+export const ACCEPT_CONCURRENCY = CONCURRENCY[QUEUES.accept];
 
 /** Subscribes the worker role to the three queues. */
 export async function startWorkers(context: PipelineContext): Promise<void> {

@@ -1,3 +1,4 @@
+import { SignatureVerifier } from '../../src/emdr/signatures/verifier.js';
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type PgBoss from 'pg-boss';
@@ -179,7 +180,7 @@ describe('a newer version of another patient, registered between acceptance and 
     await knex('emdr_registry_documents').insert(registryRow('26.01.000000001', '11223344595', 1));
     const clinic = await addClinic(api, receiver.url, { organizations: [OTHER_ORGANIZATION] });
     const { body: ack } = await post(api.publicUrl, '/api/DemandContent', authHeaders(clinic), { emdrId: '26.01.000000001', patientSnils: VALID_SNILS });
-    const context = { knex, boss: boss!, registry: new BuiltInRegistry(knex, { latencyMs: 0, fail: false }), retryScheduleMs: [0], logger: createLogger('silent'), dataKey: api.dataKey, xmlCheckTimeoutMs: 10_000 };
+    const context = { knex, boss: boss!, registry: new BuiltInRegistry(knex, { latencyMs: 0, fail: false }), retryScheduleMs: [0], logger: createLogger('silent'), dataKey: api.dataKey, xmlCheckTimeoutMs: 10_000, signatureVerifier: new SignatureVerifier({ workers: 1, timeoutMs: 10_000 }) };
     await acceptRequest(context, ack.queueMessageId);
     expect(await knex('emdr_requests').where({ queue_message_id: ack.queueMessageId }).first('state')).toEqual({ state: 'accepted' });
 
