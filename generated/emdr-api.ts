@@ -13,10 +13,25 @@ export interface paths {
         /**
          * Register a document in the registry
          * @description Stores the request and answers at once. Acceptance checks follow asynchronously (base64,
-         *     well-formed XML, a detached CMS signature with at least one signer, patient SNILS checksum,
-         *     creation date not in the future, `localUid` not used before by this clinic) and end in
-         *     `SendRegisterDocumentResponse`; a registration in the registry follows and ends in
-         *     `SendRegisterDocumentResultResponse`.
+         *     well-formed XML, the signatures, patient SNILS checksum, creation date not in the future,
+         *     `localUid` not used before by this clinic) and end in `SendRegisterDocumentResponse`; a
+         *     registration in the registry follows and ends in `SendRegisterDocumentResultResponse`.
+         *
+         *     **Signatures.** `signature` and each `personalSignatures[].signature` must be a detached
+         *     DER CMS SignedData that verifies over the decoded `document`: the signer's certificate is
+         *     taken from the CMS, the `messageDigest` signed attribute must equal the document's digest
+         *     and the signature value must verify over the signed attributes (or over the document when
+         *     there are none). GOST R 34.10-2012 (256 and 512 bit) with GOST R 34.11-2012 (Streebog) is
+         *     checked, and RSA or ECDSA with SHA-2. The certificate must be valid at the `signingTime`
+         *     signed attribute (at intake without one). When the gateway has a trust store, the
+         *     certificate must chain to it (`CANT_BUILD_CERT_CHAIN_TO_ACCREDITED_CA_CERT`); without one
+         *     the chain is not checked and the acceptance callback says so in `warnings`
+         *     (`CERTIFICATE_CHAIN_NOT_CHECKED`). Nothing is fetched from the network (no CRL, no OCSP).
+         *     Failures name the signature, e.g. `personalSignatures/1/signature: the document's digest
+         *     does not match the signed messageDigest …` with `SIGNATURE_VERIFICATION_ERROR`; other
+         *     codes: `SIGNATURE_DECODING_ERROR`, `WRONG_SIGNATURE_FORMAT`, `NO_SIGNATURE`,
+         *     `NO_END_ENTITY_CERTIFICATE`, `UNKNOWN_ALGORITHM`. `ehr-gateway document verify` runs the
+         *     same check on a local pair of files.
          *
          *     **Limits of the XML check.** Elements may be nested at most 256 levels deep; a deeper
          *     document is rejected with `XML_VALIDATION_ERROR` ("the document nests elements deeper than
@@ -423,6 +438,16 @@ export interface components {
             /** @example a document with this localUid was already submitted by this clinic */
             message: string;
         };
+        /** CallbackWarning */
+        CallbackWarning: {
+            /**
+             * @description A gateway code (the classifier has no warnings).
+             * @example CERTIFICATE_CHAIN_NOT_CHECKED
+             */
+            code: string;
+            /** @example the signatures were verified, but their certificate chains were not checked: this gateway has no trust store configured */
+            message: string;
+        };
         /**
          * CallbackStatus
          * @enum {string}
@@ -437,6 +462,8 @@ export interface components {
             localUid: components["schemas"]["Uuid"];
             status: components["schemas"]["CallbackStatus"];
             errors?: components["schemas"]["CallbackError"][];
+            /** @description What the gateway did not check, with either status (today only `CERTIFICATE_CHAIN_NOT_CHECKED`, when it has no trust store). */
+            warnings?: components["schemas"]["CallbackWarning"][];
         };
         /**
          * SendRegisterDocumentResultResponse
