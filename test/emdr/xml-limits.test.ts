@@ -117,13 +117,16 @@ describe('XML_CHECK_TIMEOUT', () => {
     await receiver?.close();
   });
 
-  it('turns a check that outlives its budget into XML_VALIDATION_ERROR', async () => {
+  it('turns a check that outlives its budget into XML_VALIDATION_ERROR (and the signature check, on the same budget, into SIGNATURE_VERIFICATION_ERROR)', async () => {
     const clinic = await addClinic(service, receiver.url);
     receiver.signingSecret = clinic.signingSecret;
     const { body: ack } = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody());
     expect((await acceptanceOf(receiver, ack.queueMessageId)).body).toMatchObject({
       status: 'error',
-      errors: [{ code: 'XML_VALIDATION_ERROR', message: 'the document could not be checked within 0.001 s, the limit' }],
+      errors: [
+        { code: 'XML_VALIDATION_ERROR', message: 'the document could not be checked within 0.001 s, the limit' },
+        { code: 'SIGNATURE_VERIFICATION_ERROR', message: 'the signatures could not be checked within 0.001 s, the limit' },
+      ],
     });
   });
 });

@@ -94,7 +94,7 @@ export class TestPki {
     const keyOptions = options.algorithm === 'rsa' ? ['-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048'] : ['-algorithm', options.algorithm, '-pkeyopt', `paramset:${options.paramset ?? 'A'}`];
     this.openssl(['genpkey', ...keyOptions, '-out', key]);
     const request = this.file(`${name}.csr`);
-    this.openssl(['req', '-new', '-key', key, '-subj', `/CN=${options.commonName}/O=ehr-gateway tests`, '-out', request]);
+    this.openssl(['req', '-new', '-utf8', '-key', key, '-subj', `/CN=${options.commonName}/O=ehr-gateway tests`, '-out', request]);
     const certificate = this.file(`${name}.crt`);
     const notBefore = options.notBefore ?? new Date(Date.now() - 86_400_000);
     const notAfter = options.notAfter ?? new Date(Date.now() + 365 * 86_400_000);

@@ -34,6 +34,8 @@ export interface VerificationPolicy {
 const MAX_CHAIN = 8;
 
 interface PendingSigner {
+  /** Position of its signature in the request: findings are reported in that order. */
+  order: number;
   name: string;
   signer: SignerInfo;
   certificates: Certificate[];
@@ -42,14 +44,14 @@ interface PendingSigner {
 const iso = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
 
 export class DocumentSignatureCheck {
-  private readonly findings: SignatureFinding[] = [];
+  private readonly findings: Array<{ order: number; finding: SignatureFinding }> = [];
   private readonly pending: PendingSigner[] = [];
   private readonly digests = new Map<string, Digest>();
   private readonly policy: VerificationPolicy;
 
   constructor(signatures: readonly NamedSignature[], policy: VerificationPolicy) {
     this.policy = policy;
-    for (const { name, bytes } of signatures) this.accept(name, bytes);
+    signatures.forEach(({ name, bytes }, order) => this.accept(order, name, bytes));
   }
 
   /** Whether any signature is left whose verification needs the document. */
@@ -66,12 +68,12 @@ export class DocumentSignatureCheck {
     const documentDigests = new Map([...this.digests].map(([oid, digest]) => [oid, digest.digest()]));
     for (const pending of this.pending) {
       const finding = guarded(pending.name, () => this.verifySigner(pending, documentDigests.get(pending.signer.digestAlgorithm.oid)!));
-      if (finding) this.findings.push(finding);
+      if (finding) this.findings.push({ order: pending.order, finding });
     }
-    return this.findings;
+    return this.findings.sort((left, right) => left.order - right.order).map(({ finding }) => finding);
   }
 
-  private accept(name: string, bytes: Uint8Array): void {
+  private accept(order: number, name: string, bytes: Uint8Array): void {
     const finding = guarded(name, () => {
       const signedData = parseSignedData(bytes);
       if (signedData.attached) return { code: 'WRONG_SIGNATURE_FORMAT', message: `${name} carries the signed content: send a detached signature` };
@@ -84,11 +86,11 @@ export class DocumentSignatureCheck {
           if (!digest) throw new UnsupportedAlgorithm(`digest algorithm ${oid}`);
           this.digests.set(oid, digest);
         }
-        this.pending.push({ name: signerName, signer, certificates: signedData.certificates });
+        this.pending.push({ order, name: signerName, signer, certificates: signedData.certificates });
       });
       return undefined;
     });
-    if (finding) this.findings.push(finding);
+    if (finding) this.findings.push({ order, finding });
   }
 
   private verifySigner({ name, signer, certificates }: PendingSigner, documentDigest: Buffer): SignatureFinding | undefined {
