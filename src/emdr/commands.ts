@@ -1,3 +1,4 @@
+import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Option, type Command } from 'commander';
@@ -9,6 +10,10 @@ import { messageState } from './messages.js';
 import { refetchDroppedFile } from './pipeline.js';
 import { BuiltInRegistry } from './registry/built-in.js';
 import { startBoss } from './queue.js';
+import { parseCertificate } from './signatures/cms.js';
+import { loadTrustStore, TrustStoreError } from './signatures/trust-store.js';
+import { DocumentSignatureCheck } from './signatures/verify.js';
+import { FILE_SLICE_BYTES } from './request-files.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const OID = /^[0-2](\.(0|[1-9][0-9]*))+$/;
@@ -22,7 +27,43 @@ function queueMessageIdArgument(value: string): string {
   return value;
 }
 
-/** `clients add`, `messages show`, `callbacks replay`, `document save`: interface B's commands. */
+/** Signature files are a few kilobytes; a bigger one is not a signature a clinic meant to send. */
+const MAX_SIGNATURE_FILE_BYTES = 1024 * 1024;
+
+/** `document verify`: the acceptance stage's signature check on a local pair; exit 0 valid, 1 invalid. */
+async function verifyDocumentPair(documentPath: string, signaturePath: string, options: { trustStore?: string }): Promise<void> {
+  let trustAnchors;
+  if (options.trustStore !== undefined) {
+    try {
+      trustAnchors = loadTrustStore(options.trustStore).map(parseCertificate);
+    } catch (error) {
+      if (error instanceof TrustStoreError) throw new UsageError(`--trust-store: ${error.message}`);
+      throw error;
+    }
+  }
+  const readable = async (file: string) => {
+    const stat = await fs.stat(file).catch(() => undefined);
+    if (!stat?.isFile()) throw new UsageError(`${file}: no such file`);
+    return stat;
+  };
+  await readable(documentPath);
+  if ((await readable(signaturePath)).size > MAX_SIGNATURE_FILE_BYTES) throw new UsageError(`${signaturePath}: larger than 1 MiB, not a detached signature`);
+  const name = path.basename(signaturePath);
+  const check = new DocumentSignatureCheck([{ name, bytes: await fs.readFile(signaturePath) }], { now: Date.now(), ...(trustAnchors ? { trustAnchors } : {}) });
+  if (check.needsDocument) {
+    for await (const chunk of createReadStream(documentPath, { highWaterMark: FILE_SLICE_BYTES })) check.update(chunk as Buffer);
+  }
+  const findings = check.finish();
+  for (const finding of findings) process.stdout.write(`${finding.code}: ${finding.message}\n`);
+  if (findings.length > 0) {
+    process.exitCode = 1;
+    return;
+  }
+  process.stdout.write(`valid: ${name} verifies over ${path.basename(documentPath)}\n`);
+  if (!trustAnchors) process.stdout.write('warning: the certificate chain was not checked (no --trust-store)\n');
+}
+
+/** `clients add`, `messages show`, `callbacks replay`, `document save`, `document verify`: interface B's commands. */
 export function registerEmdrCommands(program: Command): void {
   const clients = program.command('clients').description('clinic accounts of interface B');
   clients
@@ -99,9 +140,15 @@ export function registerEmdrCommands(program: Command): void {
       printJson({ queueMessageId, replayed });
     });
 
-  program
-    .command('document')
-    .description('document files of interface B')
+  const document = program.command('document').description('document files of interface B');
+  document
+    .command('verify')
+    .description("check a document and its detached signature (.xml.sig) as the gateway's acceptance stage does: exit 0 valid, 1 invalid (one line per failure)")
+    .argument('<document>', 'the XML file')
+    .argument('<signature>', 'its detached DER CMS signature')
+    .option('--trust-store <dir>', 'folder of PEM roots and intermediates the signer must chain to (without it, the chain is not checked)')
+    .action(verifyDocumentPair);
+  document
     .command('save')
     .description('write NAME.xml and NAME.xml.sig from the body of a SendDocumentFileResultResponse callback')
     .argument('<callbackJson>', 'file holding the callback body')

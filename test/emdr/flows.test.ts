@@ -87,6 +87,9 @@ describe('RegisterDocument then DemandContent', () => {
       const base = file.fileName.replace(/\.xml$/, '');
       expect((await fs.readFile(path.join(dir, 'out', `${base}.xml`))).equals(FIXTURE_XML)).toBe(true);
       expect((await fs.readFile(path.join(dir, 'out', `${base}.xml.sig`))).equals(FIXTURE_SIGNATURE)).toBe(true);
+      // The pair the clinic saved checks out locally, as the seed asks ("to verify them").
+      const verified = await runCli(['document', 'verify', path.join(dir, 'out', `${base}.xml`), path.join(dir, 'out', `${base}.xml.sig`)]);
+      expect(verified).toMatchObject({ code: 0, stdout: expect.stringMatching(/^valid: /) });
     } finally {
       await fs.rm(dir, { recursive: true, force: true });
     }
