@@ -1,6 +1,8 @@
 /**
  * Peak memory of `ehr-gateway serve` for one 20 MiB document through the whole pipeline:
  * RegisterDocument → both callbacks → DemandContent → both callbacks (the file callback carries it).
+ * The document carries a GOST R 34.10-2012 256-bit signature (made with the gost engine: make gost-engine),
+ * so the acceptance stage hashes all of it with Streebog-256.
  * Reads the child's VmHWM (peak RSS) from /proc, so it measures the service, not this script.
  *   tsx scripts/bench-large-document.ts        (DATABASE_URL, or an embedded PostgreSQL in a temp dir)
  */
@@ -13,6 +15,7 @@ import { createLogger } from '../src/logging/logger.js';
 import { exitOf, spawnCli, waitForOk } from '../test/support/cli.js';
 import { startCallbackReceiver } from '../test/support/callback-receiver.js';
 import { addClinic, authHeaders, largeXml, post, registerBody } from '../test/support/emdr.js';
+import { TestPki } from '../test/support/signing.js';
 
 const DOCUMENT_BYTES = 20 * 1024 * 1024;
 
@@ -48,12 +51,17 @@ try {
   receiver.signingSecret = clinic.signingSecret;
   const baseline = await peakRssMiB(service.pid!);
   const xml = largeXml(DOCUMENT_BYTES);
+  const pki = new TestPki({ gost: true });
+  const signature = pki.sign(xml, pki.issue({ algorithm: 'gost2012_256', commonName: 'bench' }));
+  pki.remove();
   const started = Date.now();
-  const { body: ack } = await post(serviceUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody({ document: xml.toString('base64') }));
+  const { body: ack } = await post(serviceUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody({ document: xml.toString('base64'), signature: signature.toString('base64') }));
   // Intake (express.json's body text, the parsed object, the INSERT) is the largest single step.
   const afterIntake = await peakRssMiB(service.pid!);
   const registered = await receiver.waitFor((received) => received.some((item) => item.name === 'SendRegisterDocumentResultResponse' && item.body.queueMessageId === ack.queueMessageId), 120_000);
   const emdrId = registered.find((item) => item.name === 'SendRegisterDocumentResultResponse')!.body.emdrId;
+  const acceptance = registered.find((item) => item.name === 'SendRegisterDocumentResponse' && item.body.queueMessageId === ack.queueMessageId)!;
+  if (acceptance.body.status !== 'success') throw new Error(`not accepted: ${JSON.stringify(acceptance.body.errors)}`);
   const registeredMs = Date.now() - started;
   const afterRegistration = await peakRssMiB(service.pid!);
   const { body: demand } = await post(serviceUrl, '/api/DemandContent', authHeaders(clinic), { emdrId });

@@ -65,7 +65,6 @@ export interface SignedData {
   signers: SignerInfo[];
 }
 
-// DER of OBJECT IDENTIFIER 1.2.840.113549.1.7.2 (signedData).
 const SIGNED_DATA = '1.2.840.113549.1.7.2';
 const MESSAGE_DIGEST = '1.2.840.113549.1.9.4';
 const SIGNING_TIME = '1.2.840.113549.1.9.5';
