@@ -53,7 +53,7 @@ export class SignatureVerifier {
   }
 
   /** Verifies `signatures` over the document that `document()` streams. */
-  async check(signatures: NamedSignature[], document: () => AsyncIterable<Uint8Array>): Promise<SignatureCheckOutcome> {
+  async check(signatures: NamedSignature[], document: () => AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<SignatureCheckOutcome> {
     if (signatures.length === 0) return { errors: [], warnings: [] };
     const errors = await this.verify(signatures, document);
     return { errors, warnings: this.options.trustAnchors ? [] : [CHAIN_NOT_CHECKED] };
@@ -65,7 +65,7 @@ export class SignatureVerifier {
     await Promise.all(this.idle.splice(0).map((worker) => worker.terminate()));
   }
 
-  private async verify(signatures: NamedSignature[], document: () => AsyncIterable<Uint8Array>): Promise<SignatureFinding[]> {
+  private async verify(signatures: NamedSignature[], document: () => AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<SignatureFinding[]> {
     const worker = await this.acquire();
     let healthy = false;
     let timer: NodeJS.Timeout | undefined;
