@@ -98,24 +98,40 @@ const LPS_TABLE = (() => {
   return table;
 })();
 
-const mixed = new Uint32Array(16);
+/**
+ * One output word of LPS: the byte at `shift` of each of the eight (half-)words w0…w7 looked up in
+ * its table and XORed, written to out[index] (low) and out[index + 1] (high).
+ */
+function lpsWord(w0: number, w1: number, w2: number, w3: number, w4: number, w5: number, w6: number, w7: number, shift: number, out: Block, index: number): void {
+  const t = LPS_TABLE;
+  const i0 = ((w0 >>> shift) & 0xff) << 1;
+  const i1 = 512 + (((w1 >>> shift) & 0xff) << 1);
+  const i2 = 1024 + (((w2 >>> shift) & 0xff) << 1);
+  const i3 = 1536 + (((w3 >>> shift) & 0xff) << 1);
+  const i4 = 2048 + (((w4 >>> shift) & 0xff) << 1);
+  const i5 = 2560 + (((w5 >>> shift) & 0xff) << 1);
+  const i6 = 3072 + (((w6 >>> shift) & 0xff) << 1);
+  const i7 = 3584 + (((w7 >>> shift) & 0xff) << 1);
+  out[index] = t[i0]! ^ t[i1]! ^ t[i2]! ^ t[i3]! ^ t[i4]! ^ t[i5]! ^ t[i6]! ^ t[i7]!;
+  out[index + 1] = t[i0 + 1]! ^ t[i1 + 1]! ^ t[i2 + 1]! ^ t[i3 + 1]! ^ t[i4 + 1]! ^ t[i5 + 1]! ^ t[i6 + 1]! ^ t[i7 + 1]!;
+}
 
-/** out = LPS(x ⊕ y); `out` may be `x` or `y`. */
+/** out = LPS(x ⊕ y); `out` may be `x` or `y` (all of x ⊕ y is read before anything is written). */
 function xlps(x: Block, y: Block, out: Block): void {
-  for (let i = 0; i < 16; i += 1) mixed[i] = x[i]! ^ y[i]!;
-  for (let i = 0; i < 8; i += 1) {
-    const word = i < 4 ? 0 : 1;
-    const shift = (i & 3) * 8;
-    let low = 0;
-    let high = 0;
-    for (let k = 0; k < 8; k += 1) {
-      const index = ((k << 8) | ((mixed[2 * k + word]! >>> shift) & 0xff)) << 1;
-      low ^= LPS_TABLE[index]!;
-      high ^= LPS_TABLE[index + 1]!;
-    }
-    out[2 * i] = low >>> 0;
-    out[2 * i + 1] = high >>> 0;
-  }
+  // Low and high halves of the eight 64-bit words of x ⊕ y.
+  const l0 = x[0]! ^ y[0]!, h0 = x[1]! ^ y[1]!, l1 = x[2]! ^ y[2]!, h1 = x[3]! ^ y[3]!;
+  const l2 = x[4]! ^ y[4]!, h2 = x[5]! ^ y[5]!, l3 = x[6]! ^ y[6]!, h3 = x[7]! ^ y[7]!;
+  const l4 = x[8]! ^ y[8]!, h4 = x[9]! ^ y[9]!, l5 = x[10]! ^ y[10]!, h5 = x[11]! ^ y[11]!;
+  const l6 = x[12]! ^ y[12]!, h6 = x[13]! ^ y[13]!, l7 = x[14]! ^ y[14]!, h7 = x[15]! ^ y[15]!;
+  // Output word i gathers byte i of every input word: bytes 0-3 from the low halves, 4-7 from the high.
+  lpsWord(l0, l1, l2, l3, l4, l5, l6, l7, 0, out, 0);
+  lpsWord(l0, l1, l2, l3, l4, l5, l6, l7, 8, out, 2);
+  lpsWord(l0, l1, l2, l3, l4, l5, l6, l7, 16, out, 4);
+  lpsWord(l0, l1, l2, l3, l4, l5, l6, l7, 24, out, 6);
+  lpsWord(h0, h1, h2, h3, h4, h5, h6, h7, 0, out, 8);
+  lpsWord(h0, h1, h2, h3, h4, h5, h6, h7, 8, out, 10);
+  lpsWord(h0, h1, h2, h3, h4, h5, h6, h7, 16, out, 12);
+  lpsWord(h0, h1, h2, h3, h4, h5, h6, h7, 24, out, 14);
 }
 
 /** x += y modulo 2^512. */
