@@ -101,6 +101,66 @@ describe('spec checks of make test', () => {
     expect(bumped.code).toBe(0);
   });
 
+  /** The copy's specs/released/openapi.yaml becomes its current spec, edited: probes then compare one change against it. */
+  async function releaseOpenApi(edit: (text: string) => string = (text) => text): Promise<void> {
+    const current = await fs.readFile(path.join(copy, 'specs/openapi.yaml'), 'utf8');
+    await fs.writeFile(path.join(copy, 'specs/released/openapi.yaml'), edit(current));
+  }
+  /** text with `pattern` replaced; throws when it is not there, so that a probe cannot miss silently. */
+  function edited(text: string, pattern: string | RegExp, replacement: string): string {
+    const result = text.replace(pattern, replacement);
+    if (result === text) throw new Error(`probe: ${String(pattern)} not found in the spec`);
+    return result;
+  }
+  const addMember = (schema: string, member: string) => (text: string) =>
+    edited(text, new RegExp(`(\\n    ${schema}:\\n(?:      .*\\n|        .*\\n)*?      properties:\\n)`), `$1        ${member}: { type: string }\n`);
+
+  it('treat a new member of an answer or of a callback body, and a new value of an x-extensible-enum, as compatible', async () => {
+    await releaseOpenApi();
+    await editOpenApi((text) =>
+      [
+        addMember('RegisterDocumentAcknowledgement', 'probe'),
+        addMember('SendRegisterDocumentResultResponse', 'probe'),
+        (spec: string) => edited(spec, 'x-extensible-enum: [received, rejected, accepted, completed, failed]', 'x-extensible-enum: [received, rejected, accepted, completed, failed, archived]'),
+        (spec: string) => edited(spec, 'x-extensible-enum: [success, error]', 'x-extensible-enum: [success, error, partial]'),
+      ].reduce((spec, edit) => edit(spec), text),
+    );
+    const result = await checkBreaking();
+    expect(result.output).toContain('specs/openapi.yaml: compatible with released');
+    expect(result.code).toBe(0);
+  });
+
+  it('fail when an answer or a callback body widens beyond what the released spec closed, or a callback loses a member or a header', async () => {
+    await releaseOpenApi((text) =>
+      [
+        (spec: string) => edited(spec, /(\n    RegisterDocumentAcknowledgement:\n      title: RegisterDocumentAcknowledgement\n      type: object\n      additionalProperties: )true/, '$1false'),
+        (spec: string) => edited(spec, 'x-extensible-enum: [success, error]', 'enum: [success, error]'),
+        (spec: string) => edited(spec, 'x-extensible-enum: [received, rejected, accepted, completed, failed]', 'enum: [received, rejected, accepted, completed, failed]'),
+      ].reduce((spec, edit) => edit(spec), text),
+    );
+    await editOpenApi((text) =>
+      [
+        addMember('RegisterDocumentAcknowledgement', 'probe'),
+        (spec: string) => edited(spec, 'x-extensible-enum: [success, error]', 'enum: [success, error, partial]'),
+        (spec: string) => edited(spec, /(\n    SendRegisterDocumentResultResponse:\n(?:      .*\n|        .*\n)*?)        emdrId: .*\n/, '$1'),
+        (spec: string) => edited(spec, /(operationId: SendDemandContentResponse\n(?:.*\n)*?)                - \$ref: '#\/components\/parameters\/WebhookSignature'\n/, '$1'),
+      ].reduce((spec, edit) => edit(spec), text),
+    );
+    const refused = await checkBreaking();
+    expect(refused.code).toBe(1);
+    expect(refused.output).toContain('RegisterDocumentAcknowledgement.probe: added to an object the released spec closes (additionalProperties: false)');
+    expect(refused.output).toContain('MessageState.state: the released spec closes its values (enum); now they are open');
+    expect(refused.output).toContain('callback SendRegisterDocumentResponse body.status: may now be "partial"');
+    expect(refused.output).toContain('callback SendRegisterDocumentResultResponse body.emdrId: removed');
+    expect(refused.output).toContain('callback SendDemandContentResponse: header webhook-signature no longer sent');
+    expect(refused.output).toContain('bump it');
+
+    await editOpenApi((text) => text.replace(/^  version: .*$/m, '  version: 99.0.0-alpha'));
+    const bumped = await checkBreaking();
+    expect(bumped.output).toContain('allowed: version bumped to 99.0.0-alpha');
+    expect(bumped.code).toBe(0);
+  });
+
   it('fail when a schema changed in a spec without make generate', async () => {
     const file = path.join(copy, 'specs/openapi.yaml');
     const spec = await fs.readFile(file, 'utf8');
