@@ -15,6 +15,7 @@ import { promisify } from 'node:util';
 import { parseArgs } from 'node:util';
 import { parseOpenRPCDocument } from '@open-rpc/schema-utils-js';
 import { parse as parseYaml } from 'yaml';
+import { inlineLocalRefs } from '../src/validation/inline-refs.js';
 
 const run = promisify(execFile);
 
@@ -119,21 +120,6 @@ interface OpenApiDocument {
   paths?: Record<string, Record<string, OpenApiOperation>>;
 }
 
-/** A copy of `value` with every local `$ref` replaced by its target (3.1 siblings such as `description` kept). */
-function inlined(document: unknown, value: unknown, depth = 0): unknown {
-  if (depth > 100) throw new Error('$ref nesting deeper than 100 levels: a recursive schema is not supported here');
-  if (Array.isArray(value)) return value.map((item) => inlined(document, item, depth + 1));
-  if (!value || typeof value !== 'object') return value;
-  const { $ref, ...siblings } = value as { $ref?: unknown };
-  if (typeof $ref === 'string') {
-    if (!$ref.startsWith('#/')) throw new Error(`only local references are supported, not ${$ref}`);
-    const target = $ref.slice(2).split('/').reduce<unknown>((node, segment) => (node as Record<string, unknown> | undefined)?.[segment.replaceAll('~1', '/').replaceAll('~0', '~')], document);
-    if (target === undefined) throw new Error(`unresolved reference ${$ref}`);
-    return inlined(document, { ...(target as object), ...siblings }, depth + 1);
-  }
-  return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, inlined(document, inner, depth + 1)]));
-}
-
 /**
  * What an answer or callback body may now carry that clients generated from the released spec
  * reject (okhttp-gson rejects unknown members, Java enums unknown values): a member added to an
@@ -165,9 +151,9 @@ function widened(base: Schema, next: Schema, at: string): string[] {
 function openApiBreaks(base: OpenApiDocument, next: OpenApiDocument): string[] {
   const problems: string[] = [];
   const jsonSchema = (document: OpenApiDocument, holder: unknown) =>
-    (inlined(document, holder) as { content?: Record<string, { schema?: Schema }> } | undefined)?.content?.['application/json']?.schema;
+    (inlineLocalRefs(document, holder) as { content?: Record<string, { schema?: Schema }> } | undefined)?.content?.['application/json']?.schema;
   const headerNames = (document: OpenApiDocument, operation: OpenApiOperation) =>
-    (inlined(document, operation.parameters ?? []) as Array<{ in: string; name: string }>).filter((parameter) => parameter.in === 'header').map((parameter) => parameter.name.toLowerCase());
+    (inlineLocalRefs(document, operation.parameters ?? []) as Array<{ in: string; name: string }>).filter((parameter) => parameter.in === 'header').map((parameter) => parameter.name.toLowerCase());
   for (const [route, item] of Object.entries(base.paths ?? {})) {
     for (const [method, operation] of Object.entries(item)) {
       const nextOperation = next.paths?.[route]?.[method];

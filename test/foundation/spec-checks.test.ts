@@ -17,7 +17,7 @@ describe('spec checks of make test', () => {
 
   beforeEach(async () => {
     copy = await fs.mkdtemp(path.join(os.tmpdir(), 'ehr-gateway-specs-'));
-    for (const entry of ['specs', 'generated', 'scripts', 'redocly.yaml', 'package.json']) {
+    for (const entry of ['specs', 'generated', 'scripts', 'src', 'redocly.yaml', 'package.json']) {
       await fs.cp(path.join(repoRoot, entry), path.join(copy, entry), { recursive: true });
     }
     await fs.symlink(path.join(repoRoot, 'node_modules'), path.join(copy, 'node_modules'));
