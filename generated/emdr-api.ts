@@ -293,7 +293,7 @@ export interface components {
             document: components["schemas"]["Base64"];
             signature: components["schemas"]["DetachedSignature"];
             personalSignatures?: components["schemas"]["PersonalSignature"][];
-            /** @description emdrId of the current version this document supersedes; the new version gets its own emdrId and version = previous + 1. */
+            /** @description emdrId of the current version this document supersedes, a document of the same organization; the new version gets its own emdrId and version = previous + 1. A document of another organization is answered in the result callback exactly as an unknown emdrId (REGISTRY_ITEM_NOT_FOUND), so emdrIds cannot be probed; a version that is no longer current is CANT_REG_VERSION. */
             replaces?: components["schemas"]["EmdrId"];
             callbackUrl?: components["schemas"]["CallbackUrl"];
         };

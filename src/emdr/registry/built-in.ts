@@ -58,12 +58,12 @@ export class BuiltInRegistry implements RegistryPort {
         let version = 1;
         if (input.replaces !== undefined) {
           const replaced = await trx('emdr_registry_documents').where({ emdr_id: input.replaces }).forUpdate().first('organization', 'superseded_by', 'version');
-          if (!replaced) return { ok: false, errors: [{ code: 'REGISTRY_ITEM_NOT_FOUND', message: 'the document named in replaces is not registered' }] };
+          // Another organization's document reads as an unknown one: emdrIds cannot be probed through replaces either.
+          if (!replaced || replaced.organization !== input.organization) {
+            return { ok: false, errors: [{ code: 'REGISTRY_ITEM_NOT_FOUND', message: 'the document named in replaces is not registered' }] };
+          }
           if (replaced.superseded_by !== null) {
             return { ok: false, errors: [{ code: 'CANT_REG_VERSION', message: 'the document named in replaces is not the current version' }] };
-          }
-          if (replaced.organization !== input.organization) {
-            return { ok: false, errors: [{ code: 'CANT_REG_VERSION', message: 'a new version must come from the organization of the replaced one' }] };
           }
           version = replaced.version + 1;
         }
