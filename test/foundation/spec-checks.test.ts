@@ -51,6 +51,19 @@ describe('spec checks of make test', () => {
     await fs.writeFile(file, edit(await fs.readFile(file, 'utf8')));
   }
 
+  const bumpOpenApi = () => editOpenApi((text) => text.replace(/^  version: .*$/m, '  version: 99.0.0-alpha'));
+  /** The breaking-change check refuses, naming every one of `problems`, and passes once `bump` changed info.version. */
+  async function expectRefusedUntilBumped(problems: Array<string | RegExp>, bump: () => Promise<void>): Promise<void> {
+    const refused = await checkBreaking();
+    expect(refused.code).toBe(1);
+    for (const problem of problems) expect(refused.output).toMatch(problem);
+    expect(refused.output).toContain('bump it');
+    await bump();
+    const bumped = await checkBreaking();
+    expect(bumped.output).toContain('allowed: version bumped to 99.0.0-alpha');
+    expect(bumped.code).toBe(0);
+  }
+
   it('pass on the committed specs and generated/', async () => {
     expect((await validateSpecs()).code).toBe(0);
     expect((await lintOpenApi()).code).toBe(0);
@@ -73,32 +86,23 @@ describe('spec checks of make test', () => {
       document.components.schemas.Gender.enum.push(5);
       document.methods.find((method: { name: string }) => method.name === 'patient.get_patient').errors.push({ $ref: '#/components/errors/SaveAuthInfoError' });
     });
-    const refused = await checkBreaking();
-    expect(refused.code).toBe(1);
-    expect(refused.output).toContain('embedded_storage.remove_auth_info: method removed');
-    expect(refused.output).toContain('embedded_storage.authenticate(patientProperties).middleName: became required');
-    expect(refused.output).toContain('patient.get_patient result.patient.gender: may now be 5');
-    expect(refused.output).toContain('patient.get_patient: may now answer error -34003');
-    expect(refused.output).toContain('bump it');
-
-    await editOpenRpc((document) => {
-      document.info.version = '99.0.0-alpha';
-    });
-    const bumped = await checkBreaking();
-    expect(bumped.output).toContain('allowed: version bumped to 99.0.0-alpha');
-    expect(bumped.code).toBe(0);
+    await expectRefusedUntilBumped(
+      [
+        'embedded_storage.remove_auth_info: method removed',
+        'embedded_storage.authenticate(patientProperties).middleName: became required',
+        'patient.get_patient result.patient.gender: may now be 5',
+        'patient.get_patient: may now answer error -34003',
+      ],
+      () =>
+        editOpenRpc((document) => {
+          document.info.version = '99.0.0-alpha';
+        }),
+    );
   });
 
   it('fail on an incompatible change of interface B without a version bump, and pass once it is bumped', async () => {
     await editOpenApi((text) => text.replace('required: [localUid, kind, organization, patientSnils, creationDateTime, document, signature]', 'required: [localUid, kind, organization, patientSnils, creationDateTime, document, signature, documentNumber]'));
-    const refused = await checkBreaking();
-    expect(refused.code).toBe(1);
-    expect(refused.output).toMatch(/request property `documentNumber` became required/);
-
-    await editOpenApi((text) => text.replace(/^  version: .*$/m, '  version: 99.0.0-alpha'));
-    const bumped = await checkBreaking();
-    expect(bumped.output).toContain('allowed: version bumped to 99.0.0-alpha');
-    expect(bumped.code).toBe(0);
+    await expectRefusedUntilBumped([/request property `documentNumber` became required/], bumpOpenApi);
   });
 
   /** The copy's specs/released/openapi.yaml becomes its current spec, edited: probes then compare one change against it. */
@@ -146,19 +150,16 @@ describe('spec checks of make test', () => {
         (spec: string) => edited(spec, /(operationId: SendDemandContentResponse\n(?:.*\n)*?)                - \$ref: '#\/components\/parameters\/WebhookSignature'\n/, '$1'),
       ].reduce((spec, edit) => edit(spec), text),
     );
-    const refused = await checkBreaking();
-    expect(refused.code).toBe(1);
-    expect(refused.output).toContain('RegisterDocumentAcknowledgement.probe: added to an object the released spec closes (additionalProperties: false)');
-    expect(refused.output).toContain('MessageState.state: the released spec closes its values (enum); now they are open');
-    expect(refused.output).toContain('callback SendRegisterDocumentResponse body.status: may now be "partial"');
-    expect(refused.output).toContain('callback SendRegisterDocumentResultResponse body.emdrId: removed');
-    expect(refused.output).toContain('callback SendDemandContentResponse: header webhook-signature no longer sent');
-    expect(refused.output).toContain('bump it');
-
-    await editOpenApi((text) => text.replace(/^  version: .*$/m, '  version: 99.0.0-alpha'));
-    const bumped = await checkBreaking();
-    expect(bumped.output).toContain('allowed: version bumped to 99.0.0-alpha');
-    expect(bumped.code).toBe(0);
+    await expectRefusedUntilBumped(
+      [
+        'RegisterDocumentAcknowledgement.probe: added to an object the released spec closes (additionalProperties: false)',
+        'MessageState.state: the released spec closes its values (enum); now they are open',
+        'callback SendRegisterDocumentResponse body.status: may now be "partial"',
+        'callback SendRegisterDocumentResultResponse body.emdrId: removed',
+        'callback SendDemandContentResponse: header webhook-signature no longer sent',
+      ],
+      bumpOpenApi,
+    );
   });
 
   it('fail when a schema changed in a spec without make generate', async () => {
