@@ -8,6 +8,7 @@ import type { ErrorObject } from 'ajv';
 import type { Logger } from '../logging/logger.js';
 import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../db/database.js';
 import { BodyRefusal, ClientGone, readBody, refuseBodyByHeaders } from '../http/json-body.js';
+import { inlineLocalRefs } from '../validation/inline-refs.js';
 import { createJsonSchemaAjv, errorPath } from '../validation/json-schema.js';
 import { hasLoneSurrogate, textPaths } from '../validation/text.js';
 import { ApiError, errorBody, type ErrorItem } from './errors.js';
@@ -66,6 +67,12 @@ class OpenApi31Backend extends OpenAPIBackend {
   }
 }
 
+/**
+ * The definition, checked, with its references inlined. openapi-backend's compile turns every object
+ * it meets twice into a `$ref` (its "decycle"), an array too, which is no schema where an array
+ * belongs (`allOf`, `examples`): a `$ref` with siblings, dereferenced, shares its target's arrays.
+ * Inlined, nothing is shared.
+ */
 async function loadDefinition(definition: Document | string): Promise<Document> {
   const document = typeof definition === 'string' ? (parseYaml(await fs.readFile(definition, 'utf8')) as Document) : definition;
   const result = await new OpenApi31Validator({ strict: false }).validate(document as never);
@@ -73,7 +80,7 @@ async function loadDefinition(definition: Document | string): Promise<Document> 
     const errors = typeof result.errors === 'string' ? result.errors : JSON.stringify(result.errors?.slice(0, 5));
     throw new Error(`interface B definition is not valid OpenAPI: ${errors}`);
   }
-  return document;
+  return inlineLocalRefs(document) as Document;
 }
 
 /** The operations of the definition on openapi-backend, its security handlers reading what `authenticate` found. */
