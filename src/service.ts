@@ -9,6 +9,7 @@ import { createEhrHandlers } from './ehr/methods.js';
 import { RpcEnvelope } from './ehr/rpc/envelope.js';
 import { loadOpenRpcDocument } from './ehr/spec.js';
 import type PgBoss from 'pg-boss';
+import { clinicMessageHandlers } from './emdr/clinic-messages.js';
 import { clinicRateLimit, clinicSecurityHandlers, emdrHandlers } from './emdr/handlers.js';
 import { docsRoutes } from './docs/routes.js';
 import { createEmdrRouter, SMALL_BODY_LIMIT_BYTES } from './emdr/http.js';
@@ -94,7 +95,10 @@ export async function startService(config: Config, logger: Logger, roles: Readon
           '/api',
           await createEmdrRouter({
             definition: openApiSpecPath,
-            handlers: emdrHandlers({ knex: database.knex, boss: boss!, registry, byteQuotaPerMinute: config.byteQuotaPerMinute }),
+            handlers: {
+              ...emdrHandlers({ knex: database.knex, boss: boss!, registry, byteQuotaPerMinute: config.byteQuotaPerMinute }),
+              ...clinicMessageHandlers({ knex: database.knex, boss: boss!, registry, retryScheduleMs: config.callbackRetryScheduleMs }),
+            },
             securityHandlers: clinicSecurityHandlers(database.knex),
             beforeBody: clinicRateLimit(config.rateLimitPerMinute),
             // RegisterDocument carries the document; every other body is a few fields.

@@ -163,7 +163,9 @@ export async function deliverCallback(context: DeliveryContext, callbackId: stri
     'webhook-signature': signWebhook(credentials.signingSecret, row.id, timestamp, body),
   };
   const startedAt = new Date();
+  const started = performance.now();
   const result = await attempt(row.url, headers, body);
+  const durationMs = Math.round(performance.now() - started);
 
   await knex.transaction(async (trx) => {
     const current = await trx('emdr_callbacks').where({ id: callbackId }).forUpdate().first('state', 'round_attempts');
@@ -176,6 +178,7 @@ export async function deliverCallback(context: DeliveryContext, callbackId: stri
       at: startedAt,
       http_status: result.httpStatus ?? null,
       error: result.error ?? null,
+      duration_ms: durationMs,
     });
     const roundAttempts = current.round_attempts + 1;
     if (result.delivered) {

@@ -34,6 +34,7 @@ export const ERROR_CODES = {
   NOT_IMPLEMENTED: { id: null, meaning: 'gateway: operation not implemented' },
   REQUEST_TOO_LARGE: { id: null, meaning: "gateway: body larger than the operation's limit (BODY_LIMIT for RegisterDocument, 64 KiB for the others)" },
   UNSUPPORTED_MEDIA_TYPE: { id: null, meaning: 'gateway: body is not application/json in UTF-8, or is compressed (Content-Encoding other than identity)' },
+  NOTHING_TO_REPLAY: { id: null, meaning: 'gateway: a replay of a request none of whose callbacks has failed' },
   SERVICE_UNAVAILABLE: { id: null, meaning: 'gateway: the database cannot be reached right now; retry after Retry-After seconds' },
   CERTIFICATE_CHAIN_NOT_CHECKED: { id: null, meaning: 'gateway warning: the signatures verified, but no trust store is configured, so their certificate chains were not checked' },
 } as const satisfies Record<string, { id: number | null; meaning: string }>;

@@ -2,13 +2,13 @@ import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Option, type Command } from 'commander';
-import { replayFailedCallbacks } from '../callbacks/delivery.js';
 import { printJson, UsageError, withDatabase } from '../cli/program.js';
 import { decodeBase64Strict } from './acceptance.js';
 import { isCallbackUrl } from './callback-url.js';
+import { replayRequestCallbacks } from './clinic-messages.js';
 import { createClinicAccount, DuplicateClinicAccountError } from './clients.js';
 import { messageState } from './messages.js';
-import { refetchDroppedFile } from './pipeline.js';
+import { registerSampleCommand } from './sample-document.js';
 import { BuiltInRegistry } from './registry/built-in.js';
 import { startBoss } from './queue.js';
 import { parseCertificate } from './signatures/cms.js';
@@ -64,7 +64,7 @@ async function verifyDocumentPair(documentPath: string, signaturePath: string, o
   if (!trustAnchors) process.stdout.write('warning: the certificate chain was not checked (no --trust-store)\n');
 }
 
-/** `clients add`, `messages show`, `callbacks replay`, `document save`, `document verify`: interface B's commands. */
+/** `clients add`, `messages show`, `callbacks replay`, `document sample`, `document save`, `document verify`: interface B's commands. */
 export function registerEmdrCommands(program: Command): void {
   const clients = program.command('clients').description('clinic accounts of interface B');
   clients
@@ -119,15 +119,12 @@ export function registerEmdrCommands(program: Command): void {
     .argument('<queueMessageId>', 'the queueMessageId of the acknowledgement', queueMessageIdArgument)
     .action(async (queueMessageId: string) => {
       const replayed = await withDatabase(async (database, context) => {
-        if (!(await database.knex('emdr_requests').where({ queue_message_id: queueMessageId }).first('queue_message_id'))) {
-          throw new UsageError(`no request ${queueMessageId}`);
-        }
-        // The request's copy of a document goes once its callbacks fail for good (retention.ts): fetch it again.
         const registry = new BuiltInRegistry(database.knex, { latencyMs: context.config.registryLatencyMs, fail: context.config.registryFail });
-        await refetchDroppedFile(database.knex, registry, queueMessageId);
         const boss = await startBoss(database.url, context.config, context.logger, { supervise: false });
         try {
-          return await replayFailedCallbacks(database.knex, boss, context.config.callbackRetryScheduleMs, queueMessageId);
+          const replayed = await replayRequestCallbacks({ knex: database.knex, boss, registry, retryScheduleMs: context.config.callbackRetryScheduleMs }, queueMessageId);
+          if (replayed === undefined) throw new UsageError(`no request ${queueMessageId}`);
+          return replayed;
         } finally {
           await boss.stop({ graceful: false, wait: true });
         }
@@ -136,6 +133,7 @@ export function registerEmdrCommands(program: Command): void {
     });
 
   const document = program.command('document').description('document files of interface B');
+  registerSampleCommand(document);
   document
     .command('verify')
     .description("check a document and its detached signature (.xml.sig) as the gateway's acceptance stage does: exit 0 valid, 1 invalid (one line per failure)")

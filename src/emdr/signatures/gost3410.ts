@@ -1,7 +1,8 @@
 /**
  * GOST R 34.10-2012 signature verification (256 and 512 bits; RFC 7091), with BigInt arithmetic
- * on the parameter sets of RFC 4357 and RFC 7836 in short Weierstrass form. Verification only:
- * nothing here handles a private key, so nothing needs to be constant-time.
+ * on the parameter sets of RFC 4357 and RFC 7836 in short Weierstrass form. Nothing here is
+ * constant-time: verification handles no secret, and the only signer (gost-sign.ts) makes test
+ * documents with throw-away keys.
  */
 
 export interface Curve {
@@ -260,6 +261,21 @@ function bigEndianInteger(bytes: Uint8Array): bigint {
   return BigInt(`0x${Buffer.from(bytes).toString('hex') || '0'}`);
 }
 
+function arithmeticOf(curve: Curve): CurveArithmetic {
+  let arithmetic = ARITHMETIC.get(curve);
+  if (!arithmetic) ARITHMETIC.set(curve, (arithmetic = new CurveArithmetic(curve)));
+  return arithmetic;
+}
+
+/** k·G, the base point's multiple, in affine coordinates (k in [1, q − 1]). */
+export function multiplyBase(curve: Curve, k: bigint): { x: bigint; y: bigint } {
+  const point = arithmeticOf(curve).twoMultiples(k, { x: curve.x, y: curve.y, z: 1n }, 0n, INFINITY);
+  if (point.z === 0n) throw new Error('k·G is the point at infinity: k must lie in [1, q − 1]');
+  const zInverse = inverse(point.z, curve.p);
+  const zz = (zInverse * zInverse) % curve.p;
+  return { x: (point.x * zz) % curve.p, y: (point.y * ((zz * zInverse) % curve.p)) % curve.p };
+}
+
 /**
  * Whether `signature` (s ‖ r, big-endian, 2·bits/8 bytes: RFC 4491, 2.2.2) is a GOST R 34.10-2012
  * signature of `digest` (Streebog output in its engine byte order, read as a little-endian
@@ -278,9 +294,7 @@ export function gostVerify(curve: Curve, publicKey: { x: bigint; y: bigint }, di
   const v = inverse(e, q);
   const z1 = (s * v) % q;
   const z2 = mod(-r * v, q);
-  let arithmetic = ARITHMETIC.get(curve);
-  if (!arithmetic) ARITHMETIC.set(curve, (arithmetic = new CurveArithmetic(curve)));
-  const c = arithmetic.twoMultiples(z1, { x: curve.x, y: curve.y, z: 1n }, z2, { x: publicKey.x, y: publicKey.y, z: 1n });
+  const c = arithmeticOf(curve).twoMultiples(z1, { x: curve.x, y: curve.y, z: 1n }, z2, { x: publicKey.x, y: publicKey.y, z: 1n });
   if (c.z === 0n) return false;
   const zInverse = inverse(c.z, curve.p);
   const x = (c.x * ((zInverse * zInverse) % curve.p)) % curve.p;
