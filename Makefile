@@ -127,7 +127,7 @@ run: build ## start the whole service on the embedded PostgreSQL under ./.data, 
 	node dist/src/main.js seed-demo
 	node dist/src/main.js serve
 
-mock: $(INSTALLED) ## mocks from the specs: interface B (Prism, fires callbacks) on :4010, interface A on :4011
+mock: $(INSTALLED) ## mocks from the specs: interface B (Prism behind a relay that signs its callbacks) on :4010, interface A on :4011
 	scripts/mock.sh
 
 bench: $(INSTALLED) gost-engine ## peak RSS of `serve` for one 20 MiB document through the whole interface B pipeline
