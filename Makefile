@@ -102,9 +102,10 @@ $(OASDIFF):
 check-breaking: $(INSTALLED) $(OASDIFF) ## fail on an incompatible spec change without a version bump (vs specs/released/)
 	$(TSX) scripts/check-breaking.ts
 
-typecheck: $(INSTALLED) ## TypeScript, strict (the service, and the docs page script)
+typecheck: $(INSTALLED) ## TypeScript, strict (the service, and the scripts of the docs and console pages)
 	npx --no-install tsc -p tsconfig.json --noEmit
 	npx --no-install tsc -p src/docs/client/tsconfig.json
+	npx --no-install tsc -p src/console/client/tsconfig.json
 
 unit: $(INSTALLED) browser gost-engine clients ## the vitest suite alone
 	npx --no-install vitest run
@@ -117,7 +118,7 @@ contract: $(INSTALLED) clients ## long Schemathesis run (CONTRACT_EXAMPLES per o
 fuzz: $(INSTALLED) ## long property-based run of both listeners (FUZZ_RUNS, default 50000; FUZZ_SEED, default random; FUZZ_CENSUS=1 counts every failure)
 	FUZZ_RUNS=$${FUZZ_RUNS:-50000} FUZZ_SEED=$${FUZZ_SEED:-$$RANDOM$$RANDOM} npx --no-install vitest run test/foundation/fuzz.test.ts
 
-build: $(INSTALLED) ## compile to dist/, and bundle the /docs pages
+build: $(INSTALLED) ## compile to dist/, and build the /docs and /console pages (scripts, diagrams)
 	npx --no-install tsc -p tsconfig.build.json
 	$(TSX) scripts/build-docs.ts
 

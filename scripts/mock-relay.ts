@@ -220,7 +220,7 @@ const server = http.createServer(async (request, response) => {
     const upstream = await fetch(`http://127.0.0.1:${prismPort}${url.pathname}${url.search}`, {
       method: request.method,
       headers,
-      ...(request.method === 'GET' || request.method === 'HEAD' ? {} : { body: intercepted.body }),
+      ...(request.method === 'GET' || request.method === 'HEAD' ? {} : { body: new Uint8Array(intercepted.body) }),
     });
     let answer = Buffer.from(await upstream.arrayBuffer());
     const violations = upstream.headers.get('sl-violations');

@@ -11,6 +11,7 @@ import { loadOpenRpcDocument } from './ehr/spec.js';
 import type PgBoss from 'pg-boss';
 import { clinicMessageHandlers } from './emdr/clinic-messages.js';
 import { clinicRateLimit, clinicSecurityHandlers, emdrHandlers } from './emdr/handlers.js';
+import { consoleRoutes } from './console/routes.js';
 import { docsRoutes } from './docs/routes.js';
 import { createEmdrRouter, SMALL_BODY_LIMIT_BYTES } from './emdr/http.js';
 import { ACCEPT_CONCURRENCY, startWorkers } from './emdr/pipeline.js';
@@ -89,7 +90,8 @@ export async function startService(config: Config, logger: Logger, roles: Readon
       const publicApp = express();
       publicApp.disable('x-powered-by');
       publicApp.use(healthRoutes(ready, fallback));
-      publicApp.use(docsRoutes(fallback));
+      publicApp.use(docsRoutes(fallback, () => internalPort));
+      publicApp.use(consoleRoutes(fallback));
       if (roles.has('emdr')) {
         publicApp.use(
           '/api',
