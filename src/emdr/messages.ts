@@ -27,6 +27,17 @@ export async function messageState(knex: Knex, queueMessageId: string, clientId?
   return request ? (await messageStates(knex, [request]))[0] : undefined;
 }
 
+/** Rows by a key, each group in the rows' order (Map.groupBy is ES2024, past this build's target). */
+function groupBy<T>(rows: readonly T[], key: (row: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const row of rows) {
+    const group = groups.get(key(row));
+    if (group) group.push(row);
+    else groups.set(key(row), [row]);
+  }
+  return groups;
+}
+
 /** The states of the given requests (rows of MESSAGE_COLUMNS), in their order: three queries, whatever their number. */
 export async function messageStates(knex: Knex, requests: readonly MessageRow[]): Promise<MessageState[]> {
   const callbacks = await knex('emdr_callbacks')
@@ -37,14 +48,15 @@ export async function messageStates(knex: Knex, requests: readonly MessageRow[])
     .whereIn('callback_id', callbacks.map((callback) => callback.id))
     .orderBy(['callback_id', 'attempt'])
     .select('callback_id', 'attempt', 'at', 'http_status', 'error', 'duration_ms');
+  const attemptsOf = groupBy(attempts, (attempt) => attempt.callback_id as string);
+  const callbacksOf = groupBy(callbacks, (callback) => callback.queue_message_id as string);
   const callbackState = (callback: (typeof callbacks)[number]): CallbackState => {
     const item: CallbackState = {
       webhookId: callback.id,
       name: callback.name,
       url: callback.url,
       state: callback.state,
-      attempts: attempts
-        .filter((attempt) => attempt.callback_id === callback.id)
+      attempts: (attemptsOf.get(callback.id) ?? [])
         .map((attempt) => ({
           attempt: attempt.attempt,
           at: attempt.at.toISOString(),
@@ -64,7 +76,7 @@ export async function messageStates(knex: Knex, requests: readonly MessageRow[])
       state: request.state,
       createdAt: request.created_at.toISOString(),
       updatedAt: request.updated_at.toISOString(),
-      callbacks: callbacks.filter((callback) => callback.queue_message_id === request.queue_message_id).map(callbackState),
+      callbacks: (callbacksOf.get(request.queue_message_id) ?? []).map(callbackState),
     };
     if (request.local_uid !== null) state.localUid = request.local_uid;
     if (request.client_message_id !== null) state.clientMessageId = request.client_message_id;
