@@ -9,7 +9,6 @@ import { CONTENT_SECURITY_POLICY, htmlPage } from './page.js';
 /** Bundles written by scripts/build-docs.ts (`make build`). */
 const assetsDir = path.join(packageRoot, 'dist', 'docs');
 
-
 const GUIDE_STYLE = `main.guide{max-width:1100px;padding:8px 24px 48px;line-height:1.5} main.guide h2{margin-top:40px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
 main.guide figure{margin:16px 0;border:1px solid #d0d7de;border-radius:6px;padding:8px;background:#fff} main.guide figure svg{display:block;max-width:100%;height:auto} main.guide figcaption{color:#57606a;font-size:14px;margin-top:6px}
 main.guide code{background:#f6f8fa;padding:1px 4px;border-radius:4px} main.guide pre{background:#f6f8fa;padding:12px;border-radius:6px;overflow-x:auto}`;
