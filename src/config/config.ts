@@ -37,7 +37,7 @@ export interface Config {
   byteQuotaPerMinute: number;
   /** How long ended requests, expired sessions and exchange tokens are kept before the worker role purges them. */
   retentionMs: number;
-  /** How long a background job may run before pg-boss hands it to another worker (a killed worker's job comes back). */
+  /** How long a worker holds the rows it claimed before another worker may take them (a killed worker's work comes back). */
   jobExpiryMs: number;
   /** Time budget of the XML check of one RegisterDocument: beyond it, an acceptance error. At most half of jobExpiryMs. */
   xmlCheckTimeoutMs: number;

@@ -1,11 +1,10 @@
 import type { PurgeStep } from '../db/retention.js';
+import { statement } from '../db/sql.js';
 
-/** Rows of `table` (keyed by token_hash) that expired before the cutoff. */
+/** Rows of `table` (keyed by token_hash) that expired before the cutoff ($1), at most $2 of them. */
 function expiredRows(table: 'ehr_sessions' | 'ehr_exchange_tokens'): PurgeStep {
-  return {
-    name: table,
-    purge: (trx, cutoff, limit) => trx(table).whereIn('token_hash', trx(table).select('token_hash').where('expires_at', '<', cutoff).limit(limit)).delete(),
-  };
+  const purge = statement(`retention_${table}`, `delete from ${table} where token_hash in (select token_hash from ${table} where expires_at < $1 limit $2)`);
+  return { name: table, purge: (trx, cutoff, limit) => trx.run(purge, [cutoff, limit]) };
 }
 
 /**

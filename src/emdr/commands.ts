@@ -1,14 +1,18 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Option, type Command } from 'commander';
-import { replayFailedCallbacks } from '../callbacks/delivery.js';
 import { printJson, UsageError, withDatabase } from '../cli/program.js';
-import { decodeBase64Strict } from './acceptance.js';
+import { statement } from '../db/sql.js';
+import { decodeBase64Strict } from './pipeline/acceptance.js';
+import { replayFailedCallbacks } from './pipeline/callbacks.js';
 import { createClinicAccount, DuplicateClinicAccountError } from './clients.js';
 import { messageState } from './messages.js';
-import { refetchDroppedFile } from './pipeline.js';
+import { refetchDroppedFile } from './pipeline/fulfil.js';
+import { WORK_CHANNEL } from './pipeline/workers.js';
 import { BuiltInRegistry } from './registry/built-in.js';
-import { startBoss } from './queue.js';
+
+const REQUEST_EXISTS = statement('emdr_request_exists', 'select 1 from emdr_requests where queue_message_id = $1');
+const ANNOUNCE_WORK = statement('emdr_announce_work', "select pg_notify($1, '')");
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const OID = /^[0-2](\.(0|[1-9][0-9]*))+$/;
@@ -70,7 +74,7 @@ export function registerEmdrCommands(program: Command): void {
     .description('state of a request and of each of its callbacks (attempts, last error)')
     .argument('<queueMessageId>', 'the queueMessageId of the acknowledgement', queueMessageIdArgument)
     .action(async (queueMessageId: string) => {
-      const state = await withDatabase((database) => messageState(database.knex, queueMessageId));
+      const state = await withDatabase((database) => messageState(database.sql, queueMessageId));
       if (!state) throw new UsageError(`no request ${queueMessageId}`);
       printJson(state);
     });
@@ -83,18 +87,14 @@ export function registerEmdrCommands(program: Command): void {
     .argument('<queueMessageId>', 'the queueMessageId of the acknowledgement', queueMessageIdArgument)
     .action(async (queueMessageId: string) => {
       const replayed = await withDatabase(async (database, context) => {
-        if (!(await database.knex('emdr_requests').where({ queue_message_id: queueMessageId }).first('queue_message_id'))) {
-          throw new UsageError(`no request ${queueMessageId}`);
-        }
+        if (!(await database.sql.row(REQUEST_EXISTS, [queueMessageId]))) throw new UsageError(`no request ${queueMessageId}`);
         // The request's copy of a document goes once its callbacks fail for good (retention.ts): fetch it again.
-        const registry = new BuiltInRegistry(database.knex, { latencyMs: context.config.registryLatencyMs, fail: context.config.registryFail });
-        await refetchDroppedFile(database.knex, registry, queueMessageId);
-        const boss = await startBoss(database.url, context.config, context.logger, { supervise: false });
-        try {
-          return await replayFailedCallbacks(database.knex, boss, context.config.callbackRetryScheduleMs, queueMessageId);
-        } finally {
-          await boss.stop({ graceful: false, wait: true });
-        }
+        const registry = new BuiltInRegistry(database.sql, { latencyMs: context.config.registryLatencyMs, fail: context.config.registryFail });
+        await refetchDroppedFile(database.sql, registry, queueMessageId);
+        const ids = await replayFailedCallbacks(database.sql, queueMessageId);
+        // The running workers send them at once.
+        if (ids.length > 0) await database.sql.row(ANNOUNCE_WORK, [WORK_CHANNEL]);
+        return ids;
       });
       printJson({ queueMessageId, replayed });
     });

@@ -1,43 +1,73 @@
-import type { Knex } from 'knex';
 import type { components } from '../../generated/emdr-api.js';
+import { statement, type Queryable } from '../db/sql.js';
 
 type MessageState = components['schemas']['MessageState'];
 type CallbackState = components['schemas']['CallbackState'];
 
+interface RequestRow {
+  queue_message_id: string;
+  operation: MessageState['operation'];
+  state: MessageState['state'];
+  local_uid: string | null;
+  client_message_id: string | null;
+  emdr_id: string | null;
+  errors: MessageState['errors'] | null;
+  created_at: Date;
+  updated_at: Date;
+  /** The request's callbacks with their attempts, in order (JSON built by the database). */
+  callbacks: Array<{
+    id: string;
+    name: CallbackState['name'];
+    url: string;
+    state: CallbackState['state'];
+    last_error: string | null;
+    delivered_at: string | null;
+    attempts: Array<{ attempt: number; at: string; http_status: number | null; error: string | null }>;
+  }>;
+}
+
+/** The request ($1), of the clinic $2 unless it is null, with its callbacks and their attempts: one query. */
+const MESSAGE = statement(
+  'emdr_message_state',
+  `select r.queue_message_id, r.operation, r.state, r.local_uid, r.client_message_id, r.emdr_id, r.errors, r.created_at, r.updated_at,
+          coalesce((
+            select json_agg(json_build_object(
+                     'id', c.id, 'name', c.name, 'url', c.url, 'state', c.state, 'last_error', c.last_error,
+                     'delivered_at', to_char(c.delivered_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                     'attempts', coalesce((
+                        select json_agg(json_build_object('attempt', a.attempt, 'at', to_char(a.at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'http_status', a.http_status, 'error', a.error) order by a.attempt)
+                          from emdr_callback_attempts a where a.callback_id = c.id), '[]'::json))
+                   order by c.sequence)
+              from emdr_callbacks c where c.queue_message_id = r.queue_message_id), '[]'::json) as callbacks
+     from emdr_requests r
+    where r.queue_message_id = $1 and ($2::bigint is null or r.client_id = $2)`,
+);
+
 /** The state of a request and its callbacks; `clientId` limits it to that clinic's requests. */
-export async function messageState(knex: Knex, queueMessageId: string, clientId?: number): Promise<MessageState | undefined> {
-  const query = knex('emdr_requests').where({ queue_message_id: queueMessageId });
-  if (clientId !== undefined) query.where({ client_id: clientId });
-  const request = await query.first('queue_message_id', 'operation', 'state', 'local_uid', 'client_message_id', 'emdr_id', 'errors', 'created_at', 'updated_at');
+export async function messageState(sql: Queryable, queueMessageId: string, clientId?: number): Promise<MessageState | undefined> {
+  const request = await sql.row<RequestRow>(MESSAGE, [queueMessageId, clientId ?? null]);
   if (!request) return undefined;
-  const callbacks = await knex('emdr_callbacks').where({ queue_message_id: queueMessageId }).orderBy('sequence').select('id', 'name', 'url', 'state', 'last_error', 'delivered_at');
-  const attempts = await knex('emdr_callback_attempts')
-    .whereIn('callback_id', callbacks.map((callback) => callback.id))
-    .orderBy(['callback_id', 'attempt'])
-    .select('callback_id', 'attempt', 'at', 'http_status', 'error');
   const state: MessageState = {
     queueMessageId: request.queue_message_id,
     operation: request.operation,
     state: request.state,
     createdAt: request.created_at.toISOString(),
     updatedAt: request.updated_at.toISOString(),
-    callbacks: callbacks.map((callback): CallbackState => {
+    callbacks: request.callbacks.map((callback): CallbackState => {
       const item: CallbackState = {
         webhookId: callback.id,
         name: callback.name,
         url: callback.url,
         state: callback.state,
-        attempts: attempts
-          .filter((attempt) => attempt.callback_id === callback.id)
-          .map((attempt) => ({
-            attempt: attempt.attempt,
-            at: attempt.at.toISOString(),
-            ...(attempt.http_status === null ? {} : { httpStatus: attempt.http_status }),
-            ...(attempt.error === null ? {} : { error: attempt.error }),
-          })),
+        attempts: callback.attempts.map((attempt) => ({
+          attempt: attempt.attempt,
+          at: attempt.at,
+          ...(attempt.http_status === null ? {} : { httpStatus: attempt.http_status }),
+          ...(attempt.error === null ? {} : { error: attempt.error }),
+        })),
       };
       if (callback.last_error !== null) item.lastError = callback.last_error;
-      if (callback.delivered_at !== null) item.deliveredAt = callback.delivered_at.toISOString();
+      if (callback.delivered_at !== null) item.deliveredAt = callback.delivered_at;
       return item;
     }),
   };

@@ -7,7 +7,7 @@ import type { CreatedClinicAccount } from '../../src/emdr/clients.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { runCli } from '../support/cli.js';
 import { startCallbackReceiver, SUCCESS, type CallbackReceiver, type ReceivedCallback } from '../support/callback-receiver.js';
-import { createTestDatabase } from '../support/database.js';
+import { createTestDatabase, openSql } from '../support/database.js';
 import { addClinic, authHeaders, largeXml, openKnex, post, registerBody } from '../support/emdr.js';
 import { startTestService, type TestService } from '../support/service.js';
 
@@ -180,7 +180,8 @@ describe('RETENTION', () => {
       await db('ehr_user_links').insert({ user_id: 'u', patient_id: 'p', user_sign_sealed: randomBytes(60) });
       const rows = Array.from({ length: 1200 }, () => ({ token_hash: randomBytes(32), user_id: 'u', expires_at: new Date(Date.now() - 60_000) }));
       for (let i = 0; i < rows.length; i += 400) await db('ehr_sessions').insert(rows.slice(i, i + 400));
-      const workers = [0, 1].map(() => startRetention(db, { retentionMs: 1_000, steps: ehrPurgeSteps, logger: createLogger('silent') }));
+      const sql = openSql(databaseUrl);
+      const workers = [0, 1].map(() => startRetention(sql, { retentionMs: 1_000, steps: ehrPurgeSteps, logger: createLogger('silent') }));
       try {
         const rounds = await Promise.all(workers.map((worker) => worker.runOnce()));
         const afterwards = await Promise.all(workers.map((worker) => worker.runOnce()));
@@ -188,6 +189,7 @@ describe('RETENTION', () => {
         expect(await db('ehr_sessions').count({ n: '*' })).toEqual([{ n: '0' }]);
       } finally {
         await Promise.all(workers.map((worker) => worker.stop()));
+        await sql.pool.end();
       }
     } finally {
       await db.destroy();

@@ -7,13 +7,14 @@ import { freePort } from '../../../src/db/embedded-postgres.js';
 
 const CLOCK_TICKS_PER_SECOND = 100;
 
-/** CPU time (user + system) of a process so far, in milliseconds; 0 once it is gone. */
-export async function cpuMs(pid: number): Promise<number> {
+/** CPU time (user + system) of a process so far, in milliseconds, with its exited children's when asked; 0 once it is gone. */
+export async function cpuMs(pid: number, withReapedChildren = false): Promise<number> {
   const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
   if (!stat) return 0;
-  // Fields after the command name (which may hold spaces), counted from field 3.
+  // Fields after the command name (which may hold spaces), counted from field 3: utime, stime, cutime, cstime.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SECOND;
+  const ticks = Number(fields[11]) + Number(fields[12]) + (withReapedChildren ? Number(fields[13]) + Number(fields[14]) : 0);
+  return (ticks * 1000) / CLOCK_TICKS_PER_SECOND;
 }
 
 /** Peak (VmHWM) or current (VmRSS) resident memory of a process, in MiB. */
@@ -22,22 +23,18 @@ export async function rssMiB(pid: number, which: 'VmHWM' | 'VmRSS'): Promise<num
   return Number(new RegExp(`${which}:\\s+(\\d+) kB`).exec(status)![1]) / 1024;
 }
 
-/** The postmaster and its children (backends, writer, WAL writer, …): the PostgreSQL whose CPU a run costs. */
-export async function postgresPids(postmasterPid: number): Promise<number[]> {
-  const pids = [postmasterPid];
+/**
+ * CPU milliseconds of a PostgreSQL so far: the postmaster, its live children (backends, writer, WAL
+ * writer, …) and the children it has reaped (backends of closed connections), read afresh.
+ */
+export async function postgresCpuMs(postmasterPid: number): Promise<number> {
+  let total = await cpuMs(postmasterPid, true);
   for (const entry of await fs.readdir('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     const stat = await fs.readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
     const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    if (parent === postmasterPid) pids.push(Number(entry));
+    if (parent === postmasterPid) total += await cpuMs(Number(entry), true);
   }
-  return pids;
-}
-
-/** CPU milliseconds of a set of processes (summed); each call reads them afresh. */
-export async function totalCpuMs(pids: readonly number[]): Promise<number> {
-  let total = 0;
-  for (const pid of pids) total += await cpuMs(pid);
   return total;
 }
 

@@ -1,4 +1,4 @@
-import type { Request } from 'express';
+import type { IncomingMessage } from 'node:http';
 
 /**
  * A JSON body with one large base64 member (RegisterDocument's `document`, up to ~27 MiB of text)
@@ -12,10 +12,10 @@ import type { Request } from 'express';
 /** What the parsed body holds in place of the member: valid for the schema and for isStrictBase64. */
 export const PLACEHOLDER = 'AAAA';
 
-const members = new WeakMap<Request, Buffer>();
+const members = new WeakMap<IncomingMessage, Buffer>();
 
 /** The bytes (standard padded base64, ASCII) of the request's large member, when it was kept out of the parsed body. */
-export function base64MemberOf(request: Request): Buffer | undefined {
+export function base64MemberOf(request: IncomingMessage): Buffer | undefined {
   return members.get(request);
 }
 
@@ -131,7 +131,7 @@ export function parseWithBase64Member(raw: Buffer, name: string): { body: Record
  * schema to judge. With `memberName`, a body parseWithBase64Member takes keeps that member as
  * bytes (base64MemberOf). Throws SyntaxError for text that is not JSON.
  */
-export function parseJsonBody(request: Request, raw: Buffer, memberName: string | undefined): unknown {
+export function parseJsonBody(request: IncomingMessage, raw: Buffer, memberName: string | undefined): unknown {
   if (memberName !== undefined) {
     const split = parseWithBase64Member(raw, memberName);
     if (split !== undefined) {

@@ -1,8 +1,13 @@
-import type { CallbackErrorItem } from './codes.js';
+import type { Queryable } from '../../db/sql.js';
+import type { CallbackErrorItem } from '../codes.js';
+import { instantMs } from '../instant.js';
+import { requestFileSlices } from './request-files.js';
+import type { RegisterMetadata } from './requests.js';
+import type { XmlCheckPool } from './xml-check.js';
 
 /**
- * The acceptance checks of a RegisterDocument request that need no registry, on Buffers (the XML
- * check, streamed in slices, is xml-check.ts).
+ * The acceptance checks of a RegisterDocument request that need no registry: each a named step of
+ * registerDocumentAcceptanceErrors (at the end of this file), on what the acceptance stage claimed.
  */
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
@@ -113,4 +118,72 @@ export function snilsChecksumValid(snils: string): boolean {
   if (check > 101) check %= 101;
   if (check === 100 || check === 101) check = 0;
   return check === Number(digits.slice(9));
+}
+
+/** A RegisterDocument request as the acceptance stage claimed it. */
+export interface RegisterDocumentUnderCheck {
+  queueMessageId: string;
+  /** Files that were not base64 at intake: the request is rejected with these, unread. */
+  intakeErrors: CallbackErrorItem[] | null;
+  metadata: RegisterMetadata;
+  /** The document, when the claim brought it along (a small one); else it is read in slices. */
+  document: Buffer | null;
+  documentSize: number;
+  signature: Buffer | null;
+  personalSignatures: Array<{ signature: string }> | null;
+  /** An earlier request of the same clinic carries the same localUid (the claim's query looked). */
+  duplicateLocalUid: boolean;
+}
+
+export interface AcceptanceCheckContext {
+  sql: Queryable;
+  xml: XmlCheckPool;
+  xmlCheckTimeoutMs: number;
+}
+
+/** XML_VALIDATION_ERROR unless the document is well-formed UTF-8 XML within the depth, time and memory limits. */
+async function xmlStep(context: AcceptanceCheckContext, request: RegisterDocumentUnderCheck): Promise<CallbackErrorItem[]> {
+  const document = request.document ?? requestFileSlices(context.sql, request.queueMessageId, 'document', request.documentSize);
+  const failure = await context.xml.check(document, { timeoutMs: context.xmlCheckTimeoutMs });
+  return failure === undefined ? [] : [{ code: 'XML_VALIDATION_ERROR', message: failure.slice(0, 300) }];
+}
+
+/** The organization's signature: a detached DER CMS SignedData with a signer (structure only). */
+function signatureStep(request: RegisterDocumentUnderCheck): CallbackErrorItem[] {
+  const error = detachedCmsError(request.signature ?? Buffer.alloc(0), 'signature');
+  return error ? [error] : [];
+}
+
+/** Each personal signature, the same way. */
+function personalSignaturesStep(request: RegisterDocumentUnderCheck): CallbackErrorItem[] {
+  return (request.personalSignatures ?? []).flatMap((item, index) => {
+    const error = detachedCmsError(Buffer.from(item.signature, 'base64'), `personalSignatures/${index}/signature`);
+    return error ? [error] : [];
+  });
+}
+
+function snilsStep(request: RegisterDocumentUnderCheck): CallbackErrorItem[] {
+  return snilsChecksumValid(request.metadata.patientSnils) ? [] : [{ code: 'VALIDATION_ERROR', message: 'patientSnils: the check number does not match' }];
+}
+
+function creationDateStep(request: RegisterDocumentUnderCheck): CallbackErrorItem[] {
+  return instantMs(request.metadata.creationDateTime) > Date.now() ? [{ code: 'WRONG_CREATION_DATE', message: 'creationDateTime lies in the future' }] : [];
+}
+
+/** The earliest request with a localUid wins; later ones with another body are duplicates. */
+function uniquenessStep(request: RegisterDocumentUnderCheck): CallbackErrorItem[] {
+  return request.duplicateLocalUid ? [{ code: 'NOT_UNIQUE_PROVIDED_ID', message: 'a document with this localUid was already submitted by this clinic' }] : [];
+}
+
+/** The acceptance checks of a RegisterDocument, step by step; the errors for its acceptance callback (none: accepted). */
+export async function registerDocumentAcceptanceErrors(context: AcceptanceCheckContext, request: RegisterDocumentUnderCheck): Promise<CallbackErrorItem[]> {
+  if (request.intakeErrors && request.intakeErrors.length > 0) return request.intakeErrors;
+  return [
+    ...(await xmlStep(context, request)),
+    ...signatureStep(request),
+    ...personalSignaturesStep(request),
+    ...snilsStep(request),
+    ...creationDateStep(request),
+    ...uniquenessStep(request),
+  ];
 }
