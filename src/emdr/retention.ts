@@ -2,10 +2,11 @@ import type { PurgeStep } from '../db/retention.js';
 import { statement, type Queryable } from '../db/sql.js';
 
 /**
- * What interface B keeps and for how long. A request's copy of the files (the submitted document
- * and signatures, or the file fetched for DemandContent) is dropped as soon as no callback of the
- * request is left to send: the request ended (rejected, completed, failed) and none of its
- * callbacks is pending. A replay of a dropped file callback fetches the file again
+ * What interface B keeps and for how long. A request's copy of the files is dropped as soon as
+ * nothing needs it: a RegisterDocument's (the submitted document and signatures) when the request
+ * ends (rejected at acceptance, or registered or refused by the registry, which keeps its own copy);
+ * a DemandContent's (the file fetched from the archive) once its file callback is settled (delivered,
+ * or failed for good). A replay of a dropped file callback fetches the file again
  * (pipeline/fulfil.ts, refetchDroppedFile). The request rows themselves, with their callbacks and
  * attempts, go after RETENTION. The built-in registry keeps its documents: it plays the national
  * registry. Deliveries recorded in emdr_document_disclosures stay too.

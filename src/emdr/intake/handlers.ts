@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { components } from '../../../generated/emdr-api.js';
 import { statement, type Sql } from '../../db/sql.js';
+import { streamedBytes } from '../../memory/garbage.js';
 import { isStrictBase64, snilsDigits } from '../pipeline/acceptance.js';
 import { base64MemberOf } from './base64-member.js';
 import { bodyHash } from './body-hash.js';
@@ -84,14 +85,31 @@ const INSERT_REQUEST = statement(
    on conflict (client_id, operation, idempotency_key, body_hash) do nothing
    returning queue_message_id, metadata`,
 );
+/**
+ * A large document goes to PostgreSQL in chunks (STAGED_CHUNK_BYTES each, into a temporary table of
+ * the connection) and is joined there: node-postgres would copy a single parameter whole into its
+ * outgoing message, one more copy of the document in this process while it is sent.
+ */
+const STAGED_DOCUMENT_BYTES = 1024 * 1024;
+const STAGED_CHUNK_BYTES = 1024 * 1024;
+const CREATE_STAGING = statement('emdr_create_upload_chunks', 'create temporary table if not exists emdr_upload_chunks (n integer not null, chunk bytea not null) on commit delete rows');
+const STAGE_CHUNK = statement('emdr_stage_upload_chunk', 'insert into emdr_upload_chunks (n, chunk) values ($1, $2)');
+const INSERT_STAGED_REQUEST = statement(
+  'emdr_insert_staged_request',
+  INSERT_REQUEST.text.replace(
+    `decode(convert_from($10::bytea, 'UTF8'), 'base64')`,
+    `(select decode(convert_from(string_agg(chunk, ''::bytea order by n), 'UTF8'), 'base64') from emdr_upload_chunks where $10::bytea is null)`,
+  ),
+);
+
 const EXISTING_REQUEST = statement(
   'emdr_existing_request',
   `select queue_message_id, metadata from emdr_requests where client_id = $1 and operation = $2 and idempotency_key = $3 and body_hash = $4`,
 );
 
-/** Stores a request, or finds the identical one stored before: its queueMessageId and metadata. */
-async function storeRequest(sql: Sql, request: NewRequest): Promise<{ queueMessageId: string; metadata: Record<string, unknown>; stored: boolean }> {
-  const inserted = await sql.row<{ queue_message_id: string; metadata: Record<string, unknown> }>(INSERT_REQUEST, [
+/** The INSERT_REQUEST values of a request (the document last but three). */
+function requestValues(request: NewRequest, document: Buffer | null): unknown[] {
+  return [
     randomUUID(),
     request.clientId,
     request.operation,
@@ -101,13 +119,35 @@ async function storeRequest(sql: Sql, request: NewRequest): Promise<{ queueMessa
     request.localUid,
     request.clientMessageId,
     JSON.stringify(request.metadata),
-    request.document,
+    document,
     request.signature,
     request.personalSignatures,
     request.intakeErrors === null ? null : JSON.stringify(request.intakeErrors),
-  ]);
+  ];
+}
+
+type Stored = { queue_message_id: string; metadata: Record<string, unknown> };
+
+/** The request row with a large document sent in chunks, in one transaction. */
+function insertStaged(sql: Sql, request: NewRequest, document: Buffer): Promise<Stored | undefined> {
+  return sql.transaction(async (trx) => {
+    await trx.run(CREATE_STAGING);
+    for (let offset = 0, n = 0; offset < document.length; offset += STAGED_CHUNK_BYTES, n += 1) {
+      await trx.run(STAGE_CHUNK, [n, document.subarray(offset, offset + STAGED_CHUNK_BYTES)]);
+      // node-postgres's message of the chunk is garbage now.
+      streamedBytes(STAGED_CHUNK_BYTES);
+    }
+    return trx.row<Stored>(INSERT_STAGED_REQUEST, requestValues(request, null));
+  });
+}
+
+/** Stores a request, or finds the identical one stored before: its queueMessageId and metadata. */
+async function storeRequest(sql: Sql, request: NewRequest): Promise<{ queueMessageId: string; metadata: Record<string, unknown>; stored: boolean }> {
+  const document = request.document;
+  const inserted =
+    document !== null && document.length > STAGED_DOCUMENT_BYTES ? await insertStaged(sql, request, document) : await sql.row<Stored>(INSERT_REQUEST, requestValues(request, document));
   if (inserted) return { queueMessageId: inserted.queue_message_id, metadata: inserted.metadata, stored: true };
-  const existing = await sql.row<{ queue_message_id: string; metadata: Record<string, unknown> }>(EXISTING_REQUEST, [request.clientId, request.operation, request.idempotencyKey, request.bodyHash]);
+  const existing = await sql.row<Stored>(EXISTING_REQUEST, [request.clientId, request.operation, request.idempotencyKey, request.bodyHash]);
   return { queueMessageId: existing!.queue_message_id, metadata: existing!.metadata, stored: false };
 }
 

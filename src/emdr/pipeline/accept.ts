@@ -53,7 +53,10 @@ const CLAIM = statement(
                    and (e.created_at < r.created_at or (e.created_at = r.created_at and e.queue_message_id < r.queue_message_id)))) as duplicate_local_uid`,
 );
 
-/** Each request accepted or rejected (unless another worker settled it first) with its acceptance callback. */
+/**
+ * Each request accepted or rejected (unless another worker settled it first) with its acceptance
+ * callback; a rejected request has ended, and its copy of the files goes at once (retention.ts).
+ */
 const SETTLE = statement(
   'emdr_settle_received',
   `with input as (
@@ -61,7 +64,11 @@ const SETTLE = statement(
          as t(queue_message_id, state, errors, callback_id, callback_name, callback_url, payload)
    ),
    updated as (
-     update emdr_requests r set state = i.state, errors = i.errors, available_at = now(), updated_at = now()
+     update emdr_requests r
+        set state = i.state, errors = i.errors, available_at = now(), updated_at = now(),
+            document = case when i.state = 'rejected' then null else r.document end,
+            signature = case when i.state = 'rejected' then null else r.signature end,
+            personal_signatures = case when i.state = 'rejected' then null else r.personal_signatures end
        from input i where r.queue_message_id = i.queue_message_id and r.state = 'received'
      returning r.queue_message_id
    )

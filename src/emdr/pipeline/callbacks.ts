@@ -68,13 +68,14 @@ const RECORD = statement(
      insert into emdr_callback_attempts (callback_id, attempt, at, http_status, error)
      select u.id, u.attempt_count, i.at, i.http_status, i.error from updated u join input i using (id)
    )
-   select queue_message_id, sequence, state from updated`,
+   select id, queue_message_id, sequence, state from updated`,
 );
 
 /**
  * What follows once the outcomes are committed: the held result callbacks of requests whose
- * acceptance callback was delivered ($1) are released; requests with a callback settled for good
- * ($2), ended and with nothing left to send, lose their copy of the files.
+ * acceptance callback was delivered ($1) are released; DemandContent requests whose file callback
+ * was settled for good ($2), with nothing left to send, lose their copy of the file (a
+ * RegisterDocument's went when the registry took it, pipeline/fulfil.ts).
  */
 const FOLLOW_UP = statement(
   'emdr_callbacks_follow_up',
@@ -164,10 +165,12 @@ export class CallbackStage {
     const outcomes = await this.sender.attemptAll(batch.map((row) => this.outgoing(row)));
     const settled = await recordOutcomes(this.context.sql, outcomes);
     const acceptanceDelivered = settled.filter((row) => row.sequence === 1 && row.state === 'delivered').map((row) => row.queue_message_id);
-    const ended = settled.filter((row) => row.state === 'delivered' || row.state === 'failed').map((row) => row.queue_message_id);
+    // The file callbacks settled for good: their requests' copies of the file may go.
+    const fileCallbacks = new Set(batch.filter((row) => row.name === RESULT_CALLBACK.DemandContent).map((row) => row.id));
+    const ended = settled.filter((row) => (row.state === 'delivered' || row.state === 'failed') && fileCallbacks.has(row.id)).map((row) => row.queue_message_id);
     for (const row of settled) if (row.state === 'failed') this.context.logger.warn({ queueMessageId: row.queue_message_id, sequence: row.sequence }, 'callback failed: retry schedule exhausted');
     const retries = outcomes.flatMap((outcome) => (outcome.delivered || outcome.retryInMs === null ? [] : [outcome.retryInMs]));
-    if (ended.length === 0) return { released: 0, retries };
+    if (ended.length === 0 && acceptanceDelivered.length === 0) return { released: 0, retries };
     const followUp = await this.context.sql.row<{ released: number }>(FOLLOW_UP, [acceptanceDelivered, ended]);
     return { released: followUp!.released, retries };
   };
@@ -175,7 +178,7 @@ export class CallbackStage {
   readonly extend = (batch: ClaimedCallback[]) => this.context.sql.run(EXTEND_CALLBACKS, [batch.map((row) => row.id), this.context.leaseMs]);
 }
 
-function recordOutcomes(sql: Sql, outcomes: readonly AttemptOutcome[]): Promise<Array<{ queue_message_id: string; sequence: number; state: string }>> {
+function recordOutcomes(sql: Sql, outcomes: readonly AttemptOutcome[]): Promise<Array<{ id: string; queue_message_id: string; sequence: number; state: string }>> {
   return sql.rows(RECORD, [
     outcomes.map((outcome) => outcome.id),
     outcomes.map((outcome) => outcome.delivered),

@@ -52,9 +52,10 @@ const SETTLE = statement(
    updated as (
      update emdr_requests r
         set state = i.state, emdr_id = i.emdr_id, errors = i.errors,
-            -- A file the clinic may not have leaves no copy behind.
-            document = case when i.withheld then null else r.document end,
-            signature = case when i.withheld then null else r.signature end,
+            -- A registered document's files are the registry's now; a file the clinic may not have leaves no copy behind.
+            document = case when i.withheld or r.operation = 'RegisterDocument' then null else r.document end,
+            signature = case when i.withheld or r.operation = 'RegisterDocument' then null else r.signature end,
+            personal_signatures = case when r.operation = 'RegisterDocument' then null else r.personal_signatures end,
             available_at = now(), updated_at = now()
        from input i where r.queue_message_id = i.queue_message_id and r.state = 'accepted'
      returning r.queue_message_id, r.client_id

@@ -1,4 +1,5 @@
 import { statement, type Queryable } from '../../db/sql.js';
+import { streamedBytes } from '../../memory/garbage.js';
 
 /**
  * Bytes per slice: a multiple of 3, so the base64 texts of consecutive slices joined are the
@@ -40,6 +41,8 @@ async function* slicesOf<T>(sql: Queryable, queueMessageId: string, file: Reques
   for (let offset = 0; offset < size; offset += FILE_SLICE_BYTES) {
     const row = await sql.row<{ slice: T }>(SLICES[file][form], [queueMessageId, offset + 1, FILE_SLICE_BYTES]);
     if (!row) return;
+    // What arrived from the database for it (hex or base64 text, the socket's buffers) is garbage now.
+    streamedBytes(2 * FILE_SLICE_BYTES);
     yield row.slice;
   }
 }

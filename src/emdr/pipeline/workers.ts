@@ -31,6 +31,7 @@ export interface Workers {
  */
 export async function startWorkers(context: PipelineContext & { databaseUrl: string }): Promise<Workers> {
   const xml = new XmlCheckPool();
+  xml.start();
   const sender = new CallbackSender(context.retryScheduleMs);
   const acceptance = new AcceptanceStage(context, xml);
   const registry = new FulfilmentStage(context);

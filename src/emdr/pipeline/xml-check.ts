@@ -58,9 +58,8 @@ class CheckWorker {
       this.answer = resolve;
       this.fail = reject;
       if ('chunk' in request || 'document' in request) {
-        // A chunk may be a view into a larger buffer, which a message would copy whole: the view's bytes go, moved.
-        const bytes = new Uint8Array('chunk' in request ? request.chunk : request.document);
-        this.thread.postMessage('chunk' in request ? { chunk: bytes } : { document: bytes }, [bytes.buffer]);
+        const bytes = movable('chunk' in request ? request.chunk : request.document);
+        this.thread.postMessage('chunk' in request ? { chunk: bytes } : { document: bytes }, [bytes.buffer as ArrayBuffer]);
       } else this.thread.postMessage(request);
     });
   }
@@ -68,6 +67,16 @@ class CheckWorker {
   tell(request: XmlCheckRequest): void {
     this.thread.postMessage(request);
   }
+}
+
+/**
+ * Bytes that can be moved to the worker without a copy: a buffer that is its whole ArrayBuffer (a
+ * slice read from the database) goes as it is; a view into a larger one (which a message would copy
+ * whole, and which may be Node's shared pool) is copied first. Moved, they leave this thread at once.
+ */
+function movable(bytes: Uint8Array): Uint8Array {
+  const ownsBuffer = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.byteLength > 0 && !(bytes.buffer instanceof SharedArrayBuffer);
+  return ownsBuffer ? bytes : new Uint8Array(bytes);
 }
 
 const timedOut = Symbol('timed out');
@@ -81,6 +90,14 @@ export class XmlCheckPool {
     private readonly size: number = XML_CHECK_WORKERS,
     private readonly maxDepth: number = MAX_XML_DEPTH,
   ) {}
+
+  /** Starts every worker now (a thread costs tens of milliseconds and megabytes to start), rather than at the first documents. */
+  start(): void {
+    while (this.started < this.size) {
+      this.started += 1;
+      this.idle.push(new CheckWorker(this.maxDepth));
+    }
+  }
 
   /**
    * Undefined when the document is one well-formed UTF-8 XML document within the limits, else why
