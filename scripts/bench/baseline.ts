@@ -14,12 +14,12 @@
  *
  *   tsx scripts/bench/baseline.ts   (env: DATABASE_URL, DATA_KEY (hex), INTERNAL_USERS name:password, PORT)
  */
-import { createDecipheriv, createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createDecipheriv, createHash, createSecretKey, randomUUID, timingSafeEqual } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import pg from 'pg';
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
-const dataKey = Buffer.from(process.env.DATA_KEY!, 'hex');
+const dataKey = createSecretKey(Buffer.from(process.env.DATA_KEY!, 'hex'));
 const [internalUser, internalPassword] = process.env.INTERNAL_USERS!.split(':') as [string, string];
 
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest();

@@ -39,6 +39,10 @@ function skipWhitespace(bytes: Buffer, at: number): number {
 
 /** The index after the string that opens at `at` (escapes skipped), or -1 when it does not close. */
 function skipString(bytes: Buffer, at: number): number {
+  // Most strings hold no escape: the next quote ends them (both found natively).
+  const quote = bytes.indexOf(QUOTE, at + 1);
+  if (quote < 0) return -1;
+  if (!bytes.subarray(at + 1, quote).includes(BACKSLASH)) return quote + 1;
   for (let i = at + 1; i < bytes.length; i += 1) {
     if (bytes[i] === BACKSLASH) i += 1;
     else if (bytes[i] === QUOTE) return i + 1;

@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import { OpenAPIBackend, type Document, type Operation } from 'openapi-backend';
 import { Validator as OpenApi31Validator } from '@seriousme/openapi-schema-validator';
 import { parse as parseYaml } from 'yaml';
-import type { ErrorObject } from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { Logger } from '../../logging/logger.js';
 import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../../db/database.js';
 import { BodyRefusal, ClientGone, readBody, refuseBodyByHeaders } from '../../http/json-body.js';
@@ -108,7 +108,16 @@ async function createBackend(definition: Document): Promise<OpenAPIBackend> {
 
 /** What a method and path resolve to, worked out once per method+path (routing is the same for every request). */
 type Route =
-  | { operation: Operation; operationId: string; schemes: string[]; requirements: Array<Record<string, unknown>>; pathParameters: boolean }
+  | {
+      operation: Operation;
+      operationId: string;
+      schemes: string[];
+      requirements: Array<Record<string, unknown>>;
+      /** The path's parameters by name (a route is one method and one concrete path). */
+      params: Record<string, string>;
+      /** The operation's compiled request schemas (openapi-backend's: the body, and the path, query, header and cookie parameters). */
+      validators: ReadonlyArray<ValidateFunction>;
+    }
   | { refusal: ApiError };
 
 /** At most this many distinct method+path resolutions are kept (paths with ids vary without end). */
@@ -120,8 +129,15 @@ function resolveRoute(api: OpenAPIBackend, method: string, path: string): Route 
   if (operation) {
     if (!hasValidEscapes(path)) return { refusal: ApiError.single(400, 'VALIDATION_ERROR', 'the path has a malformed percent-escape', '/path') };
     const requirements = (operation.security ?? []) as Array<Record<string, unknown>>;
-    const pathParameters = (operation.parameters ?? []).some((parameter) => 'in' in parameter && parameter.in === 'path');
-    return { operation, operationId: operation.operationId ?? '', schemes: [...new Set(requirements.flatMap((requirement) => Object.keys(requirement)))], requirements, pathParameters };
+    const operationId = operation.operationId ?? '';
+    return {
+      operation,
+      operationId,
+      schemes: [...new Set(requirements.flatMap((requirement) => Object.keys(requirement)))],
+      requirements,
+      params: api.router.parseRequest(request, operation).params as Record<string, string>,
+      validators: (api.validator.getRequestValidatorsForOperation(operationId) ?? []) as ValidateFunction[],
+    };
   }
   // RFC 9110: a path that exists answers another method with 405 and the methods it takes.
   const allowed = HTTP_METHODS.filter((candidate) => api.router.matchOperation({ ...request, method: candidate }) !== undefined);
@@ -183,12 +199,21 @@ class EmdrRouter {
     return body;
   }
 
-  /** The request against the operation's compiled schemas (no second routing): its path parameters, or 400. */
-  private validate(route: Extract<Route, { operation: Operation }>, req: IncomingMessage, path: string, query: Record<string, string>, body: unknown): Record<string, string> {
-    const request = { method: req.method!, path, body, query, headers: req.headers as Record<string, string> };
-    const result = this.api.validator.validateRequest(request, route.operation);
-    if (!result.valid) throw new ApiError(400, toErrorItems(result.errors as ErrorObject[]));
-    return route.pathParameters ? (this.api.router.parseRequest(request, route.operation).params as Record<string, string>) : {};
+  /**
+   * The request against the operation's compiled schemas, as openapi-backend's validateRequest
+   * builds their input, without its per-request routing and path parsing (the route has them): 400
+   * with every error.
+   */
+  private validate(route: Extract<Route, { operation: Operation }>, req: IncomingMessage, query: Record<string, unknown>, body: unknown): void {
+    const parameters: Record<string, unknown> = { path: { ...route.params }, query, header: { ...req.headers }, cookie: {} };
+    const contentType = String(req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    if (typeof body === 'object' || contentType === 'application/json') parameters.requestBody = body;
+    const errors: ErrorObject[] = [];
+    for (const validate of route.validators) {
+      validate(parameters);
+      if (validate.errors) errors.push(...validate.errors);
+    }
+    if (errors.length > 0) throw new ApiError(400, toErrorItems(errors));
   }
 
   /**
@@ -204,11 +229,11 @@ class EmdrRouter {
     const security = await this.authenticate(route, req);
     await this.options.beforeBody?.(route.operationId, security, req);
     const body = await this.readJsonBody(route.operation, route.operationId, req);
-    const query = queryAt < 0 ? {} : Object.fromEntries(new URLSearchParams(url.slice(queryAt + 1)));
-    const params = this.validate(route, req, path, query, body);
+    const query = queryAt < 0 ? {} : this.api.router.parseRequestQuery({ method: req.method ?? 'GET', path: url, headers: {} });
+    this.validate(route, req, query, body);
     const handler = this.options.handlers[route.operationId];
     if (!handler) throw ApiError.single(501, 'NOT_IMPLEMENTED', `operation ${route.operationId} is not implemented`);
-    const result = await handler({ operationId: route.operationId, body, params, security, http: req });
+    const result = await handler({ operationId: route.operationId, body, params: route.params, security, http: req });
     sendJson(res, result.status, result.body, result.headers);
     // A large body (a document) is garbage now: freed at once rather than while the workers take the document on.
     droppedBuffer(Number(req.headers['content-length'] ?? 0));
