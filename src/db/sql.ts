@@ -80,3 +80,22 @@ export class Sql implements Queryable {
     }
   }
 }
+
+/** PostgreSQL's deadlock_detected and serialization_failure: the statement may simply run again. */
+const RETRYABLE = new Set(['40P01', '40001']);
+const RETRIES = 3;
+
+/**
+ * Runs a statement again when PostgreSQL chose it as the victim of a deadlock (the pipeline's
+ * settling statements are idempotent: each guards on the state it changes), rather than leaving
+ * its batch to come back when the leases end.
+ */
+export async function retryOnDeadlock<T>(run: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await run();
+    } catch (error) {
+      if (attempt >= RETRIES || !RETRYABLE.has((error as { code?: string }).code ?? '')) throw error;
+    }
+  }
+}

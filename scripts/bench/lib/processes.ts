@@ -49,8 +49,11 @@ export interface Child {
 
 function track(child: ChildProcess): Child {
   let output = '';
+  // BENCH_LOG_DIR keeps every child's whole output, for a run that went wrong.
+  const logFile = process.env.BENCH_LOG_DIR ? path.join(process.env.BENCH_LOG_DIR, `child-${child.pid}.log`) : undefined;
   const keep = (chunk: Buffer) => {
     output = (output + chunk.toString()).slice(-20_000);
+    if (logFile) void fs.appendFile(logFile, chunk);
   };
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);

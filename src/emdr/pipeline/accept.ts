@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { statement } from '../../db/sql.js';
+import { retryOnDeadlock, statement } from '../../db/sql.js';
 import { retryDelayMs } from '../../work/stage.js';
 import { accessBasis, NO_SUCH_ITEM } from '../access.js';
 import type { CallbackErrorItem } from '../codes.js';
@@ -137,7 +137,7 @@ export class AcceptanceStage {
     );
     for (const request of failed) await this.context.sql.run(RELEASE_REQUESTS, [[request.queue_message_id], retryDelayMs(request.claims, this.context.leaseMs)]);
     if (decided.length === 0) return 0;
-    return this.context.sql.run(SETTLE, settleColumns(decided));
+    return retryOnDeadlock(() => this.context.sql.run(SETTLE, settleColumns(decided)));
   };
 }
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { statement, type Sql } from '../../db/sql.js';
+import { retryOnDeadlock, statement, type Sql } from '../../db/sql.js';
 import type { AttemptOutcome, CallbackBody, CallbackSender, OutgoingCallback } from '../../callbacks/delivery.js';
 import { openClinicSecret } from '../clients.js';
 import { base64Length, requestFileBase64Slices } from './request-files.js';
@@ -53,6 +53,10 @@ const RECORD = statement(
   `with input as (
      select * from unnest($1::text[], $2::bool[], $3::int[], $4::text[], $5::timestamptz[], $6::float8[]) as t(id, delivered, http_status, error, at, retry_in_ms)
    ),
+   -- Locked in id order, as the registry stage locks acceptance callbacks (fulfil.ts): no deadlock between the two.
+   locked as (
+     select c.id from emdr_callbacks c join input i using (id) order by c.id for update of c
+   ),
    updated as (
      update emdr_callbacks c
         set state = case when i.delivered then 'delivered' when i.retry_in_ms is null then 'failed' else 'pending' end,
@@ -61,7 +65,7 @@ const RECORD = statement(
             attempt_count = c.attempt_count + 1,
             last_error = case when i.delivered then c.last_error else i.error end,
             available_at = case when i.retry_in_ms is null then c.available_at else now() + i.retry_in_ms * interval '1 millisecond' end
-       from input i where c.id = i.id and c.state = 'pending'
+       from input i join locked l using (id) where c.id = i.id and c.state = 'pending'
      returning c.id, c.queue_message_id, c.sequence, c.state, c.attempt_count
    ),
    attempts as (
@@ -171,7 +175,7 @@ export class CallbackStage {
     for (const row of settled) if (row.state === 'failed') this.context.logger.warn({ queueMessageId: row.queue_message_id, sequence: row.sequence }, 'callback failed: retry schedule exhausted');
     const retries = outcomes.flatMap((outcome) => (outcome.delivered || outcome.retryInMs === null ? [] : [outcome.retryInMs]));
     if (ended.length === 0 && acceptanceDelivered.length === 0) return { released: 0, retries };
-    const followUp = await this.context.sql.row<{ released: number }>(FOLLOW_UP, [acceptanceDelivered, ended]);
+    const followUp = await retryOnDeadlock(() => this.context.sql.row<{ released: number }>(FOLLOW_UP, [acceptanceDelivered, ended]));
     return { released: followUp!.released, retries };
   };
 
@@ -179,14 +183,14 @@ export class CallbackStage {
 }
 
 function recordOutcomes(sql: Sql, outcomes: readonly AttemptOutcome[]): Promise<Array<{ id: string; queue_message_id: string; sequence: number; state: string }>> {
-  return sql.rows(RECORD, [
+  return retryOnDeadlock(() => sql.rows(RECORD, [
     outcomes.map((outcome) => outcome.id),
     outcomes.map((outcome) => outcome.delivered),
     outcomes.map((outcome) => outcome.httpStatus ?? null),
     outcomes.map((outcome) => outcome.error ?? null),
     outcomes.map((outcome) => outcome.at),
     outcomes.map((outcome) => outcome.retryInMs),
-  ]);
+  ]));
 }
 
 /**

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { statement, type Sql } from '../../db/sql.js';
+import { retryOnDeadlock, statement, type Sql } from '../../db/sql.js';
 import { retryDelayMs } from '../../work/stage.js';
 import { accessBasis, NO_SUCH_ITEM, recordDisclosure, type AccessBasis, type DocumentRequester } from '../access.js';
 import type { CallbackErrorItem } from '../codes.js';
@@ -47,7 +47,8 @@ const SETTLE = statement(
          as t(queue_message_id, state, emdr_id, errors, withheld, callback_id, callback_name, callback_url, payload, disclosed_emdr_id, delivered_emdr_id, disclosed_organization, disclosure_basis)
    ),
    acceptance as (
-     select c.queue_message_id, c.state from emdr_callbacks c join input i using (queue_message_id) where c.sequence = 1 for share of c
+     -- Locked in id order, as the delivery stage locks callbacks (callbacks.ts): no deadlock between the two.
+     select c.queue_message_id, c.state from emdr_callbacks c join input i using (queue_message_id) where c.sequence = 1 order by c.id for share of c
    ),
    updated as (
      update emdr_requests r
@@ -196,7 +197,7 @@ function settleFulfilled(sql: Sql, results: ReadonlyArray<{ request: ClaimedRequ
     ];
     values.forEach((value, index) => columns[index]!.push(value));
   }
-  return sql.rows<{ state: string }>(SETTLE, columns);
+  return retryOnDeadlock(() => sql.rows<{ state: string }>(SETTLE, columns));
 }
 
 const DROPPED_FILE_REQUEST = statement(
