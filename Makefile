@@ -53,7 +53,31 @@ $(PYTHON_CLIENT): $(VENV_INSTALLED) specs/openapi.yaml tools/python/openapi-pyth
 	  --config tools/python/openapi-python-client.yaml --meta setup --output-path .clients/python --overwrite --fail-on-warning
 	@touch $@
 
-clients: $(PYTHON_CLIENT) ## Python virtualenv .venv (pinned tools) and the Python client of interface B in .clients/python
+# Java: openapi-generator-cli from Maven Central, fetched by Maven itself (the dependency plugin pinned
+# on the command line) into a Maven repository of the project's own, .tools/m2, and checked against
+# the SHA-256 in tools/java. The same repository holds the Java build's libraries.
+MAVEN := mvn -B -q -Dstyle.color=never -Dmaven.repo.local=$(CURDIR)/.tools/m2
+OPENAPI_GENERATOR_VERSION := 7.25.0
+OPENAPI_GENERATOR := .tools/m2/org/openapitools/openapi-generator-cli/$(OPENAPI_GENERATOR_VERSION)/openapi-generator-cli-$(OPENAPI_GENERATOR_VERSION).jar
+JAVA_CLIENT := .clients/java/.generate-stamp
+JAVA_PARTNER := .clients/java-partner/classpath.txt
+
+$(OPENAPI_GENERATOR): tools/java/openapi-generator-cli.sha256
+	$(MAVEN) org.apache.maven.plugins:maven-dependency-plugin:3.11.0:get -Dtransitive=false -Dartifact=org.openapitools:openapi-generator-cli:$(OPENAPI_GENERATOR_VERSION)
+	cd $(dir $@) && sha256sum --check --quiet $(CURDIR)/tools/java/openapi-generator-cli.sha256 || { rm -f $(notdir $@); exit 1; }
+	@touch $@
+
+$(JAVA_CLIENT): $(OPENAPI_GENERATOR) specs/openapi.yaml tools/java/openapi-generator.yaml scripts/generate-java-client.sh
+	scripts/generate-java-client.sh $(OPENAPI_GENERATOR)
+	@touch $@
+
+# The generated client and the partner program of test/partner/java, compiled together (classes and
+# the runtime classpath in .clients/java-partner).
+$(JAVA_PARTNER): $(JAVA_CLIENT) test/partner/java/pom.xml $(wildcard test/partner/java/src/main/java/*/*/*.java)
+	$(MAVEN) -f test/partner/java/pom.xml compile
+	@touch $@
+
+clients: $(PYTHON_CLIENT) $(JAVA_PARTNER) ## the Python client (.venv, .clients/python) and the Java client (.clients/java, built with Maven) of interface B
 
 generate: $(INSTALLED) ## write generated/ from specs/
 	$(TSX) scripts/generate.ts
@@ -82,8 +106,8 @@ unit: $(INSTALLED) browser clients ## the vitest suite alone
 
 test: check-specs check-generated check-breaking typecheck unit ## every check CI runs
 
-contract: $(INSTALLED) clients ## long Schemathesis run against a live service (CONTRACT_EXAMPLES per operation, default 500)
-	CONTRACT_EXAMPLES=$${CONTRACT_EXAMPLES:-500} npx --no-install vitest run test/partner/schemathesis.test.ts
+contract: $(INSTALLED) clients ## long Schemathesis run (CONTRACT_EXAMPLES per operation, default 500) and the Java client, against a live service
+	CONTRACT_EXAMPLES=$${CONTRACT_EXAMPLES:-500} npx --no-install vitest run test/partner/schemathesis.test.ts test/partner/java-client.test.ts
 
 fuzz: $(INSTALLED) ## long property-based run of both listeners (FUZZ_RUNS, default 50000; FUZZ_SEED, default random; FUZZ_CENSUS=1 counts every failure)
 	FUZZ_RUNS=$${FUZZ_RUNS:-50000} FUZZ_SEED=$${FUZZ_SEED:-$$RANDOM$$RANDOM} npx --no-install vitest run test/foundation/fuzz.test.ts

@@ -97,7 +97,7 @@ export type BirthDateTime = string;
  */
 export type Phone = string;
 /**
- * Per-user random secret (256 bits, base64url, 43 characters), created when the user is first matched to a patient and kept encrypted at rest (AES-256-GCM, key USER_SIGN_KEY). Part of the authorization server's password for this user: save_auth_info's cred.token = sha1hex(password + user_sign). The client application keeps it and hands it to the authorization server at login.
+ * Per-user random secret (256 bits, base64url, 43 characters), created when the user is first matched to a patient and kept encrypted at rest (AES-256-GCM, key DATA_KEY). Part of the authorization server's password for this user: save_auth_info's cred.token = sha1hex(password + user_sign). The client application keeps it and hands it to the authorization server at login.
  *
  * This interface was referenced by `EhrApi`'s JSON-Schema
  * via the `definition` "UserSign".
@@ -116,11 +116,11 @@ export type Timestamp1 = string;
  */
 export type Timestamp2 = string;
 /**
- * Per-user random secret (256 bits, base64url, 43 characters), created when the user is first matched to a patient and kept encrypted at rest (AES-256-GCM, key USER_SIGN_KEY). Part of the authorization server's password for this user: save_auth_info's cred.token = sha1hex(password + user_sign). The client application keeps it and hands it to the authorization server at login.
+ * Per-user random secret (256 bits, base64url, 43 characters), created when the user is first matched to a patient and kept encrypted at rest (AES-256-GCM, key DATA_KEY). Part of the authorization server's password for this user: save_auth_info's cred.token = sha1hex(password + user_sign). The client application keeps it and hands it to the authorization server at login.
  */
 export type UserSign1 = string;
 /**
- * Per-user random secret (256 bits, base64url, 43 characters), created when the user is first matched to a patient and kept encrypted at rest (AES-256-GCM, key USER_SIGN_KEY). Part of the authorization server's password for this user: save_auth_info's cred.token = sha1hex(password + user_sign). The client application keeps it and hands it to the authorization server at login.
+ * Per-user random secret (256 bits, base64url, 43 characters), created when the user is first matched to a patient and kept encrypted at rest (AES-256-GCM, key DATA_KEY). Part of the authorization server's password for this user: save_auth_info's cred.token = sha1hex(password + user_sign). The client application keeps it and hands it to the authorization server at login.
  */
 export type UserSign2 = string;
 export type MedCardId = string | null;

@@ -162,8 +162,13 @@ export interface components {
     schemas: {
         /** HealthStatus */
         HealthStatus: {
-            /** @enum {string} */
-            status: "ok" | "ready" | "not ready";
+            /**
+             * @description `ok` (`/healthz`), `ready` or `not ready` (`/readyz`). Decide by the HTTP status, not by this text.
+             * @example ok
+             */
+            status: string;
+        } & {
+            [key: string]: unknown;
         };
         /**
          * Instant
@@ -171,8 +176,11 @@ export interface components {
          * @description An RFC 3339 date-time that the registry accepts: year 1900 to 9999, `T` between date and
          *     time, `Z` or a UTC offset within ±15:59 (PostgreSQL cannot store a wider one), seconds up to
          *     60 (a leap second counts as the next second). Year 0000 or 0999 answers 400 `VALIDATION_ERROR`.
+         *     (The pattern sits in `allOf` so that generators which type the value as a date-time, Java's
+         *     `OffsetDateTime` for one, do not also put a text constraint on it: Bean Validation refuses
+         *     `@Pattern` on a date, HV000030.)
          */
-        Instant: string;
+        Instant: string & unknown;
         /**
          * Uuid
          * Format: uuid
@@ -211,8 +219,11 @@ export interface components {
         DetachedSignature: string;
         /**
          * CallbackUrl
-         * Format: uri
-         * @description Base address of the clinic's system for this request's callbacks; must be one the clinic account registered.
+         * @description Base address of the clinic's system for this request's callbacks; must be one the clinic
+         *     account registered (else 403 `ACCESS_DENIED`). An absolute `http` or `https` URL of RFC 3986
+         *     characters: host (name, IPv4 or `[IPv6]`), optional port and path, no query or fragment (the
+         *     gateway appends `/api/<Name>`). A plain string, not `format: uri`, so that generated clients
+         *     keep it as text.
          * @example https://mis.clinic.example.ru/emdr
          */
         CallbackUrl: string;
@@ -233,7 +244,30 @@ export interface components {
             signer: components["schemas"]["Signer"];
             signature: components["schemas"]["DetachedSignature"];
         };
-        /** RegisterDocumentRequest */
+        /**
+         * RegisterDocumentRequest
+         * @description A consultation protocol with one personal signature, in the example.
+         * @example {
+         *       "localUid": "3f1c2a9e-8b7d-4e6f-9a01-2b3c4d5e6f70",
+         *       "kind": "6",
+         *       "organization": "1.2.643.5.1.13.13.12.2.77.7973",
+         *       "patientSnils": "11223344595",
+         *       "creationDateTime": "2026-11-20T09:30:00+03:00",
+         *       "documentNumber": "КП-2026-000154",
+         *       "document": "PENsaW5pY2FsRG9jdW1lbnQgeG1sbnM9InVybjpobDctb3JnOnYzIi8+",
+         *       "signature": "MIIBmQYJKoZIhvcNAQcCoIIBijCCAYYCAQExDjAMBggqhQMHAQECAgUAMAsGCSqGSIb3DQEHAQ==",
+         *       "personalSignatures": [
+         *         {
+         *           "signer": {
+         *             "snils": "08765432110",
+         *             "role": "1"
+         *           },
+         *           "signature": "MIIBmQYJKoZIhvcNAQcCoIIBijCCAYYCAQExDjAMBggqhQMHAQECAgUAMAsGCSqGSIb3DQEHAQ=="
+         *         }
+         *       ],
+         *       "callbackUrl": "https://mis.clinic.example.ru/emdr"
+         *     }
+         */
         RegisterDocumentRequest: {
             /** @description The clinic's own id of the document; unique per clinic. */
             localUid: components["schemas"]["Uuid"];
@@ -259,7 +293,7 @@ export interface components {
             document: components["schemas"]["Base64"];
             signature: components["schemas"]["DetachedSignature"];
             personalSignatures?: components["schemas"]["PersonalSignature"][];
-            /** @description emdrId of the current version this document supersedes; the new version gets its own emdrId and version = previous + 1. */
+            /** @description emdrId of the current version this document supersedes, a document of the same organization; the new version gets its own emdrId and version = previous + 1. A document of another organization is answered in the result callback exactly as an unknown emdrId (REGISTRY_ITEM_NOT_FOUND), so emdrIds cannot be probed; a version that is no longer current is CANT_REG_VERSION. */
             replaces?: components["schemas"]["EmdrId"];
             callbackUrl?: components["schemas"]["CallbackUrl"];
         };
@@ -267,8 +301,23 @@ export interface components {
         RegisterDocumentAcknowledgement: {
             localUid: components["schemas"]["Uuid"];
             queueMessageId: components["schemas"]["Uuid"];
+        } & {
+            [key: string]: unknown;
         };
-        /** DemandContentRequest */
+        /**
+         * DemandContentRequest
+         * @description Examples: a document of one of the clinic's own organizations; another organization's document of a patient the clinic treats.
+         * @example {
+         *       "emdrId": "26.11.000000154",
+         *       "clientMessageId": "5b0f3c1e-7d2a-4c9b-8e6f-1a2b3c4d5e6f",
+         *       "callbackUrl": "https://mis.clinic.example.ru/emdr"
+         *     }
+         * @example {
+         *       "emdrId": "26.11.000000154",
+         *       "patientSnils": "11223344595",
+         *       "clientMessageId": "5b0f3c1e-7d2a-4c9b-8e6f-1a2b3c4d5e6f"
+         *     }
+         */
         DemandContentRequest: {
             emdrId: components["schemas"]["EmdrId"];
             /** @description The patient of the document, for a document of an organization the clinic account does not act for (see DemandContent); not needed for its own organizations' documents. */
@@ -281,8 +330,18 @@ export interface components {
         DemandContentAcknowledgement: {
             queueMessageId: components["schemas"]["Uuid"];
             clientMessageId: components["schemas"]["Uuid"];
+        } & {
+            [key: string]: unknown;
         };
-        /** SearchRegistryItemRequest */
+        /**
+         * SearchRegistryItemRequest
+         * @example {
+         *       "patientSnils": "11223344595",
+         *       "kind": "6",
+         *       "registerDateBegin": "2026-11-01T00:00:00Z",
+         *       "registerDateEnd": "2026-12-01T00:00:00Z"
+         *     }
+         */
         SearchRegistryItemRequest: {
             /** @description The patient's items of every organization; without it, only the organizations the clinic account acts for. */
             patientSnils?: components["schemas"]["Snils"];
@@ -315,10 +374,14 @@ export interface components {
             registrationDateTime: string;
             /** @example 1 */
             version: number;
+        } & {
+            [key: string]: unknown;
         };
         /** SearchRegistryItemResponse */
         SearchRegistryItemResponse: {
             items: components["schemas"]["RegistryItem"][];
+        } & {
+            [key: string]: unknown;
         };
         /** CallbackAttempt */
         CallbackAttempt: {
@@ -339,6 +402,8 @@ export interface components {
              * @example HTTP 503
              */
             error?: string;
+        } & {
+            [key: string]: unknown;
         };
         /** CallbackState */
         CallbackState: {
@@ -347,14 +412,15 @@ export interface components {
             name: components["schemas"]["CallbackName"];
             /**
              * Format: uri
+             * @description Where the callback is posted: the callback URL followed by `/api/<name>`.
              * @example https://mis.clinic.example.ru/emdr/api/SendRegisterDocumentResponse
              */
             url?: string;
             /**
-             * @description `waiting` (held until the acceptance callback is delivered), `pending` (an attempt is due), `delivered`, `failed` (schedule exhausted; replayable).
-             * @enum {string}
+             * @description `waiting` (held until the acceptance callback is delivered), `pending` (an attempt is due), `delivered`, `failed` (schedule exhausted; replayable). Treat a value you do not know as not delivered yet.
+             * @example delivered
              */
-            state: "waiting" | "pending" | "delivered" | "failed";
+            state: string;
             attempts: components["schemas"]["CallbackAttempt"][];
             /** @example HTTP 503 */
             lastError?: string;
@@ -363,19 +429,28 @@ export interface components {
              * @example 2026-11-20T06:30:07.020Z
              */
             deliveredAt?: string;
+        } & {
+            [key: string]: unknown;
         };
         /**
          * CallbackName
-         * @enum {string}
+         * @description The callback's name, the last segment of its path. A later version may add callbacks.
+         * @example SendRegisterDocumentResponse
          */
-        CallbackName: "SendRegisterDocumentResponse" | "SendRegisterDocumentResultResponse" | "SendDemandContentResponse" | "SendDocumentFileResultResponse";
+        CallbackName: string;
         /** MessageState */
         MessageState: {
             queueMessageId: components["schemas"]["Uuid"];
-            /** @enum {string} */
-            operation: "RegisterDocument" | "DemandContent";
-            /** @enum {string} */
-            state: "received" | "rejected" | "accepted" | "completed" | "failed";
+            /**
+             * @description The operation of the request. A later version may add operations.
+             * @example RegisterDocument
+             */
+            operation: string;
+            /**
+             * @description `received`, `rejected`, `accepted`, `completed` or `failed` (see **Processing** above). Treat a value you do not know as not ended yet.
+             * @example completed
+             */
+            state: string;
             localUid?: components["schemas"]["Uuid"];
             clientMessageId?: components["schemas"]["Uuid"];
             emdrId?: components["schemas"]["EmdrId"];
@@ -391,6 +466,8 @@ export interface components {
              */
             updatedAt: string;
             callbacks: components["schemas"]["CallbackState"][];
+        } & {
+            [key: string]: unknown;
         };
         /** ErrorItem */
         ErrorItem: {
@@ -406,12 +483,16 @@ export interface components {
              * @example /requestBody/localUid
              */
             path?: string;
+        } & {
+            [key: string]: unknown;
         };
         /** ErrorResponse */
         ErrorResponse: {
             /** @constant */
             status: "Error";
             errors: components["schemas"]["ErrorItem"][];
+        } & {
+            [key: string]: unknown;
         };
         /** CallbackError */
         CallbackError: {
@@ -422,25 +503,64 @@ export interface components {
             code: string;
             /** @example a document with this localUid was already submitted by this clinic */
             message: string;
+        } & {
+            [key: string]: unknown;
         };
         /**
          * CallbackStatus
-         * @enum {string}
+         * @description `success`, or `error` with `errors`. Treat a value you do not know as not `success`.
+         * @example success
          */
-        CallbackStatus: "success" | "error";
+        CallbackStatus: string;
         /**
          * SendRegisterDocumentResponse
          * @description Body of the acceptance callback of RegisterDocument.
+         * @example {
+         *       "queueMessageId": "9d2e7c41-5a3b-4f08-b6c1-0e9f8a7b6c5d",
+         *       "localUid": "3f1c2a9e-8b7d-4e6f-9a01-2b3c4d5e6f70",
+         *       "status": "success"
+         *     }
+         * @example {
+         *       "queueMessageId": "9d2e7c41-5a3b-4f08-b6c1-0e9f8a7b6c5d",
+         *       "localUid": "3f1c2a9e-8b7d-4e6f-9a01-2b3c4d5e6f70",
+         *       "status": "error",
+         *       "errors": [
+         *         {
+         *           "code": "NOT_UNIQUE_PROVIDED_ID",
+         *           "message": "a document with this localUid was already submitted by this clinic"
+         *         }
+         *       ]
+         *     }
+         * @example {
+         *       "queueMessageId": "9d2e7c41-5a3b-4f08-b6c1-0e9f8a7b6c5d",
+         *       "localUid": "3f1c2a9e-8b7d-4e6f-9a01-2b3c4d5e6f70",
+         *       "status": "error",
+         *       "errors": [
+         *         {
+         *           "code": "XML_VALIDATION_ERROR",
+         *           "message": "the document nests elements deeper than 256 levels, the limit"
+         *         }
+         *       ]
+         *     }
          */
         SendRegisterDocumentResponse: {
             queueMessageId: components["schemas"]["Uuid"];
             localUid: components["schemas"]["Uuid"];
             status: components["schemas"]["CallbackStatus"];
             errors?: components["schemas"]["CallbackError"][];
+        } & {
+            [key: string]: unknown;
         };
         /**
          * SendRegisterDocumentResultResponse
          * @description Body of the registration result callback; `emdrId` and `registrationDateTime` on success.
+         * @example {
+         *       "queueMessageId": "9d2e7c41-5a3b-4f08-b6c1-0e9f8a7b6c5d",
+         *       "localUid": "3f1c2a9e-8b7d-4e6f-9a01-2b3c4d5e6f70",
+         *       "status": "success",
+         *       "emdrId": "26.11.000000154",
+         *       "registrationDateTime": "2026-11-20T06:30:04.512Z"
+         *     }
          */
         SendRegisterDocumentResultResponse: {
             queueMessageId: components["schemas"]["Uuid"];
@@ -453,10 +573,30 @@ export interface components {
              */
             registrationDateTime?: string;
             errors?: components["schemas"]["CallbackError"][];
+        } & {
+            [key: string]: unknown;
         };
         /**
          * SendDemandContentResponse
          * @description Body of the acceptance callback of DemandContent.
+         * @example {
+         *       "queueMessageId": "0c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f",
+         *       "clientMessageId": "5b0f3c1e-7d2a-4c9b-8e6f-1a2b3c4d5e6f",
+         *       "emdrId": "26.11.000000154",
+         *       "status": "success"
+         *     }
+         * @example {
+         *       "queueMessageId": "0c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f",
+         *       "clientMessageId": "5b0f3c1e-7d2a-4c9b-8e6f-1a2b3c4d5e6f",
+         *       "emdrId": "26.11.000000999",
+         *       "status": "error",
+         *       "errors": [
+         *         {
+         *           "code": "REGISTRY_ITEM_NOT_FOUND",
+         *           "message": "no registry item with this emdrId"
+         *         }
+         *       ]
+         *     }
          */
         SendDemandContentResponse: {
             queueMessageId: components["schemas"]["Uuid"];
@@ -464,6 +604,8 @@ export interface components {
             emdrId: components["schemas"]["EmdrId"];
             status: components["schemas"]["CallbackStatus"];
             errors?: components["schemas"]["CallbackError"][];
+        } & {
+            [key: string]: unknown;
         };
         /**
          * DocumentFile
@@ -482,10 +624,26 @@ export interface components {
             fileName: string;
             content: components["schemas"]["Base64"];
             signature: components["schemas"]["Base64"];
+        } & {
+            [key: string]: unknown;
         };
         /**
          * SendDocumentFileResultResponse
          * @description Body of the file callback of DemandContent; `document` on success.
+         * @example {
+         *       "queueMessageId": "0c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f",
+         *       "clientMessageId": "5b0f3c1e-7d2a-4c9b-8e6f-1a2b3c4d5e6f",
+         *       "emdrId": "26.11.000000154",
+         *       "status": "success",
+         *       "document": {
+         *         "localUid": "3f1c2a9e-8b7d-4e6f-9a01-2b3c4d5e6f70",
+         *         "kind": "6",
+         *         "version": 1,
+         *         "fileName": "26.11.000000154.xml",
+         *         "content": "PENsaW5pY2FsRG9jdW1lbnQgeG1sbnM9InVybjpobDctb3JnOnYzIi8+",
+         *         "signature": "MIIBmQYJKoZIhvcNAQcCoIIBijCCAYYCAQExDjAMBggqhQMHAQECAgUAMAsGCSqGSIb3DQEHAQ=="
+         *       }
+         *     }
          */
         SendDocumentFileResultResponse: {
             queueMessageId: components["schemas"]["Uuid"];
@@ -494,6 +652,8 @@ export interface components {
             status: components["schemas"]["CallbackStatus"];
             document?: components["schemas"]["DocumentFile"];
             errors?: components["schemas"]["CallbackError"][];
+        } & {
+            [key: string]: unknown;
         };
         /**
          * CallbackReply

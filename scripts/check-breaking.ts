@@ -1,7 +1,9 @@
 /**
  * Fails on an incompatible change to a spec without a version bump, against the last released
  * specs kept in specs/released/:
- * - specs/openapi.yaml: `oasdiff breaking` (its ERR-level checks);
+ * - specs/openapi.yaml: `oasdiff breaking` (its ERR-level checks; a new member of an answer is
+ *   compatible, a new value of an `x-extensible-enum` too), plus what oasdiff does not judge: the
+ *   callbacks, and answers that widen beyond objects and enums the released spec closed;
  * - specs/openrpc.json: the structural comparison below (no maintained OpenRPC differ exists).
  * A breaking change with a changed info.version passes, and is listed.
  *   tsx scripts/check-breaking.ts [--root DIR] [--oasdiff PATH]
@@ -13,10 +15,12 @@ import { promisify } from 'node:util';
 import { parseArgs } from 'node:util';
 import { parseOpenRPCDocument } from '@open-rpc/schema-utils-js';
 import { parse as parseYaml } from 'yaml';
+import { inlineLocalRefs } from '../src/validation/inline-refs.js';
 
 const run = promisify(execFile);
 
 type Schema = {
+  title?: string;
   type?: string | string[];
   enum?: unknown[];
   required?: string[];
@@ -105,6 +109,81 @@ function openRpcBreaks(base: { methods: RpcMethod[] }, next: { methods: RpcMetho
   return problems;
 }
 
+interface OpenApiOperation {
+  parameters?: unknown[];
+  requestBody?: unknown;
+  responses?: Record<string, unknown>;
+  callbacks?: Record<string, Record<string, Record<string, OpenApiOperation>>>;
+}
+interface OpenApiDocument {
+  info: { version: string };
+  paths?: Record<string, Record<string, OpenApiOperation>>;
+}
+
+/**
+ * What an answer or callback body may now carry that clients generated from the released spec
+ * reject (okhttp-gson rejects unknown members, Java enums unknown values): a member added to an
+ * object the released spec closed (`additionalProperties: false`), such an object opened, a closed
+ * `enum` opened. A member added to an open object, or a value to an `x-extensible-enum`, is
+ * compatible. (A value added to a closed enum: oasdiff reports it for answers, schemaBreaks for
+ * callback bodies.)
+ */
+function widened(base: Schema, next: Schema, at: string): string[] {
+  // Named after the component (every component schema has a title), so a shared schema reads once.
+  const where = next.title ?? at;
+  const problems: string[] = [];
+  if (base.additionalProperties === false && next.additionalProperties !== false) problems.push(`${where}: the released spec closes this object (additionalProperties: false); now it is open`);
+  if (base.enum && !next.enum) problems.push(`${where}: the released spec closes its values (enum); now they are open`);
+  for (const name of Object.keys(next.properties ?? {})) {
+    const baseProperty = base.properties?.[name];
+    if (baseProperty) problems.push(...widened(baseProperty, next.properties![name]!, `${where}.${name}`));
+    else if (base.additionalProperties === false) problems.push(`${where}.${name}: added to an object the released spec closes (additionalProperties: false)`);
+  }
+  if (base.items && next.items) problems.push(...widened(base.items, next.items, `${where}[]`));
+  return problems;
+}
+
+/**
+ * What oasdiff does not judge in interface B. The callbacks (oasdiff v1.30.0 skips them): the
+ * clinic receives their bodies, so they are compared as answers, and it relies on their headers.
+ * Answers and callback bodies that widened beyond what the released spec closed.
+ */
+function openApiBreaks(base: OpenApiDocument, next: OpenApiDocument): string[] {
+  const problems: string[] = [];
+  const jsonSchema = (document: OpenApiDocument, holder: unknown) =>
+    (inlineLocalRefs(document, holder) as { content?: Record<string, { schema?: Schema }> } | undefined)?.content?.['application/json']?.schema;
+  const headerNames = (document: OpenApiDocument, operation: OpenApiOperation) =>
+    (inlineLocalRefs(document, operation.parameters ?? []) as Array<{ in: string; name: string }>).filter((parameter) => parameter.in === 'header').map((parameter) => parameter.name.toLowerCase());
+  for (const [route, item] of Object.entries(base.paths ?? {})) {
+    for (const [method, operation] of Object.entries(item)) {
+      const nextOperation = next.paths?.[route]?.[method];
+      // oasdiff reports a removed operation.
+      if (!nextOperation || typeof operation !== 'object') continue;
+      for (const [status, response] of Object.entries(operation.responses ?? {})) {
+        const [baseBody, nextBody] = [jsonSchema(base, response), jsonSchema(next, nextOperation.responses?.[status])];
+        if (baseBody && nextBody) problems.push(...widened(baseBody, nextBody, `${method.toUpperCase()} ${route} ${status}`));
+      }
+      for (const [name, expressions] of Object.entries(operation.callbacks ?? {})) {
+        for (const [expression, callbackItem] of Object.entries(expressions)) {
+          for (const [callbackMethod, callback] of Object.entries(callbackItem)) {
+            const where = `callback ${name}`;
+            const nextCallback = nextOperation.callbacks?.[name]?.[expression]?.[callbackMethod];
+            if (!nextCallback) {
+              problems.push(`${where}: no longer sent as ${callbackMethod.toUpperCase()} ${expression}`);
+              continue;
+            }
+            const nextHeaders = headerNames(next, nextCallback);
+            for (const header of headerNames(base, callback)) if (!nextHeaders.includes(header)) problems.push(`${where}: header ${header} no longer sent`);
+            const [baseBody, nextBody] = [jsonSchema(base, callback.requestBody), jsonSchema(next, nextCallback.requestBody)];
+            if (baseBody && nextBody) problems.push(...schemaBreaks(baseBody, nextBody, `${where} body`, 'response'), ...widened(baseBody, nextBody, `${where} body`));
+          }
+        }
+      }
+    }
+  }
+  return problems;
+}
+
 async function main(): Promise<number> {
   const { values } = parseArgs({ options: { root: { type: 'string' }, oasdiff: { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
   if (values.help) {
@@ -122,7 +201,9 @@ async function main(): Promise<number> {
   const rpcProblems = openRpcBreaks(rpcBase as never, rpcNext as never);
   failed = report('specs/openrpc.json', rpcBase.info.version, rpcNext.info.version, rpcProblems) || failed;
 
-  const apiVersion = async (file: string) => (parseYaml(await fs.readFile(file, 'utf8')) as { info: { version: string } }).info.version;
+  const readApi = async (file: string) => parseYaml(await fs.readFile(file, 'utf8')) as OpenApiDocument;
+  const apiBase = await readApi(path.join(released, 'openapi.yaml'));
+  const apiNext = await readApi(path.join(root, 'specs', 'openapi.yaml'));
   let apiProblems: string[] = [];
   try {
     await run(oasdiff, ['breaking', path.join(released, 'openapi.yaml'), path.join(root, 'specs', 'openapi.yaml'), '--fail-on', 'ERR', '--format', 'text']);
@@ -132,7 +213,8 @@ async function main(): Promise<number> {
     apiProblems = `${failure.stdout ?? ''}${failure.stderr ?? ''}`.trim().split('\n').filter((line) => line.trim() !== '');
     if (apiProblems.length === 0) apiProblems = [`oasdiff exited with ${String(failure.code)}`];
   }
-  failed = report('specs/openapi.yaml', await apiVersion(path.join(released, 'openapi.yaml')), await apiVersion(path.join(root, 'specs', 'openapi.yaml')), apiProblems) || failed;
+  apiProblems.push(...new Set(openApiBreaks(apiBase, apiNext)));
+  failed = report('specs/openapi.yaml', apiBase.info.version, apiNext.info.version, apiProblems) || failed;
   return failed ? 1 : 0;
 }
 

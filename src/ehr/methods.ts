@@ -52,6 +52,7 @@ interface SessionRow {
   expires_ms: number;
 }
 
+/** A row of ehr_exchange_tokens; a spent row (RETENTION) has only its hash, and usable() refuses it before anything else is read. */
 interface ExchangeTokenRow {
   token_hash: Buffer;
   user_id: string;
@@ -59,7 +60,7 @@ interface ExchangeTokenRow {
   session_expires_at: Date;
   expires_at: Date;
   failed_attempts: number;
-  state: 'pending' | 'used' | 'burned';
+  state: 'pending' | 'used' | 'burned' | 'spent';
   /** The phone the authorization server verified (E.164), when it sent one. */
   phone: string | null;
 }

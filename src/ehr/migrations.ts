@@ -101,4 +101,41 @@ export const ehrMigrations: readonly NamedMigration[] = [
       },
     },
   ],
+  [
+    'ehr_005_spent_exchange_tokens',
+    {
+      // RETENTION empties an expired exchange token's row but keeps its hash ('spent'): the
+      // authorization server's credential for a token covers the token only, not its authInfo, so
+      // a captured save_exchange_token call could otherwise store the same token again once its
+      // row was gone. A spent row holds the 32-byte hash and timestamps, nothing about the user.
+      async up(knex) {
+        await knex.raw(`
+          alter table ehr_exchange_tokens
+            alter column user_id drop not null,
+            alter column session_token_hash drop not null,
+            alter column session_expires_at drop not null,
+            drop constraint ehr_exchange_tokens_state,
+            add constraint ehr_exchange_tokens_state check (state in ('pending', 'used', 'burned', 'spent')),
+            add constraint ehr_exchange_tokens_spent_empty check (
+              state = 'spent' or (user_id is not null and session_token_hash is not null and session_expires_at is not null));
+          create index ehr_exchange_tokens_unspent_expiry on ehr_exchange_tokens (expires_at) where state <> 'spent';
+          create index ehr_sessions_expiry on ehr_sessions (expires_at);
+        `);
+      },
+      async down(knex) {
+        await knex.raw(`
+          drop index ehr_sessions_expiry;
+          drop index ehr_exchange_tokens_unspent_expiry;
+          delete from ehr_exchange_tokens where state = 'spent';
+          alter table ehr_exchange_tokens
+            drop constraint ehr_exchange_tokens_spent_empty,
+            drop constraint ehr_exchange_tokens_state,
+            add constraint ehr_exchange_tokens_state check (state in ('pending', 'used', 'burned')),
+            alter column user_id set not null,
+            alter column session_token_hash set not null,
+            alter column session_expires_at set not null;
+        `);
+      },
+    },
+  ],
 ];

@@ -5,6 +5,7 @@ import { printJson, UsageError, withDatabase } from '../cli/program.js';
 import { statement } from '../db/sql.js';
 import { decodeBase64Strict } from './pipeline/acceptance.js';
 import { replayFailedCallbacks } from './pipeline/callbacks.js';
+import { isCallbackUrl } from './callback-url.js';
 import { createClinicAccount, DuplicateClinicAccountError } from './clients.js';
 import { messageState } from './messages.js';
 import { refetchDroppedFile } from './pipeline/fulfil.js';
@@ -40,13 +41,7 @@ export function registerEmdrCommands(program: Command): void {
     .action(async (options: { businessId: string; user: string; callbackUrl: string[]; organization: string[]; allOrganizations?: boolean }) => {
       if (options.callbackUrl.length === 0) throw new UsageError('give at least one --callback-url');
       for (const url of options.callbackUrl) {
-        let parsed: URL;
-        try {
-          parsed = new URL(url);
-        } catch {
-          throw new UsageError(`--callback-url "${url}" is not a URL`);
-        }
-        if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new UsageError(`--callback-url "${url}" is not http(s)`);
+        if (!isCallbackUrl(url)) throw new UsageError(`--callback-url "${url}" is not an http(s) base URL (host, optional port and path; no query or fragment)`);
       }
       if (options.organization.length === 0 && !options.allOrganizations) throw new UsageError('give --organization OID (repeatable), or --all-organizations for an account that acts for every organization');
       if (options.organization.length > 0 && options.allOrganizations) throw new UsageError('give either --organization or --all-organizations, not both');

@@ -69,6 +69,10 @@ describe('published documentation at /docs', () => {
     const operations = Object.values(document.paths).flatMap((item) => Object.values(item));
     expect(operations.length).toBeGreaterThan(0);
     for (const operation of operations) expect(text).toContain(operation.summary);
+    // The examples reach the samples: a request body's (its schema's `examples`: a sample made from the schema would
+    // put patientSnils after emdrId) and an answer's (a components/examples ref: one made from the schema would read "ok").
+    expect(text).toContain('"emdrId": "26.11.000000154",\n"clientMessageId": "5b0f3c1e-7d2a-4c9b-8e6f-1a2b3c4d5e6f"');
+    expect(text).toContain('"status": "ready"');
     await page.close();
   });
 

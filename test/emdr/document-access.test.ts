@@ -131,6 +131,23 @@ describe('DemandContent', () => {
   });
 });
 
+describe('RegisterDocument replaces', () => {
+  it("answers a new version of another organization's document exactly as one of an unknown emdrId", async () => {
+    const unknownEmdrId = emdrId.replace(/\d$/, (digit) => String((Number(digit) + 1) % 10));
+    const register = async (replaces: string) => {
+      const answer = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(other), registerBody({ organization: OTHER_ORGANIZATION, replaces }));
+      expect(answer.status).toBe(200);
+      return (await callbacksOf(answer.body.queueMessageId as string, 2))[1]!;
+    };
+    const otherOrganizations = await register(emdrId);
+    const unknown = await register(unknownEmdrId);
+    expect(otherOrganizations.name).toBe('SendRegisterDocumentResultResponse');
+    expect(otherOrganizations.body).toMatchObject({ status: 'error', errors: [{ code: 'REGISTRY_ITEM_NOT_FOUND' }] });
+    const withoutLocalUid = (body: Record<string, unknown>) => withoutIds({ ...body, localUid: undefined });
+    expect(withoutLocalUid(otherOrganizations.body)).toEqual(withoutLocalUid(unknown.body));
+  });
+});
+
 describe('SearchRegistryItem', () => {
   const found = async (clinic: CreatedClinicAccount, criteria: Record<string, unknown>) =>
     ((await post(service.publicUrl, '/api/SearchRegistryItem', authHeaders(clinic), criteria)).body.items as Array<{ emdrId: string }>).map((item) => item.emdrId);

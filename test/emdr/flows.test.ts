@@ -258,6 +258,19 @@ describe('request errors', () => {
     });
   });
 
+  it('callbackUrl: 400 for anything but an http(s) base URL of RFC 3986 characters, 403 for a well-formed one not registered, 200 for the registered one', async () => {
+    for (const callbackUrl of ['ftp://mis.example.ru/emdr', 'https://mis.example.ru/emdr?x=1', 'https://mis.example.ru/emdr#f', 'https://mis.example.ru/a b', 'https://mis.example.ru/%zz', 'https://', 'xhttps://mis.example.ru', 'https://mis.example.ru/emdr\n']) {
+      expect(await post(service.publicUrl, '/api/DemandContent', authHeaders(clinic), { emdrId: '1.2', callbackUrl }), callbackUrl).toMatchObject({
+        status: 400,
+        body: { errors: [{ code: 'VALIDATION_ERROR', path: '/requestBody/callbackUrl' }] },
+      });
+    }
+    for (const callbackUrl of ['http://[::1]:8080/emdr', 'https://user@mis.example.ru:8443/emdr/%D0%BC%D0%B8%D1%81/', 'https://mis.example.ru']) {
+      expect((await post(service.publicUrl, '/api/DemandContent', authHeaders(clinic), { emdrId: '1.2', callbackUrl })).status, callbackUrl).toBe(403);
+    }
+    expect((await post(service.publicUrl, '/api/DemandContent', authHeaders(clinic), { emdrId: '1.2', callbackUrl: `${receiver.url}/` })).status).toBe(200);
+  });
+
   it("404 for another business's request, as for an unknown one", async () => {
     const { queueMessageId } = await register();
     const other = await addClinic(service, receiver.url);

@@ -10,20 +10,11 @@ import { startCallbackReceiver, SUCCESS, type CallbackReceiver, type ReceivedCal
 import { createTestDatabase, openSql } from '../support/database.js';
 import { addClinic, authHeaders, largeXml, openKnex, post, registerBody } from '../support/emdr.js';
 import { startTestService, type TestService } from '../support/service.js';
+import { until } from '../support/until.js';
 
 /** What the service keeps, and for how long (RETENTION), and the byte quota (BYTE_QUOTA). */
 
 const of = (queueMessageId: string) => (received: ReceivedCallback[]) => received.filter((callback) => callback.body.queueMessageId === queueMessageId);
-
-async function until<T>(what: string, probe: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 30_000): Promise<T> {
-  const started = Date.now();
-  for (;;) {
-    const value = await probe();
-    if (done(value)) return value;
-    if (Date.now() - started > timeoutMs) throw new Error(`${what}: still ${JSON.stringify(value)} after ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 /** Bytes of the request's copy of the files (document, signature, personal signatures). */
 async function requestFileBytes(knex: Knex, queueMessageId: string): Promise<number> {

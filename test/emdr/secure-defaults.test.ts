@@ -49,6 +49,18 @@ describe('clients add', () => {
     }
   });
 
+  it('registers only callback URLs a request may name (the spec\'s CallbackUrl), in one line with exit code 2', async () => {
+    for (const url of ['https://mis.example.ru/emdr?x=1', 'ftp://mis.example.ru', 'https://mis.example.ru/a b', 'not a url']) {
+      const refused = await runCli(['clients', 'add', '--business-id', 'b-url', '--user', 'mis', '--callback-url', url, '--all-organizations'], env);
+      expect(refused.code, url).toBe(2);
+      expect(refused.stderr.trim().split('\n')).toHaveLength(1);
+      expect(refused.stderr).toContain('is not an http(s) base URL');
+    }
+    const added = await runCli(['clients', 'add', '--business-id', 'b-url', '--user', 'mis', '--callback-url', 'https://mis.example.ru/emdr/', '--callback-url', 'http://[::1]:9090', '--all-organizations'], env);
+    expect(added.code, added.stderr).toBe(0);
+    expect(JSON.parse(added.stdout).callbackUrls).toEqual(['https://mis.example.ru/emdr/', 'http://[::1]:9090']);
+  });
+
   it('documents --all-organizations in its help', async () => {
     const help = await runCli(['clients', 'add', '--help']);
     expect(help.code).toBe(0);

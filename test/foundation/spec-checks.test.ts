@@ -17,7 +17,7 @@ describe('spec checks of make test', () => {
 
   beforeEach(async () => {
     copy = await fs.mkdtemp(path.join(os.tmpdir(), 'ehr-gateway-specs-'));
-    for (const entry of ['specs', 'generated', 'scripts', 'redocly.yaml', 'package.json']) {
+    for (const entry of ['specs', 'generated', 'scripts', 'src', 'redocly.yaml', 'package.json']) {
       await fs.cp(path.join(repoRoot, entry), path.join(copy, entry), { recursive: true });
     }
     await fs.symlink(path.join(repoRoot, 'node_modules'), path.join(copy, 'node_modules'));
@@ -51,6 +51,19 @@ describe('spec checks of make test', () => {
     await fs.writeFile(file, edit(await fs.readFile(file, 'utf8')));
   }
 
+  const bumpOpenApi = () => editOpenApi((text) => text.replace(/^  version: .*$/m, '  version: 99.0.0-alpha'));
+  /** The breaking-change check refuses, naming every one of `problems`, and passes once `bump` changed info.version. */
+  async function expectRefusedUntilBumped(problems: Array<string | RegExp>, bump: () => Promise<void>): Promise<void> {
+    const refused = await checkBreaking();
+    expect(refused.code).toBe(1);
+    for (const problem of problems) expect(refused.output).toMatch(problem);
+    expect(refused.output).toContain('bump it');
+    await bump();
+    const bumped = await checkBreaking();
+    expect(bumped.output).toContain('allowed: version bumped to 99.0.0-alpha');
+    expect(bumped.code).toBe(0);
+  }
+
   it('pass on the committed specs and generated/', async () => {
     expect((await validateSpecs()).code).toBe(0);
     expect((await lintOpenApi()).code).toBe(0);
@@ -73,32 +86,80 @@ describe('spec checks of make test', () => {
       document.components.schemas.Gender.enum.push(5);
       document.methods.find((method: { name: string }) => method.name === 'patient.get_patient').errors.push({ $ref: '#/components/errors/SaveAuthInfoError' });
     });
-    const refused = await checkBreaking();
-    expect(refused.code).toBe(1);
-    expect(refused.output).toContain('embedded_storage.remove_auth_info: method removed');
-    expect(refused.output).toContain('embedded_storage.authenticate(patientProperties).middleName: became required');
-    expect(refused.output).toContain('patient.get_patient result.patient.gender: may now be 5');
-    expect(refused.output).toContain('patient.get_patient: may now answer error -34003');
-    expect(refused.output).toContain('bump it');
-
-    await editOpenRpc((document) => {
-      document.info.version = '99.0.0-alpha';
-    });
-    const bumped = await checkBreaking();
-    expect(bumped.output).toContain('allowed: version bumped to 99.0.0-alpha');
-    expect(bumped.code).toBe(0);
+    await expectRefusedUntilBumped(
+      [
+        'embedded_storage.remove_auth_info: method removed',
+        'embedded_storage.authenticate(patientProperties).middleName: became required',
+        'patient.get_patient result.patient.gender: may now be 5',
+        'patient.get_patient: may now answer error -34003',
+      ],
+      () =>
+        editOpenRpc((document) => {
+          document.info.version = '99.0.0-alpha';
+        }),
+    );
   });
 
   it('fail on an incompatible change of interface B without a version bump, and pass once it is bumped', async () => {
     await editOpenApi((text) => text.replace('required: [localUid, kind, organization, patientSnils, creationDateTime, document, signature]', 'required: [localUid, kind, organization, patientSnils, creationDateTime, document, signature, documentNumber]'));
-    const refused = await checkBreaking();
-    expect(refused.code).toBe(1);
-    expect(refused.output).toMatch(/request property `documentNumber` became required/);
+    await expectRefusedUntilBumped([/request property `documentNumber` became required/], bumpOpenApi);
+  });
 
-    await editOpenApi((text) => text.replace(/^  version: .*$/m, '  version: 99.0.0-alpha'));
-    const bumped = await checkBreaking();
-    expect(bumped.output).toContain('allowed: version bumped to 99.0.0-alpha');
-    expect(bumped.code).toBe(0);
+  /** The copy's specs/released/openapi.yaml becomes its current spec, edited: probes then compare one change against it. */
+  async function releaseOpenApi(edit: (text: string) => string = (text) => text): Promise<void> {
+    const current = await fs.readFile(path.join(copy, 'specs/openapi.yaml'), 'utf8');
+    await fs.writeFile(path.join(copy, 'specs/released/openapi.yaml'), edit(current));
+  }
+  /** text with `pattern` replaced; throws when it is not there, so that a probe cannot miss silently. */
+  function edited(text: string, pattern: string | RegExp, replacement: string): string {
+    const result = text.replace(pattern, replacement);
+    if (result === text) throw new Error(`probe: ${String(pattern)} not found in the spec`);
+    return result;
+  }
+  const addMember = (schema: string, member: string) => (text: string) =>
+    edited(text, new RegExp(`(\\n    ${schema}:\\n(?:      .*\\n|        .*\\n)*?      properties:\\n)`), `$1        ${member}: { type: string }\n`);
+
+  it('treat a new member of an answer or of a callback body, and a new value of an x-extensible-enum, as compatible', async () => {
+    await releaseOpenApi();
+    await editOpenApi((text) =>
+      [
+        addMember('RegisterDocumentAcknowledgement', 'probe'),
+        addMember('SendRegisterDocumentResultResponse', 'probe'),
+        (spec: string) => edited(spec, 'x-extensible-enum: [received, rejected, accepted, completed, failed]', 'x-extensible-enum: [received, rejected, accepted, completed, failed, archived]'),
+        (spec: string) => edited(spec, 'x-extensible-enum: [success, error]', 'x-extensible-enum: [success, error, partial]'),
+      ].reduce((spec, edit) => edit(spec), text),
+    );
+    const result = await checkBreaking();
+    expect(result.output).toContain('specs/openapi.yaml: compatible with released');
+    expect(result.code).toBe(0);
+  });
+
+  it('fail when an answer or a callback body widens beyond what the released spec closed, or a callback loses a member or a header', async () => {
+    await releaseOpenApi((text) =>
+      [
+        (spec: string) => edited(spec, /(\n    RegisterDocumentAcknowledgement:\n      title: RegisterDocumentAcknowledgement\n      type: object\n      additionalProperties: )true/, '$1false'),
+        (spec: string) => edited(spec, 'x-extensible-enum: [success, error]', 'enum: [success, error]'),
+        (spec: string) => edited(spec, 'x-extensible-enum: [received, rejected, accepted, completed, failed]', 'enum: [received, rejected, accepted, completed, failed]'),
+      ].reduce((spec, edit) => edit(spec), text),
+    );
+    await editOpenApi((text) =>
+      [
+        addMember('RegisterDocumentAcknowledgement', 'probe'),
+        (spec: string) => edited(spec, 'x-extensible-enum: [success, error]', 'enum: [success, error, partial]'),
+        (spec: string) => edited(spec, /(\n    SendRegisterDocumentResultResponse:\n(?:      .*\n|        .*\n)*?)        emdrId: .*\n/, '$1'),
+        (spec: string) => edited(spec, /(operationId: SendDemandContentResponse\n(?:.*\n)*?)                - \$ref: '#\/components\/parameters\/WebhookSignature'\n/, '$1'),
+      ].reduce((spec, edit) => edit(spec), text),
+    );
+    await expectRefusedUntilBumped(
+      [
+        'RegisterDocumentAcknowledgement.probe: added to an object the released spec closes (additionalProperties: false)',
+        'MessageState.state: the released spec closes its values (enum); now they are open',
+        'callback SendRegisterDocumentResponse body.status: may now be "partial"',
+        'callback SendRegisterDocumentResultResponse body.emdrId: removed',
+        'callback SendDemandContentResponse: header webhook-signature no longer sent',
+      ],
+      bumpOpenApi,
+    );
   });
 
   it('fail when a schema changed in a spec without make generate', async () => {

@@ -10,21 +10,22 @@ import { exitOf, repoRoot, waitForOk } from '../support/cli.js';
 import { responseProblems } from '../support/contract.js';
 import { registerBody } from '../support/emdr.js';
 
-type Examples = Record<string, { value: unknown }>;
 interface CallbackOperation {
-  post: { requestBody: { content: { 'application/json': { examples: Examples } } } };
+  post: { requestBody: { content: { 'application/json': { schema: { $ref: string } } } } };
 }
 const openapi = parseYaml(await fs.readFile(openApiSpecPath, 'utf8')) as {
   paths: Record<string, { post: { callbacks?: Record<string, Record<string, CallbackOperation>> } }>;
+  components: { schemas: Record<string, { examples?: unknown[] }> };
 };
 
-/** The example payloads of every callback of an operation, by callback name. */
+/** The example payloads of every callback of an operation (its body schema's `examples`), by callback name. */
 function callbackExamples(route: string): Map<string, unknown[]> {
   const callbacks = openapi.paths[route]!.post.callbacks ?? {};
+  const schemaExamples = (ref: string) => openapi.components.schemas[ref.replace('#/components/schemas/', '')]?.examples ?? [];
   return new Map(
     Object.entries(callbacks).map(([name, expressions]) => [
       name,
-      Object.values(expressions).flatMap((operation) => Object.values(operation.post.requestBody.content['application/json'].examples).map((example) => example.value)),
+      Object.values(expressions).flatMap((operation) => schemaExamples(operation.post.requestBody.content['application/json'].schema.$ref)),
     ]),
   );
 }

@@ -7,8 +7,22 @@ import { createJsonSchemaAjv } from '../../src/validation/json-schema.js';
 
 type Responses = Record<string, { content?: Record<string, { schema?: unknown }> }>;
 const document = parseYaml(fs.readFileSync(openApiSpecPath, 'utf8')) as { paths: Record<string, Record<string, { responses?: Responses }>> };
+
+/**
+ * The spec leaves answers and callback bodies open (`additionalProperties: true`) so that clients
+ * tolerate members a later version adds; the service itself must still send only what the spec
+ * names, so the checks below read every open object as closed.
+ */
+function closed(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(closed);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, key === 'additionalProperties' && inner === true ? false : closed(inner)]));
+  }
+  return value;
+}
+
 const ajv = createJsonSchemaAjv();
-ajv.addSchema({ ...document, $id: 'openapi' });
+ajv.addSchema({ ...(closed(document) as object), $id: 'openapi' });
 const validators = new Map<string, ValidateFunction>();
 
 const pointer = (...segments: string[]) => segments.map((segment) => segment.replaceAll('~', '~0').replaceAll('/', '~1')).join('/');

@@ -9,6 +9,7 @@ import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../../db/database.js
 import { BodyRefusal, ClientGone, readBody, refuseBodyByHeaders } from '../../http/json-body.js';
 import { sendJson, type HotPath } from '../../http/respond.js';
 import { droppedBuffer } from '../../memory/garbage.js';
+import { inlineLocalRefs } from '../../validation/inline-refs.js';
 import { createJsonSchemaAjv, errorPath } from '../../validation/json-schema.js';
 import { hasLoneSurrogate, textPaths } from '../../validation/text.js';
 import { ApiError, errorBody, type ErrorItem } from '../errors.js';
@@ -79,6 +80,12 @@ class OpenApi31Backend extends OpenAPIBackend {
   }
 }
 
+/**
+ * The definition, checked, with its references inlined. openapi-backend's compile turns every object
+ * it meets twice into a `$ref` (its "decycle"), an array too, which is no schema where an array
+ * belongs (`allOf`, `examples`): a `$ref` with siblings, dereferenced, shares its target's arrays.
+ * Inlined, nothing is shared.
+ */
 async function loadDefinition(definition: Document | string): Promise<Document> {
   const document = typeof definition === 'string' ? (parseYaml(await fs.readFile(definition, 'utf8')) as Document) : definition;
   const result = await new OpenApi31Validator({ strict: false }).validate(document as never);
@@ -86,7 +93,7 @@ async function loadDefinition(definition: Document | string): Promise<Document> 
     const errors = typeof result.errors === 'string' ? result.errors : JSON.stringify(result.errors?.slice(0, 5));
     throw new Error(`interface B definition is not valid OpenAPI: ${errors}`);
   }
-  return document;
+  return inlineLocalRefs(document) as Document;
 }
 
 /** The operations of the definition on openapi-backend: its router and its validators (Ajv, compiled at start). */

@@ -121,11 +121,11 @@ export class BuiltInRegistry implements RegistryPort {
       const earlier = await trx.row<Registered & { version: number }>(EARLIER, [input.requestKey]);
       if (earlier) return { ok: true as const, emdrId: earlier.emdr_id, registrationDateTime: earlier.registration_date_time.toISOString(), version: earlier.version };
       const replaced = await trx.row<{ organization: string; superseded_by: string | null; version: number }>(LOCK_REPLACED, [input.replaces]);
-      if (!replaced) return { ok: false as const, errors: [{ code: 'REGISTRY_ITEM_NOT_FOUND' as const, message: 'the document named in replaces is not registered' }] };
-      if (replaced.superseded_by !== null) return { ok: false as const, errors: [{ code: 'CANT_REG_VERSION' as const, message: 'the document named in replaces is not the current version' }] };
-      if (replaced.organization !== input.organization) {
-        return { ok: false as const, errors: [{ code: 'CANT_REG_VERSION' as const, message: 'a new version must come from the organization of the replaced one' }] };
+      // Another organization's document reads as an unknown one: emdrIds cannot be probed through replaces either.
+      if (!replaced || replaced.organization !== input.organization) {
+        return { ok: false as const, errors: [{ code: 'REGISTRY_ITEM_NOT_FOUND' as const, message: 'the document named in replaces is not registered' }] };
       }
+      if (replaced.superseded_by !== null) return { ok: false as const, errors: [{ code: 'CANT_REG_VERSION' as const, message: 'the document named in replaces is not the current version' }] };
       const version = replaced.version + 1;
       const row = await trx.row<Registered>(INSERT_DOCUMENT, this.insertValues(input, version));
       if (!row) throw new Error(`no gateway request ${input.requestKey} to take the files from`);

@@ -52,14 +52,15 @@ export interface RegistrySearch {
   limit: number;
 }
 
-export interface RegistryItem {
+/** A type alias, not an interface: SearchRegistryItem's answer schema is open, and only aliases fit its index signature. */
+export type RegistryItem = {
   emdrId: string;
   localUid: string;
   kind: string;
   organization: string;
   registrationDateTime: string;
   version: number;
-}
+};
 
 /**
  * The national registry and the providing МИС archive behind one port. Refusals come back as
