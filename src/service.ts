@@ -10,7 +10,7 @@ import { createEhrHandlers } from './ehr/methods.js';
 import { RpcEnvelope } from './ehr/rpc/envelope.js';
 import { loadOpenRpcDocument } from './ehr/spec.js';
 import { clinicSecurityHandlers, emdrHandlers } from './emdr/intake/handlers.js';
-import { clinicRateLimit } from './emdr/intake/limits.js';
+import { clinicByteQuota, clinicRateLimit } from './emdr/intake/limits.js';
 import { docsRoutes } from './docs/routes.js';
 import { createEmdrRouter, SMALL_BODY_LIMIT_BYTES } from './emdr/intake/router.js';
 import { startWorkers, WORK_CHANNEL, type Workers } from './emdr/pipeline/workers.js';
@@ -101,9 +101,10 @@ export async function startService(config: Config, logger: Logger, roles: Readon
         hotPaths.push(
           await createEmdrRouter({
             definition: openApiSpecPath,
-            handlers: emdrHandlers({ sql: database.sql, registry, byteQuotaPerMinute: config.byteQuotaPerMinute, requestStored: workers ? workers.requestsStored : () => notifier.notify() }),
+            handlers: emdrHandlers({ sql: database.sql, registry, requestStored: workers ? workers.requestsStored : () => notifier.notify() }),
             securityHandlers: clinicSecurityHandlers(database.sql),
             beforeBody: clinicRateLimit(config.rateLimitPerMinute),
+            bodyRead: clinicByteQuota(config.byteQuotaPerMinute),
             // RegisterDocument carries the document; every other body is a few fields.
             bodyLimits: { default: SMALL_BODY_LIMIT_BYTES, byOperation: { RegisterDocument: config.bodyLimitBytes } },
             base64Members: { RegisterDocument: 'document' },

@@ -56,8 +56,8 @@ async function signedHeaders(callback: OutgoingCallback): Promise<Record<string,
   };
 }
 
-/** The receiver's answer, read up to ANSWER_LIMIT_BYTES. */
-async function answerText(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<string> {
+/** The receiver's answer; undefined when it is longer than ANSWER_LIMIT_BYTES (no more of it is read). */
+async function answerText(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<string | undefined> {
   const chunks: Buffer[] = [];
   let length = 0;
   for await (const chunk of body) {
@@ -65,15 +65,16 @@ async function answerText(body: AsyncIterable<Buffer> & { destroy(): void }): Pr
     length += chunk.length;
     if (length > ANSWER_LIMIT_BYTES) {
       body.destroy();
-      break;
+      return undefined;
     }
   }
   return Buffer.concat(chunks).toString('utf8');
 }
 
 /** Delivered only on HTTP 200 with a JSON body whose status is "Success". */
-function judge(status: number, text: string): { delivered: boolean; error?: string } {
+function judge(status: number, text: string | undefined): { delivered: boolean; error?: string } {
   if (status !== 200) return { delivered: false, error: `HTTP ${status}` };
+  if (text === undefined) return { delivered: false, error: `answer is longer than ${ANSWER_LIMIT_BYTES} bytes` };
   let answered: unknown;
   try {
     answered = (JSON.parse(text) as { status?: unknown }).status;

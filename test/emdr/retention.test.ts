@@ -226,4 +226,16 @@ describe('BYTE_QUOTA', () => {
     const another = await addClinic(service, receiver.url);
     expect((await post(service.publicUrl, '/api/RegisterDocument', authHeaders(another), registerBody({ document }))).status).toBe(200);
   });
+
+  it('counts bodies that fail validation or are not JSON: they cost the quota as much as accepted ones', async () => {
+    const clinic = await addClinic(service, receiver.url);
+    const document = largeXml(700 * 1024).toString('base64');
+    const invalid = await fetch(`${service.publicUrl}/api/RegisterDocument`, { method: 'POST', headers: authHeaders(clinic), body: JSON.stringify(registerBody({ document, organization: 'not an OID' })) });
+    const notJson = await fetch(`${service.publicUrl}/api/RegisterDocument`, { method: 'POST', headers: authHeaders(clinic), body: `{"document":"${document}"` });
+    expect([invalid.status, notJson.status]).toEqual([400, 400]);
+    await Promise.all([invalid.arrayBuffer(), notJson.arrayBuffer()]);
+    // ~1.86 MiB of refused bodies leave no room in 2 MiB for a valid one this minute.
+    const valid = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody({ document }));
+    expect(valid.status).toBe(429);
+  });
 });

@@ -9,7 +9,6 @@ import { bodyHash } from './body-hash.js';
 import { authenticateClinic, type ClinicAccount } from '../clients.js';
 import type { CallbackErrorItem } from '../codes.js';
 import { ApiError } from '../errors.js';
-import { bodyBytes, MinuteAllowance, tooMuch } from './limits.js';
 import type { OperationHandler, OperationRequest, SecurityHandler } from './router.js';
 import { messageState } from '../messages.js';
 import type { DemandMetadata, RegisterMetadata } from '../pipeline/requests.js';
@@ -25,7 +24,6 @@ type SearchRegistryItemResponse = components['schemas']['SearchRegistryItemRespo
 export interface EmdrHandlerDependencies {
   sql: Sql;
   registry: RegistryPort;
-  byteQuotaPerMinute: number;
   /** Called once a request is stored: the acceptance stage has work (in this process, and in the other workers'). */
   requestStored(): void;
 }
@@ -185,19 +183,11 @@ function registerMetadata(body: RegisterDocumentRequest): RegisterMetadata {
 }
 
 class EmdrHandlers {
-  private readonly bytes: MinuteAllowance;
+  constructor(private readonly dependencies: EmdrHandlerDependencies) {}
 
-  constructor(private readonly dependencies: EmdrHandlerDependencies) {
-    this.bytes = new MinuteAllowance(dependencies.byteQuotaPerMinute);
-  }
-
-  /** The clinic of the request, within its byte quota (else 429 RATE_LIMIT with Retry-After); its request rate was checked before the body. */
+  /** The clinic of the request: its headers, request rate and byte quota were checked before the body was parsed. */
   private clinicOf(request: OperationRequest): ClinicAccount {
-    const clinic = request.security.Token as ClinicAccount;
-    const large = base64MemberOf(request.http);
-    const bytesWait = this.bytes.take(clinic.id, bodyBytes(request.body, large && { member: 'document', value: large }));
-    if (bytesWait !== undefined) throw tooMuch(bytesWait, 'bytes');
-    return clinic;
+    return request.security.Token as ClinicAccount;
   }
 
   private async store(request: NewRequest): Promise<{ queueMessageId: string; metadata: Record<string, unknown> }> {

@@ -1,6 +1,6 @@
 import type { ClinicAccount } from '../clients.js';
 import { ApiError } from '../errors.js';
-import type { BeforeBody } from './router.js';
+import type { BeforeBody, BodyRead } from './router.js';
 
 /** A per-clinic allowance per minute (requests, or body bytes): a fixed window kept in this process. */
 export class MinuteAllowance {
@@ -44,16 +44,15 @@ export function tooMuch(wait: number, what: string): ApiError {
 }
 
 /**
- * The size of a request body as the byte quota counts it: its members' JSON, strings by their UTF-8
- * length (no serialized copy of a large document), and the large member kept as bytes by its length.
+ * The per-clinic byte quota (BYTE_QUOTA): a body's bytes as read off the wire, counted before it is
+ * parsed (the router's bodyRead), so bodies that fail parsing or validation count too: 429 RATE_LIMIT
+ * with Retry-After once the minute's bytes would pass the quota.
  */
-export function bodyBytes(body: unknown, large: { member: string; value: Buffer } | undefined): number {
-  if (body === null || typeof body !== 'object') return 0;
-  let bytes = 2;
-  for (const [key, value] of Object.entries(body)) {
-    bytes += Buffer.byteLength(key) + 4;
-    if (key === large?.member) bytes += large.value.length;
-    else bytes += typeof value === 'string' ? Buffer.byteLength(value) : Buffer.byteLength(JSON.stringify(value));
-  }
-  return bytes;
+export function clinicByteQuota(perMinute: number): BodyRead {
+  const bytes = new MinuteAllowance(perMinute);
+  return (_operationId, security, length) => {
+    const clinic = security.Token as ClinicAccount | undefined;
+    const wait = clinic === undefined ? undefined : bytes.take(clinic.id, length);
+    if (wait !== undefined) throw tooMuch(wait, 'bytes');
+  };
 }

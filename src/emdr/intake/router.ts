@@ -48,12 +48,16 @@ export type SecurityHandler = (request: IncomingMessage) => Promise<unknown>;
 /** Admission after authentication and before the body is read (the rate limit); throws ApiError to refuse. */
 export type BeforeBody = (operationId: string, security: Readonly<Record<string, unknown>>, request: IncomingMessage) => void | Promise<void>;
 
+/** Admission of a body read and not yet parsed (the byte quota), by its length; throws ApiError to refuse. */
+export type BodyRead = (operationId: string, security: Readonly<Record<string, unknown>>, bytes: number) => void;
+
 export interface EmdrRouterOptions {
   /** The OpenAPI document, or the path of specs/openapi.yaml. */
   definition: Document | string;
   handlers: Readonly<Record<string, OperationHandler>>;
   securityHandlers?: Readonly<Record<string, SecurityHandler>>;
   beforeBody?: BeforeBody;
+  bodyRead?: BodyRead;
   /** Largest request body: `default`, and per operationId where an operation takes more (RegisterDocument: BODY_LIMIT). */
   bodyLimits: { default: number; byOperation?: Readonly<Record<string, number>> };
   /** Per operationId, a top-level body member of large base64 kept out of the parsed body (see base64-member.ts). */
@@ -183,14 +187,17 @@ class EmdrRouter {
   }
 
   /** The operation's JSON body, refused on its headers (415, 413) before it is read; undefined when the operation takes none or none came. */
-  private async readJsonBody(operation: Operation, operationId: string, req: IncomingMessage): Promise<unknown> {
+  private async readJsonBody(operation: Operation, operationId: string, security: Readonly<Record<string, unknown>>, req: IncomingMessage): Promise<unknown> {
     if (!operation.requestBody) return undefined;
     const limit = this.options.bodyLimits.byOperation?.[operationId] ?? this.options.bodyLimits.default;
     const refusal = refuseBodyByHeaders(req, limit, { typeRequired: false });
     if (refusal) throw refusalError(refusal);
     let body: unknown;
     try {
-      body = parseJsonBody(req, await readBody(req, limit), this.options.base64Members?.[operationId]);
+      const raw = await readBody(req, limit);
+      // Counted before it is parsed: a body that fails parsing or validation costs the clinic's quota too.
+      this.options.bodyRead?.(operationId, security, raw.length);
+      body = parseJsonBody(req, raw, this.options.base64Members?.[operationId]);
     } catch (error) {
       if (error instanceof BodyRefusal) throw refusalError(error);
       if (error instanceof SyntaxError) throw ApiError.single(400, 'VALIDATION_ERROR', 'body is not valid JSON');
@@ -225,7 +232,8 @@ class EmdrRouter {
 
   /**
    * Before a byte of a body is read: the route (404, 405), the clinic's headers (401), the rate
-   * limit (429), then the body's encoding and type (415) and declared length (413).
+   * limit (429), then the body's encoding and type (415) and declared length (413); once read and
+   * before it is parsed, the byte quota (429).
    */
   async answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = req.url ?? '/';
@@ -235,7 +243,7 @@ class EmdrRouter {
     if ('refusal' in route) throw route.refusal;
     const security = await this.authenticate(route, req);
     await this.options.beforeBody?.(route.operationId, security, req);
-    const body = await this.readJsonBody(route.operation, route.operationId, req);
+    const body = await this.readJsonBody(route.operation, route.operationId, security, req);
     const query = queryAt < 0 ? {} : this.api.router.parseRequestQuery({ method: req.method ?? 'GET', path: url, headers: {} });
     this.validate(route, req, query, body);
     const handler = this.options.handlers[route.operationId];
