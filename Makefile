@@ -131,5 +131,5 @@ run: build ## start the whole service on the embedded PostgreSQL under ./.data, 
 mock: $(INSTALLED) ## mocks from the specs: interface B (Prism behind a relay that signs its callbacks) on :4010, interface A on :4011
 	scripts/mock.sh
 
-bench: $(INSTALLED) gost-engine ## peak RSS of `serve` for one 20 MiB document through the whole interface B pipeline
-	$(TSX) scripts/bench-large-document.ts
+bench: $(INSTALLED) ## every benchmark scenario against its bare baseline → docs/benchmarks.md and .svg (BENCH_ARGS=--help for options)
+	$(TSX) scripts/bench/run.ts $(BENCH_ARGS)

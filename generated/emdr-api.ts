@@ -185,8 +185,11 @@ export interface paths {
          *     after its acceptance callback was delivered. A file callback whose copy of the document was
          *     dropped fetches the current version again, under the same access rule as `DemandContent`.
          *     No body. A request with no failed callback answers 409 `NOTHING_TO_REPLAY` (nothing
-         *     changes: a second click of a replay button gets it); another business's `queueMessageId`
-         *     answers 404 as an unknown one does.
+         *     changes: a second click of a replay button gets it); a file callback whose document can no
+         *     longer be fetched for the clinic (the registry's codes, e.g. `REGISTRY_ITEM_NOT_FOUND`)
+         *     answers 409 too, and nothing is replayed; when the archive cannot be reached to fetch it,
+         *     503 `MIS_NOT_AVAILABLE` with `Retry-After`. Another business's `queueMessageId` answers 404
+         *     as an unknown one does.
          */
         post: operations["ReplayMessage"];
         delete?: never;
@@ -840,9 +843,27 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description No callback of the request has failed, so nothing was replayed (`NOTHING_TO_REPLAY`). */
+        /**
+         * @description Nothing was replayed: no callback of the request has failed (`NOTHING_TO_REPLAY`), or its file
+         *     callback's document, whose copy was dropped, can no longer be fetched for this clinic (the
+         *     registry's codes, e.g. `REGISTRY_ITEM_NOT_FOUND`).
+         */
         NothingToReplay: {
             headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
+        /**
+         * @description The gateway cannot reach its database (`SERVICE_UNAVAILABLE`), or the archive, to fetch a
+         *     dropped file again (`MIS_NOT_AVAILABLE`); nothing was replayed. Retry after the `Retry-After` seconds.
+         */
+        ReplayUnavailable: {
+            headers: {
+                /** @description Seconds to wait before retrying. */
+                "Retry-After"?: number;
                 [name: string]: unknown;
             };
             content: {
@@ -1156,7 +1177,7 @@ export interface operations {
             409: components["responses"]["NothingToReplay"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
-            503: components["responses"]["ServiceUnavailable"];
+            503: components["responses"]["ReplayUnavailable"];
         };
     };
     getHealth: {

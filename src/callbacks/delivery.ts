@@ -1,219 +1,127 @@
-import { randomBytes, randomUUID } from 'node:crypto';
-import type PgBoss from 'pg-boss';
-import type { Knex } from 'knex';
-import type { Logger } from '../logging/logger.js';
-import { QUEUES, jobExecutor, type CallbackJob } from '../emdr/queue.js';
-import { requestFileBase64Slices } from '../emdr/request-files.js';
-import { signWebhook } from './signing.js';
+import { Readable } from 'node:stream';
+import { Agent, request } from 'undici';
+import { signWebhook, signWebhookChunks } from './signing.js';
+
+/**
+ * Callback delivery, generic: one signed POST per callback attempt over keep-alive connections
+ * (an undici Agent keeps a small pool per receiving host), the answer judged, the next attempt
+ * scheduled from the retry schedule. It knows nothing of what a callback means: the domain hands it
+ * the URL, the headers, the signing secret and a body source, and stores the outcomes.
+ */
 
 export const CALLBACK_TIMEOUT_MS = 15_000;
-/** What the gateway keeps of a clinic's answer, for `messages show`. */
+/** What is kept of a receiver's answer, for `messages show`. */
 const ERROR_TEXT_LIMIT = 200;
+/** The most of an answer that is read: `{"status":"Success"}` is short. */
+const ANSWER_LIMIT_BYTES = 64 * 1024;
 
-export type CallbackName =
-  | 'SendRegisterDocumentResponse'
-  | 'SendRegisterDocumentResultResponse'
-  | 'SendDemandContentResponse'
-  | 'SendDocumentFileResultResponse';
+/** A body as bytes, or (a large one) as chunks read again for each pass: once to sign, once to send. */
+export type CallbackBody = { bytes: Buffer } | { length: number; chunks: () => AsyncIterable<Buffer> };
 
-export interface NewCallback {
-  queueMessageId: string;
-  name: CallbackName;
-  /** 1: acceptance, 2: result (held until 1 is delivered). */
-  sequence: 1 | 2;
-  /** The clinic's base callback URL; the callback goes to `<base>/api/<name>`. */
-  baseUrl: string;
-  payload: Record<string, unknown>;
-}
-
-/** Who the gateway is to the receiver of a request's callbacks. */
-export interface CallbackCredentials {
-  businessId: string;
-  user: string;
-  token: string;
+export interface OutgoingCallback {
+  /** The Standard Webhooks webhook-id: the same on every attempt. */
+  id: string;
+  url: string;
+  /** Headers of the receiver's own scheme (credentials); webhook-* and content-* are added. */
+  headers: Readonly<Record<string, string>>;
   /** Standard Webhooks secret (`whsec_…`) for webhook-signature. */
   signingSecret: string;
+  body: CallbackBody;
+  /** Attempts so far in this round of the retry schedule. */
+  roundAttempts: number;
 }
 
-export interface DeliveryContext {
-  knex: Knex;
-  boss: PgBoss;
-  retryScheduleMs: readonly number[];
-  logger: Logger;
-  /** The credentials for the callbacks of request `queueMessageId`. */
-  credentialsOf(queueMessageId: string): Promise<CallbackCredentials>;
-  /** Called in the transaction that settles a callback of the request for good (delivered, or failed with the schedule exhausted). */
-  onSettled?(trx: Knex.Transaction, queueMessageId: string): Promise<void>;
-}
-
-function callbackUrl(baseUrl: string, name: CallbackName): string {
-  return `${baseUrl.replace(/\/+$/, '')}/api/${name}`;
-}
-
-async function sendAttemptJob(boss: PgBoss, db: PgBoss.Db, callbackId: string, delayMs: number): Promise<void> {
-  const job: CallbackJob = { callbackId };
-  await boss.send(QUEUES.callback, job as unknown as object, { db, startAfter: new Date(Date.now() + delayMs) });
-}
-
-/**
- * Records a callback in the caller's transaction. A result callback waits until the acceptance
- * callback of its request is delivered: the acceptance row is locked, so a delivery committing at
- * the same moment either sees this row (and releases it) or this insert sees it delivered.
- */
-export async function enqueueCallback(trx: Knex.Transaction, boss: PgBoss, retryScheduleMs: readonly number[], callback: NewCallback): Promise<void> {
-  let state: 'pending' | 'waiting' = 'pending';
-  if (callback.sequence === 2) {
-    const acceptance = await trx('emdr_callbacks').where({ queue_message_id: callback.queueMessageId, sequence: 1 }).forUpdate().first('state');
-    if (acceptance?.state !== 'delivered') state = 'waiting';
-  }
-  const id = `msg_${randomBytes(16).toString('hex')}`;
-  const inserted = await trx('emdr_callbacks')
-    .insert({
-      id,
-      queue_message_id: callback.queueMessageId,
-      name: callback.name,
-      sequence: callback.sequence,
-      url: callbackUrl(callback.baseUrl, callback.name),
-      payload: callback.payload,
-      state,
-    })
-    .onConflict(['queue_message_id', 'sequence'])
-    .ignore()
-    .returning('id');
-  if (inserted.length > 0 && state === 'pending') await sendAttemptJob(boss, await jobExecutor(trx), id, retryScheduleMs[0] ?? 0);
-}
-
-/**
- * The exact bytes of a callback body, in chunks. The file callback's files come from the request
- * row slice by slice, their base64 spliced into the JSON, so the document never sits in memory as
- * one base64 string, one JSON string and one Buffer at once.
- */
-async function callbackBody(knex: Knex, row: { name: string; queue_message_id: string; payload: Record<string, unknown> }): Promise<Buffer[]> {
-  const payload = row.payload;
-  if (row.name !== 'SendDocumentFileResultResponse' || !payload.document) return [Buffer.from(JSON.stringify(payload))];
-  // A fresh UUID occurs nowhere else in the JSON, so it marks where each file's base64 goes.
-  const marker = randomUUID();
-  const json = JSON.stringify({ ...payload, document: { ...(payload.document as object), content: marker, signature: marker } });
-  const [beforeContent, beforeSignature, after] = json.split(marker);
-  const chunks = [Buffer.from(beforeContent!)];
-  for await (const slice of requestFileBase64Slices(knex, row.queue_message_id, 'document')) chunks.push(Buffer.from(slice));
-  chunks.push(Buffer.from(beforeSignature!));
-  for await (const slice of requestFileBase64Slices(knex, row.queue_message_id, 'signature')) chunks.push(Buffer.from(slice));
-  chunks.push(Buffer.from(after!));
-  return chunks;
-}
-
-interface AttemptResult {
+export interface AttemptOutcome {
+  id: string;
   delivered: boolean;
   httpStatus?: number;
   error?: string;
+  at: Date;
+  /** How long the attempt took, signing, sending and the answer included. */
+  durationMs: number;
+  /** After a failed attempt: when to try again (ms from now), or null when the schedule is exhausted. */
+  retryInMs: number | null;
 }
 
-async function attempt(url: string, headers: Record<string, string>, body: readonly Buffer[]): Promise<AttemptResult> {
-  try {
-    // Node's fetch wants `duplex: 'half'` with a stream body; the RequestInit typings lack it.
-    const init: RequestInit & { duplex: 'half' } = {
-      method: 'POST',
-      // Streamed chunk by chunk (not joined into one more copy), with its length known up front.
-      headers: { ...headers, 'content-length': String(body.reduce((total, chunk) => total + chunk.length, 0)) },
-      body: new ReadableStream({
-        start(controller) {
-          for (const chunk of body) controller.enqueue(chunk);
-          controller.close();
-        },
-      }),
-      duplex: 'half',
-      signal: AbortSignal.timeout(CALLBACK_TIMEOUT_MS),
-      redirect: 'manual',
-    };
-    const response = await fetch(url, init);
-    const text = await response.text();
-    if (response.status !== 200) return { delivered: false, httpStatus: response.status, error: `HTTP ${response.status}` };
-    let status: unknown;
-    try {
-      status = (JSON.parse(text) as { status?: unknown }).status;
-    } catch {
-      return { delivered: false, httpStatus: 200, error: 'answer is not JSON' };
-    }
-    if (status !== 'Success') return { delivered: false, httpStatus: 200, error: `answer status is ${JSON.stringify(status)?.slice(0, ERROR_TEXT_LIMIT)}, not "Success"` };
-    return { delivered: true, httpStatus: 200 };
-  } catch (error) {
-    const err = error as Error & { cause?: { code?: string } };
-    if (err.name === 'TimeoutError') return { delivered: false, error: `no answer within ${CALLBACK_TIMEOUT_MS / 1000} s` };
-    return { delivered: false, error: `connection failed: ${err.cause?.code ?? err.message}`.slice(0, ERROR_TEXT_LIMIT) };
-  }
-}
-
-/** One attempt of one callback (a pg-boss job), then the next step: done, next attempt, or failed. */
-export async function deliverCallback(context: DeliveryContext, callbackId: string): Promise<void> {
-  const { knex, boss, retryScheduleMs, logger } = context;
-  const row = await knex('emdr_callbacks').where({ id: callbackId }).first('id', 'name', 'url', 'payload', 'state', 'queue_message_id');
-  if (!row || row.state !== 'pending') return;
-
-  const credentials = await context.credentialsOf(row.queue_message_id);
-  const body = await callbackBody(knex, row);
+async function signedHeaders(callback: OutgoingCallback): Promise<Record<string, string>> {
   const timestamp = Math.floor(Date.now() / 1000);
-  const headers = {
+  const body = callback.body;
+  // One signing per body: over the bytes held, or over a first pass of the chunks (the send is the second).
+  const signature = 'bytes' in body ? signWebhook(callback.signingSecret, callback.id, timestamp, body.bytes) : await signWebhookChunks(callback.signingSecret, callback.id, timestamp, body.chunks());
+  return {
+    ...callback.headers,
     'content-type': 'application/json',
-    businessId: credentials.businessId,
-    user: credentials.user,
-    token: credentials.token,
-    'webhook-id': row.id,
+    'content-length': String('bytes' in body ? body.bytes.length : body.length),
+    'webhook-id': callback.id,
     'webhook-timestamp': String(timestamp),
-    'webhook-signature': signWebhook(credentials.signingSecret, row.id, timestamp, body),
+    'webhook-signature': signature,
   };
-  const startedAt = new Date();
-  const started = performance.now();
-  const result = await attempt(row.url, headers, body);
-  const durationMs = Math.round(performance.now() - started);
-
-  await knex.transaction(async (trx) => {
-    const current = await trx('emdr_callbacks').where({ id: callbackId }).forUpdate().first('state', 'round_attempts');
-    // A concurrent duplicate (an expired job that came back) already settled it.
-    if (current.state !== 'pending') return;
-    const { count } = (await trx('emdr_callback_attempts').where({ callback_id: callbackId }).count({ count: '*' }).first()) as { count: string };
-    await trx('emdr_callback_attempts').insert({
-      callback_id: callbackId,
-      attempt: Number(count) + 1,
-      at: startedAt,
-      http_status: result.httpStatus ?? null,
-      error: result.error ?? null,
-      duration_ms: durationMs,
-    });
-    const roundAttempts = current.round_attempts + 1;
-    if (result.delivered) {
-      await trx('emdr_callbacks').where({ id: callbackId }).update({ state: 'delivered', delivered_at: trx.fn.now(), round_attempts: roundAttempts });
-      const released = await trx('emdr_callbacks').where({ queue_message_id: row.queue_message_id, state: 'waiting' }).update({ state: 'pending' }).returning('id');
-      const db = released.length > 0 ? await jobExecutor(trx) : undefined;
-      for (const { id } of released) await sendAttemptJob(boss, db!, id, retryScheduleMs[0] ?? 0);
-      await context.onSettled?.(trx, row.queue_message_id);
-      return;
-    }
-    if (roundAttempts < retryScheduleMs.length) {
-      await trx('emdr_callbacks').where({ id: callbackId }).update({ round_attempts: roundAttempts, last_error: result.error });
-      await sendAttemptJob(boss, await jobExecutor(trx), callbackId, retryScheduleMs[roundAttempts]!);
-    } else {
-      await trx('emdr_callbacks').where({ id: callbackId }).update({ state: 'failed', round_attempts: roundAttempts, last_error: result.error });
-      await context.onSettled?.(trx, row.queue_message_id);
-      logger.warn({ callbackId, queueMessageId: row.queue_message_id, name: row.name }, 'callback failed: retry schedule exhausted');
-    }
-  });
 }
 
-/** Puts the failed callbacks of a request back on a fresh retry schedule; returns their webhook ids. */
-export async function replayFailedCallbacks(knex: Knex, boss: PgBoss, retryScheduleMs: readonly number[], queueMessageId: string): Promise<string[]> {
-  return knex.transaction(async (trx) => {
-    const replayed = await trx('emdr_callbacks')
-      .where({ queue_message_id: queueMessageId, state: 'failed' })
-      .update({ state: 'pending', round_attempts: 0 })
-      .returning(['id', 'sequence']);
-    const db = replayed.length > 0 ? await jobExecutor(trx) : undefined;
-    for (const { id, sequence } of replayed) {
-      // A failed result callback stays held while its acceptance callback is not delivered.
-      const acceptance = sequence === 2 ? await trx('emdr_callbacks').where({ queue_message_id: queueMessageId, sequence: 1 }).first('state') : undefined;
-      if (acceptance && acceptance.state !== 'delivered') await trx('emdr_callbacks').where({ id }).update({ state: 'waiting' });
-      else await sendAttemptJob(boss, db!, id, retryScheduleMs[0] ?? 0);
+/** The receiver's answer; undefined when it is longer than ANSWER_LIMIT_BYTES (no more of it is read). */
+async function answerText(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<string | undefined> {
+  const chunks: Buffer[] = [];
+  let length = 0;
+  for await (const chunk of body) {
+    chunks.push(chunk);
+    length += chunk.length;
+    if (length > ANSWER_LIMIT_BYTES) {
+      body.destroy();
+      return undefined;
     }
-    return replayed.map(({ id }) => id as string);
-  });
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** Delivered only on HTTP 200 with a JSON body whose status is "Success". */
+function judge(status: number, text: string | undefined): { delivered: boolean; error?: string } {
+  if (status !== 200) return { delivered: false, error: `HTTP ${status}` };
+  if (text === undefined) return { delivered: false, error: `answer is longer than ${ANSWER_LIMIT_BYTES} bytes` };
+  let answered: unknown;
+  try {
+    answered = (JSON.parse(text) as { status?: unknown }).status;
+  } catch {
+    return { delivered: false, error: 'answer is not JSON' };
+  }
+  if (answered !== 'Success') return { delivered: false, error: `answer status is ${JSON.stringify(answered)?.slice(0, ERROR_TEXT_LIMIT)}, not "Success"` };
+  return { delivered: true };
+}
+
+export class CallbackSender {
+  private readonly agent = new Agent({ keepAliveTimeout: 30_000, connections: 32 });
+
+  constructor(private readonly retryScheduleMs: readonly number[]) {}
+
+  /** One attempt of each callback, at once. */
+  attemptAll(callbacks: readonly OutgoingCallback[]): Promise<AttemptOutcome[]> {
+    return Promise.all(callbacks.map((callback) => this.attempt(callback)));
+  }
+
+  async attempt(callback: OutgoingCallback): Promise<AttemptOutcome> {
+    const at = new Date();
+    const started = performance.now();
+    const result = await this.post(callback);
+    const durationMs = Math.round(performance.now() - started);
+    const roundAttempts = callback.roundAttempts + 1;
+    const retryInMs = result.delivered || roundAttempts >= this.retryScheduleMs.length ? null : this.retryScheduleMs[roundAttempts]!;
+    return { id: callback.id, at, durationMs, retryInMs, ...result };
+  }
+
+  private async post(callback: OutgoingCallback): Promise<{ delivered: boolean; httpStatus?: number; error?: string }> {
+    try {
+      const headers = await signedHeaders(callback);
+      const body = 'bytes' in callback.body ? callback.body.bytes : Readable.from(callback.body.chunks());
+      const response = await request(callback.url, { method: 'POST', headers, body, dispatcher: this.agent, signal: AbortSignal.timeout(CALLBACK_TIMEOUT_MS) });
+      const judged = judge(response.statusCode, await answerText(response.body));
+      return { ...judged, httpStatus: response.statusCode };
+    } catch (error) {
+      const err = error as Error & { code?: string; cause?: { code?: string } };
+      if (err.name === 'TimeoutError' || err.name === 'AbortError') return { delivered: false, error: `no answer within ${CALLBACK_TIMEOUT_MS / 1000} s` };
+      return { delivered: false, error: `connection failed: ${err.cause?.code ?? err.code ?? err.message}`.slice(0, ERROR_TEXT_LIMIT) };
+    }
+  }
+
+  close(): Promise<void> {
+    return this.agent.close();
+  }
 }

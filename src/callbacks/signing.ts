@@ -1,17 +1,22 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, type Hmac } from 'node:crypto';
 
 /**
  * Standard Webhooks signatures (https://www.standardwebhooks.com/): HMAC-SHA256 keyed with the
  * base64-decoded part of `whsec_…`, over `${id}.${timestamp}.${body}`, sent as `v1,<base64>`.
  */
-function key(secret: string): Buffer {
-  return Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64');
+function hmacOf(secret: string, id: string, timestamp: number): Hmac {
+  const key = Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64');
+  return createHmac('sha256', key).update(`${id}.${timestamp}.`);
 }
 
-/** `body` may come in chunks: signed one after the other, the same as over the bytes joined. */
-export function signWebhook(secret: string, id: string, timestamp: number, body: string | Buffer | readonly Buffer[]): string {
-  const hmac = createHmac('sha256', key(secret));
-  hmac.update(`${id}.${timestamp}.`);
-  for (const chunk of typeof body === 'string' || Buffer.isBuffer(body) ? [body] : body) hmac.update(chunk);
+/** The signature of a body held whole. */
+export function signWebhook(secret: string, id: string, timestamp: number, body: string | Buffer): string {
+  return `v1,${hmacOf(secret, id, timestamp).update(body).digest('base64')}`;
+}
+
+/** The signature of a body that comes in chunks (signed one after the other, the same as over the bytes joined). */
+export async function signWebhookChunks(secret: string, id: string, timestamp: number, chunks: Iterable<Buffer> | AsyncIterable<Buffer>): Promise<string> {
+  const hmac = hmacOf(secret, id, timestamp);
+  for await (const chunk of chunks) hmac.update(chunk);
   return `v1,${hmac.digest('base64')}`;
 }

@@ -37,9 +37,9 @@ export interface Config {
   byteQuotaPerMinute: number;
   /** How long ended requests, expired sessions and exchange tokens are kept before the worker role purges them. */
   retentionMs: number;
-  /** How long a background job may run before pg-boss hands it to another worker (a killed worker's job comes back). */
+  /** How long a worker holds the rows it claimed before another worker may take them (a killed worker's work comes back). */
   jobExpiryMs: number;
-  /** Time budget of the XML check of one RegisterDocument: beyond it, an acceptance error. At most half of jobExpiryMs. */
+  /** Time budget of the checks (XML and signatures) of one RegisterDocument's document: beyond it, acceptance errors. At most half of jobExpiryMs. */
   xmlCheckTimeoutMs: number;
   /** Folder of PEM roots and intermediates the signers' certificates must chain to; undefined: chains are not checked. */
   signatureTrustStore: string | undefined;
@@ -315,7 +315,7 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; fallback: string; m
   { name: 'BYTE_QUOTA', fallback: '256mb', meaning: 'bytes of interface B request bodies per clinic account per minute (at least BODY_LIMIT); 0 turns the quota off' },
   { name: 'RETENTION', fallback: '30d', meaning: 'how long ended requests (with their callbacks), expired sessions and exchange tokens are kept' },
   { name: 'JOB_EXPIRY', fallback: '30s', meaning: "how long a background job may run before another worker takes it over (a killed worker's jobs come back)" },
-  { name: 'XML_CHECK_TIMEOUT', fallback: '10s (at most half of JOB_EXPIRY)', meaning: "time budget of each check of one RegisterDocument's document, the XML check and the signature check; beyond it, XML_VALIDATION_ERROR or SIGNATURE_VERIFICATION_ERROR" },
+  { name: 'XML_CHECK_TIMEOUT', fallback: '10s (at most half of JOB_EXPIRY)', meaning: "time budget of the checks of one RegisterDocument's document, the XML check and the signature check together (one worker thread runs both); beyond it, XML_VALIDATION_ERROR and SIGNATURE_VERIFICATION_ERROR" },
   {
     name: 'SIGNATURE_TRUST_STORE',
     fallback: '(unset)',

@@ -1,16 +1,21 @@
 import knexFactory, { type Knex } from 'knex';
+import pg from 'pg';
 import type { Config } from '../config/config.js';
 import type { Logger } from '../logging/logger.js';
 import { EmbeddedPostgres } from './embedded-postgres.js';
 import { resolveDataKey } from './encryption.js';
 import { migrationSource } from './migrations/index.js';
+import { Sql } from './sql.js';
 
 export type { Knex };
 
 const MIGRATIONS_TABLE = 'knex_migrations';
 
 export interface Database {
+  /** Migrations and the CLI's bulk writes. */
   knex: Knex;
+  /** Everything on a request or worker path: node-postgres, named prepared statements. */
+  sql: Sql;
   /** Connection URL, for components that keep their own pool (pg-boss). */
   url: string;
   /** The key of the secrets stored in this database (resolveDataKey), resolved at the first call. */
@@ -32,24 +37,33 @@ export async function openDatabase(config: Config, logger: Logger, options: { ad
     migrations: { migrationSource: migrationSource(), tableName: MIGRATIONS_TABLE },
     log: knexLog(logger),
   });
+  const pool = new pg.Pool({ connectionString: url, connectionTimeoutMillis: 10_000, max: POOL_SIZE });
+  // An idle connection that the server drops (a restart, an outage) must not crash the process; the next query reconnects.
+  pool.on('error', (error) => logger.warn({ code: (error as { code?: unknown }).code }, 'database connection lost'));
   try {
     await knex.raw('select 1');
   } catch (error) {
     await knex.destroy();
+    await pool.end();
     await embedded?.stop();
     throw new Error(`database unreachable: ${describeConnectionError(error)}`);
   }
   let dataKey: Promise<Buffer> | undefined;
   return {
     knex,
+    sql: new Sql(pool),
     url,
     dataKey: () => (dataKey ??= resolveDataKey(config)),
     async close() {
       await knex.destroy();
+      await pool.end();
       await embedded?.stop();
     },
   };
 }
+
+/** Connections of the runtime pool per process (knex keeps its own, opened only by migrations, /readyz and the CLI). */
+const POOL_SIZE = 10;
 
 /**
  * knex's own messages as JSON log lines (by default it console.logs plain text, with stacks). A

@@ -1,4 +1,4 @@
-import type { Knex } from 'knex';
+import { statement, type Queryable, type Sql } from './sql.js';
 import type { Logger } from '../logging/logger.js';
 
 /**
@@ -11,7 +11,7 @@ import type { Logger } from '../logging/logger.js';
 /** One kind of data to delete: at most `limit` rows older than `cutoff` per call, returning how many went. */
 export interface PurgeStep {
   name: string;
-  purge(trx: Knex.Transaction, cutoff: Date, limit: number): Promise<number>;
+  purge(trx: Queryable, cutoff: Date, limit: number): Promise<number>;
 }
 
 export interface RetentionOptions {
@@ -29,13 +29,16 @@ export interface Retention {
 const BATCH = 500;
 // "ehr-gateway retention" as a 64-bit advisory lock key.
 const LOCK_KEY = 0x6568_7267_7265_746en;
+const TRY_LOCK = statement('retention_try_lock', 'select pg_try_advisory_xact_lock($1::bigint) as locked');
+// The database's clock, the one the rows were stamped with.
+const CUTOFF = statement('retention_cutoff', `select now() - $1 * interval '1 millisecond' as cutoff`);
 
 /** How often the rounds run: a tenth of RETENTION, at least every hour, at most every second. */
 export function retentionIntervalMs(retentionMs: number): number {
   return Math.min(3_600_000, Math.max(1_000, Math.round(retentionMs / 10)));
 }
 
-export function startRetention(knex: Knex, options: RetentionOptions): Retention {
+export function startRetention(sql: Sql, options: RetentionOptions): Retention {
   let running: Promise<Record<string, number>> | undefined;
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
@@ -44,9 +47,9 @@ export function startRetention(knex: Knex, options: RetentionOptions): Retention
   async function purgeAll(step: PurgeStep, cutoff: Date): Promise<number> {
     let total = 0;
     for (;;) {
-      const deleted = await knex.transaction(async (trx) => {
-        const { rows } = await trx.raw<{ rows: Array<{ locked: boolean }> }>('select pg_try_advisory_xact_lock(?::bigint) as locked', [LOCK_KEY.toString()]);
-        return rows[0]!.locked ? step.purge(trx, cutoff, BATCH) : undefined;
+      const deleted = await sql.transaction(async (trx) => {
+        const lock = await trx.row<{ locked: boolean }>(TRY_LOCK, [LOCK_KEY.toString()]);
+        return lock!.locked ? step.purge(trx, cutoff, BATCH) : undefined;
       });
       if (deleted === undefined) return total;
       total += deleted;
@@ -55,9 +58,7 @@ export function startRetention(knex: Knex, options: RetentionOptions): Retention
   }
 
   async function round(): Promise<Record<string, number>> {
-    // The database's clock, the one the rows were stamped with.
-    const { rows } = await knex.raw<{ rows: Array<{ cutoff: Date }> }>(`select now() - ? * interval '1 millisecond' as cutoff`, [options.retentionMs]);
-    const cutoff = rows[0]!.cutoff;
+    const { cutoff } = (await sql.row<{ cutoff: Date }>(CUTOFF, [options.retentionMs]))!;
     const deleted: Record<string, number> = {};
     for (const step of options.steps) deleted[step.name] = await purgeAll(step, cutoff);
     if (Object.values(deleted).some((count) => count > 0)) options.logger.info({ deleted, cutoff }, 'retention: purged');

@@ -1,6 +1,9 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Router, type Response } from 'express';
 import { fallbackBody } from '../http/fallback.js';
 import { BodyRefusal, ClientGone, readBody, refuseBodyByHeaders } from '../http/json-body.js';
+import { sendJson, type HotPath } from '../http/respond.js';
+import type { Logger } from '../logging/logger.js';
 import type { Channel, RpcEnvelope } from './rpc/envelope.js';
 import { StandardErrors } from './rpc/errors.js';
 
@@ -8,11 +11,49 @@ import { StandardErrors } from './rpc/errors.js';
 export const RPC_BODY_LIMIT_BYTES = 1024 * 1024;
 
 /**
- * Interface A over HTTP: POST /<version>/ with a JSON-RPC 2.0 body. Every JSON-RPC answer is
- * HTTP 200; a lone notification (or a batch of them) gets 204; an unknown version gets 404 and
- * another method 405, both `{error, supportedVersions}`. The body must be application/json
- * (UTF-8), identity-encoded and at most RPC_BODY_LIMIT_BYTES, checked before it is read: else 415
- * or 413 with a JSON-RPC error (id null), so browsers cannot send it a simple cross-site request.
+ * One JSON-RPC POST: the body must be application/json (UTF-8), identity-encoded and at most
+ * RPC_BODY_LIMIT_BYTES, checked before it is read: else 415 or 413 with a JSON-RPC error (id null),
+ * so browsers cannot send it a simple cross-site request. Every JSON-RPC answer is HTTP 200; a lone
+ * notification (or a batch of them) gets 204.
+ */
+async function answerRpcPost(envelope: RpcEnvelope, channel: Channel, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  let text: string;
+  try {
+    const refusal = refuseBodyByHeaders(req, RPC_BODY_LIMIT_BYTES, { typeRequired: true });
+    if (refusal) throw refusal;
+    text = (await readBody(req, RPC_BODY_LIMIT_BYTES)).toString('utf8');
+  } catch (error) {
+    if (error instanceof BodyRefusal) sendJson(res, error.status, { jsonrpc: '2.0', id: null, error: StandardErrors.invalidRequest(error.message) });
+    else if (!(error instanceof ClientGone)) throw error;
+    return;
+  }
+  const outcome = await envelope.handle(text, channel, req.socket.remoteAddress ?? 'unknown');
+  if (outcome.body === undefined) {
+    res.statusCode = 204;
+    res.end();
+  } else sendJson(res, 200, outcome.body);
+}
+
+/** The hot path of interface A: exactly `POST /<version>/` (or without the slash, or with a query), straight to the envelope. */
+export function rpcHotPath(envelope: RpcEnvelope, channel: Channel, version: string, logger: Logger): HotPath {
+  const paths = new Set([`/${version}/`, `/${version}`]);
+  return (req, res) => {
+    if (req.method !== 'POST') return false;
+    const url = req.url ?? '';
+    const query = url.indexOf('?');
+    if (!paths.has(query < 0 ? url : url.slice(0, query))) return false;
+    answerRpcPost(envelope, channel, req, res).catch((error: unknown) => {
+      logger.error({ err: error }, 'interface A request failed');
+      if (!res.headersSent) sendJson(res, 500, fallbackBody([version])(500));
+      else res.destroy();
+    });
+    return true;
+  };
+}
+
+/**
+ * Interface A's other answers under /<version>: an unknown version gets 404 and another method 405,
+ * both `{error, supportedVersions}` (a POST of the version itself takes the hot path).
  */
 export function ehrRoutes(envelope: RpcEnvelope, channel: Channel, version: string): Router {
   const router = Router();
@@ -20,23 +61,8 @@ export function ehrRoutes(envelope: RpcEnvelope, channel: Channel, version: stri
   const unknownVersion = (res: Response) => res.status(404).json(httpError(404, `unknown API version; supported: ${version}`));
 
   router.post('/:version', async (req, res) => {
-    if (req.params.version !== version) {
-      unknownVersion(res);
-      return;
-    }
-    let text: string;
-    try {
-      const refusal = refuseBodyByHeaders(req, RPC_BODY_LIMIT_BYTES, { typeRequired: true });
-      if (refusal) throw refusal;
-      text = (await readBody(req, RPC_BODY_LIMIT_BYTES)).toString('utf8');
-    } catch (error) {
-      if (error instanceof BodyRefusal) res.status(error.status).json({ jsonrpc: '2.0', id: null, error: StandardErrors.invalidRequest(error.message) });
-      else if (!(error instanceof ClientGone)) throw error;
-      return;
-    }
-    const outcome = await envelope.handle(text, channel, req.socket.remoteAddress ?? 'unknown');
-    if (outcome.body === undefined) res.status(204).end();
-    else res.status(200).json(outcome.body);
+    if (req.params.version !== version) unknownVersion(res);
+    else await answerRpcPost(envelope, channel, req, res);
   });
   router.all('/:version', (req, res) => {
     if (req.params.version !== version) unknownVersion(res);

@@ -1,4 +1,3 @@
-import type { Knex } from 'knex';
 import type {
   AuthInfo,
   EmbeddedStorageAuthenticateParams,
@@ -9,14 +8,16 @@ import type {
   EmbeddedStorageSaveAuthInfoResult,
   EmbeddedStorageSaveExchangeTokenParams,
   EmbeddedStorageSaveExchangeTokenResult,
+  Patient,
   PatientGetPatientResult,
 } from '../../generated/ehr-types.js';
 import type { Config } from '../config/config.js';
 import type { Logger } from '../logging/logger.js';
+import { statement, type Queryable, type Sql } from '../db/sql.js';
 import { birthDateOf, instantOf } from './dates.js';
 import { EhrErrors, invalidParam, isUniqueViolation } from './errors.js';
 import { FailureLimit } from './failure-limit.js';
-import { TablePatientSource, toE164, type MatchCriteria, type PatientSource } from './patients.js';
+import { PATIENT_COLUMNS, TablePatientSource, toE164, toPatient, type MatchCriteria, type PatientRow, type PatientSource } from './patients.js';
 import type { CallContext, MethodHandler } from './rpc/envelope.js';
 import { resolveDataKey } from '../db/encryption.js';
 import { internalCredentialToken, newUserSign, openUserSign, sameSecret, sealUserSign, tokenHash } from './secrets.js';
@@ -32,10 +33,10 @@ const NO_SINGLE_MATCH = 'no single patient matches';
 const ALREADY_LINKED = 'the user is already linked to a patient';
 
 export interface EhrDependencies {
-  knex: Knex;
+  sql: Sql;
   config: Config;
   logger: Logger;
-  /** Defaults to the ehr_patients table. */
+  /** A remote МИС; by default the ehr_patients table of the same database, which get_patient then reads in the session's query. */
   patientSource?: PatientSource;
 }
 
@@ -47,7 +48,8 @@ interface LinkRow {
 
 interface SessionRow {
   user_id: string;
-  expires_at: Date;
+  /** expires_at in epoch milliseconds (compared with this process's clock, as it was computed). */
+  expires_ms: number;
 }
 
 /** A row of ehr_exchange_tokens; a spent row (RETENTION) has only its hash, and usable() refuses it before anything else is read. */
@@ -63,21 +65,65 @@ interface ExchangeTokenRow {
   phone: string | null;
 }
 
+const EXPIRES_MS = `(extract(epoch from s.expires_at) * 1000)::float8 as expires_ms`;
+
+/** get_patient in one round trip: the session, its user's link (with the sealed user_sign) and the patient. */
+const SESSION_WITH_PATIENT = statement(
+  'ehr_session_with_patient',
+  `select s.user_id, ${EXPIRES_MS}, l.patient_id, l.user_sign_sealed, ${PATIENT_COLUMNS}
+     from ehr_sessions s
+     left join ehr_user_links l on l.user_id = s.user_id
+     left join ehr_patients p on p.id = l.patient_id
+    where s.token_hash = $1`,
+);
+/** The same without the patient, for a patient source elsewhere. */
+const SESSION_WITH_LINK = statement(
+  'ehr_session_with_link',
+  `select s.user_id, ${EXPIRES_MS}, l.patient_id, l.user_sign_sealed from ehr_sessions s left join ehr_user_links l on l.user_id = s.user_id where s.token_hash = $1`,
+);
+const SESSION = statement('ehr_session', `select s.user_id, ${EXPIRES_MS} from ehr_sessions s where s.token_hash = $1`);
+const LINK = statement('ehr_link', 'select user_id, patient_id, user_sign_sealed from ehr_user_links where user_id = $1');
+const INSERT_SESSION = statement('ehr_insert_session', 'insert into ehr_sessions (token_hash, user_id, expires_at) values ($1, $2, $3)');
+const INSERT_SESSION_ONCE = statement('ehr_insert_session_once', 'insert into ehr_sessions (token_hash, user_id, expires_at) values ($1, $2, $3) on conflict (token_hash) do nothing returning token_hash');
+const DELETE_SESSION = statement('ehr_delete_session', 'delete from ehr_sessions where token_hash = $1 and user_id = $2');
+const INSERT_LINK = statement('ehr_insert_link', 'insert into ehr_user_links (user_id, patient_id, user_sign_sealed) values ($1, $2, $3) on conflict (user_id) do nothing returning user_id, patient_id, user_sign_sealed');
+const DELETE_LINK = statement('ehr_delete_link', 'delete from ehr_user_links where user_id = $1');
+const INSERT_EXCHANGE_TOKEN = statement(
+  'ehr_insert_exchange_token',
+  'insert into ehr_exchange_tokens (token_hash, user_id, session_token_hash, session_expires_at, expires_at, phone) values ($1, $2, $3, $4, $5, $6)',
+);
+const EXCHANGE_TOKEN = statement('ehr_exchange_token', 'select * from ehr_exchange_tokens where token_hash = $1');
+const LOCK_EXCHANGE_TOKEN = statement('ehr_lock_exchange_token', 'select * from ehr_exchange_tokens where token_hash = $1 for update');
+const COUNT_FAILURE = statement('ehr_exchange_token_failure', 'update ehr_exchange_tokens set failed_attempts = $2, state = $3 where token_hash = $1');
+const MARK_USED = statement('ehr_exchange_token_used', `update ehr_exchange_tokens set state = 'used' where token_hash = $1`);
+
 type TransactionOutcome<T> = { result: T } | { error: Error };
 
 /** The JSON-RPC methods of interface A, over PostgreSQL. */
-export async function createEhrHandlers(dependencies: EhrDependencies): Promise<Record<string, MethodHandler>> {
-  const { knex, config } = dependencies;
-  const patients = dependencies.patientSource ?? new TablePatientSource(knex);
-  const userSignKey = await resolveDataKey(config);
-  const ttlUnitMs = config.authTtlUnit === 'minutes' ? 60_000 : 1_000;
-  const failureLimit = new FailureLimit(config.internalAuthMaxFailures, config.internalAuthFailureWindowMs);
+class EhrMethods {
+  private readonly patients: PatientSource;
+  private readonly ttlUnitMs: number;
+  private readonly failureLimit: FailureLimit;
+  /** get_patient joins the built-in patient table into the session's query. */
+  private readonly patientsInSessionQuery: boolean;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly config: Config,
+    private readonly userSignKey: Buffer,
+    patientSource: PatientSource | undefined,
+  ) {
+    this.patients = patientSource ?? new TablePatientSource(sql);
+    this.patientsInSessionQuery = patientSource === undefined;
+    this.ttlUnitMs = config.authTtlUnit === 'minutes' ? 60_000 : 1_000;
+    this.failureLimit = new FailureLimit(config.internalAuthMaxFailures, config.internalAuthFailureWindowMs);
+  }
 
   /** When the session of authInfo ends; -33001 when it has ended already. */
-  function sessionExpiry(authInfo: AuthInfo, now: number): Date {
+  private sessionExpiry(authInfo: AuthInfo, now: number): Date {
     const start = authInfo.created === undefined ? now : instantOf(authInfo.created);
     if (start === undefined) throw invalidParam('/authInfo/created', 'is not a date-time');
-    const expiresAt = start + authInfo.ttl * ttlUnitMs;
+    const expiresAt = start + authInfo.ttl * this.ttlUnitMs;
     if (expiresAt <= now) throw EhrErrors.authExpired('authInfo already expired');
     return new Date(expiresAt);
   }
@@ -86,44 +132,46 @@ export async function createEhrHandlers(dependencies: EhrDependencies): Promise<
    * The internal account of `cred` and its password, unless that account has failed too often from
    * this address. Unknown accounts share one count per address, so made-up names cannot fill memory.
    */
-  function internalAccount({ cred, clientAddress }: CallContext): { password: string; failureKey: string } {
-    const password = cred ? config.internalUsers.get(cred.user) : undefined;
+  private internalAccount({ cred, clientAddress }: CallContext): { password: string; failureKey: string } {
+    const password = cred ? this.config.internalUsers.get(cred.user) : undefined;
     const failureKey = JSON.stringify([password === undefined ? null : cred!.user, clientAddress]);
-    if (failureLimit.isRefused(failureKey)) throw EhrErrors.notAuthorized(TOO_MANY_FAILURES);
-    if (password === undefined) rejectCredentials(failureKey);
+    if (this.failureLimit.isRefused(failureKey)) throw EhrErrors.notAuthorized(TOO_MANY_FAILURES);
+    if (password === undefined) this.rejectCredentials(failureKey);
     return { password, failureKey };
   }
 
-  function rejectCredentials(failureKey: string): never {
-    failureLimit.recordFailure(failureKey);
+  private rejectCredentials(failureKey: string): never {
+    this.failureLimit.recordFailure(failureKey);
     throw EhrErrors.notAuthorized(CREDENTIALS_REJECTED);
   }
 
   /** cred.token must be sha1hex(password + secondValue). */
-  function checkInternalToken(context: CallContext, account: { password: string; failureKey: string }, secondValue: string): void {
-    if (!sameSecret(context.cred!.token, internalCredentialToken(account.password, secondValue))) rejectCredentials(account.failureKey);
+  private checkInternalToken(context: CallContext, account: { password: string; failureKey: string }, secondValue: string): void {
+    if (!sameSecret(context.cred!.token, internalCredentialToken(account.password, secondValue))) this.rejectCredentials(account.failureKey);
   }
 
   /** The live or expired session of `cred`: -33000 when there is none for exactly this user and token. */
-  async function sessionOf(cred: CallContext['cred']): Promise<SessionRow & { token_hash: Buffer }> {
+  private async sessionOf(cred: CallContext['cred']): Promise<SessionRow & { token_hash: Buffer }> {
     if (!cred) throw EhrErrors.notAuthorized(NO_SESSION);
     const hash = tokenHash(cred.token);
-    const session = (await knex('ehr_sessions').where({ token_hash: hash }).first('user_id', 'expires_at')) as SessionRow | undefined;
+    const session = await this.sql.row<SessionRow>(SESSION, [hash]);
     if (!session || session.user_id !== cred.user) throw EhrErrors.notAuthorized(NO_SESSION);
     return { ...session, token_hash: hash };
   }
 
-  async function liveSessionOf(cred: CallContext['cred']): Promise<SessionRow> {
-    const session = await sessionOf(cred);
-    if (session.expires_at.getTime() <= Date.now()) throw EhrErrors.authExpired('session expired');
+  private async liveSessionOf(cred: CallContext['cred']): Promise<SessionRow> {
+    const session = await this.sessionOf(cred);
+    if (session.expires_ms <= Date.now()) throw EhrErrors.authExpired('session expired');
     return session;
   }
 
-  const linkOf = async (userId: string) => (await knex('ehr_user_links').where({ user_id: userId }).first()) as LinkRow | undefined;
+  private linkOf(userId: string, on: Queryable = this.sql): Promise<LinkRow | undefined> {
+    return on.row<LinkRow>(LINK, [userId]);
+  }
 
-  function matchCriteria(params: EmbeddedStorageAuthenticateParams): MatchCriteria {
+  private matchCriteria(params: EmbeddedStorageAuthenticateParams): MatchCriteria {
     const properties = params.patientProperties;
-    const birthDate = birthDateOf(properties.date, config.birthDateTimeZone);
+    const birthDate = birthDateOf(properties.date, this.config.birthDateTimeZone);
     if (!birthDate) throw invalidParam('/patientProperties/date', 'is not a calendar date');
     const phone = toE164(properties.phone);
     if (!phone) throw invalidParam('/patientProperties/phone', 'is not a phone number');
@@ -133,67 +181,43 @@ export async function createEhrHandlers(dependencies: EhrDependencies): Promise<
     return { ...criteria, medcardNumber: params.medCardId };
   }
 
-  /** A pending, live exchange token: -33000 when unknown, used or burned; -33001 when expired. */
-  function usable(exchange: ExchangeTokenRow | undefined): ExchangeTokenRow {
-    if (!exchange || exchange.state !== 'pending') throw EhrErrors.notAuthorized(EXCHANGE_TOKEN_UNUSABLE);
-    if (exchange.expires_at.getTime() <= Date.now()) throw EhrErrors.authExpired('exchange token expired');
-    return exchange;
-  }
-
   /** The one active patient matching the criteria and the phone the authorization server verified, if any. */
-  async function singleMatch(criteria: MatchCriteria, verifiedPhone: string | null) {
+  private async singleMatch(criteria: MatchCriteria, verifiedPhone: string | null): Promise<Patient | undefined> {
     if (verifiedPhone !== null && verifiedPhone !== criteria.phone) return undefined;
-    const matches = await patients.findMatches(criteria, 2);
+    const matches = await this.patients.findMatches(criteria, 2);
     return matches.length === 1 ? matches[0] : undefined;
   }
 
   /** Counts a failed attempt against the locked token (the 5th burns it); the caller's transaction commits it. */
-  async function countFailure(trx: Knex.Transaction, exchange: ExchangeTokenRow, error: Error): Promise<{ error: Error }> {
+  private async countFailure(trx: Queryable, exchange: ExchangeTokenRow, error: Error): Promise<{ error: Error }> {
     const failedAttempts = exchange.failed_attempts + 1;
-    await trx('ehr_exchange_tokens')
-      .where({ token_hash: exchange.token_hash })
-      .update({ failed_attempts: failedAttempts, state: failedAttempts >= MAX_FAILED_ATTEMPTS ? 'burned' : 'pending' });
+    await trx.run(COUNT_FAILURE, [exchange.token_hash, failedAttempts, failedAttempts >= MAX_FAILED_ATTEMPTS ? 'burned' : 'pending']);
     return { error };
   }
 
   /** Links the user to the patient with a new user_sign; -34009 when another call linked the user first. */
-  async function createLink(trx: Knex.Transaction, userId: string, patientId: string): Promise<LinkRow> {
-    const [link] = (await trx('ehr_user_links')
-      .insert({ user_id: userId, patient_id: patientId, user_sign_sealed: sealUserSign(userSignKey, userId, newUserSign()) })
-      .onConflict('user_id')
-      .ignore()
-      .returning('*')) as LinkRow[];
+  private async createLink(trx: Queryable, userId: string, patientId: string): Promise<LinkRow> {
+    const link = await trx.row<LinkRow>(INSERT_LINK, [userId, patientId, sealUserSign(this.userSignKey, userId, newUserSign())]);
     if (!link) throw EhrErrors.patientAlreadyLinked(ALREADY_LINKED);
     return link;
   }
 
   /** Stores the session the exchange token carries; -34003 when its token is another user's session. */
-  async function storeSession(trx: Knex.Transaction, exchange: ExchangeTokenRow): Promise<void> {
-    const stored = await trx('ehr_sessions')
-      .insert({ token_hash: exchange.session_token_hash, user_id: exchange.user_id, expires_at: exchange.session_expires_at })
-      .onConflict('token_hash')
-      .ignore()
-      .returning('token_hash');
-    if (stored.length === 0) throw EhrErrors.saveAuthInfoError('token already stored');
+  private async storeSession(trx: Queryable, exchange: ExchangeTokenRow): Promise<void> {
+    const stored = await trx.row(INSERT_SESSION_ONCE, [exchange.session_token_hash, exchange.user_id, exchange.session_expires_at]);
+    if (!stored) throw EhrErrors.saveAuthInfoError('token already stored');
   }
 
-  const saveExchangeToken = async (raw: Record<string, unknown>, context: CallContext): Promise<EmbeddedStorageSaveExchangeTokenResult> => {
+  readonly saveExchangeToken = async (raw: Record<string, unknown>, context: CallContext): Promise<EmbeddedStorageSaveExchangeTokenResult> => {
     const params = raw as unknown as EmbeddedStorageSaveExchangeTokenParams;
-    checkInternalToken(context, internalAccount(context), params.exchangeToken);
+    this.checkInternalToken(context, this.internalAccount(context), params.exchangeToken);
     const now = Date.now();
-    const sessionExpiresAt = sessionExpiry(params.authInfo, now);
+    const sessionExpiresAt = this.sessionExpiry(params.authInfo, now);
     const phone = params.authInfo.phone === undefined ? null : toE164(params.authInfo.phone);
     if (phone === undefined) throw invalidParam('/authInfo/phone', 'is not a phone number');
-    const expiresAt = new Date(now + config.exchangeTokenTtlMs);
+    const expiresAt = new Date(now + this.config.exchangeTokenTtlMs);
     try {
-      await knex('ehr_exchange_tokens').insert({
-        token_hash: tokenHash(params.exchangeToken),
-        user_id: params.authInfo.user,
-        session_token_hash: tokenHash(params.authInfo.token),
-        session_expires_at: sessionExpiresAt,
-        expires_at: expiresAt,
-        phone,
-      });
+      await this.sql.run(INSERT_EXCHANGE_TOKEN, [tokenHash(params.exchangeToken), params.authInfo.user, tokenHash(params.authInfo.token), sessionExpiresAt, expiresAt, phone]);
     } catch (error) {
       if (isUniqueViolation(error)) throw EhrErrors.saveExchangeTokenError('exchange token already stored');
       throw error;
@@ -201,15 +225,15 @@ export async function createEhrHandlers(dependencies: EhrDependencies): Promise<
     return { success: true, expiresAt: expiresAt.toISOString() };
   };
 
-  const saveAuthInfo = async (raw: Record<string, unknown>, context: CallContext): Promise<EmbeddedStorageSaveAuthInfoResult> => {
+  readonly saveAuthInfo = async (raw: Record<string, unknown>, context: CallContext): Promise<EmbeddedStorageSaveAuthInfoResult> => {
     const { authInfo } = raw as unknown as EmbeddedStorageSaveAuthInfoParams;
-    const account = internalAccount(context);
-    const link = await linkOf(authInfo.user);
+    const account = this.internalAccount(context);
+    const link = await this.linkOf(authInfo.user);
     if (!link) throw EhrErrors.userNotFound('no internalUserId for this user');
-    checkInternalToken(context, account, openUserSign(userSignKey, link.user_id, link.user_sign_sealed));
-    const expiresAt = sessionExpiry(authInfo, Date.now());
+    this.checkInternalToken(context, account, openUserSign(this.userSignKey, link.user_id, link.user_sign_sealed));
+    const expiresAt = this.sessionExpiry(authInfo, Date.now());
     try {
-      await knex('ehr_sessions').insert({ token_hash: tokenHash(authInfo.token), user_id: link.user_id, expires_at: expiresAt });
+      await this.sql.run(INSERT_SESSION, [tokenHash(authInfo.token), link.user_id, expiresAt]);
     } catch (error) {
       if (isUniqueViolation(error)) throw EhrErrors.saveAuthInfoError('token already stored');
       // The link was removed between the read and the insert.
@@ -219,62 +243,84 @@ export async function createEhrHandlers(dependencies: EhrDependencies): Promise<
     return { success: true, internalUserId: link.patient_id, expiresAt: expiresAt.toISOString() };
   };
 
-  const authenticate = async (raw: Record<string, unknown>): Promise<EmbeddedStorageAuthenticateResult> => {
+  /** A pending, live exchange token: -33000 when unknown, used or burned; -33001 when expired. */
+  private usable(exchange: ExchangeTokenRow | undefined): ExchangeTokenRow {
+    if (!exchange || exchange.state !== 'pending') throw EhrErrors.notAuthorized(EXCHANGE_TOKEN_UNUSABLE);
+    if (exchange.expires_at.getTime() <= Date.now()) throw EhrErrors.authExpired('exchange token expired');
+    return exchange;
+  }
+
+  readonly authenticate = async (raw: Record<string, unknown>): Promise<EmbeddedStorageAuthenticateResult> => {
     const params = raw as unknown as EmbeddedStorageAuthenticateParams;
-    const criteria = matchCriteria(params);
+    const criteria = this.matchCriteria(params);
     const hash = tokenHash(params.exchangeToken);
-    const exchange = usable((await knex('ehr_exchange_tokens').where({ token_hash: hash }).first()) as ExchangeTokenRow | undefined);
+    const exchange = this.usable(await this.sql.row<ExchangeTokenRow>(EXCHANGE_TOKEN, [hash]));
     // Before any matching: what a linked user sends tells it nothing about other people.
-    if (await linkOf(exchange.user_id)) throw EhrErrors.patientAlreadyLinked(ALREADY_LINKED);
+    if (await this.linkOf(exchange.user_id)) throw EhrErrors.patientAlreadyLinked(ALREADY_LINKED);
     // Matching runs on the pool before the token's row is locked: a transaction holding the lock
     // while it waits for a second connection deadlocks the pool under parallel calls.
-    const patient = await singleMatch(criteria, exchange.phone);
+    const patient = await this.singleMatch(criteria, exchange.phone);
     // A failed match counts even though the call fails: the transaction returns that error rather
     // than throwing it, so the count commits. Other errors roll everything back.
-    const outcome = await knex.transaction(async (trx): Promise<TransactionOutcome<EmbeddedStorageAuthenticateResult>> => {
-      const locked = usable((await trx('ehr_exchange_tokens').where({ token_hash: hash }).forUpdate().first()) as ExchangeTokenRow | undefined);
-      if (!patient) return countFailure(trx, locked, EhrErrors.patientNotAuthenticated(NO_SINGLE_MATCH));
-      const link = await createLink(trx, locked.user_id, patient.id);
-      await storeSession(trx, locked);
-      await trx('ehr_exchange_tokens').where({ token_hash: hash }).update({ state: 'used' });
-      const userSign = openUserSign(userSignKey, link.user_id, link.user_sign_sealed);
+    const outcome = await this.sql.transaction(async (trx): Promise<TransactionOutcome<EmbeddedStorageAuthenticateResult>> => {
+      const locked = this.usable(await trx.row<ExchangeTokenRow>(LOCK_EXCHANGE_TOKEN, [hash]));
+      if (!patient) return this.countFailure(trx, locked, EhrErrors.patientNotAuthenticated(NO_SINGLE_MATCH));
+      const link = await this.createLink(trx, locked.user_id, patient.id);
+      await this.storeSession(trx, locked);
+      await trx.run(MARK_USED, [hash]);
+      const userSign = openUserSign(this.userSignKey, link.user_id, link.user_sign_sealed);
       return { result: { patient, user_sign: userSign, userSign, internalUserId: patient.id } };
     });
     if ('error' in outcome) throw outcome.error;
     return outcome.result;
   };
 
-  const getPatient = async (_params: Record<string, unknown>, { cred }: CallContext): Promise<PatientGetPatientResult> => {
-    const session = await liveSessionOf(cred);
-    const link = await linkOf(session.user_id);
-    // The link was removed since the session was read.
-    if (!link) throw EhrErrors.notAuthorized(NO_SESSION);
-    const patient = await patients.findById(link.patient_id);
+  /** The live session of `cred` with its link and patient: one query with the built-in patient table, two with another source. */
+  private async sessionPatient(cred: CallContext['cred']): Promise<{ link: LinkRow; patient: Patient | undefined }> {
+    if (!cred) throw EhrErrors.notAuthorized(NO_SESSION);
+    const joined = this.patientsInSessionQuery;
+    const row = await this.sql.row<SessionRow & Partial<LinkRow> & Partial<PatientRow>>(joined ? SESSION_WITH_PATIENT : SESSION_WITH_LINK, [tokenHash(cred.token)]);
+    if (!row || row.user_id !== cred.user) throw EhrErrors.notAuthorized(NO_SESSION);
+    if (row.expires_ms <= Date.now()) throw EhrErrors.authExpired('session expired');
+    // The link was removed since the session was stored.
+    if (!row.patient_id) throw EhrErrors.notAuthorized(NO_SESSION);
+    const link = { user_id: row.user_id, patient_id: row.patient_id, user_sign_sealed: row.user_sign_sealed! };
+    if (!joined) return { link, patient: await this.patients.findById(row.patient_id) };
+    // A link to a patient the table does not hold (any more) reads as an inactive patient.
+    return { link, patient: row.id ? toPatient(row as PatientRow) : undefined };
+  }
+
+  readonly getPatient = async (_params: Record<string, unknown>, { cred }: CallContext): Promise<PatientGetPatientResult> => {
+    const { link, patient } = await this.sessionPatient(cred);
     if (!patient?.active) throw EhrErrors.patientNotFound('patient no longer active in the patient source');
-    const userSign = openUserSign(userSignKey, link.user_id, link.user_sign_sealed);
+    const userSign = openUserSign(this.userSignKey, link.user_id, link.user_sign_sealed);
     return { patient, user_sign: userSign, userSign };
   };
 
-  const removeAuthInfo = async (_params: Record<string, unknown>, { cred }: CallContext): Promise<EmbeddedStorageRemoveAuthInfoResult> => {
-    const session = await sessionOf(cred);
-    const removed = await knex('ehr_sessions').where({ token_hash: session.token_hash, user_id: session.user_id }).delete();
+  readonly removeAuthInfo = async (_params: Record<string, unknown>, { cred }: CallContext): Promise<EmbeddedStorageRemoveAuthInfoResult> => {
+    const session = await this.sessionOf(cred);
+    const removed = await this.sql.run(DELETE_SESSION, [session.token_hash, session.user_id]);
     if (removed === 0) throw EhrErrors.notAuthorized(NO_SESSION);
     return { success: true };
   };
 
-  const removeAuthentication = async (_params: Record<string, unknown>, { cred }: CallContext): Promise<EmbeddedStorageRemoveAuthenticationResult> => {
-    const session = await liveSessionOf(cred);
+  readonly removeAuthentication = async (_params: Record<string, unknown>, { cred }: CallContext): Promise<EmbeddedStorageRemoveAuthenticationResult> => {
+    const session = await this.liveSessionOf(cred);
     // Sessions go with the link (foreign key, on delete cascade); the sealed user_sign is in the link row.
-    await knex('ehr_user_links').where({ user_id: session.user_id }).delete();
+    await this.sql.run(DELETE_LINK, [session.user_id]);
     return { success: true };
   };
+}
 
+/** The JSON-RPC methods of interface A by name. */
+export async function createEhrHandlers(dependencies: EhrDependencies): Promise<Record<string, MethodHandler>> {
+  const methods = new EhrMethods(dependencies.sql, dependencies.config, await resolveDataKey(dependencies.config), dependencies.patientSource);
   return {
-    'embedded_storage.save_exchange_token': saveExchangeToken,
-    'embedded_storage.save_auth_info': saveAuthInfo,
-    'embedded_storage.authenticate': authenticate,
-    'patient.get_patient': getPatient,
-    'embedded_storage.remove_auth_info': removeAuthInfo,
-    'embedded_storage.remove_authentication': removeAuthentication,
+    'embedded_storage.save_exchange_token': methods.saveExchangeToken,
+    'embedded_storage.save_auth_info': methods.saveAuthInfo,
+    'embedded_storage.authenticate': methods.authenticate,
+    'patient.get_patient': methods.getPatient,
+    'embedded_storage.remove_auth_info': methods.removeAuthInfo,
+    'embedded_storage.remove_authentication': methods.removeAuthentication,
   };
 }

@@ -1,5 +1,6 @@
 import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import type { Knex } from 'knex';
+import { statement, type Sql } from '../db/sql.js';
 import type { Gender, GenderCriterion, Patient } from '../../generated/ehr-types.js';
 
 /** Surnames and names compare trimmed, case-insensitive, with ё = е. */
@@ -45,7 +46,7 @@ export interface PatientSource {
 /** A patient as the source keeps it: the wire shape with a plain birth date (YYYY-MM-DD) and one phone. */
 export type PatientRecord = Omit<Patient, 'birthdate' | 'phones'> & { birthDate: string };
 
-interface PatientRow {
+export interface PatientRow {
   id: string;
   surname: string;
   name: string;
@@ -59,7 +60,7 @@ interface PatientRow {
   active: boolean;
 }
 
-function toPatient(row: PatientRow): Patient {
+export function toPatient(row: PatientRow): Patient {
   return {
     id: row.id,
     surname: row.surname,
@@ -76,28 +77,29 @@ function toPatient(row: PatientRow): Patient {
   };
 }
 
-export class TablePatientSource implements PatientSource {
-  constructor(private readonly knex: Knex) {}
+/** The columns of a patient row as toPatient reads them (the birth date as YYYY-MM-DD text: no Date parsing, no time-zone shift). */
+export const PATIENT_COLUMNS = `p.id, p.surname, p.name, p.middle_name, to_char(p.birth_date, 'YYYY-MM-DD') as birth_date, p.gender, p.phone, p.email, p.snils, p.medcard_number, p.active`;
 
-  private select(): Knex.QueryBuilder {
-    // The date as YYYY-MM-DD text: no driver Date parsing, no time-zone shift.
-    return this.knex('ehr_patients').select(
-      'id', 'surname', 'name', 'middle_name', this.knex.raw(`to_char(birth_date, 'YYYY-MM-DD') as birth_date`), 'gender', 'phone', 'email', 'snils', 'medcard_number', 'active',
-    );
-  }
+const MATCHES = statement(
+  'ehr_patient_matches',
+  `select ${PATIENT_COLUMNS} from ehr_patients p
+    where p.surname_key = $1 and p.name_key = $2 and p.birth_date = $3::date and p.phone = $4 and p.active
+      and ($5::smallint = 0 or p.gender = $5) and ($6::text is null or p.medcard_key = $6)
+    order by p.id limit $7`,
+);
+const BY_ID = statement('ehr_patient_by_id', `select ${PATIENT_COLUMNS} from ehr_patients p where p.id = $1`);
+
+export class TablePatientSource implements PatientSource {
+  constructor(private readonly sql: Sql) {}
 
   async findMatches(criteria: MatchCriteria, limit: number): Promise<Patient[]> {
-    const query = this.select()
-      .where({ surname_key: nameKey(criteria.surname), name_key: nameKey(criteria.name), birth_date: criteria.birthDate, phone: criteria.phone, active: true })
-      .orderBy('id')
-      .limit(limit);
-    if (criteria.gender !== 0) query.where({ gender: criteria.gender });
-    if (criteria.medcardNumber !== undefined) query.where({ medcard_key: medcardKey(criteria.medcardNumber) });
-    return ((await query) as PatientRow[]).map(toPatient);
+    const medcard = criteria.medcardNumber === undefined ? null : medcardKey(criteria.medcardNumber);
+    const rows = await this.sql.rows<PatientRow>(MATCHES, [nameKey(criteria.surname), nameKey(criteria.name), criteria.birthDate, criteria.phone, criteria.gender, medcard, limit]);
+    return rows.map(toPatient);
   }
 
   async findById(id: string): Promise<Patient | undefined> {
-    const row = (await this.select().where({ id }).first()) as PatientRow | undefined;
+    const row = await this.sql.row<PatientRow>(BY_ID, [id]);
     return row ? toPatient(row) : undefined;
   }
 }

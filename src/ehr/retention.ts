@@ -1,21 +1,25 @@
 import type { PurgeStep } from '../db/retention.js';
+import { statement } from '../db/sql.js';
 
-const expiredSessions: PurgeStep = {
-  name: 'ehr_sessions',
-  purge: (trx, cutoff, limit) =>
-    trx('ehr_sessions').whereIn('token_hash', trx('ehr_sessions').select('token_hash').where('expires_at', '<', cutoff).limit(limit)).delete(),
-};
+const PURGE_SESSIONS = statement(
+  'retention_ehr_sessions',
+  'delete from ehr_sessions where token_hash in (select token_hash from ehr_sessions where expires_at < $1 limit $2)',
+);
+const expiredSessions: PurgeStep = { name: 'ehr_sessions', purge: (trx, cutoff, limit) => trx.run(PURGE_SESSIONS, [cutoff, limit]) };
 
 /**
  * Exchange tokens are emptied, not deleted: the row keeps the token's hash (state 'spent'), so
  * that a replayed save_exchange_token for an old token still hits the unique key (-34004).
  */
+const SPEND_EXCHANGE_TOKENS = statement(
+  'retention_ehr_exchange_tokens',
+  `update ehr_exchange_tokens
+      set state = 'spent', user_id = null, session_token_hash = null, session_expires_at = null, phone = null, failed_attempts = 0
+    where token_hash in (select token_hash from ehr_exchange_tokens where state <> 'spent' and expires_at < $1 limit $2)`,
+);
 const expiredExchangeTokens: PurgeStep = {
   name: 'ehr_exchange_tokens',
-  purge: (trx, cutoff, limit) =>
-    trx('ehr_exchange_tokens')
-      .whereIn('token_hash', trx('ehr_exchange_tokens').select('token_hash').whereNot({ state: 'spent' }).where('expires_at', '<', cutoff).limit(limit))
-      .update({ state: 'spent', user_id: null, session_token_hash: null, session_expires_at: null, phone: null, failed_attempts: 0 }),
+  purge: (trx, cutoff, limit) => trx.run(SPEND_EXCHANGE_TOKENS, [cutoff, limit]),
 };
 
 /**

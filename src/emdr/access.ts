@@ -1,4 +1,4 @@
-import type { Knex } from 'knex';
+import { statement, type Queryable } from '../db/sql.js';
 import type { CallbackErrorItem } from './codes.js';
 import type { DocumentOwner } from './registry/port.js';
 
@@ -28,21 +28,20 @@ export function accessBasis(document: DocumentOwner | undefined, requester: Docu
   return undefined;
 }
 
+const RECORD_DISCLOSURE = statement(
+  'emdr_record_disclosure',
+  'insert into emdr_document_disclosures (client_id, queue_message_id, emdr_id, delivered_emdr_id, organization, basis) values ($1, $2, $3, $4, $5, $6)',
+);
+
 /**
  * Records a delivery of a document of an organization the account does not list (who, which
  * emdrId, when), in the transaction that commits the file to the clinic's callback. No personal
- * data: not the SNILS, not the file.
+ * data: not the SNILS, not the file. (The registry stage records its deliveries in its settling
+ * statement, pipeline/fulfil.ts.)
  */
 export async function recordDisclosure(
-  trx: Knex.Transaction,
+  trx: Queryable,
   disclosure: { clientId: string; queueMessageId: string; emdrId: string; deliveredEmdrId: string; organization: string; basis: Exclude<AccessBasis, 'own-organization'> },
 ): Promise<void> {
-  await trx('emdr_document_disclosures').insert({
-    client_id: disclosure.clientId,
-    queue_message_id: disclosure.queueMessageId,
-    emdr_id: disclosure.emdrId,
-    delivered_emdr_id: disclosure.deliveredEmdrId,
-    organization: disclosure.organization,
-    basis: disclosure.basis,
-  });
+  await trx.run(RECORD_DISCLOSURE, [disclosure.clientId, disclosure.queueMessageId, disclosure.emdrId, disclosure.deliveredEmdrId, disclosure.organization, disclosure.basis]);
 }

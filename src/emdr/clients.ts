@@ -1,7 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Knex } from 'knex';
-import type { CallbackCredentials } from '../callbacks/delivery.js';
 import { open, seal } from '../db/encryption.js';
+import { statement, type Sql } from '../db/sql.js';
 
 /** A clinic account as the request handlers and the callback sender see it. */
 export interface ClinicAccount {
@@ -101,11 +101,13 @@ export async function createClinicAccount(knex: Knex, dataKey: Buffer, input: Ne
 // Compared against when the account does not exist, so that a miss costs what a hit costs.
 const ABSENT_HASH = hashToken(randomBytes(32).toString('hex'));
 
+const ACCOUNT = statement('emdr_clinic_account', 'select id, business_id, user_name, token_hash, organizations, callback_urls from emdr_clients where business_id = $1 and user_name = $2');
+
 /** The account of the three headers, or undefined; the token hash is compared in constant time. */
-export async function authenticateClinic(knex: Knex, businessId: string, user: string, token: string): Promise<ClinicAccount | undefined> {
-  const row = await knex('emdr_clients').where({ business_id: businessId, user_name: user }).first();
+export async function authenticateClinic(sql: Sql, businessId: string, user: string, token: string): Promise<ClinicAccount | undefined> {
+  const row = await sql.row<{ id: string; business_id: string; user_name: string; token_hash: Buffer; organizations: string[] | null; callback_urls: string[] }>(ACCOUNT, [businessId, user]);
   const presented = hashToken(token);
-  const matches = timingSafeEqual(presented, row ? (row.token_hash as Buffer) : ABSENT_HASH);
+  const matches = timingSafeEqual(presented, row ? row.token_hash : ABSENT_HASH);
   if (!row || !matches) return undefined;
   return {
     id: Number(row.id),
@@ -116,17 +118,7 @@ export async function authenticateClinic(knex: Knex, businessId: string, user: s
   };
 }
 
-/** The callback credentials of the clinic that sent request `queueMessageId`, opened with the data key. */
-export async function callbackCredentialsOf(knex: Knex, dataKey: Buffer, queueMessageId: string): Promise<CallbackCredentials> {
-  const row = await knex('emdr_requests as r')
-    .join('emdr_clients as k', 'k.id', 'r.client_id')
-    .where('r.queue_message_id', queueMessageId)
-    .first('k.business_id', 'k.user_name', 'k.callback_user', 'k.callback_token_sealed', 'k.signing_secret_sealed');
-  const opened = (column: SealedSecret, sealed: Buffer) => open(dataKey, secretContext(column, row.business_id, row.user_name), sealed);
-  return {
-    businessId: row.business_id,
-    user: row.callback_user,
-    token: opened('callback_token', row.callback_token_sealed),
-    signingSecret: opened('signing_secret', row.signing_secret_sealed),
-  };
+/** A clinic's callback token or signing secret, opened with the data key. */
+export function openClinicSecret(dataKey: Buffer, column: SealedSecret, account: { businessId: string; user: string }, sealed: Buffer): string {
+  return open(dataKey, secretContext(column, account.businessId, account.user), sealed);
 }

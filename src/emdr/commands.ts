@@ -3,18 +3,17 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Option, type Command } from 'commander';
 import { printJson, UsageError, withDatabase } from '../cli/program.js';
-import { decodeBase64Strict } from './acceptance.js';
+import { decodeBase64Strict } from './pipeline/acceptance.js';
 import { isCallbackUrl } from './callback-url.js';
 import { replayRequestCallbacks } from './clinic-messages.js';
 import { createClinicAccount, DuplicateClinicAccountError } from './clients.js';
 import { messageState } from './messages.js';
 import { registerSampleCommand } from './sample-document.js';
 import { BuiltInRegistry } from './registry/built-in.js';
-import { startBoss } from './queue.js';
-import { parseCertificate } from './signatures/cms.js';
+import { parseCertificate } from './signatures/cms/cms.js';
 import { loadTrustStore, TrustStoreError } from './signatures/trust-store.js';
 import { DocumentSignatureCheck } from './signatures/verify.js';
-import { FILE_SLICE_BYTES } from './request-files.js';
+import { FILE_SLICE_BYTES } from './pipeline/request-files.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const OID = /^[0-2](\.(0|[1-9][0-9]*))+$/;
@@ -106,7 +105,7 @@ export function registerEmdrCommands(program: Command): void {
     .description('state of a request and of each of its callbacks (attempts, last error)')
     .argument('<queueMessageId>', 'the queueMessageId of the acknowledgement', queueMessageIdArgument)
     .action(async (queueMessageId: string) => {
-      const state = await withDatabase((database) => messageState(database.knex, queueMessageId));
+      const state = await withDatabase((database) => messageState(database.sql, queueMessageId));
       if (!state) throw new UsageError(`no request ${queueMessageId}`);
       printJson(state);
     });
@@ -119,15 +118,10 @@ export function registerEmdrCommands(program: Command): void {
     .argument('<queueMessageId>', 'the queueMessageId of the acknowledgement', queueMessageIdArgument)
     .action(async (queueMessageId: string) => {
       const replayed = await withDatabase(async (database, context) => {
-        const registry = new BuiltInRegistry(database.knex, { latencyMs: context.config.registryLatencyMs, fail: context.config.registryFail });
-        const boss = await startBoss(database.url, context.config, context.logger, { supervise: false });
-        try {
-          const replayed = await replayRequestCallbacks({ knex: database.knex, boss, registry, retryScheduleMs: context.config.callbackRetryScheduleMs }, queueMessageId);
-          if (replayed === undefined) throw new UsageError(`no request ${queueMessageId}`);
-          return replayed;
-        } finally {
-          await boss.stop({ graceful: false, wait: true });
-        }
+        const registry = new BuiltInRegistry(database.sql, { latencyMs: context.config.registryLatencyMs, fail: context.config.registryFail });
+        const replayed = await replayRequestCallbacks({ sql: database.sql, registry }, queueMessageId);
+        if (replayed === undefined) throw new UsageError(`no request ${queueMessageId}`);
+        return replayed;
       });
       printJson({ queueMessageId, replayed });
     });

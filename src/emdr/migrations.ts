@@ -185,7 +185,49 @@ export const emdrMigrations: readonly NamedMigration[] = [
     },
   ],
   [
-    'emdr_0005_delivery_console',
+    'emdr_0005_work_rows',
+    {
+      // The pipeline's rows are its own queue (src/work/stage.ts, src/emdr/pipeline/): available_at is
+      // when a row may be claimed next (a claim leases it for JOB_EXPIRY; a retry waits for its time).
+      async up(knex) {
+        await knex.raw(`
+          alter table emdr_requests
+            add column available_at timestamptz not null default clock_timestamp(),
+            add column claims integer not null default 0;
+          alter table emdr_callbacks
+            add column available_at timestamptz not null default clock_timestamp(),
+            add column attempt_count integer not null default 0;
+          update emdr_callbacks c set attempt_count = (select count(*) from emdr_callback_attempts a where a.callback_id = c.id);
+          create index emdr_requests_received on emdr_requests (available_at) where state = 'received';
+          create index emdr_requests_accepted on emdr_requests (available_at) where state = 'accepted';
+          create index emdr_callbacks_due on emdr_callbacks (available_at) where state = 'pending';
+          create index emdr_callbacks_waiting on emdr_callbacks (queue_message_id) where state = 'waiting';
+          -- Slices of a request's files are read one after the other: uncompressed, each reads only its own part.
+          alter table emdr_requests alter column document set storage external, alter column signature set storage external;
+        `);
+        // pg-boss carried the work before: a callback waiting for a later attempt keeps its time, then pg-boss's tables go.
+        const { rows } = await knex.raw<{ rows: Array<{ job: string | null }> }>(`select to_regclass('pgboss.job')::text as job`);
+        if (rows[0]!.job !== null) {
+          await knex.raw(`
+            update emdr_callbacks c set available_at = j.start_after
+              from pgboss.job j
+             where j.name = 'emdr-callback' and j.state in ('created', 'retry') and j.data->>'callbackId' = c.id and c.state = 'pending';
+            drop schema pgboss cascade;
+          `);
+        }
+      },
+      async down(knex) {
+        await knex.raw(`
+          drop index emdr_requests_received, emdr_requests_accepted, emdr_callbacks_due, emdr_callbacks_waiting;
+          alter table emdr_requests drop column available_at, drop column claims,
+            alter column document set storage extended, alter column signature set storage extended;
+          alter table emdr_callbacks drop column available_at, drop column attempt_count;
+        `);
+      },
+    },
+  ],
+  [
+    'emdr_0006_delivery_console',
     {
       async up(knex) {
         await knex.raw(`

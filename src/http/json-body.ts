@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { streamedBytes } from '../memory/garbage.js';
 
 /**
  * Request bodies of both interfaces: refused on their headers before a byte is read, then read
@@ -83,8 +84,10 @@ export function readBody(request: IncomingMessage, limitBytes: number): Promise<
         finish(() => reject(tooLarge(limitBytes)));
         return;
       }
-      if (whole) chunk.copy(whole, received);
-      else chunks.push(chunk);
+      if (whole) {
+        chunk.copy(whole, received);
+        streamedBytes(chunk.length);
+      } else chunks.push(chunk);
       received += chunk.length;
     };
     const onEnd = () => finish(() => resolve(whole ? whole.subarray(0, received) : Buffer.concat(chunks, received)));

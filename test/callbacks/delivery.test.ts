@@ -62,6 +62,26 @@ describe('callback retries in one service', () => {
     });
   });
 
+  it('reads no more than 64 KiB of an answer: a longer one is not a delivery, and the next attempt is', async () => {
+    const body = registerBody();
+    let answers = 0;
+    receiver.reply = (callback) => {
+      if (callback.body.localUid !== body.localUid || callback.name !== 'SendRegisterDocumentResponse') return SUCCESS;
+      answers += 1;
+      return answers === 1 ? { status: 200, body: { status: 'Success', padding: 'x'.repeat(1024 * 1024) } } : SUCCESS;
+    };
+    const { body: ack } = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), body);
+    await receiver.waitFor((received) => forRequest(ack.queueMessageId)(received).length >= 3);
+    const state = await messageState(service, clinic, ack.queueMessageId);
+    expect(state.callbacks[0]).toMatchObject({
+      state: 'delivered',
+      attempts: [
+        { attempt: 1, httpStatus: 200, error: 'answer is longer than 65536 bytes' },
+        { attempt: 2, httpStatus: 200 },
+      ],
+    });
+  });
+
   it('marks a callback failed when the schedule is exhausted, holds the result, and `callbacks replay` delivers both', async () => {
     const body = registerBody();
     let refusing = true;

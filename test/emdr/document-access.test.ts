@@ -1,15 +1,16 @@
-import { SignatureVerifier } from '../../src/emdr/signatures/verifier.js';
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import type PgBoss from 'pg-boss';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedClinicAccount } from '../../src/emdr/clients.js';
-import { acceptRequest, fulfilRequest } from '../../src/emdr/pipeline.js';
-import { startBoss } from '../../src/emdr/queue.js';
+import type { Sql } from '../../src/db/sql.js';
+import { AcceptanceStage } from '../../src/emdr/pipeline/accept.js';
+import { FulfilmentStage } from '../../src/emdr/pipeline/fulfil.js';
+import { DocumentCheckPool } from '../../src/emdr/pipeline/document-check.js';
 import { BuiltInRegistry } from '../../src/emdr/registry/built-in.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { startCallbackReceiver, SUCCESS, type CallbackReceiver, type ReceivedCallback } from '../support/callback-receiver.js';
 import { addClinic, authHeaders, FIXTURE_XML, openKnex, ORGANIZATION, post, registerBody, VALID_SNILS } from '../support/emdr.js';
+import { openSql } from '../support/database.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 /** Who may demand and find a registered document (specs/openapi.yaml, DemandContent and SearchRegistryItem). */
@@ -54,7 +55,7 @@ async function messageState(clinic: CreatedClinicAccount, queueMessageId: string
 function withoutIds(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(withoutIds);
   if (value === null || typeof value !== 'object') return value;
-  const ids = ['queueMessageId', 'clientMessageId', 'emdrId', 'webhookId', 'at', 'durationMs', 'createdAt', 'updatedAt', 'deliveredAt'];
+  const ids = ['queueMessageId', 'clientMessageId', 'emdrId', 'webhookId', 'at', 'createdAt', 'updatedAt', 'deliveredAt'];
   return Object.fromEntries(Object.entries(value).filter(([key]) => !ids.includes(key)).map(([key, item]) => [key, withoutIds(item)]));
 }
 
@@ -162,18 +163,20 @@ describe('SearchRegistryItem', () => {
 
 describe('a newer version of another patient, registered between acceptance and delivery', () => {
   let api: TestService;
-  let boss: PgBoss | undefined;
   let knex: Knex;
+  let sql: Sql;
+  const documents = new DocumentCheckPool(1);
 
   beforeAll(async () => {
-    // Interface B without workers: the test runs the acceptance and registry steps itself.
+    // Interface B without workers: the test runs the acceptance and registry stages itself.
     api = await startTestService({}, ['emdr']);
     knex = openKnex(api.databaseUrl);
-    boss = await startBoss(api.databaseUrl, api.config, createLogger('silent'), { supervise: false });
+    sql = openSql(api.databaseUrl);
   });
 
   afterAll(async () => {
-    await boss?.stop({ graceful: false, wait: true });
+    await documents.close();
+    await sql?.pool.end();
     await knex?.destroy();
     await api?.stop();
   });
@@ -197,13 +200,15 @@ describe('a newer version of another patient, registered between acceptance and 
     await knex('emdr_registry_documents').insert(registryRow('26.01.000000001', '11223344595', 1));
     const clinic = await addClinic(api, receiver.url, { organizations: [OTHER_ORGANIZATION] });
     const { body: ack } = await post(api.publicUrl, '/api/DemandContent', authHeaders(clinic), { emdrId: '26.01.000000001', patientSnils: VALID_SNILS });
-    const context = { knex, boss: boss!, registry: new BuiltInRegistry(knex, { latencyMs: 0, fail: false }), retryScheduleMs: [0], logger: createLogger('silent'), dataKey: api.dataKey, xmlCheckTimeoutMs: 10_000, signatureVerifier: new SignatureVerifier({ workers: 1, timeoutMs: 10_000 }) };
-    await acceptRequest(context, ack.queueMessageId);
+    const context = { sql, registry: new BuiltInRegistry(sql, { latencyMs: 0, fail: false }), retryScheduleMs: [0], logger: createLogger('silent'), dataKey: api.dataKey, xmlCheckTimeoutMs: 10_000, leaseMs: 30_000 };
+    const acceptance = new AcceptanceStage(context, documents);
+    expect(await acceptance.process(await acceptance.claim(10))).toBe(1);
     expect(await knex('emdr_requests').where({ queue_message_id: ack.queueMessageId }).first('state')).toEqual({ state: 'accepted' });
 
     await knex('emdr_registry_documents').insert({ ...registryRow('26.01.000000002', '08765432110', 2), replaces: '26.01.000000001' });
     await knex('emdr_registry_documents').where({ emdr_id: '26.01.000000001' }).update({ superseded_by: '26.01.000000002' });
-    await fulfilRequest(context, ack.queueMessageId);
+    const fulfilment = new FulfilmentStage(context);
+    await fulfilment.process(await fulfilment.claim(10));
 
     const request = await knex('emdr_requests').where({ queue_message_id: ack.queueMessageId }).first('state', 'errors', 'document', 'signature');
     expect(request).toEqual({ state: 'failed', errors: [{ code: 'REGISTRY_ITEM_NOT_FOUND', message: 'no registry item with this emdrId' }], document: null, signature: null });

@@ -7,7 +7,7 @@ import type { CreatedClinicAccount } from '../../src/emdr/clients.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { runCli } from '../support/cli.js';
 import { startCallbackReceiver, SUCCESS, type CallbackReceiver, type ReceivedCallback } from '../support/callback-receiver.js';
-import { createTestDatabase } from '../support/database.js';
+import { createTestDatabase, openSql } from '../support/database.js';
 import { addClinic, authHeaders, largeXml, openKnex, post, registerBody } from '../support/emdr.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { testSignatureOf } from '../support/signing.js';
@@ -172,7 +172,8 @@ describe('RETENTION', () => {
       await db('ehr_user_links').insert({ user_id: 'u', patient_id: 'p', user_sign_sealed: randomBytes(60) });
       const rows = Array.from({ length: 1200 }, () => ({ token_hash: randomBytes(32), user_id: 'u', expires_at: new Date(Date.now() - 60_000) }));
       for (let i = 0; i < rows.length; i += 400) await db('ehr_sessions').insert(rows.slice(i, i + 400));
-      const workers = [0, 1].map(() => startRetention(db, { retentionMs: 1_000, steps: ehrPurgeSteps, logger: createLogger('silent') }));
+      const sql = openSql(databaseUrl);
+      const workers = [0, 1].map(() => startRetention(sql, { retentionMs: 1_000, steps: ehrPurgeSteps, logger: createLogger('silent') }));
       try {
         const rounds = await Promise.all(workers.map((worker) => worker.runOnce()));
         const afterwards = await Promise.all(workers.map((worker) => worker.runOnce()));
@@ -180,6 +181,7 @@ describe('RETENTION', () => {
         expect(await db('ehr_sessions').count({ n: '*' })).toEqual([{ n: '0' }]);
       } finally {
         await Promise.all(workers.map((worker) => worker.stop()));
+        await sql.pool.end();
       }
     } finally {
       await db.destroy();
@@ -224,5 +226,17 @@ describe('BYTE_QUOTA', () => {
     expect((await post(service.publicUrl, '/api/SearchRegistryItem', authHeaders(clinic), {})).status).toBe(200);
     const another = await addClinic(service, receiver.url);
     expect((await post(service.publicUrl, '/api/RegisterDocument', authHeaders(another), registerBody({ document }))).status).toBe(200);
+  });
+
+  it('counts bodies that fail validation or are not JSON: they cost the quota as much as accepted ones', async () => {
+    const clinic = await addClinic(service, receiver.url);
+    const document = largeXml(700 * 1024).toString('base64');
+    const invalid = await fetch(`${service.publicUrl}/api/RegisterDocument`, { method: 'POST', headers: authHeaders(clinic), body: JSON.stringify(registerBody({ document, organization: 'not an OID' })) });
+    const notJson = await fetch(`${service.publicUrl}/api/RegisterDocument`, { method: 'POST', headers: authHeaders(clinic), body: `{"document":"${document}"` });
+    expect([invalid.status, notJson.status]).toEqual([400, 400]);
+    await Promise.all([invalid.arrayBuffer(), notJson.arrayBuffer()]);
+    // ~1.86 MiB of refused bodies leave no room in 2 MiB for a valid one this minute.
+    const valid = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody({ document }));
+    expect(valid.status).toBe(429);
   });
 });

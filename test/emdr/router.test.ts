@@ -1,8 +1,8 @@
 import path from 'node:path';
-import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { base64MemberOf } from '../../src/emdr/base64-member.js';
-import { createEmdrRouter } from '../../src/emdr/http.js';
+import { base64MemberOf } from '../../src/emdr/intake/base64-member.js';
+import { createEmdrRouter } from '../../src/emdr/intake/router.js';
+import { withHotPaths } from '../../src/http/respond.js';
 import { startListener, type Listener } from '../../src/http/listener.js';
 import { createLogger } from '../../src/logging/logger.js';
 
@@ -14,8 +14,8 @@ beforeAll(async () => {
   const router = await createEmdrRouter({
     definition: path.join(import.meta.dirname, 'fixtures/router-probe.openapi.yaml'),
     handlers: {
-      echo: async (context) => ({ status: 200, body: context.request.requestBody }),
-      upload: async (context, request) => ({ status: 200, body: { body: context.request.requestBody, bytes: base64MemberOf(request)?.toString('latin1') ?? null } }),
+      echo: async (request) => ({ status: 200, body: request.body }),
+      upload: async (request) => ({ status: 200, body: { body: request.body, bytes: base64MemberOf(request.http)?.toString('latin1') ?? null } }),
       crash: async () => {
         throw new Error('secret internals at /srv/app.ts:1');
       },
@@ -24,7 +24,11 @@ beforeAll(async () => {
     base64Members: { upload: 'data' },
     logger: createLogger('silent'),
   });
-  listener = await startListener(express().use('/api', router), '127.0.0.1', 0);
+  const elsewhere = withHotPaths([], (_req, res) => {
+    res.statusCode = 404;
+    res.end();
+  });
+  listener = await startListener(withHotPaths([router], elsewhere), '127.0.0.1', 0);
   baseUrl = `http://127.0.0.1:${listener.port}`;
 });
 

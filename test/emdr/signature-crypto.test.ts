@@ -3,8 +3,8 @@ import fs from 'node:fs';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_CODES } from '../../src/emdr/codes.js';
-import { CURVES, gostVerify, isOnCurve, type Curve } from '../../src/emdr/signatures/gost3410.js';
-import { Streebog, streebog } from '../../src/emdr/signatures/streebog.js';
+import { CURVES, gostVerify, isOnCurve, type Curve } from '../../src/emdr/signatures/crypto/gost3410.js';
+import { Streebog, streebog } from '../../src/emdr/signatures/crypto/streebog.js';
 import { DocumentSignatureCheck } from '../../src/emdr/signatures/verify.js';
 import { TestPki, type KeyAlgorithm } from '../support/signing.js';
 

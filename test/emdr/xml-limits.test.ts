@@ -1,9 +1,9 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedClinicAccount } from '../../src/emdr/clients.js';
-import { MAX_XML_DEPTH, xmlDocumentError } from '../../src/emdr/xml-check.js';
+import { DocumentCheckPool, MAX_XML_DEPTH } from '../../src/emdr/pipeline/document-check.js';
 import { startCallbackReceiver, type CallbackReceiver, type ReceivedCallback } from '../support/callback-receiver.js';
-import { addClinic, authHeaders, FIXTURE_XML, post, registerBody } from '../support/emdr.js';
+import { addClinic, authHeaders, FIXTURE_XML, largeXml, post, registerBody } from '../support/emdr.js';
 import { startServeProcess, type ServeProcess } from '../support/processes.js';
 import { startTestService, type TestService } from '../support/service.js';
 
@@ -14,7 +14,12 @@ async function* slices(bytes: Buffer, size = 48 * 1024): AsyncGenerator<Buffer> 
   for (let offset = 0; offset < bytes.length; offset += size) yield bytes.subarray(offset, offset + size);
 }
 
-const check = (xml: string | Buffer, timeoutMs = 30_000) => xmlDocumentError(slices(Buffer.from(xml)), { maxDepth: MAX_XML_DEPTH, timeoutMs });
+/** One worker, so that every check below runs on a worker that checked others before. */
+const pool = new DocumentCheckPool(1);
+afterAll(() => pool.close());
+
+const check = async (xml: string | Buffer, timeoutMs = 30_000) => (await pool.check(slices(Buffer.from(xml)), { timeoutMs })).xmlFailure;
+const checkWhole = async (xml: Buffer) => (await pool.check(xml, { timeoutMs: 30_000 })).xmlFailure;
 
 /** Milliseconds of one GET /healthz on a connection of its own. */
 async function healthzMs(url: string): Promise<number> {
@@ -56,8 +61,17 @@ describe('the XML check', () => {
     expect(await check(nested(MAX_XML_DEPTH + 1))).toBe(`the document nests elements deeper than ${MAX_XML_DEPTH} levels, the limit`);
   });
 
-  it('gives up when its time budget is spent', async () => {
-    expect(await check(FIXTURE_XML, 1)).toBe('the document could not be checked within 0.001 s, the limit');
+  it('checks a whole document given in one piece the same way', async () => {
+    expect(await checkWhole(FIXTURE_XML)).toBeUndefined();
+    expect(await checkWhole(nested(MAX_XML_DEPTH + 1))).toBe(`the document nests elements deeper than ${MAX_XML_DEPTH} levels, the limit`);
+    expect(await checkWhole(Buffer.from('<a><b></a>'))).toMatch(/not well-formed/);
+  });
+
+  it('gives up when its time budget is spent, and the pool goes on with a fresh worker', async () => {
+    // 16 MiB take the parser well over 5 ms on any machine.
+    expect(await check(largeXml(16 * 1024 * 1024), 5)).toBe('the document could not be checked within 0.005 s, the limit');
+    expect(await check(FIXTURE_XML)).toBeUndefined();
+    expect(await check('<a><b></a>')).toMatch(/not well-formed/);
   });
 });
 

@@ -5,10 +5,10 @@
  * message-digest. For sample documents a clinic can send to a test gateway; never a real key.
  */
 import { randomBytes } from 'node:crypto';
-import { algorithm, bitString, boolean, contextTagged, integer, octetString, oid, retagged, sequence, setOf, time, utf8String } from './der-writer.ts';
-import { generateGostKeyPair, gostPublicKeyBytes, gostSign, type GostKeyPair } from './gost-sign.ts';
-import { CURVES } from './gost3410.ts';
-import { streebog } from './streebog.ts';
+import { algorithm, bitString, boolean, contextTagged, integer, octetString, oid, retagged, sequence, setOf, time, utf8String } from './cms/der-writer.ts';
+import { generateGostKeyPair, gostPublicKeyBytes, gostSign, type GostKeyPair } from './crypto/gost-sign.ts';
+import { CURVES } from './crypto/gost3410.ts';
+import { streebog } from './crypto/streebog.ts';
 
 const OID = {
   gost2012_256: '1.2.643.7.1.1.1.1',

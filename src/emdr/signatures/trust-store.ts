@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseCertificate } from './cms.ts';
-import { DerError } from './der.ts';
+import { parseCertificate } from './cms/cms.ts';
+import { DerError } from './cms/der.ts';
 
 /** More than any real trust store (the accredited CAs' roots and intermediates are a few hundred). */
 const MAX_TRUST_STORE_CERTIFICATES = 5000;

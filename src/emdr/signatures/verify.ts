@@ -8,9 +8,9 @@
  * Node, with `.ts` specifiers (Node runs it with types stripped under the tests).
  */
 import type { ErrorCode } from '../codes.ts';
-import { certificateSignatureDigest, createDigest, digestOf, signatureVerifies, UnsupportedAlgorithm, type Digest, type SignedBytes } from './algorithms.ts';
-import { parseSignedData, type Certificate, type SignerInfo } from './cms.ts';
-import { DerError } from './der.ts';
+import { certificateSignatureDigest, createDigest, digestOf, signatureVerifies, UnsupportedAlgorithm, type Digest, type SignedBytes } from './crypto/algorithms.ts';
+import { parseSignedData, type Certificate, type SignerInfo } from './cms/cms.ts';
+import { DerError } from './cms/der.ts';
 
 export interface SignatureFinding {
   code: ErrorCode;

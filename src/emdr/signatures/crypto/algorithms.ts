@@ -4,8 +4,8 @@
  * crypto, so that test signatures made with other tools verify too.
  */
 import { createHash, createPublicKey, publicDecrypt, verify as cryptoVerify, constants, type KeyObject } from 'node:crypto';
-import type { AlgorithmIdentifier, SubjectPublicKey } from './cms.ts';
-import { childrenOf, DerError, oidOf, readElement, TAG } from './der.ts';
+import type { AlgorithmIdentifier, SubjectPublicKey } from '../cms/cms.ts';
+import { childrenOf, DerError, oidOf, readElement, TAG } from '../cms/der.ts';
 import { CURVES, gostVerify, littleEndianInteger } from './gost3410.ts';
 import { Streebog } from './streebog.ts';
 

@@ -1,4 +1,4 @@
-import type { Request } from 'express';
+import type { IncomingMessage } from 'node:http';
 
 /**
  * A JSON body with one large base64 member (RegisterDocument's `document`, up to ~27 MiB of text)
@@ -12,10 +12,10 @@ import type { Request } from 'express';
 /** What the parsed body holds in place of the member: valid for the schema and for isStrictBase64. */
 export const PLACEHOLDER = 'AAAA';
 
-const members = new WeakMap<Request, Buffer>();
+const members = new WeakMap<IncomingMessage, Buffer>();
 
 /** The bytes (standard padded base64, ASCII) of the request's large member, when it was kept out of the parsed body. */
-export function base64MemberOf(request: Request): Buffer | undefined {
+export function base64MemberOf(request: IncomingMessage): Buffer | undefined {
   return members.get(request);
 }
 
@@ -39,6 +39,10 @@ function skipWhitespace(bytes: Buffer, at: number): number {
 
 /** The index after the string that opens at `at` (escapes skipped), or -1 when it does not close. */
 function skipString(bytes: Buffer, at: number): number {
+  // Most strings hold no escape: the next quote ends them (both found natively).
+  const quote = bytes.indexOf(QUOTE, at + 1);
+  if (quote < 0) return -1;
+  if (!bytes.subarray(at + 1, quote).includes(BACKSLASH)) return quote + 1;
   for (let i = at + 1; i < bytes.length; i += 1) {
     if (bytes[i] === BACKSLASH) i += 1;
     else if (bytes[i] === QUOTE) return i + 1;
@@ -131,7 +135,7 @@ export function parseWithBase64Member(raw: Buffer, name: string): { body: Record
  * schema to judge. With `memberName`, a body parseWithBase64Member takes keeps that member as
  * bytes (base64MemberOf). Throws SyntaxError for text that is not JSON.
  */
-export function parseJsonBody(request: Request, raw: Buffer, memberName: string | undefined): unknown {
+export function parseJsonBody(request: IncomingMessage, raw: Buffer, memberName: string | undefined): unknown {
   if (memberName !== undefined) {
     const split = parseWithBase64Member(raw, memberName);
     if (split !== undefined) {

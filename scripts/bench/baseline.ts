@@ -1,0 +1,148 @@
+/**
+ * The bare baselines of the benchmark: plain node:http and pg (named prepared statements, a pool of
+ * 10 like the service's) doing the same SQL and crypto as the service for the operations measured,
+ * and nothing else: no router, no schema validation, no logging, no limits. What the service
+ * costs beyond them is the price of its contract checks and structure.
+ *
+ *   POST /rpc                   JSON-RPC: patient.get_patient (SHA-256 of the session token, one
+ *                               joined query, AES-256-GCM open of user_sign) and
+ *                               embedded_storage.save_auth_info (the link and its sealed user_sign,
+ *                               SHA-1 credential check, INSERT of the session)
+ *   POST /api/RegisterDocument  the clinic's headers (SHA-256 of the token, one query, constant-time
+ *                               compare), the body parsed, SHA-256 over it, one INSERT of the request
+ *                               (base64 decoded by PostgreSQL) that the pipeline picks up
+ *
+ *   tsx scripts/bench/baseline.ts   (env: DATABASE_URL, DATA_KEY (hex), INTERNAL_USERS name:password, PORT)
+ */
+import { createDecipheriv, createHash, createSecretKey, randomUUID, timingSafeEqual } from 'node:crypto';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import pg from 'pg';
+
+const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
+const dataKey = createSecretKey(Buffer.from(process.env.DATA_KEY!, 'hex'));
+const [internalUser, internalPassword] = process.env.INTERNAL_USERS!.split(':') as [string, string];
+
+const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest();
+
+/** AES-256-GCM, laid out iv | tag | ciphertext, the user id as authenticated data (as src/db/encryption.ts). */
+function openSealed(context: string, sealed: Buffer): string {
+  const decipher = createDecipheriv('aes-256-gcm', dataKey, sealed.subarray(0, 12));
+  decipher.setAAD(Buffer.from(context, 'utf8'));
+  decipher.setAuthTag(sealed.subarray(12, 28));
+  return Buffer.concat([decipher.update(sealed.subarray(28)), decipher.final()]).toString('utf8');
+}
+
+const GET_PATIENT = `
+  select s.user_id, s.expires_at > now() as live, l.user_sign_sealed,
+         p.id, p.surname, p.name, p.middle_name, to_char(p.birth_date, 'YYYY-MM-DD') as birth_date, p.gender, p.phone, p.email, p.snils, p.medcard_number, p.active
+    from ehr_sessions s
+    left join ehr_user_links l on l.user_id = s.user_id
+    left join ehr_patients p on p.id = l.patient_id
+   where s.token_hash = $1`;
+
+type Cred = { user: string; token: string };
+
+async function getPatient(cred: Cred): Promise<unknown> {
+  const { rows } = await pool.query({ name: 'get_patient', text: GET_PATIENT, values: [sha256(cred.token)] });
+  const row = rows[0];
+  if (!row || row.user_id !== cred.user) return { error: { code: -33000, message: 'NotAuthorized' } };
+  if (!row.live) return { error: { code: -33001, message: 'AuthExpired' } };
+  if (!row.active) return { error: { code: -34002, message: 'PatientNotFound' } };
+  const userSign = openSealed(row.user_id, row.user_sign_sealed);
+  const patient = {
+    id: row.id,
+    surname: row.surname,
+    name: row.name,
+    ...(row.middle_name ? { middleName: row.middle_name } : {}),
+    birthdate: `${row.birth_date} 00:00:00.000`,
+    gender: row.gender,
+    ...(row.phone ? { phone: row.phone } : {}),
+    phones: row.phone ? [row.phone] : [],
+    ...(row.email ? { email: row.email } : {}),
+    ...(row.snils ? { snils: row.snils } : {}),
+    ...(row.medcard_number ? { medcardNumber: row.medcard_number } : {}),
+    active: row.active,
+  };
+  return { result: { patient, user_sign: userSign, userSign } };
+}
+
+async function saveAuthInfo(cred: Cred, authInfo: { user: string; token: string; ttl: number }): Promise<unknown> {
+  const { rows } = await pool.query({ name: 'user_link', text: 'select patient_id, user_sign_sealed from ehr_user_links where user_id = $1', values: [authInfo.user] });
+  const link = rows[0];
+  if (!link) return { error: { code: -34007, message: 'UserNotFound' } };
+  const expected = createHash('sha1').update(internalPassword + openSealed(authInfo.user, link.user_sign_sealed), 'utf8').digest('hex');
+  if (cred.user !== internalUser || !timingSafeEqual(sha256(cred.token), sha256(expected))) return { error: { code: -33000, message: 'NotAuthorized' } };
+  const expiresAt = new Date(Date.now() + authInfo.ttl * 1000);
+  try {
+    await pool.query({ name: 'save_session', text: 'insert into ehr_sessions (token_hash, user_id, expires_at) values ($1, $2, $3)', values: [sha256(authInfo.token), authInfo.user, expiresAt] });
+  } catch (error) {
+    if ((error as { code?: string }).code === '23505') return { error: { code: -34003, message: 'SaveAuthInfoError' } };
+    throw error;
+  }
+  return { result: { success: true, internalUserId: link.patient_id, expiresAt: expiresAt.toISOString() } };
+}
+
+async function rpc(body: Buffer): Promise<unknown> {
+  const call = JSON.parse(body.toString('utf8'));
+  const outcome =
+    call.method === 'patient.get_patient' ? await getPatient(call.cred) : call.method === 'embedded_storage.save_auth_info' ? await saveAuthInfo(call.cred, call.params.authInfo) : { error: { code: -32601, message: 'Method not found' } };
+  return { jsonrpc: '2.0', id: call.id, ...(outcome as object) };
+}
+
+const CLINIC = 'select id, token_hash, callback_urls from emdr_clients where business_id = $1 and user_name = $2';
+const INSERT_REQUEST = `
+  insert into emdr_requests (queue_message_id, client_id, operation, idempotency_key, body_hash, state, callback_url, local_uid, metadata, document, signature)
+  values ($1, $2, 'RegisterDocument', $3, $4, 'received', $5, $3, $6, decode($7, 'base64'), decode($8, 'base64'))
+  on conflict (client_id, operation, idempotency_key, body_hash) do nothing
+  returning queue_message_id`;
+
+async function registerDocument(request: IncomingMessage, body: Buffer): Promise<[number, unknown]> {
+  const { rows } = await pool.query({ name: 'clinic', text: CLINIC, values: [request.headers.businessid, request.headers.user] });
+  const clinic = rows[0];
+  if (!clinic || !timingSafeEqual(clinic.token_hash, sha256(String(request.headers.token)))) return [401, { status: 'Error' }];
+  const document = JSON.parse(body.toString('utf8'));
+  const metadata = { localUid: document.localUid, kind: document.kind, organization: document.organization, patientSnils: document.patientSnils, creationDateTime: document.creationDateTime };
+  const bodyHash = createHash('sha256').update(body).digest('hex');
+  const inserted = await pool.query({
+    name: 'insert_request',
+    text: INSERT_REQUEST,
+    values: [randomUUID(), clinic.id, document.localUid, bodyHash, clinic.callback_urls[0], JSON.stringify(metadata), document.document, document.signature],
+  });
+  return [200, { localUid: document.localUid, queueMessageId: inserted.rows[0]?.queue_message_id }];
+}
+
+function readBody(request: IncomingMessage): Promise<Buffer> {
+  const length = Number(request.headers['content-length']);
+  const body = Buffer.allocUnsafe(length);
+  let at = 0;
+  return new Promise((resolve, reject) => {
+    request.on('data', (chunk: Buffer) => {
+      chunk.copy(body, at);
+      at += chunk.length;
+    });
+    request.on('end', () => resolve(body));
+    request.on('error', reject);
+  });
+}
+
+function send(response: ServerResponse, status: number, value: unknown): void {
+  const text = JSON.stringify(value);
+  response.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  response.end(text);
+}
+
+const server = http.createServer((request, response) => {
+  void (async () => {
+    try {
+      const body = await readBody(request);
+      if (request.url === '/rpc') send(response, 200, await rpc(body));
+      else if (request.url === '/api/RegisterDocument') send(response, ...(await registerDocument(request, body)));
+      else send(response, 404, { error: 'not found' });
+    } catch (error) {
+      send(response, 500, { error: String(error) });
+    }
+  })();
+});
+server.keepAliveTimeout = 60_000;
+server.listen(Number(process.env.PORT), '127.0.0.1', () => console.log('baseline listening'));
+process.on('SIGTERM', () => server.close(() => void pool.end().then(() => process.exit(0))));

@@ -1,0 +1,46 @@
+import { randomUUID } from 'node:crypto';
+import { createTestSigner } from '../../../src/emdr/signatures/test-signer.js';
+import { BENCH_ORGANIZATION } from './database.js';
+import { httpRequest } from './http-load.js';
+import { clinicHeaders, type BenchClinic } from './service.js';
+
+/** RegisterDocument requests as the scenarios send them. */
+
+/**
+ * The documents are signed for real (GOST R 34.10-2012 256, a throw-away test key): the acceptance
+ * stage verifies each signature over its document, so the pipeline measures the accepted path.
+ */
+const signer = createTestSigner({ commonName: 'ehr-gateway bench (test)' });
+
+/** A document's base64 and the base64 of its detached signature. */
+export interface SignedDocument {
+  documentBase64: string;
+  signatureBase64: string;
+}
+
+export function signedDocument(xml: Buffer): SignedDocument {
+  return { documentBase64: xml.toString('base64'), signatureBase64: signer.sign(xml).toString('base64') };
+}
+
+/** A well-formed UTF-8 XML document of at least `bytes` bytes (Cyrillic text, many elements). */
+export function xmlOfSize(bytes: number): Buffer {
+  const filler = '<p>Описание осмотра пациента, строка для объёма.</p>';
+  const head = '<?xml version="1.0" encoding="UTF-8"?><ClinicalDocument xmlns="urn:hl7-org:v3">';
+  const count = Math.max(0, Math.ceil((bytes - head.length) / Buffer.byteLength(filler)));
+  return Buffer.from(`${head}${filler.repeat(count)}</ClinicalDocument>`);
+}
+
+/** A RegisterDocument body with a new localUid each call (a new document, not a retry). */
+export function registerDocumentBody(document: SignedDocument, localUid = randomUUID()): string {
+  return `{"localUid":"${localUid}","kind":"6","organization":"${BENCH_ORGANIZATION}","patientSnils":"112-233-445 95","creationDateTime":"2026-01-15T09:30:00+03:00","document":"${document.documentBase64}","signature":"${document.signatureBase64}"}`;
+}
+
+/** Requests of new documents of `bytes` bytes each, for `clinic`. */
+export function registerDocumentRequests(clinic: BenchClinic, bytes: number): () => { bytes: Buffer; tag: string } {
+  const document = signedDocument(xmlOfSize(bytes));
+  const headers = clinicHeaders(clinic);
+  return () => {
+    const localUid = randomUUID();
+    return { bytes: httpRequest('POST', '/api/RegisterDocument', headers, registerDocumentBody(document, localUid)), tag: localUid };
+  };
+}

@@ -1,0 +1,124 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { freePort } from '../../../src/db/embedded-postgres.js';
+
+/** Processes of a benchmark run (the service, its baseline, a receiver) and what /proc says about them. */
+
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/** CPU time (user + system) of a process so far, in milliseconds, with its exited children's when asked; 0 once it is gone. */
+export async function cpuMs(pid: number, withReapedChildren = false): Promise<number> {
+  const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
+  if (!stat) return 0;
+  // Fields after the command name (which may hold spaces), counted from field 3: utime, stime, cutime, cstime.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(fields[11]) + Number(fields[12]) + (withReapedChildren ? Number(fields[13]) + Number(fields[14]) : 0);
+  return (ticks * 1000) / CLOCK_TICKS_PER_SECOND;
+}
+
+/** Peak (VmHWM) or current (VmRSS) resident memory of a process, in MiB. */
+export async function rssMiB(pid: number, which: 'VmHWM' | 'VmRSS'): Promise<number> {
+  const status = await fs.readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(new RegExp(`${which}:\\s+(\\d+) kB`).exec(status)![1]) / 1024;
+}
+
+/**
+ * CPU milliseconds of a PostgreSQL so far: the postmaster, its live children (backends, writer, WAL
+ * writer, …) and the children it has reaped (backends of closed connections), read afresh.
+ */
+export async function postgresCpuMs(postmasterPid: number): Promise<number> {
+  let total = await cpuMs(postmasterPid, true);
+  for (const entry of await fs.readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await fs.readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (parent === postmasterPid) total += await cpuMs(Number(entry), true);
+  }
+  return total;
+}
+
+export interface Child {
+  pid: number;
+  process: ChildProcess;
+  /** What it printed (both streams), for failures. */
+  output(): string;
+  /** SIGTERM, then SIGKILL after 30 s. */
+  stop(): Promise<void>;
+}
+
+function track(child: ChildProcess): Child {
+  let output = '';
+  // BENCH_LOG_DIR keeps every child's whole output, for a run that went wrong.
+  const logFile = process.env.BENCH_LOG_DIR ? path.join(process.env.BENCH_LOG_DIR, `child-${child.pid}.log`) : undefined;
+  const keep = (chunk: Buffer) => {
+    output = (output + chunk.toString()).slice(-20_000);
+    if (logFile) void fs.appendFile(logFile, chunk);
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    pid: child.pid!,
+    process: child,
+    output: () => output,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** A TypeScript program of `root` run with tsx (as `make` runs the service), with `nodeOptions` before it. */
+export function spawnTs(root: string, file: string, args: readonly string[], env: Record<string, string>, nodeOptions: readonly string[] = []): Child {
+  const child = spawn(process.execPath, [...nodeOptions, '--import', 'tsx', path.join(root, file), ...args], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  return track(child);
+}
+
+export async function waitForOk(url: string, timeoutMs: number, child?: Child): Promise<void> {
+  const started = Date.now();
+  for (;;) {
+    try {
+      if ((await fetch(url)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    if (child && (child.process.exitCode !== null || child.process.signalCode !== null)) throw new Error(`${url}: the process exited: ${child.output().slice(-2000)}`);
+    if (Date.now() - started > timeoutMs) throw new Error(`${url} did not answer 200 within ${timeoutMs} ms: ${child?.output().slice(-2000) ?? ''}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+async function waitForOutput(child: Child, text: string, timeoutMs: number): Promise<void> {
+  const started = Date.now();
+  while (!child.output().includes(text)) {
+    if (child.process.exitCode !== null || Date.now() - started > timeoutMs) throw new Error(`no "${text}" from the process: ${child.output().slice(-2000)}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+export interface ServiceProcess extends Child {
+  publicPort: number;
+  internalPort: number;
+  env: Record<string, string>;
+}
+
+/** `ehr-gateway serve` (or `serve --only ROLE`) of the checkout at `root`, on fresh ports, ready. */
+export async function startServe(root: string, env: Record<string, string>, options: { only?: string; nodeOptions?: readonly string[] } = {}): Promise<ServiceProcess> {
+  const publicPort = await freePort();
+  const internalPort = await freePort();
+  // The worker role has no listener: it is ready when it logs that it started (at info level, which it uses only at start and stop).
+  const worker = options.only === 'worker';
+  const fullEnv = { HOST: '127.0.0.1', LOG_LEVEL: worker ? 'info' : 'warn', ...env, PORT: String(publicPort), INTERNAL_PORT: String(internalPort) };
+  const child = spawnTs(root, 'src/main.ts', ['serve', ...(options.only ? ['--only', options.only] : [])], fullEnv, options.nodeOptions);
+  if (!worker) await waitForOk(`http://127.0.0.1:${publicPort}/readyz`, 60_000, child);
+  else await waitForOutput(child, '"ehr-gateway started"', 60_000);
+  return { ...child, publicPort, internalPort, env: fullEnv };
+}

@@ -1,0 +1,104 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { freePort } from '../../../src/db/embedded-postgres.js';
+import { spawnTs, startServe, waitForOk, type Child, type ServiceProcess } from './processes.js';
+import { BENCH_ORGANIZATION, newBusinessId } from './database.js';
+import type { BenchContext } from './scenario.js';
+
+/** The service, its baseline, a clinic account and a callback receiver, as the scenarios start them. */
+
+export const INTERNAL_USER = 'bench-auth';
+export const INTERNAL_PASSWORD = 'bench-auth-password';
+
+export const newDataKey = () => randomBytes(32).toString('hex');
+
+/** Interface A's version segment of the checkout measured. */
+export function rpcVersion(root: string): string {
+  return (JSON.parse(fs.readFileSync(path.join(root, 'specs/openrpc.json'), 'utf8')) as { info: { version: string } }).info.version;
+}
+
+/**
+ * `serve` on the database with the bench's settings: no per-clinic rate limit or byte quota (the
+ * bench is one clinic sending as fast as it can), the internal account, logs at warn. With a
+ * profile directory, the process writes a CPU profile there when it stops.
+ */
+export async function startService(context: BenchContext, databaseUrl: string, dataKey: string, options: { only?: string; env?: Record<string, string> } = {}): Promise<ServiceProcess> {
+  const nodeOptions = context.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${context.profileDir}`] : [];
+  return startServe(
+    context.root,
+    { DATABASE_URL: databaseUrl, DATA_KEY: dataKey, INTERNAL_USERS: `${INTERNAL_USER}:${INTERNAL_PASSWORD}`, RATE_LIMIT: '0', BYTE_QUOTA: '0', ...options.env },
+    { only: options.only, nodeOptions },
+  );
+}
+
+export interface Baseline extends Child {
+  port: number;
+}
+
+export async function startBaseline(context: BenchContext, databaseUrl: string, dataKey: string): Promise<Baseline> {
+  const port = await freePort();
+  const child = spawnTs(context.benchDir, 'baseline.ts', [], { DATABASE_URL: databaseUrl, DATA_KEY: dataKey, INTERNAL_USERS: `${INTERNAL_USER}:${INTERNAL_PASSWORD}`, PORT: String(port) });
+  await waitFor(child, 'baseline listening');
+  return { ...child, port };
+}
+
+async function waitFor(child: Child, text: string): Promise<void> {
+  const started = Date.now();
+  while (!child.output().includes(text)) {
+    if (child.process.exitCode !== null || Date.now() - started > 30_000) throw new Error(`no "${text}": ${child.output()}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+export interface BenchClinic {
+  businessId: string;
+  user: string;
+  token: string;
+  signingSecret: string;
+}
+
+/** A clinic account made by the measured checkout's own `clients add`, calling back to `callbackUrl`. */
+export async function addClinic(context: BenchContext, service: ServiceProcess, callbackUrl: string): Promise<BenchClinic> {
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    ['--import', 'tsx', path.join(context.root, 'src/main.ts'), 'clients', 'add', '--business-id', newBusinessId(), '--user', 'mis', '--callback-url', callbackUrl, '--organization', BENCH_ORGANIZATION],
+    { cwd: context.root, env: { ...process.env, DATABASE_URL: service.env.DATABASE_URL, DATA_KEY: service.env.DATA_KEY, LOG_LEVEL: 'warn' } },
+  );
+  const created = JSON.parse(stdout) as BenchClinic;
+  return { businessId: created.businessId, user: created.user, token: created.token, signingSecret: created.signingSecret };
+}
+
+export function clinicHeaders(clinic: BenchClinic): Record<string, string> {
+  return { businessid: clinic.businessId, user: clinic.user, token: clinic.token, 'content-type': 'application/json' };
+}
+
+export interface Receiver extends Child {
+  url: string;
+  configure(secret: string): Promise<void>;
+  stats(): Promise<{ received: number; badSignatures: number; duplicates: number }>;
+  arrivals(): Promise<Array<[string, string, number]>>;
+  files(): Promise<Array<[string, string]>>;
+}
+
+export async function startReceiver(context: BenchContext): Promise<Receiver> {
+  const port = await freePort();
+  const child = spawnTs(context.benchDir, 'receiver.ts', [], { PORT: String(port) });
+  await waitFor(child, 'receiver listening');
+  const url = `http://127.0.0.1:${port}`;
+  const get = async (route: string) => (await fetch(`${url}${route}`)).json();
+  return {
+    ...child,
+    url,
+    async configure(secret) {
+      await fetch(`${url}/configure`, { method: 'POST', body: JSON.stringify({ secret }) });
+    },
+    stats: () => get('/stats'),
+    arrivals: () => get('/arrivals'),
+    files: () => get('/files'),
+  };
+}
+
+export { waitForOk };

@@ -1,0 +1,47 @@
+import { closedLoop, type Answer, type LoadResult } from '../lib/http-load.js';
+import { registerDocumentRequests } from '../lib/documents.js';
+import { alternate, compared, median, round1, type BenchContext, type Measured } from '../lib/scenario.js';
+import { addClinic, newDataKey, startBaseline, startService } from '../lib/service.js';
+
+/** RegisterDocument's acknowledgement of a 10 KiB document (interface B's intake alone: `serve --only emdr`) against the baseline. */
+
+const CONNECTIONS = 16;
+export const ACK_DOCUMENT_BYTES = 10 * 1024;
+
+export function expectAcknowledgement(answer: Answer): void {
+  if (answer.status !== 200 || answer.body.indexOf('"queueMessageId"') < 0) throw new Error(`not an acknowledgement: HTTP ${answer.status} ${answer.body.toString('utf8', 0, 300)}`);
+}
+
+export async function registerDocument(context: BenchContext): Promise<Measured[]> {
+  const databaseUrl = await context.database.freshDatabase('bench_b');
+  const dataKey = newDataKey();
+  const service = await startService(context, databaseUrl, dataKey, { only: 'emdr' });
+  const baseline = await startBaseline(context, databaseUrl, dataKey);
+  try {
+    // Nobody receives these callbacks: only the acknowledgement is measured, no worker runs.
+    const clinic = await addClinic(context, service, 'http://127.0.0.1:9');
+    const next = registerDocumentRequests(clinic, ACK_DOCUMENT_BYTES);
+    context.log('RegisterDocument: acknowledgements of 10 KiB documents');
+    const run = (port: number) => () => closedLoop({ port, connections: CONNECTIONS, durationMs: context.roundMs, warmupMs: context.warmupMs, onAnswer: expectAcknowledgement, next });
+    const results = await alternate(context.rounds, [
+      { name: 'service', run: run(service.publicPort) },
+      { name: 'baseline', run: run(baseline.port) },
+    ]);
+    const per = (list: LoadResult[] | undefined, pick: (result: LoadResult) => number) => (list ?? []).map((result) => round1(pick(result)));
+    const throughput = compared(`acknowledgements, 10 KiB document, ${CONNECTIONS} connections`, 'requests/s', per(results.service, (r) => r.perSecond), per(results.baseline, (r) => r.perSecond), 0.7);
+    const p99 = { metric: 'p99 at maximum throughput', unit: 'ms', service: median(per(results.service, (r) => r.p99)), baseline: median(per(results.baseline, (r) => r.p99)) };
+    const failed = Object.entries(results).flatMap(([who, list]) => (list.some((r) => r.errors > 0) ? [`${who} had ${list.reduce((sum, r) => sum + r.errors, 0)} failed requests`] : []));
+    return [
+      {
+        name: 'register_document',
+        title: 'RegisterDocument acknowledgement (10 KiB)',
+        rows: [throughput, p99],
+        chart: { throughput: { label: 'RegisterDocument ack', unit: 'requests/s', service: throughput.service, baseline: throughput.baseline }, latency: { label: 'RegisterDocument p99 @ max', unit: 'ms', service: p99.service, baseline: p99.baseline } },
+        notes: failed,
+      },
+    ];
+  } finally {
+    await service.stop();
+    await baseline.stop();
+  }
+}

@@ -1,0 +1,45 @@
+import { createHash, type Hash } from 'node:crypto';
+
+const HASHED_CHARACTERS_PER_UPDATE = 1024 * 1024;
+
+/**
+ * Hashes the UTF-8 of `text` a slice at a time: hashing a long string in one update converts all
+ * of it to UTF-8 at once. A slice never ends between the two halves of a surrogate pair.
+ */
+function hashText(hash: Hash, text: string): void {
+  for (let start = 0; start < text.length; ) {
+    let end = Math.min(start + HASHED_CHARACTERS_PER_UPDATE, text.length);
+    const last = text.charCodeAt(end - 1);
+    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end += 1;
+    hash.update(text.slice(start, end));
+    start = end;
+  }
+}
+
+/** JSON with every object's members sorted by name (arrays keep their order): one text per value, however it was sent. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const members = Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`);
+    return `{${members.join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/**
+ * A SHA-256 over the body's members sorted by name, each value as its UTF-8 length and text (a
+ * string as it is, anything else in canonical JSON), so the same JSON with its members in another
+ * order is the same request; without one big serialized copy of the body. `bytes` stands for one
+ * string member kept as its ASCII bytes: the same hash as the string.
+ */
+export function bodyHash(body: Record<string, unknown>, bytes?: { member: string; value: Buffer }): string {
+  const hash = createHash('sha256');
+  for (const key of Object.keys(body).sort()) {
+    const value = body[key];
+    const text = key === bytes?.member ? bytes.value : typeof value === 'string' ? value : canonicalJson(value);
+    hash.update(`${JSON.stringify(key)}:${Buffer.byteLength(text)}:`);
+    if (Buffer.isBuffer(text)) hash.update(text);
+    else hashText(hash, text);
+  }
+  return hash.digest('hex');
+}

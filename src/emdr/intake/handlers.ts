@@ -1,0 +1,286 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { components } from '../../../generated/emdr-api.js';
+import { statement, type Sql } from '../../db/sql.js';
+import { streamedBytes } from '../../memory/garbage.js';
+import { isStrictBase64, snilsDigits } from '../pipeline/acceptance.js';
+import { base64MemberOf } from './base64-member.js';
+import { bodyHash } from './body-hash.js';
+import { authenticateClinic, type ClinicAccount } from '../clients.js';
+import type { CallbackErrorItem } from '../codes.js';
+import { ApiError } from '../errors.js';
+import type { OperationHandler, OperationRequest, SecurityHandler } from './router.js';
+import { messageState } from '../messages.js';
+import type { DemandMetadata, RegisterMetadata } from '../pipeline/requests.js';
+import type { RegistryPort } from '../registry/port.js';
+
+type RegisterDocumentRequest = components['schemas']['RegisterDocumentRequest'];
+type RegisterDocumentAcknowledgement = components['schemas']['RegisterDocumentAcknowledgement'];
+type DemandContentRequest = components['schemas']['DemandContentRequest'];
+type DemandContentAcknowledgement = components['schemas']['DemandContentAcknowledgement'];
+type SearchRegistryItemRequest = components['schemas']['SearchRegistryItemRequest'];
+type SearchRegistryItemResponse = components['schemas']['SearchRegistryItemResponse'];
+
+export interface EmdrHandlerDependencies {
+  sql: Sql;
+  registry: RegistryPort;
+  /** Called once a request is stored: the acceptance stage has work (in this process, and in the other workers'). */
+  requestStored(): void;
+}
+
+const SEARCH_LIMIT = 100;
+
+function header(request: IncomingMessage, name: string): string | undefined {
+  const value = request.headers[name.toLowerCase()];
+  return typeof value === 'string' && value.length > 0 ? value : undefined;
+}
+
+/**
+ * The three headers as the OpenAPI security schemes BusinessId, User and Token, required together.
+ * Token does the lookup (all three headers); the other two only check presence.
+ */
+export function clinicSecurityHandlers(sql: Sql): Record<string, SecurityHandler> {
+  return {
+    BusinessId: async (request) => header(request, 'businessId') !== undefined,
+    User: async (request) => header(request, 'user') !== undefined,
+    Token: async (request) => {
+      const businessId = header(request, 'businessId');
+      const user = header(request, 'user');
+      const token = header(request, 'token');
+      if (businessId === undefined || user === undefined || token === undefined) return false;
+      return (await authenticateClinic(sql, businessId, user, token)) ?? false;
+    },
+  };
+}
+
+/** A new request row: the acceptance stage picks it up (state received). */
+interface NewRequest {
+  clientId: number;
+  operation: 'RegisterDocument' | 'DemandContent';
+  idempotencyKey: string | null;
+  bodyHash: string;
+  callbackUrl: string;
+  localUid: string | null;
+  clientMessageId: string | null;
+  metadata: RegisterMetadata | DemandMetadata;
+  /** The document's base64 as ASCII bytes (PostgreSQL decodes it), or null. */
+  document: Buffer | null;
+  signature: string | null;
+  personalSignatures: string | null;
+  intakeErrors: CallbackErrorItem[] | null;
+}
+
+/**
+ * One statement: the identical retry hits the unique key (clinic, operation, idempotency key, body
+ * hash) and inserts nothing. PostgreSQL decodes the base64: no decoded copy of the document in this
+ * process; the document's bytes go as a binary (bytea) parameter, never a JS string.
+ */
+const INSERT_REQUEST = statement(
+  'emdr_insert_request',
+  `insert into emdr_requests (queue_message_id, client_id, operation, idempotency_key, body_hash, state, callback_url, local_uid, client_message_id, metadata,
+                              document, signature, personal_signatures, intake_errors)
+   values ($1, $2, $3, $4, $5, 'received', $6, $7, $8, $9, decode(convert_from($10::bytea, 'UTF8'), 'base64'), decode($11, 'base64'), $12, $13)
+   on conflict (client_id, operation, idempotency_key, body_hash) do nothing
+   returning queue_message_id, metadata`,
+);
+/**
+ * A large document goes to PostgreSQL in chunks (STAGED_CHUNK_BYTES each, into a temporary table of
+ * the connection) and is joined there: node-postgres would copy a single parameter whole into its
+ * outgoing message, one more copy of the document in this process while it is sent.
+ */
+const STAGED_DOCUMENT_BYTES = 1024 * 1024;
+const STAGED_CHUNK_BYTES = 1024 * 1024;
+const CREATE_STAGING = statement('emdr_create_upload_chunks', 'create temporary table if not exists emdr_upload_chunks (n integer not null, chunk bytea not null) on commit delete rows');
+const STAGE_CHUNK = statement('emdr_stage_upload_chunk', 'insert into emdr_upload_chunks (n, chunk) values ($1, $2)');
+const INSERT_STAGED_REQUEST = statement(
+  'emdr_insert_staged_request',
+  INSERT_REQUEST.text.replace(
+    `decode(convert_from($10::bytea, 'UTF8'), 'base64')`,
+    `(select decode(convert_from(string_agg(chunk, ''::bytea order by n), 'UTF8'), 'base64') from emdr_upload_chunks where $10::bytea is null)`,
+  ),
+);
+
+const EXISTING_REQUEST = statement(
+  'emdr_existing_request',
+  `select queue_message_id, metadata from emdr_requests where client_id = $1 and operation = $2 and idempotency_key = $3 and body_hash = $4`,
+);
+
+/** The INSERT_REQUEST values of a request (the document last but three). */
+function requestValues(request: NewRequest, document: Buffer | null): unknown[] {
+  return [
+    randomUUID(),
+    request.clientId,
+    request.operation,
+    request.idempotencyKey,
+    request.bodyHash,
+    request.callbackUrl,
+    request.localUid,
+    request.clientMessageId,
+    JSON.stringify(request.metadata),
+    document,
+    request.signature,
+    request.personalSignatures,
+    request.intakeErrors === null ? null : JSON.stringify(request.intakeErrors),
+  ];
+}
+
+type Stored = { queue_message_id: string; metadata: Record<string, unknown> };
+
+/** The request row with a large document sent in chunks, in one transaction. */
+function insertStaged(sql: Sql, request: NewRequest, document: Buffer): Promise<Stored | undefined> {
+  return sql.transaction(async (trx) => {
+    await trx.run(CREATE_STAGING);
+    for (let offset = 0, n = 0; offset < document.length; offset += STAGED_CHUNK_BYTES, n += 1) {
+      await trx.run(STAGE_CHUNK, [n, document.subarray(offset, offset + STAGED_CHUNK_BYTES)]);
+      // node-postgres's message of the chunk is garbage now.
+      streamedBytes(STAGED_CHUNK_BYTES);
+    }
+    return trx.row<Stored>(INSERT_STAGED_REQUEST, requestValues(request, null));
+  });
+}
+
+/** Stores a request, or finds the identical one stored before: its queueMessageId and metadata. */
+async function storeRequest(sql: Sql, request: NewRequest): Promise<{ queueMessageId: string; metadata: Record<string, unknown>; stored: boolean }> {
+  const document = request.document;
+  const inserted =
+    document !== null && document.length > STAGED_DOCUMENT_BYTES ? await insertStaged(sql, request, document) : await sql.row<Stored>(INSERT_REQUEST, requestValues(request, document));
+  if (inserted) return { queueMessageId: inserted.queue_message_id, metadata: inserted.metadata, stored: true };
+  const existing = await sql.row<Stored>(EXISTING_REQUEST, [request.clientId, request.operation, request.idempotencyKey, request.bodyHash]);
+  return { queueMessageId: existing!.queue_message_id, metadata: existing!.metadata, stored: false };
+}
+
+/** The request's callbackUrl when the clinic registered it (no calls to arbitrary hosts), else the first registered one. */
+function callbackBase(clinic: ClinicAccount, requested: string | undefined): string {
+  if (requested === undefined) return clinic.callbackUrls[0]!;
+  const normalize = (url: string) => url.replace(/\/+$/, '');
+  if (!clinic.callbackUrls.some((registered) => normalize(registered) === normalize(requested))) {
+    throw ApiError.single(403, 'ACCESS_DENIED', 'callbackUrl is not one of the callback URLs registered for this clinic account', '/requestBody/callbackUrl');
+  }
+  return requested;
+}
+
+/** What the acceptance callback will report at once: files that are not base64 (the request is rejected unread). */
+function intakeErrorsOf(body: RegisterDocumentRequest, documentValid: boolean, signatureValid: boolean): CallbackErrorItem[] {
+  const errors: CallbackErrorItem[] = [];
+  if (!documentValid) errors.push({ code: 'VALIDATION_ERROR', message: 'document is not valid base64' });
+  if (!signatureValid) errors.push({ code: 'SIGNATURE_DECODING_ERROR', message: 'signature is not valid base64' });
+  (body.personalSignatures ?? []).forEach((item, index) => {
+    if (!isStrictBase64(item.signature)) errors.push({ code: 'SIGNATURE_DECODING_ERROR', message: `personalSignatures/${index}/signature is not valid base64` });
+  });
+  return errors;
+}
+
+function registerMetadata(body: RegisterDocumentRequest): RegisterMetadata {
+  return {
+    localUid: body.localUid,
+    kind: body.kind,
+    organization: body.organization,
+    patientSnils: snilsDigits(body.patientSnils),
+    creationDateTime: body.creationDateTime,
+    ...(body.documentNumber === undefined ? {} : { documentNumber: body.documentNumber }),
+    ...(body.replaces === undefined ? {} : { replaces: body.replaces }),
+  };
+}
+
+class EmdrHandlers {
+  constructor(private readonly dependencies: EmdrHandlerDependencies) {}
+
+  /** The clinic of the request: its headers, request rate and byte quota were checked before the body was parsed. */
+  private clinicOf(request: OperationRequest): ClinicAccount {
+    return request.security.Token as ClinicAccount;
+  }
+
+  private async store(request: NewRequest): Promise<{ queueMessageId: string; metadata: Record<string, unknown> }> {
+    const stored = await storeRequest(this.dependencies.sql, request);
+    if (stored.stored) this.dependencies.requestStored();
+    return stored;
+  }
+
+  readonly registerDocument = async (request: OperationRequest) => {
+    const clinic = this.clinicOf(request);
+    const body = request.body as RegisterDocumentRequest;
+    // A large document arrives as bytes of strict base64, with a placeholder in body.document (see base64-member.ts).
+    const documentBytes = base64MemberOf(request.http);
+    if (clinic.organizations !== null && !clinic.organizations.includes(body.organization)) {
+      throw ApiError.single(403, 'ACCESS_DENIED', 'this clinic account does not act for the organization', '/requestBody/organization');
+    }
+    const callbackUrl = callbackBase(clinic, body.callbackUrl);
+    const documentValid = documentBytes !== undefined || isStrictBase64(body.document);
+    const signatureValid = isStrictBase64(body.signature);
+    const intakeErrors = intakeErrorsOf(body, documentValid, signatureValid);
+    const { queueMessageId } = await this.store({
+      clientId: clinic.id,
+      operation: 'RegisterDocument',
+      idempotencyKey: body.localUid,
+      bodyHash: bodyHash(body as unknown as Record<string, unknown>, documentBytes && { member: 'document', value: documentBytes }),
+      callbackUrl,
+      localUid: body.localUid,
+      clientMessageId: null,
+      metadata: registerMetadata(body),
+      // base64 is ASCII: as latin1 bytes a string member is the same text.
+      document: documentBytes ?? (documentValid ? Buffer.from(body.document, 'latin1') : null),
+      signature: signatureValid ? body.signature : null,
+      // A request with intake errors is rejected unread; its undecodable strings (a NUL, say) would not fit in jsonb.
+      personalSignatures: body.personalSignatures === undefined || intakeErrors.length > 0 ? null : JSON.stringify(body.personalSignatures),
+      intakeErrors: intakeErrors.length > 0 ? intakeErrors : null,
+    });
+    const answer: RegisterDocumentAcknowledgement = { localUid: body.localUid, queueMessageId };
+    return { status: 200, body: answer };
+  };
+
+  readonly demandContent = async (request: OperationRequest) => {
+    const clinic = this.clinicOf(request);
+    const body = request.body as DemandContentRequest;
+    const callbackUrl = callbackBase(clinic, body.callbackUrl);
+    const clientMessageId = body.clientMessageId ?? randomUUID();
+    const metadata: DemandMetadata = { emdrId: body.emdrId, clientMessageId, ...(body.patientSnils === undefined ? {} : { patientSnils: snilsDigits(body.patientSnils) }) };
+    const stored = await this.store({
+      clientId: clinic.id,
+      operation: 'DemandContent',
+      // Without the clinic's own id there is nothing to recognize a retry by.
+      idempotencyKey: body.clientMessageId ?? null,
+      bodyHash: bodyHash(body as unknown as Record<string, unknown>),
+      callbackUrl,
+      localUid: null,
+      clientMessageId,
+      metadata,
+      document: null,
+      signature: null,
+      personalSignatures: null,
+      intakeErrors: null,
+    });
+    const answer: DemandContentAcknowledgement = { queueMessageId: stored.queueMessageId, clientMessageId: (stored.metadata as unknown as DemandMetadata).clientMessageId };
+    return { status: 200, body: answer };
+  };
+
+  readonly searchRegistryItem = async (request: OperationRequest) => {
+    const clinic = this.clinicOf(request);
+    const body = request.body as SearchRegistryItemRequest;
+    // By the patient's SNILS: every organization's items (how another МИС's emdrId is found); else the clinic's own organizations'.
+    const items = await this.dependencies.registry.search({
+      ...body,
+      ...(body.patientSnils === undefined ? {} : { patientSnils: snilsDigits(body.patientSnils) }),
+      ...(body.patientSnils !== undefined || clinic.organizations === null ? {} : { organizations: clinic.organizations }),
+      limit: SEARCH_LIMIT,
+    });
+    const answer: SearchRegistryItemResponse = { items };
+    return { status: 200, body: answer };
+  };
+
+  readonly getMessage = async (request: OperationRequest) => {
+    const clinic = this.clinicOf(request);
+    const state = await messageState(this.dependencies.sql, request.params.queueMessageId!, clinic.id);
+    if (!state) throw ApiError.single(404, 'NOT_FOUND', 'no such request');
+    return { status: 200, body: state };
+  };
+}
+
+export function emdrHandlers(dependencies: EmdrHandlerDependencies): Record<string, OperationHandler> {
+  const handlers = new EmdrHandlers(dependencies);
+  return {
+    RegisterDocument: handlers.registerDocument,
+    DemandContent: handlers.demandContent,
+    SearchRegistryItem: handlers.searchRegistryItem,
+    GetMessage: handlers.getMessage,
+  };
+}

@@ -1,0 +1,237 @@
+import { randomUUID } from 'node:crypto';
+import { retryOnDeadlock, statement, type Sql } from '../../db/sql.js';
+import type { AttemptOutcome, CallbackBody, CallbackSender, OutgoingCallback } from '../../callbacks/delivery.js';
+import { openClinicSecret } from '../clients.js';
+import { base64Length, requestFileBase64Slices } from './request-files.js';
+import { RESULT_CALLBACK, type PipelineContext } from './requests.js';
+
+/**
+ * The delivery stage of interface B's callbacks: a batch of due callbacks claimed in one statement
+ * (with the clinic's sealed credentials), each attempted by the generic sender (callbacks/), the
+ * outcomes recorded in one statement. Then, once those are committed, what follows from them: a
+ * result callback held until its acceptance callback was delivered is released, and a request with
+ * nothing left to send loses its copy of the files (retention.ts).
+ */
+
+interface ClaimedCallback {
+  id: string;
+  name: string;
+  url: string;
+  /** The body's JSON, as stored. */
+  payload: string;
+  queue_message_id: string;
+  sequence: number;
+  round_attempts: number;
+  business_id: string;
+  user_name: string;
+  callback_user: string;
+  callback_token_sealed: Buffer;
+  signing_secret_sealed: Buffer;
+  document_size: number | null;
+  signature_size: number | null;
+}
+
+const CLAIM = statement(
+  'emdr_claim_callbacks',
+  `with claimed as (
+     select id from emdr_callbacks
+      where state = 'pending' and available_at <= now()
+      order by available_at limit $1 for update skip locked
+   )
+   update emdr_callbacks c set available_at = now() + $2 * interval '1 millisecond'
+     from claimed x, emdr_requests r, emdr_clients k
+    where c.id = x.id and r.queue_message_id = c.queue_message_id and k.id = r.client_id
+   returning c.id, c.name, c.url, c.payload::text as payload, c.queue_message_id, c.sequence, c.round_attempts,
+             k.business_id, k.user_name, k.callback_user, k.callback_token_sealed, k.signing_secret_sealed,
+             case when c.name = '${RESULT_CALLBACK.DemandContent}' then octet_length(r.document) end as document_size,
+             case when c.name = '${RESULT_CALLBACK.DemandContent}' then octet_length(r.signature) end as signature_size`,
+);
+
+/** Each attempt recorded and the callback's next step: delivered, another attempt at its time, or failed (unless a concurrent duplicate settled it). */
+const RECORD = statement(
+  'emdr_record_attempts',
+  `with input as (
+     select * from unnest($1::text[], $2::bool[], $3::int[], $4::text[], $5::timestamptz[], $6::float8[], $7::int[]) as t(id, delivered, http_status, error, at, retry_in_ms, duration_ms)
+   ),
+   -- Locked in id order, as the registry stage locks acceptance callbacks (fulfil.ts): no deadlock between the two.
+   locked as (
+     select c.id from emdr_callbacks c join input i using (id) order by c.id for update of c
+   ),
+   updated as (
+     update emdr_callbacks c
+        set state = case when i.delivered then 'delivered' when i.retry_in_ms is null then 'failed' else 'pending' end,
+            delivered_at = case when i.delivered then now() else c.delivered_at end,
+            round_attempts = c.round_attempts + 1,
+            attempt_count = c.attempt_count + 1,
+            last_error = case when i.delivered then c.last_error else i.error end,
+            available_at = case when i.retry_in_ms is null then c.available_at else now() + i.retry_in_ms * interval '1 millisecond' end
+       from input i join locked l using (id) where c.id = i.id and c.state = 'pending'
+     returning c.id, c.queue_message_id, c.sequence, c.state, c.attempt_count
+   ),
+   attempts as (
+     insert into emdr_callback_attempts (callback_id, attempt, at, http_status, error, duration_ms)
+     select u.id, u.attempt_count, i.at, i.http_status, i.error, i.duration_ms from updated u join input i using (id)
+   )
+   select id, queue_message_id, sequence, state from updated`,
+);
+
+/**
+ * What follows once the outcomes are committed: the held result callbacks of requests whose
+ * acceptance callback was delivered ($1) are released; DemandContent requests whose file callback
+ * was settled for good ($2), with nothing left to send, lose their copy of the file (a
+ * RegisterDocument's went when the registry took it, pipeline/fulfil.ts).
+ */
+const FOLLOW_UP = statement(
+  'emdr_callbacks_follow_up',
+  `with released as (
+     update emdr_callbacks w set state = 'pending', available_at = now()
+      where w.queue_message_id = any($1::uuid[]) and w.sequence = 2 and w.state = 'waiting'
+     returning w.queue_message_id
+   ),
+   dropped as (
+     update emdr_requests r set document = null, signature = null, personal_signatures = null
+      where r.queue_message_id = any($2::uuid[]) and r.state in ('rejected', 'completed', 'failed')
+        and (r.document is not null or r.signature is not null or r.personal_signatures is not null)
+        and not exists (select 1 from emdr_callbacks c where c.queue_message_id = r.queue_message_id and c.state = 'pending')
+        and not exists (select 1 from released x where x.queue_message_id = r.queue_message_id)
+     returning 1
+   )
+   select (select count(*) from released)::int as released`,
+);
+
+/** Held result callbacks whose acceptance callback is delivered (a worker stopped between RECORD and FOLLOW_UP). */
+const RELEASE_STRANDED = statement(
+  'emdr_release_stranded_results',
+  `update emdr_callbacks w set state = 'pending', available_at = now()
+    where w.state = 'waiting' and w.sequence = 2
+      and exists (select 1 from emdr_callbacks a where a.queue_message_id = w.queue_message_id and a.sequence = 1 and a.state = 'delivered')`,
+);
+const STRANDED_SWEEP_MS = 5000;
+
+const EXTEND_CALLBACKS = statement('emdr_extend_callbacks', `update emdr_callbacks set available_at = now() + $2 * interval '1 millisecond' where id = any($1::text[]) and state = 'pending'`);
+
+/** The opened credentials of a clinic, kept while its sealed secrets are the same. */
+interface OpenedCredentials {
+  tokenSealed: Buffer;
+  secretSealed: Buffer;
+  token: string;
+  signingSecret: string;
+}
+const CREDENTIALS_CACHE_SIZE = 1000;
+
+export class CallbackStage {
+  private readonly credentials = new Map<string, OpenedCredentials>();
+  private lastSweep = 0;
+
+  constructor(
+    private readonly context: PipelineContext,
+    private readonly sender: CallbackSender,
+  ) {}
+
+  readonly claim = async (limit: number): Promise<ClaimedCallback[]> => {
+    if (Date.now() - this.lastSweep > STRANDED_SWEEP_MS) {
+      this.lastSweep = Date.now();
+      await this.context.sql.run(RELEASE_STRANDED);
+    }
+    return this.context.sql.rows<ClaimedCallback>(CLAIM, [limit, this.context.leaseMs]);
+  };
+
+  private opened(row: ClaimedCallback): OpenedCredentials {
+    const key = `${row.business_id}\u0000${row.user_name}`;
+    const cached = this.credentials.get(key);
+    if (cached && cached.tokenSealed.equals(row.callback_token_sealed) && cached.secretSealed.equals(row.signing_secret_sealed)) return cached;
+    const account = { businessId: row.business_id, user: row.user_name };
+    const opened = {
+      tokenSealed: row.callback_token_sealed,
+      secretSealed: row.signing_secret_sealed,
+      token: openClinicSecret(this.context.dataKey, 'callback_token', account, row.callback_token_sealed),
+      signingSecret: openClinicSecret(this.context.dataKey, 'signing_secret', account, row.signing_secret_sealed),
+    };
+    if (this.credentials.size >= CREDENTIALS_CACHE_SIZE) this.credentials.clear();
+    this.credentials.set(key, opened);
+    return opened;
+  }
+
+  private outgoing(row: ClaimedCallback): OutgoingCallback {
+    const credentials = this.opened(row);
+    return {
+      id: row.id,
+      url: row.url,
+      headers: { businessId: row.business_id, user: row.callback_user, token: credentials.token },
+      signingSecret: credentials.signingSecret,
+      body: callbackBody(this.context.sql, row),
+      roundAttempts: row.round_attempts,
+    };
+  }
+
+  /** Attempts the batch and records the outcomes; returns how many callbacks became due at once (released results). */
+  readonly process = async (batch: ClaimedCallback[]): Promise<{ released: number; retries: number[] }> => {
+    const outcomes = await this.sender.attemptAll(batch.map((row) => this.outgoing(row)));
+    const settled = await recordOutcomes(this.context.sql, outcomes);
+    const acceptanceDelivered = settled.filter((row) => row.sequence === 1 && row.state === 'delivered').map((row) => row.queue_message_id);
+    // The file callbacks settled for good: their requests' copies of the file may go.
+    const fileCallbacks = new Set(batch.filter((row) => row.name === RESULT_CALLBACK.DemandContent).map((row) => row.id));
+    const ended = settled.filter((row) => (row.state === 'delivered' || row.state === 'failed') && fileCallbacks.has(row.id)).map((row) => row.queue_message_id);
+    for (const row of settled) if (row.state === 'failed') this.context.logger.warn({ queueMessageId: row.queue_message_id, sequence: row.sequence }, 'callback failed: retry schedule exhausted');
+    const retries = outcomes.flatMap((outcome) => (outcome.delivered || outcome.retryInMs === null ? [] : [outcome.retryInMs]));
+    if (ended.length === 0 && acceptanceDelivered.length === 0) return { released: 0, retries };
+    const followUp = await retryOnDeadlock(() => this.context.sql.row<{ released: number }>(FOLLOW_UP, [acceptanceDelivered, ended]));
+    return { released: followUp!.released, retries };
+  };
+
+  readonly extend = (batch: ClaimedCallback[]) => this.context.sql.run(EXTEND_CALLBACKS, [batch.map((row) => row.id), this.context.leaseMs]);
+}
+
+function recordOutcomes(sql: Sql, outcomes: readonly AttemptOutcome[]): Promise<Array<{ id: string; queue_message_id: string; sequence: number; state: string }>> {
+  return retryOnDeadlock(() => sql.rows(RECORD, [
+    outcomes.map((outcome) => outcome.id),
+    outcomes.map((outcome) => outcome.delivered),
+    outcomes.map((outcome) => outcome.httpStatus ?? null),
+    outcomes.map((outcome) => outcome.error ?? null),
+    outcomes.map((outcome) => outcome.at),
+    outcomes.map((outcome) => outcome.retryInMs),
+    outcomes.map((outcome) => outcome.durationMs),
+  ]));
+}
+
+/**
+ * The exact bytes of a callback body. The file callback's files come from the request row slice
+ * by slice, their base64 (encoded by PostgreSQL) spliced into the JSON, so the document is never
+ * held: the sender reads the slices once to sign and once to send.
+ */
+function callbackBody(sql: Sql, row: ClaimedCallback): CallbackBody {
+  if (row.document_size === null && row.signature_size === null) return { bytes: Buffer.from(row.payload) };
+  const payload = JSON.parse(row.payload) as Record<string, unknown>;
+  if (!payload.document) return { bytes: Buffer.from(row.payload) };
+  // A fresh UUID occurs nowhere else in the JSON, so it marks where each file's base64 goes.
+  const marker = randomUUID();
+  const json = JSON.stringify({ ...payload, document: { ...(payload.document as object), content: marker, signature: marker } });
+  const [beforeContent, beforeSignature, after] = json.split(marker).map((part) => Buffer.from(part));
+  const documentSize = row.document_size ?? 0;
+  const signatureSize = row.signature_size ?? 0;
+  return {
+    length: beforeContent!.length + base64Length(documentSize) + beforeSignature!.length + base64Length(signatureSize) + after!.length,
+    async *chunks() {
+      yield beforeContent!;
+      yield* requestFileBase64Slices(sql, row.queue_message_id, 'document', documentSize);
+      yield beforeSignature!;
+      yield* requestFileBase64Slices(sql, row.queue_message_id, 'signature', signatureSize);
+      yield after!;
+    },
+  };
+}
+
+/** Puts the failed callbacks of a request back on a fresh retry schedule; returns their webhook ids. A result stays held while its acceptance callback is not delivered. */
+const REPLAY = statement(
+  'emdr_replay_failed',
+  `with acceptance as (select state from emdr_callbacks where queue_message_id = $1 and sequence = 1 for share)
+   update emdr_callbacks c
+      set state = case when c.sequence = 2 and coalesce((select state from acceptance), '') <> 'delivered' then 'waiting' else 'pending' end,
+          round_attempts = 0, available_at = now()
+    where c.queue_message_id = $1 and c.state = 'failed'
+   returning c.id`,
+);
+
+export async function replayFailedCallbacks(sql: Sql, queueMessageId: string): Promise<string[]> {
+  return (await sql.rows<{ id: string }>(REPLAY, [queueMessageId])).map((row) => row.id);
+}

@@ -1,0 +1,126 @@
+import type { Logger } from '../logging/logger.js';
+
+/**
+ * A stage of background work over rows that are their own queue: each loop claims a batch (the
+ * claim leases the rows, and the lease is extended while the batch is in hand, so the rows of a
+ * worker that was killed or hangs come back when the lease ends), processes it, and
+ * claims again at once while batches come back full. An idle loop sleeps until it is woken (new
+ * work committed in this process, a NOTIFY from another, a retry falling due) or, as a backstop for
+ * leases that ran out and work nobody announced, `idlePollMs` passes. There is no polling floor:
+ * a woken or busy stage never waits.
+ */
+export interface StageOptions<T> {
+  name: string;
+  /** Claims (and leases) up to `limit` items. */
+  claim(limit: number): Promise<T[]>;
+  /** Processes a claimed batch; it settles each item itself (an item it leaves unsettled comes back when its lease ends). */
+  process(batch: T[]): Promise<void>;
+  /** Extends the leases of a batch in hand: called every `leaseMs / 3` while it is processed, so only a worker that stopped loses its rows. */
+  extend(batch: T[]): Promise<unknown>;
+  leaseMs: number;
+  batchSize: number;
+  /** Loops claiming at once (each with one batch in hand). */
+  loops: number;
+  idlePollMs: number;
+  logger: Logger;
+}
+
+/** Waits after a failed claim (the database is down, say) before the next. */
+const CLAIM_RETRY_MS = 1000;
+
+export class Stage<T> {
+  private stopping = false;
+  private running: Promise<void>[] = [];
+  /** Wake-ups so far: a loop that saw one while it worked claims again instead of sleeping. */
+  private wakes = 0;
+  private sleepers = new Set<() => void>();
+  /** When the earliest retry this process scheduled falls due (epoch ms). */
+  private dueAt = Infinity;
+  private dueTimer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly options: StageOptions<T>) {}
+
+  start(): void {
+    this.running = Array.from({ length: this.options.loops }, () => this.loop());
+  }
+
+  /** There is work: every sleeping loop claims now. */
+  wake(): void {
+    this.wakes += 1;
+    for (const sleeper of [...this.sleepers]) sleeper();
+  }
+
+  /** Work falls due at `at` (epoch ms): a loop claims then. */
+  wakeAt(at: number): void {
+    if (at >= this.dueAt) return;
+    this.dueAt = at;
+    clearTimeout(this.dueTimer);
+    this.dueTimer = setTimeout(
+      () => {
+        this.dueAt = Infinity;
+        this.wake();
+      },
+      Math.max(0, at - Date.now()),
+    );
+    this.dueTimer.unref();
+  }
+
+  /** Stops claiming and waits for the batches in hand (at most `graceMs`; the rest come back when their leases end). */
+  async stop(graceMs = 20_000): Promise<void> {
+    this.stopping = true;
+    clearTimeout(this.dueTimer);
+    this.wake();
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
+    await Promise.race([Promise.all(this.running), grace]);
+    clearTimeout(timer);
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopping) {
+      const wakesBefore = this.wakes;
+      let claimed: T[];
+      try {
+        claimed = await this.options.claim(this.options.batchSize);
+      } catch (error) {
+        this.options.logger.error({ err: error, stage: this.options.name }, 'claiming work failed; trying again');
+        await this.sleep(CLAIM_RETRY_MS);
+        continue;
+      }
+      if (claimed.length > 0) await this.processHolding(claimed);
+      if (claimed.length < this.options.batchSize && this.wakes === wakesBefore) await this.sleep(this.options.idlePollMs);
+    }
+  }
+
+  /** Processes a batch, its leases extended meanwhile. */
+  private async processHolding(batch: T[]): Promise<void> {
+    const heartbeat = setInterval(() => {
+      this.options.extend(batch).catch((error: unknown) => this.options.logger.warn({ code: (error as { code?: unknown }).code, stage: this.options.name }, 'extending leases failed'));
+    }, Math.max(100, this.options.leaseMs / 3));
+    try {
+      await this.options.process(batch);
+    } catch (error) {
+      this.options.logger.error({ err: error, stage: this.options.name }, 'a batch failed; its items come back when their leases end');
+    } finally {
+      clearInterval(heartbeat);
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    if (this.stopping) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.sleepers.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.sleepers.add(done);
+    });
+  }
+}
+
+/** How long an item whose processing failed waits before it is tried again: doubling from 1 s with each claim, at most `leaseMs`. */
+export function retryDelayMs(claims: number, leaseMs: number): number {
+  return Math.min(leaseMs, 1000 * 2 ** Math.min(Math.max(0, claims - 1), 16));
+}
