@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedClinicAccount } from '../../src/emdr/clients.js';
 import { startCallbackReceiver, SUCCESS, type CallbackReceiver } from '../support/callback-receiver.js';
 import { responseProblems } from '../support/contract.js';
-import { addClinic, authHeaders, post, registerBody } from '../support/emdr.js';
+import { addClinic, authHeaders, openKnex, post, registerBody } from '../support/emdr.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { until } from '../support/until.js';
 
@@ -143,5 +143,28 @@ describe('POST /api/messages/{queueMessageId}/replay', () => {
     const again = await replay(queueMessageId);
     expect(again.status).toBe(409);
     expect(again.body.errors[0].code).toBe('NOTHING_TO_REPLAY');
+  });
+
+  it('answers 409 with the registry\'s code, and replays nothing, when a dropped file can no longer be fetched for the clinic', async () => {
+    const registered = await register(clinic);
+    const done = await until('the document registered', () => stateOf(registered), (state) => state.state === 'completed');
+    const emdrId = done.emdrId as string;
+    receiver.reply = (callback) => (callback.name === 'SendDocumentFileResultResponse' && callback.body.emdrId === emdrId ? { status: 503, body: { status: 'Error' } } : SUCCESS);
+    const demand = await post(service.publicUrl, '/api/DemandContent', authHeaders(clinic), { emdrId });
+    const queueMessageId = demand.body.queueMessageId as string;
+    await until('the file callback failed', () => stateOf(queueMessageId), (state) => state.callbacks[1]?.state === 'failed');
+    const knex = openKnex(service.databaseUrl);
+    try {
+      // The copy of the file went with the failed callback; now the document is another organization's and another patient's.
+      await until('the copy dropped', () => knex('emdr_requests').where({ queue_message_id: queueMessageId }).first('document'), (row) => row.document === null);
+      await knex('emdr_registry_documents').where({ emdr_id: emdrId }).update({ organization: '1.2.643.5.1.13.13.12.2.77.1', patient_snils: '08765432110' });
+    } finally {
+      await knex.destroy();
+    }
+    receiver.reply = () => SUCCESS;
+    const refused = await replay(queueMessageId);
+    expect(refused.status).toBe(409);
+    expect(refused.body.errors).toEqual([{ code: 'REGISTRY_ITEM_NOT_FOUND', message: 'the document can no longer be fetched for this clinic: no registry item with this emdrId' }]);
+    expect((await stateOf(queueMessageId)).callbacks[1].state).toBe('failed');
   });
 });

@@ -55,7 +55,7 @@ async function messageState(clinic: CreatedClinicAccount, queueMessageId: string
 function withoutIds(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(withoutIds);
   if (value === null || typeof value !== 'object') return value;
-  const ids = ['queueMessageId', 'clientMessageId', 'emdrId', 'webhookId', 'at', 'createdAt', 'updatedAt', 'deliveredAt'];
+  const ids = ['queueMessageId', 'clientMessageId', 'emdrId', 'webhookId', 'at', 'durationMs', 'createdAt', 'updatedAt', 'deliveredAt'];
   return Object.fromEntries(Object.entries(value).filter(([key]) => !ids.includes(key)).map(([key, item]) => [key, withoutIds(item)]));
 }
 

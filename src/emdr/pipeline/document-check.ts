@@ -209,11 +209,11 @@ export class DocumentCheckPool {
   }
 }
 
-/** A check stopped by its time or memory limit: the XML fails, and so does each signature, unchecked. */
+/** A check stopped by its time or memory limit: the XML fails, and so do the signatures, unchecked. */
 function unfinished(limit: string, { signatures }: SignaturesToCheck): DocumentCheckOutcome {
   return {
     xmlFailure: `the document could not be checked ${limit}`,
-    signatureFindings: signatures.map(({ name }) => ({ code: 'SIGNATURE_VERIFICATION_ERROR', message: `${name} could not be checked ${limit}` })),
+    signatureFindings: signatures.length === 0 ? [] : [{ code: 'SIGNATURE_VERIFICATION_ERROR', message: `the signatures could not be checked ${limit}` }],
   };
 }
 
