@@ -4,6 +4,8 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_CODES } from '../../src/emdr/codes.js';
 import { CURVES, gostVerify, isOnCurve, type Curve } from '../../src/emdr/signatures/crypto/gost3410.js';
+import { CurveArithmetic, type Affine, type Jacobian } from '../../src/emdr/signatures/crypto/point-arithmetic.js';
+import { generateGostKeyPair, gostSign } from '../../src/emdr/signatures/crypto/gost-sign.js';
 import { Streebog, streebog } from '../../src/emdr/signatures/crypto/streebog.js';
 import { DocumentSignatureCheck } from '../../src/emdr/signatures/verify.js';
 import { TestPki, type KeyAlgorithm } from '../support/signing.js';
@@ -100,6 +102,45 @@ describe('GOST R 34.10-2012 verification', () => {
 
   it('knows parameter sets whose base points lie on their curves', () => {
     for (const [oid, curve] of CURVES) expect(isOnCurve(curve, curve.x, curve.y), oid).toBe(true);
+  });
+
+  // The fast paths (a table per base point, a table per key seen twice) against the plain NAF
+  // double-and-add, on every parameter set and the standard's test curves (a ≠ −3, p without a fast reducer).
+  const distinctCurves = [...new Set([...CURVES.values(), example256.curve, example512.curve])];
+  for (const curve of distinctCurves) {
+    it(`multiplies by table as by double-and-add on ${curve.name}, for random scalars and keys`, () => {
+      const arithmetic = new CurveArithmetic(curve);
+      const affine = (point: Jacobian) => arithmetic.toAffine(point);
+      const base: Affine = { x: curve.x, y: curve.y };
+      const key = affine(arithmetic.nafMultiple(12345678901234567890n, base))!;
+      const keyTable = arithmetic.buildTable(key, 4)!;
+      const scalar = fc.bigInt({ min: 0n, max: curve.q - 1n });
+      fc.assert(
+        fc.property(scalar, scalar, (k1, k2) => {
+          expect(affine(arithmetic.baseTable().multiply(k1))).toEqual(affine(arithmetic.nafMultiple(k1, base)));
+          expect(affine(keyTable.multiply(k2))).toEqual(affine(arithmetic.nafMultiple(k2, key)));
+          expect(affine(arithmetic.baseAndKeyMultiples(k1, key, k2))).toEqual(affine(arithmetic.add(arithmetic.nafMultiple(k1, base), arithmetic.nafMultiple(k2, key))));
+        }),
+        { numRuns: 15 },
+      );
+      // Edge scalars: 0, 1, q − 1 (k·P = −P), and k·G + (q − k)·G = infinity.
+      for (const k of [0n, 1n, curve.q - 1n]) expect(affine(arithmetic.baseTable().multiply(k))).toEqual(affine(arithmetic.nafMultiple(k, base)));
+      expect(arithmetic.add(arithmetic.baseTable().multiply(7n), arithmetic.nafMultiple(curve.q - 7n, base)).z).toBe(0n);
+    });
+  }
+
+  it('gives the same verdicts for a key seen once, seen twice (its table is built) and seen again', () => {
+    for (const curve of new Set(CURVES.values())) {
+      const key = generateGostKeyPair(curve);
+      const digest = randomBytes(curve.bits / 8);
+      const signature = gostSign(key, digest);
+      const changed = Buffer.from(signature);
+      changed[5]! ^= 1;
+      for (let seen = 0; seen < 3; seen += 1) {
+        expect(gostVerify(curve, key.publicKey, digest, signature), `${curve.name} #${seen}`).toBe(true);
+        expect(gostVerify(curve, key.publicKey, digest, changed), `${curve.name} #${seen}`).toBe(false);
+      }
+    }
   });
 
   const document = Buffer.from('<ClinicalDocument xmlns="urn:hl7-org:v3"><title>Осмотр</title></ClinicalDocument>');

@@ -5,6 +5,8 @@
  * documents with throw-away keys.
  */
 
+import { arithmeticOf, inverse, mod } from './point-arithmetic.ts';
+
 export interface Curve {
   name: string;
   bits: 256 | 512;
@@ -95,157 +97,6 @@ export const CURVES: ReadonlyMap<string, Curve> = new Map([
   ['1.2.643.7.1.2.1.2.3', TC26_512_C],
 ]);
 
-function mod(value: bigint, modulus: bigint): bigint {
-  const result = value % modulus;
-  return result < 0n ? result + modulus : result;
-}
-
-/** The inverse of `value` modulo the prime `modulus` (extended Euclid); `value` is not 0 mod `modulus`. */
-function inverse(value: bigint, modulus: bigint): bigint {
-  let [oldR, r] = [mod(value, modulus), modulus];
-  let [oldS, s] = [1n, 0n];
-  while (r !== 0n) {
-    const quotient = oldR / r;
-    [oldR, r] = [r, oldR - quotient * r];
-    [oldS, s] = [s, oldS - quotient * s];
-  }
-  return mod(oldS, modulus);
-}
-
-/** A point in Jacobian coordinates (X/Z², Y/Z³); Z = 0 is the point at infinity. */
-interface Jacobian {
-  x: bigint;
-  y: bigint;
-  z: bigint;
-}
-
-const INFINITY: Jacobian = { x: 1n, y: 1n, z: 0n };
-
-/**
- * Reduction modulo p. For p = 2^n − c with a small c (CryptoPro A, tc26 256-A, 512-A and 512-C)
- * a shift and a multiplication by c replace BigInt division, the bulk of a verification's time.
- */
-function reducerFor(p: bigint): (value: bigint) => bigint {
-  const bits = BigInt(p.toString(2).length);
-  const c = (1n << bits) - p;
-  if (c <= 0n || c >= 1n << 32n) return (value) => value % p;
-  const mask = (1n << bits) - 1n;
-  return (value) => {
-    let folded = (value >> bits) * c + (value & mask);
-    folded = (folded >> bits) * c + (folded & mask);
-    return folded >= p ? folded - p : folded;
-  };
-}
-
-/** Point arithmetic on one curve; every input coordinate is already reduced. */
-class CurveArithmetic {
-  private readonly p: bigint;
-  private readonly a: bigint;
-  private readonly reduce: (value: bigint) => bigint;
-
-  constructor(curve: Curve) {
-    this.p = curve.p;
-    this.a = curve.a;
-    this.reduce = reducerFor(curve.p);
-  }
-
-  /** value mod p for a value in (−p², p²), non-negative. */
-  private r(value: bigint): bigint {
-    if (value >= 0n) return this.reduce(value);
-    const negated = this.reduce(-value);
-    return negated === 0n ? 0n : this.p - negated;
-  }
-
-  double(point: Jacobian): Jacobian {
-    if (point.z === 0n || point.y === 0n) return INFINITY;
-    const yy = this.r(point.y * point.y);
-    const zz = this.r(point.z * point.z);
-    const s = this.r(4n * this.r(point.x * yy));
-    const m = this.r(3n * this.r(point.x * point.x) + this.r(this.a * this.r(zz * zz)));
-    const x = this.r(m * m - 2n * s);
-    const y = this.r(m * (s - x) - 8n * this.r(yy * yy));
-    const z = this.r(2n * this.r(point.y * point.z));
-    return { x, y, z };
-  }
-
-  add(left: Jacobian, right: Jacobian): Jacobian {
-    if (left.z === 0n) return right;
-    if (right.z === 0n) return left;
-    const z1z1 = this.r(left.z * left.z);
-    const z2z2 = this.r(right.z * right.z);
-    const u1 = this.r(left.x * z2z2);
-    const u2 = this.r(right.x * z1z1);
-    const s1 = this.r(this.r(left.y * right.z) * z2z2);
-    const s2 = this.r(this.r(right.y * left.z) * z1z1);
-    const h = this.r(u2 - u1);
-    const r = this.r(s2 - s1);
-    if (h === 0n) return r === 0n ? this.double(left) : INFINITY;
-    const hh = this.r(h * h);
-    const hhh = this.r(h * hh);
-    const v = this.r(u1 * hh);
-    const x = this.r(r * r - hhh - 2n * v);
-    const y = this.r(r * (v - x) - this.r(s1 * hhh));
-    const z = this.r(this.r(left.z * right.z) * h);
-    return { x, y, z };
-  }
-
-  negate(point: Jacobian): Jacobian {
-    return { x: point.x, y: point.y === 0n ? 0n : this.p - point.y, z: point.z };
-  }
-
-  /** P, 3P, 5P … (2^(w−1) − 1)P: the odd multiples a width-w NAF adds. */
-  oddMultiples(point: Jacobian): Jacobian[] {
-    const twice = this.double(point);
-    const multiples = [point];
-    for (let i = 1; i < 1 << (NAF_WIDTH - 2); i += 1) multiples.push(this.add(multiples[i - 1]!, twice));
-    return multiples;
-  }
-
-  /** k1·P1 + k2·P2: one doubling chain, each scalar in width-w NAF form (few additions). */
-  twoMultiples(k1: bigint, p1: Jacobian, k2: bigint, p2: Jacobian): Jacobian {
-    const digits1 = nafDigits(k1);
-    const digits2 = nafDigits(k2);
-    const table1 = this.oddMultiples(p1);
-    const table2 = this.oddMultiples(p2);
-    let result = INFINITY;
-    for (let i = Math.max(digits1.length, digits2.length) - 1; i >= 0; i -= 1) {
-      result = this.double(result);
-      result = this.addDigit(result, digits1[i] ?? 0, table1);
-      result = this.addDigit(result, digits2[i] ?? 0, table2);
-    }
-    return result;
-  }
-
-  private addDigit(point: Jacobian, digit: number, table: Jacobian[]): Jacobian {
-    if (digit === 0) return point;
-    const multiple = table[(Math.abs(digit) - 1) >> 1]!;
-    return this.add(point, digit > 0 ? multiple : this.negate(multiple));
-  }
-}
-
-const NAF_WIDTH = 5;
-
-/** The width-w non-adjacent form of k, least significant digit first (odd digits below 2^(w−1) in absolute value, or 0). */
-function nafDigits(k: bigint): number[] {
-  const digits: number[] = [];
-  const window = 1n << BigInt(NAF_WIDTH);
-  let rest = k;
-  while (rest > 0n) {
-    let digit = 0;
-    if (rest & 1n) {
-      let remainder = Number(rest % window);
-      if (remainder >= 1 << (NAF_WIDTH - 1)) remainder -= 1 << NAF_WIDTH;
-      digit = remainder;
-      rest -= BigInt(digit);
-    }
-    digits.push(digit);
-    rest >>= 1n;
-  }
-  return digits;
-}
-
-const ARITHMETIC = new Map<Curve, CurveArithmetic>();
-
 export function isOnCurve(curve: Curve, x: bigint, y: bigint): boolean {
   const { p, a, b } = curve;
   if (x < 0n || x >= p || y < 0n || y >= p) return false;
@@ -261,19 +112,12 @@ function bigEndianInteger(bytes: Uint8Array): bigint {
   return BigInt(`0x${Buffer.from(bytes).toString('hex') || '0'}`);
 }
 
-function arithmeticOf(curve: Curve): CurveArithmetic {
-  let arithmetic = ARITHMETIC.get(curve);
-  if (!arithmetic) ARITHMETIC.set(curve, (arithmetic = new CurveArithmetic(curve)));
-  return arithmetic;
-}
-
-/** k·G, the base point's multiple, in affine coordinates (k in [1, q − 1]). */
+/** k·G, the base point's multiple, in affine coordinates (k in [1, q − 1]), from the base point's table. */
 export function multiplyBase(curve: Curve, k: bigint): { x: bigint; y: bigint } {
-  const point = arithmeticOf(curve).twoMultiples(k, { x: curve.x, y: curve.y, z: 1n }, 0n, INFINITY);
-  if (point.z === 0n) throw new Error('k·G is the point at infinity: k must lie in [1, q − 1]');
-  const zInverse = inverse(point.z, curve.p);
-  const zz = (zInverse * zInverse) % curve.p;
-  return { x: (point.x * zz) % curve.p, y: (point.y * ((zz * zInverse) % curve.p)) % curve.p };
+  const arithmetic = arithmeticOf(curve);
+  const point = arithmetic.toAffine(arithmetic.baseTable().multiply(k));
+  if (!point) throw new Error('k·G is the point at infinity: k must lie in [1, q − 1]');
+  return point;
 }
 
 /**
@@ -294,7 +138,7 @@ export function gostVerify(curve: Curve, publicKey: { x: bigint; y: bigint }, di
   const v = inverse(e, q);
   const z1 = (s * v) % q;
   const z2 = mod(-r * v, q);
-  const c = arithmeticOf(curve).twoMultiples(z1, { x: curve.x, y: curve.y, z: 1n }, z2, { x: publicKey.x, y: publicKey.y, z: 1n });
+  const c = arithmeticOf(curve).baseAndKeyMultiples(z1, publicKey, z2);
   if (c.z === 0n) return false;
   const zInverse = inverse(c.z, curve.p);
   const x = (c.x * ((zInverse * zInverse) % curve.p)) % curve.p;
