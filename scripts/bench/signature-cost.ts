@@ -3,7 +3,9 @@
  * median and p99 of DocumentCheckPool.check (one worker thread, document fed in 48 KiB slices, as
  * the acceptance stage does, minus the database reads) for 10 KiB and 5 MiB documents signed with
  * GOST R 34.10-2012 256 and 512 and with RSA, with the signature and without it (the XML check
- * alone): the difference is what verification adds. Beside it, the same verification by the openssl
+ * alone): the difference is what verification adds. Each signer signs every run, so from its second
+ * document a worker verifies with that key's table (point-arithmetic.ts); the "new key each document"
+ * line is the cost for a key the worker has not seen before. Beside it, the same verification by the openssl
  * CLI with the gost engine as a child process (the option not taken). Needs `make gost-engine`.
  */
 import { spawnSync } from 'node:child_process';
@@ -12,6 +14,7 @@ import path from 'node:path';
 import { DocumentCheckPool } from '../../src/emdr/pipeline/document-check.js';
 import { FILE_SLICE_BYTES } from '../../src/emdr/pipeline/request-files.js';
 import { largeXml } from '../../test/support/emdr.js';
+import { createTestSigner } from '../../src/emdr/signatures/test-signer.js';
 import { TestPki, type Issued } from '../../test/support/signing.js';
 
 const SIZES = [
@@ -72,6 +75,15 @@ try {
       }
       console.log(`${size.label}  ${label.padEnd(24)} XML + signature: ${summary(times)} | XML alone: ${summary(xmlOnly)} | openssl CLI child: ${summary(cli)}`);
     }
+    const newKey: number[] = [];
+    for (let run = 0; run < size.runs; run += 1) {
+      const signature = createTestSigner({ commonName: `bench new key ${run}` }).sign(document);
+      const started = performance.now();
+      const outcome = await pool.check(slices(document), { timeoutMs: 60_000, signatures: [{ name: 'signature', bytes: signature }] });
+      if (outcome.signatureFindings.length > 0 || outcome.xmlFailure) throw new Error(`new key: ${JSON.stringify(outcome)}`);
+      newKey.push(performance.now() - started);
+    }
+    console.log(`${size.label}  ${'GOST 256, new key each document'.padEnd(24)} XML + signature: ${summary(newKey)}`);
   }
 } finally {
   await pool.close();

@@ -36,7 +36,7 @@ function scenarioTable(outcome: ScenarioOutcome, before: RunRecord | undefined):
     const ratio = ratioOf(row);
     const earlier = withBefore ? earlierRow(before, outcome.name, row.metric) : undefined;
     const earlierRatio = earlier && ratioOf(earlier);
-    const target = row.target ? `${row.target.text}: ${row.target.met ? '**met**' : '**missed**'}` : '';
+    const target = row.target ? `${row.target.text}: ${row.target.met ? '**met**' : '**missed**'}` : row.reference ? 'not judged (see targets)' : '';
     const rounds = row.rounds ? [row.rounds.service.join(', '), row.rounds.baseline?.join(', ')].filter(Boolean).join(' / ') : '';
     const cells = [
       row.metric,
@@ -54,10 +54,11 @@ function scenarioTable(outcome: ScenarioOutcome, before: RunRecord | undefined):
 
 export function markdown(run: RunRecord, before: RunRecord | undefined, chartFile: string): string {
   const targets = run.outcomes.flatMap((outcome) =>
-    outcome.rows.filter((row) => row.target).map((row) => {
+    outcome.rows.filter((row) => row.target || row.reference).map((row) => {
       const ratio = ratioOf(row);
       const measured = ratio !== undefined ? `${ratio.toFixed(2)}× (${format(row.service, row.unit)} vs ${format(row.baseline, row.unit)})` : format(row.service, row.unit);
-      return `| ${outcome.title} | ${row.metric} | ${row.target!.text} | ${measured} | ${row.target!.met ? 'met' : '**missed**'} |`;
+      if (!row.target) return `| ${outcome.title} | ${row.metric} | — (${row.reference}; the target is judged on the row above) | ${measured} | not judged |`;
+      return `| ${outcome.title} | ${row.metric} | ${row.target.text} | ${measured} | ${row.target.met ? 'met' : '**missed**'} |`;
     }),
   );
   const lines = [

@@ -33,6 +33,8 @@ export interface Row {
   unit: string;
   /** How `service / baseline` (or the value alone) is judged; undefined: no target. */
   target?: { text: string; met: boolean };
+  /** Not judged but shown in the targets table beside the judged row before it, with this reason. */
+  reference?: string;
   /** Each round's figure, for the record. */
   rounds?: { service: number[]; baseline?: number[] };
 }
