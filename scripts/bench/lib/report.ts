@@ -22,9 +22,10 @@ const ratioOf = (row: Row) => (row.baseline === undefined || row.baseline === 0 
 
 function earlierRow(before: RunRecord | undefined, scenario: string, metric: string): Row | undefined {
   const outcome = before?.outcomes.find((candidate) => candidate.name === scenario);
-  // Metrics name their parameters (a rate, a count): match on the words before them.
+  // Metrics name their parameters (a rate, a count): the same name, else the same words around them
+  // (so p50 and p99 rows only fall back on each other when neither name matches).
   const stem = (text: string) => text.replace(/[\d,.]+/g, '#');
-  return outcome?.rows.find((row) => stem(row.metric) === stem(metric));
+  return outcome?.rows.find((row) => row.metric === metric) ?? outcome?.rows.find((row) => stem(row.metric) === stem(metric));
 }
 
 function scenarioTable(outcome: ScenarioOutcome, before: RunRecord | undefined): string[] {
