@@ -1,4 +1,4 @@
-import http, { STATUS_CODES, type IncomingMessage, type RequestListener, type ServerResponse } from 'node:http';
+import http, { STATUS_CODES, type IncomingMessage, type OutgoingHttpHeader, type OutgoingHttpHeaders, type RequestListener } from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 
@@ -48,22 +48,40 @@ export function announcesBody(request: IncomingMessage): boolean {
 /** The security headers every answer carries (API answers are never cached; /docs assets override Cache-Control). */
 export const SECURITY_HEADERS: Readonly<Record<string, string>> = { 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'no-store' };
 
+const SECURITY_HEADER_LIST = Object.entries(SECURITY_HEADERS);
+
 export async function startListener(handler: RequestListener, host: string, port: number, options: ListenerOptions = {}): Promise<Listener> {
   const limits = options.limits ?? DEFAULT_CONNECTION_LIMITS;
   const errorBody = options.errorBody ?? ((status: number) => ({ error: STATUS_CODES[status] ?? 'error' }));
   let draining = false;
+  /**
+   * The listener's answers: every one carries SECURITY_HEADERS, and says `Connection: close` when
+   * sent while the listener drains, or before the request's body was read (an early refusal: the
+   * rest of the body is not worth reading, and the connection cannot carry another request until
+   * it is). A class rather than wrappers installed on each response: nothing is allocated for it
+   * per request.
+   */
+  class GatewayResponse extends http.ServerResponse {
+    constructor(request: IncomingMessage) {
+      super(request);
+      for (const [name, value] of SECURITY_HEADER_LIST) this.setHeader(name, value);
+    }
+
+    override writeHead(statusCode: number, statusMessage?: string | OutgoingHttpHeaders | OutgoingHttpHeader[], headers?: OutgoingHttpHeaders | OutgoingHttpHeader[]): this {
+      if (draining || (announcesBody(this.req) && !this.req.complete)) this.setHeader('Connection', 'close');
+      // Node reads a second argument that is not a string as the headers.
+      return super.writeHead(statusCode, statusMessage as string, headers);
+    }
+  }
   const server = http.createServer(
     {
       headersTimeout: limits.headersTimeoutMs,
       requestTimeout: limits.requestTimeoutMs,
       // Node checks both timeouts on this interval (30 s by default, which would stretch a 10 s bound to 40 s).
       connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
+      ServerResponse: GatewayResponse,
     },
-    (request, response) => {
-      for (const [name, value] of Object.entries(SECURITY_HEADERS)) response.setHeader(name, value);
-      closeWhenDone(request, response, () => draining);
-      handler(request, response);
-    },
+    handler,
   );
   server.maxConnections = limits.maxConnections;
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => answerClientError(error, socket, errorBody));
@@ -91,19 +109,6 @@ export async function startListener(handler: RequestListener, host: string, port
         });
       }),
   };
-}
-
-/**
- * `Connection: close` on an answer sent while draining, or before the request's body was read
- * (an early refusal: the rest of the body is not worth reading, and the connection cannot carry
- * another request until it is).
- */
-function closeWhenDone(request: IncomingMessage, response: ServerResponse, draining: () => boolean): void {
-  const writeHead = response.writeHead;
-  response.writeHead = function (this: ServerResponse, ...args: Parameters<ServerResponse['writeHead']>) {
-    if (draining() || (announcesBody(request) && !request.complete)) this.setHeader('Connection', 'close');
-    return writeHead.apply(this, args);
-  } as ServerResponse['writeHead'];
 }
 
 /** Node's own answers (unparsable request, headers too large, HEADERS_TIMEOUT or REQUEST_TIMEOUT) in JSON. */

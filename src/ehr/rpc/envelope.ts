@@ -193,7 +193,10 @@ export class RpcEnvelope {
  * except `id`, where null keeps its JSON-RPC meaning: a request, not a notification.
  */
 function withoutNullMembers(call: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(call).filter(([name, value]) => value !== null || name === 'id'));
+  for (const name in call) {
+    if (call[name] === null && name !== 'id') return Object.fromEntries(Object.entries(call).filter(([member, value]) => value !== null || member === 'id'));
+  }
+  return call;
 }
 
 function describeInvalidCall(call: Record<string, unknown>): string | undefined {
