@@ -9,8 +9,8 @@
  *                               embedded_storage.save_auth_info (the link and its sealed user_sign,
  *                               SHA-1 credential check, INSERT of the session)
  *   POST /api/RegisterDocument  the clinic's headers (SHA-256 of the token, one query, constant-time
- *                               compare), the body parsed, SHA-256 over it, one INSERT of the request
- *                               (base64 decoded by PostgreSQL) that the pipeline picks up
+ *                               compare), the body parsed, SHA-256 over it, the files decoded from
+ *                               base64, one INSERT of the request that the pipeline picks up
  *
  *   tsx scripts/bench/baseline.ts   (env: DATABASE_URL, DATA_KEY (hex), INTERNAL_USERS name:password, PORT)
  */
@@ -92,7 +92,7 @@ async function rpc(body: Buffer): Promise<unknown> {
 const CLINIC = 'select id, token_hash, callback_urls from emdr_clients where business_id = $1 and user_name = $2';
 const INSERT_REQUEST = `
   insert into emdr_requests (queue_message_id, client_id, operation, idempotency_key, body_hash, state, callback_url, local_uid, metadata, document, signature)
-  values ($1, $2, 'RegisterDocument', $3, $4, 'received', $5, $3, $6, decode($7, 'base64'), decode($8, 'base64'))
+  values ($1, $2, 'RegisterDocument', $3, $4, 'received', $5, $3, $6, $7::bytea, $8::bytea)
   on conflict (client_id, operation, idempotency_key, body_hash) do nothing
   returning queue_message_id`;
 
@@ -106,7 +106,7 @@ async function registerDocument(request: IncomingMessage, body: Buffer): Promise
   const inserted = await pool.query({
     name: 'insert_request',
     text: INSERT_REQUEST,
-    values: [randomUUID(), clinic.id, document.localUid, bodyHash, clinic.callback_urls[0], JSON.stringify(metadata), document.document, document.signature],
+    values: [randomUUID(), clinic.id, document.localUid, bodyHash, clinic.callback_urls[0], JSON.stringify(metadata), Buffer.from(document.document, 'base64'), Buffer.from(document.signature, 'base64')],
   });
   return [200, { localUid: document.localUid, queueMessageId: inserted.rows[0]?.queue_message_id }];
 }
