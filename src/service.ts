@@ -13,7 +13,7 @@ import { clinicSecurityHandlers, emdrHandlers } from './emdr/intake/handlers.js'
 import { clinicByteQuota, clinicRateLimit } from './emdr/intake/limits.js';
 import { docsRoutes } from './docs/routes.js';
 import { createEmdrRouter, SMALL_BODY_LIMIT_BYTES } from './emdr/intake/router.js';
-import { startWorkers, WORK_CHANNEL, type Workers } from './emdr/pipeline/workers.js';
+import { startWorkers, WORK, WORK_CHANNEL, type Workers } from './emdr/pipeline/workers.js';
 import { BuiltInRegistry } from './emdr/registry/built-in.js';
 import { errorHandler, fallbackBody, notFound } from './http/fallback.js';
 import { emdrPurgeSteps } from './emdr/retention.js';
@@ -97,7 +97,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
       const hotPaths: HotPath[] = [];
       const publicRouters: express.RequestHandler[] = [healthRoutes(ready, fallback), docsRoutes(fallback)];
       if (roles.has('emdr')) {
-        const notifier = new Notifier(database.sql.pool, WORK_CHANNEL, logger);
+        const notifier = new Notifier(database.sql.pool, WORK_CHANNEL, logger, WORK.requests);
         hotPaths.push(
           await createEmdrRouter({
             definition: openApiSpecPath,

@@ -9,11 +9,11 @@ import { isCallbackUrl } from './callback-url.js';
 import { createClinicAccount, DuplicateClinicAccountError } from './clients.js';
 import { messageState } from './messages.js';
 import { refetchDroppedFile } from './pipeline/fulfil.js';
-import { WORK_CHANNEL } from './pipeline/workers.js';
+import { WORK, WORK_CHANNEL } from './pipeline/workers.js';
 import { BuiltInRegistry } from './registry/built-in.js';
 
 const REQUEST_EXISTS = statement('emdr_request_exists', 'select 1 from emdr_requests where queue_message_id = $1');
-const ANNOUNCE_WORK = statement('emdr_announce_work', "select pg_notify($1, '')");
+const ANNOUNCE_WORK = statement('emdr_announce_work', 'select pg_notify($1, $2)');
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const OID = /^[0-2](\.(0|[1-9][0-9]*))+$/;
@@ -88,7 +88,7 @@ export function registerEmdrCommands(program: Command): void {
         await refetchDroppedFile(database.sql, registry, queueMessageId);
         const ids = await replayFailedCallbacks(database.sql, queueMessageId);
         // The running workers send them at once.
-        if (ids.length > 0) await database.sql.row(ANNOUNCE_WORK, [WORK_CHANNEL]);
+        if (ids.length > 0) await database.sql.row(ANNOUNCE_WORK, [WORK_CHANNEL, WORK.callbacks]);
         return ids;
       });
       printJson({ queueMessageId, replayed });

@@ -9,6 +9,11 @@ import { XmlCheckPool } from './xml-check.js';
 
 /** The NOTIFY channel on which processes announce new work of interface B to the workers. */
 export const WORK_CHANNEL = 'ehr_gateway_emdr_work';
+/**
+ * What a notification on WORK_CHANNEL announces: new requests (the acceptance stage's work) or
+ * callbacks due (the delivery stage's); any other payload, an empty one included, wakes every stage.
+ */
+export const WORK = { requests: 'requests', callbacks: 'callbacks' } as const;
 
 /**
  * Each stage claims up to BATCH rows at a time, in LOOPS loops (one batch in hand each). Idle
@@ -74,7 +79,9 @@ export async function startWorkers(context: PipelineContext & { databaseUrl: str
     },
   });
   const stages = [acceptanceStage, registryStage, deliveryStage];
-  const listening = await listen(context.databaseUrl, WORK_CHANNEL, () => stages.forEach((stage) => stage.wake()), context.logger);
+  // Only the stage the work is for: every woken loop costs a claim statement, and the intake announces new requests up to 200 times a second.
+  const woken = (payload: string) => (payload === WORK.requests ? [acceptanceStage] : payload === WORK.callbacks ? [deliveryStage] : stages);
+  const listening = await listen(context.databaseUrl, WORK_CHANNEL, (payload) => woken(payload).forEach((stage) => stage.wake()), context.logger);
   for (const stage of stages) stage.start();
   return {
     requestsStored: () => acceptanceStage.wake(),
