@@ -1,4 +1,4 @@
-import http, { STATUS_CODES, type IncomingMessage, type OutgoingHttpHeader, type OutgoingHttpHeaders, type RequestListener } from 'node:http';
+import http, { STATUS_CODES, type IncomingMessage, type RequestListener, type ServerResponse } from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 
@@ -55,22 +55,22 @@ export async function startListener(handler: RequestListener, host: string, port
   const errorBody = options.errorBody ?? ((status: number) => ({ error: STATUS_CODES[status] ?? 'error' }));
   let draining = false;
   /**
-   * The listener's answers: every one carries SECURITY_HEADERS, and says `Connection: close` when
-   * sent while the listener drains, or before the request's body was read (an early refusal: the
-   * rest of the body is not worth reading, and the connection cannot carry another request until
-   * it is). A class rather than wrappers installed on each response: nothing is allocated for it
-   * per request.
+   * An answer sent while the listener drains, or before the request's body was read (an early
+   * refusal: the rest of the body is not worth reading, and the connection cannot carry another
+   * request until it is), says `Connection: close`. One function per listener, set on each answer
+   * as its own property: Express re-prototypes the answers it handles, which would drop a method
+   * of the class below.
    */
+  function writeHead(this: ServerResponse, ...args: Parameters<ServerResponse['writeHead']>): ServerResponse {
+    if (draining || (announcesBody(this.req) && !this.req.complete)) this.setHeader('Connection', 'close');
+    return (Object.getPrototypeOf(this) as ServerResponse).writeHead.apply(this, args);
+  }
+  /** The listener's answers: SECURITY_HEADERS on every one, and the rule above, with nothing allocated per request. */
   class GatewayResponse extends http.ServerResponse {
     constructor(request: IncomingMessage) {
       super(request);
       for (const [name, value] of SECURITY_HEADER_LIST) this.setHeader(name, value);
-    }
-
-    override writeHead(statusCode: number, statusMessage?: string | OutgoingHttpHeaders | OutgoingHttpHeader[], headers?: OutgoingHttpHeaders | OutgoingHttpHeader[]): this {
-      if (draining || (announcesBody(this.req) && !this.req.complete)) this.setHeader('Connection', 'close');
-      // Node reads a second argument that is not a string as the headers.
-      return super.writeHead(statusCode, statusMessage as string, headers);
+      (this as ServerResponse).writeHead = writeHead as ServerResponse['writeHead'];
     }
   }
   const server = http.createServer(

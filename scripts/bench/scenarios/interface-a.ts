@@ -87,10 +87,10 @@ function errorNote(name: string, results: Record<string, LoadResult[]>): string[
  * machine is running.
  */
 function cpuPerRequest(results: Record<string, LoadResult[]>): Row {
-  const perRequest = (list: LoadResult[] | undefined) => (list ?? []).map((result) => Math.round((result.cpuMsPerRequest ?? NaN) * 1000) / 1000);
+  const perRequest = (list: LoadResult[] | undefined) => (list ?? []).map((result) => Math.round((result.cpuMsPerRequest ?? NaN) * 1000));
   const service = perRequest(results.service);
   const baseline = perRequest(results.baseline);
-  return { metric: 'CPU of the serving process per request, at maximum throughput', unit: 'ms', service: median(service), baseline: median(baseline), rounds: { service, baseline } };
+  return { metric: 'CPU of the serving process per request, at maximum throughput', unit: 'µs', service: median(service), baseline: median(baseline), rounds: { service, baseline } };
 }
 
 function getPatientOutcome(max: Record<string, LoadResult[]>, half: Record<string, LoadResult[]>, rate: number): Measured {
