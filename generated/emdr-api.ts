@@ -4,7 +4,15 @@ export interface paths {
     "/api/RegisterDocument": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Your id of this request, to find it in the gateway's logs and audit trail. Kept when it is 1
+                 *     to 128 of `A-Z a-z 0-9 . _ ~ : / + = -`; anything else is replaced by a generated id (never
+                 *     refused). The answer's `x-request-id` says which.
+                 * @example mis-7f3a-000123
+                 */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -40,7 +48,15 @@ export interface paths {
     "/api/DemandContent": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Your id of this request, to find it in the gateway's logs and audit trail. Kept when it is 1
+                 *     to 128 of `A-Z a-z 0-9 . _ ~ : / + = -`; anything else is replaced by a generated id (never
+                 *     refused). The answer's `x-request-id` says which.
+                 * @example mis-7f3a-000123
+                 */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -79,7 +95,15 @@ export interface paths {
     "/api/SearchRegistryItem": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Your id of this request, to find it in the gateway's logs and audit trail. Kept when it is 1
+                 *     to 128 of `A-Z a-z 0-9 . _ ~ : / + = -`; anything else is replaced by a generated id (never
+                 *     refused). The answer's `x-request-id` says which.
+                 * @example mis-7f3a-000123
+                 */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -105,7 +129,15 @@ export interface paths {
     "/api/messages/{queueMessageId}": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Your id of this request, to find it in the gateway's logs and audit trail. Kept when it is 1
+                 *     to 128 of `A-Z a-z 0-9 . _ ~ : / + = -`; anything else is replaced by a generated id (never
+                 *     refused). The answer's `x-request-id` says which.
+                 * @example mis-7f3a-000123
+                 */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -125,7 +157,15 @@ export interface paths {
     "/healthz": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Your id of this request, to find it in the gateway's logs and audit trail. Kept when it is 1
+                 *     to 128 of `A-Z a-z 0-9 . _ ~ : / + = -`; anything else is replaced by a generated id (never
+                 *     refused). The answer's `x-request-id` says which.
+                 * @example mis-7f3a-000123
+                 */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -142,7 +182,15 @@ export interface paths {
     "/readyz": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Your id of this request, to find it in the gateway's logs and audit trail. Kept when it is 1
+                 *     to 128 of `A-Z a-z 0-9 . _ ~ : / + = -`; anything else is replaced by a generated id (never
+                 *     refused). The answer's `x-request-id` says which.
+                 * @example mis-7f3a-000123
+                 */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -668,6 +716,7 @@ export interface components {
         /** @description The request does not match the schema, its body is missing, empty or `null`, a string of it holds a lone UTF-16 surrogate, or its path a malformed percent-escape (`VALIDATION_ERROR`, with the path of each problem). */
         ValidationError: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -677,6 +726,7 @@ export interface components {
         /** @description A header of `businessId`, `user`, `token` is missing or they do not name a clinic account. */
         Unauthorized: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -686,6 +736,7 @@ export interface components {
         /** @description The clinic account does not act for this organization, or did not register this callback URL. */
         Forbidden: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -695,6 +746,7 @@ export interface components {
         /** @description No such request for this clinic. */
         NotFound: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -704,6 +756,7 @@ export interface components {
         /** @description The body is larger than the operation takes (RegisterDocument `BODY_LIMIT`, default 32 MiB; the others 64 KiB), by its `Content-Length` before it is read, or while it is read. */
         TooLarge: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -713,6 +766,7 @@ export interface components {
         /** @description The body is not `application/json` in UTF-8 (a `charset` other than `utf-8`), or is compressed (`Content-Encoding` other than `identity`). Nothing of the body is read. */
         UnsupportedMediaType: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -722,6 +776,7 @@ export interface components {
         /** @description The clinic account sent more than `RATE_LIMIT` requests, or more than `BYTE_QUOTA` bytes of request bodies, in the current minute; retry after the `Retry-After` seconds. */
         RateLimited: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 /** @description Seconds until the next minute window. */
                 "Retry-After"?: number;
                 [name: string]: unknown;
@@ -733,6 +788,7 @@ export interface components {
         /** @description The gateway cannot reach its database right now; nothing was stored. Retry after the `Retry-After` seconds. */
         ServiceUnavailable: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 /** @description Seconds to wait before retrying. */
                 "Retry-After"?: number;
                 [name: string]: unknown;
@@ -744,6 +800,7 @@ export interface components {
         /** @description An unexpected failure; nothing internal is disclosed. */
         InternalError: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -768,6 +825,18 @@ export interface components {
         };
     };
     parameters: {
+        /**
+         * @description Your id of this request, to find it in the gateway's logs and audit trail. Kept when it is 1
+         *     to 128 of `A-Z a-z 0-9 . _ ~ : / + = -`; anything else is replaced by a generated id (never
+         *     refused). The answer's `x-request-id` says which.
+         * @example mis-7f3a-000123
+         */
+        RequestId: string;
+        /**
+         * @description The `x-request-id` of the RegisterDocument or DemandContent request that this callback answers (the same on every attempt), so that you can quote it.
+         * @example mis-7f3a-000123
+         */
+        CallbackRequestId: string;
         /**
          * @description The clinic's business id.
          * @example 4000125
@@ -800,7 +869,16 @@ export interface components {
         WebhookSignature: string;
     };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /**
+         * @description The request's id: the `x-request-id` the client sent when it is a sane token (1 to 128 of
+         *     `A-Z a-z 0-9 . _ ~ : / + = -`), else one the gateway generated (a UUID). Every answer
+         *     carries it, every log line and audit record of the request names it, and both callbacks of
+         *     a RegisterDocument or DemandContent carry the one of the request that created them.
+         * @example 4b1e0c5e-2f7d-4a8e-9c1b-3d5f7a9e1c2b
+         */
+        RequestId: string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -808,7 +886,15 @@ export interface operations {
     RegisterDocument: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Your id of this request, to find it in the gateway's logs and audit trail. Kept when it is 1
+                 *     to 128 of `A-Z a-z 0-9 . _ ~ : / + = -`; anything else is replaced by a generated id (never
+                 *     refused). The answer's `x-request-id` says which.
+                 * @example mis-7f3a-000123
+                 */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -821,6 +907,7 @@ export interface operations {
             /** @description Stored; callbacks follow. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -840,7 +927,15 @@ export interface operations {
     DemandContent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Your id of this request, to find it in the gateway's logs and audit trail. Kept when it is 1
+                 *     to 128 of `A-Z a-z 0-9 . _ ~ : / + = -`; anything else is replaced by a generated id (never
+                 *     refused). The answer's `x-request-id` says which.
+                 * @example mis-7f3a-000123
+                 */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -853,6 +948,7 @@ export interface operations {
             /** @description Stored; callbacks follow. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -872,7 +968,15 @@ export interface operations {
     SearchRegistryItem: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Your id of this request, to find it in the gateway's logs and audit trail. Kept when it is 1
+                 *     to 128 of `A-Z a-z 0-9 . _ ~ : / + = -`; anything else is replaced by a generated id (never
+                 *     refused). The answer's `x-request-id` says which.
+                 * @example mis-7f3a-000123
+                 */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -885,6 +989,7 @@ export interface operations {
             /** @description The matching items. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -903,7 +1008,15 @@ export interface operations {
     GetMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Your id of this request, to find it in the gateway's logs and audit trail. Kept when it is 1
+                 *     to 128 of `A-Z a-z 0-9 . _ ~ : / + = -`; anything else is replaced by a generated id (never
+                 *     refused). The answer's `x-request-id` says which.
+                 * @example mis-7f3a-000123
+                 */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path: {
                 /**
                  * @description The `queueMessageId` of the acknowledgement.
@@ -918,6 +1031,7 @@ export interface operations {
             /** @description The request and its callbacks. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -935,7 +1049,15 @@ export interface operations {
     getHealth: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Your id of this request, to find it in the gateway's logs and audit trail. Kept when it is 1
+                 *     to 128 of `A-Z a-z 0-9 . _ ~ : / + = -`; anything else is replaced by a generated id (never
+                 *     refused). The answer's `x-request-id` says which.
+                 * @example mis-7f3a-000123
+                 */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -944,6 +1066,7 @@ export interface operations {
             /** @description Up. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -955,7 +1078,15 @@ export interface operations {
     getReadiness: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Your id of this request, to find it in the gateway's logs and audit trail. Kept when it is 1
+                 *     to 128 of `A-Z a-z 0-9 . _ ~ : / + = -`; anything else is replaced by a generated id (never
+                 *     refused). The answer's `x-request-id` says which.
+                 * @example mis-7f3a-000123
+                 */
+                "x-request-id"?: components["parameters"]["RequestId"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -964,6 +1095,7 @@ export interface operations {
             /** @description Ready. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -973,6 +1105,7 @@ export interface operations {
             /** @description Not ready yet (database unreachable or migrations pending). */
             503: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -11,7 +11,7 @@ import { XmlCheckPool } from './xml-check.js';
 export const WORK_CHANNEL = 'ehr_gateway_emdr_work';
 
 /**
- * Each stage claims up to BATCH rows at a time, in LOOPS loops (one batch in hand each). Idle
+ * Each stage claims up to BATCH rows at a time, in LOOPS loops (WORKER_CONCURRENCY; one batch in hand each). Idle
  * loops look for work nobody announced (a lease that ran out: the rows of a worker that was
  * killed or hangs) every IDLE_POLL_MS: such rows come back within JOB_EXPIRY and that.
  */
@@ -36,7 +36,7 @@ export async function startWorkers(context: PipelineContext & { databaseUrl: str
   const acceptance = new AcceptanceStage(context, xml);
   const registry = new FulfilmentStage(context);
   const delivery = new CallbackStage(context, sender);
-  const common = { loops: LOOPS, idlePollMs: IDLE_POLL_MS, logger: context.logger, leaseMs: context.leaseMs };
+  const common = { loops: context.loops ?? LOOPS, idlePollMs: IDLE_POLL_MS, logger: context.logger, leaseMs: context.leaseMs };
 
   const deliveryStage: Stage<Awaited<ReturnType<CallbackStage['claim']>>[number]> = new Stage({
     name: 'delivery',
