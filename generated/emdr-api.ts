@@ -4,15 +4,7 @@ export interface paths {
     "/api/RegisterDocument": {
         parameters: {
             query?: never;
-            header?: {
-                /**
-                 * @description Your id of this request, to find it in the gateway's logs and audit trail. Kept when it is 1
-                 *     to 128 of `A-Z a-z 0-9 . _ ~ : / + = -`; anything else is replaced by a generated id (never
-                 *     refused). The answer's `x-request-id` says which.
-                 * @example mis-7f3a-000123
-                 */
-                "x-request-id"?: components["parameters"]["RequestId"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -48,15 +40,7 @@ export interface paths {
     "/api/DemandContent": {
         parameters: {
             query?: never;
-            header?: {
-                /**
-                 * @description Your id of this request, to find it in the gateway's logs and audit trail. Kept when it is 1
-                 *     to 128 of `A-Z a-z 0-9 . _ ~ : / + = -`; anything else is replaced by a generated id (never
-                 *     refused). The answer's `x-request-id` says which.
-                 * @example mis-7f3a-000123
-                 */
-                "x-request-id"?: components["parameters"]["RequestId"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -95,15 +79,7 @@ export interface paths {
     "/api/SearchRegistryItem": {
         parameters: {
             query?: never;
-            header?: {
-                /**
-                 * @description Your id of this request, to find it in the gateway's logs and audit trail. Kept when it is 1
-                 *     to 128 of `A-Z a-z 0-9 . _ ~ : / + = -`; anything else is replaced by a generated id (never
-                 *     refused). The answer's `x-request-id` says which.
-                 * @example mis-7f3a-000123
-                 */
-                "x-request-id"?: components["parameters"]["RequestId"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -129,15 +105,7 @@ export interface paths {
     "/api/messages/{queueMessageId}": {
         parameters: {
             query?: never;
-            header?: {
-                /**
-                 * @description Your id of this request, to find it in the gateway's logs and audit trail. Kept when it is 1
-                 *     to 128 of `A-Z a-z 0-9 . _ ~ : / + = -`; anything else is replaced by a generated id (never
-                 *     refused). The answer's `x-request-id` says which.
-                 * @example mis-7f3a-000123
-                 */
-                "x-request-id"?: components["parameters"]["RequestId"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -157,15 +125,7 @@ export interface paths {
     "/healthz": {
         parameters: {
             query?: never;
-            header?: {
-                /**
-                 * @description Your id of this request, to find it in the gateway's logs and audit trail. Kept when it is 1
-                 *     to 128 of `A-Z a-z 0-9 . _ ~ : / + = -`; anything else is replaced by a generated id (never
-                 *     refused). The answer's `x-request-id` says which.
-                 * @example mis-7f3a-000123
-                 */
-                "x-request-id"?: components["parameters"]["RequestId"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -182,15 +142,7 @@ export interface paths {
     "/readyz": {
         parameters: {
             query?: never;
-            header?: {
-                /**
-                 * @description Your id of this request, to find it in the gateway's logs and audit trail. Kept when it is 1
-                 *     to 128 of `A-Z a-z 0-9 . _ ~ : / + = -`; anything else is replaced by a generated id (never
-                 *     refused). The answer's `x-request-id` says which.
-                 * @example mis-7f3a-000123
-                 */
-                "x-request-id"?: components["parameters"]["RequestId"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -826,13 +778,6 @@ export interface components {
     };
     parameters: {
         /**
-         * @description Your id of this request, to find it in the gateway's logs and audit trail. Kept when it is 1
-         *     to 128 of `A-Z a-z 0-9 . _ ~ : / + = -`; anything else is replaced by a generated id (never
-         *     refused). The answer's `x-request-id` says which.
-         * @example mis-7f3a-000123
-         */
-        RequestId: string;
-        /**
          * @description The `x-request-id` of the RegisterDocument or DemandContent request that this callback answers (the same on every attempt), so that you can quote it.
          * @example mis-7f3a-000123
          */
@@ -871,8 +816,10 @@ export interface components {
     requestBodies: never;
     headers: {
         /**
-         * @description The request's id: the `x-request-id` the client sent when it is a sane token (1 to 128 of
-         *     `A-Z a-z 0-9 . _ ~ : / + = -`), else one the gateway generated (a UUID). Every answer
+         * @description The request's id: the `x-request-id` header the client sent when it is a sane token (1 to 128
+         *     of `A-Z a-z 0-9 . _ ~ : / + = -`), else one the gateway generated (a UUID); the request header
+         *     is optional, never refused, and not declared as a parameter of each operation so that
+         *     generated clients keep their signatures (send it as a default header). Every answer
          *     carries it, every log line and audit record of the request names it, and both callbacks of
          *     a RegisterDocument or DemandContent carry the one of the request that created them.
          * @example 4b1e0c5e-2f7d-4a8e-9c1b-3d5f7a9e1c2b
@@ -886,15 +833,7 @@ export interface operations {
     RegisterDocument: {
         parameters: {
             query?: never;
-            header?: {
-                /**
-                 * @description Your id of this request, to find it in the gateway's logs and audit trail. Kept when it is 1
-                 *     to 128 of `A-Z a-z 0-9 . _ ~ : / + = -`; anything else is replaced by a generated id (never
-                 *     refused). The answer's `x-request-id` says which.
-                 * @example mis-7f3a-000123
-                 */
-                "x-request-id"?: components["parameters"]["RequestId"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -927,15 +866,7 @@ export interface operations {
     DemandContent: {
         parameters: {
             query?: never;
-            header?: {
-                /**
-                 * @description Your id of this request, to find it in the gateway's logs and audit trail. Kept when it is 1
-                 *     to 128 of `A-Z a-z 0-9 . _ ~ : / + = -`; anything else is replaced by a generated id (never
-                 *     refused). The answer's `x-request-id` says which.
-                 * @example mis-7f3a-000123
-                 */
-                "x-request-id"?: components["parameters"]["RequestId"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -968,15 +899,7 @@ export interface operations {
     SearchRegistryItem: {
         parameters: {
             query?: never;
-            header?: {
-                /**
-                 * @description Your id of this request, to find it in the gateway's logs and audit trail. Kept when it is 1
-                 *     to 128 of `A-Z a-z 0-9 . _ ~ : / + = -`; anything else is replaced by a generated id (never
-                 *     refused). The answer's `x-request-id` says which.
-                 * @example mis-7f3a-000123
-                 */
-                "x-request-id"?: components["parameters"]["RequestId"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -1008,15 +931,7 @@ export interface operations {
     GetMessage: {
         parameters: {
             query?: never;
-            header?: {
-                /**
-                 * @description Your id of this request, to find it in the gateway's logs and audit trail. Kept when it is 1
-                 *     to 128 of `A-Z a-z 0-9 . _ ~ : / + = -`; anything else is replaced by a generated id (never
-                 *     refused). The answer's `x-request-id` says which.
-                 * @example mis-7f3a-000123
-                 */
-                "x-request-id"?: components["parameters"]["RequestId"];
-            };
+            header?: never;
             path: {
                 /**
                  * @description The `queueMessageId` of the acknowledgement.
@@ -1049,15 +964,7 @@ export interface operations {
     getHealth: {
         parameters: {
             query?: never;
-            header?: {
-                /**
-                 * @description Your id of this request, to find it in the gateway's logs and audit trail. Kept when it is 1
-                 *     to 128 of `A-Z a-z 0-9 . _ ~ : / + = -`; anything else is replaced by a generated id (never
-                 *     refused). The answer's `x-request-id` says which.
-                 * @example mis-7f3a-000123
-                 */
-                "x-request-id"?: components["parameters"]["RequestId"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -1078,15 +985,7 @@ export interface operations {
     getReadiness: {
         parameters: {
             query?: never;
-            header?: {
-                /**
-                 * @description Your id of this request, to find it in the gateway's logs and audit trail. Kept when it is 1
-                 *     to 128 of `A-Z a-z 0-9 . _ ~ : / + = -`; anything else is replaced by a generated id (never
-                 *     refused). The answer's `x-request-id` says which.
-                 * @example mis-7f3a-000123
-                 */
-                "x-request-id"?: components["parameters"]["RequestId"];
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
