@@ -1,5 +1,5 @@
 import express from 'express';
-import type { Config } from './config/config.js';
+import { ConfigError, type Config } from './config/config.js';
 import { openApiSpecPath } from './config/paths.js';
 import { isReady, migrateToLatest, openDatabase } from './db/database.js';
 import { Notifier } from './db/notify.js';
@@ -9,12 +9,15 @@ import { ehrRoutes, rpcHotPath } from './ehr/http.js';
 import { createEhrHandlers } from './ehr/methods.js';
 import { RpcEnvelope } from './ehr/rpc/envelope.js';
 import { loadOpenRpcDocument } from './ehr/spec.js';
+import { clinicMessageHandlers } from './emdr/clinic-messages.js';
 import { clinicSecurityHandlers, emdrHandlers } from './emdr/intake/handlers.js';
 import { clinicByteQuota, clinicRateLimit } from './emdr/intake/limits.js';
+import { consoleRoutes } from './console/routes.js';
 import { docsRoutes } from './docs/routes.js';
 import { createEmdrRouter, SMALL_BODY_LIMIT_BYTES } from './emdr/intake/router.js';
 import { startWorkers, WORK_CHANNEL, type Workers } from './emdr/pipeline/workers.js';
 import { BuiltInRegistry } from './emdr/registry/built-in.js';
+import { loadTrustStore, TrustStoreError } from './emdr/signatures/trust-store.js';
 import { errorHandler, fallbackBody, notFound } from './http/fallback.js';
 import { emdrPurgeSteps } from './emdr/retention.js';
 import { healthRoutes } from './http/health.js';
@@ -60,8 +63,20 @@ function restApp(routers: express.RequestHandler[], logger: Logger, fallback: Re
   return app;
 }
 
+/** SIGNATURE_TRUST_STORE's certificates (DER), read and checked once, at start; undefined when it is not set. */
+function signatureTrustAnchors(config: Config): Uint8Array[] | undefined {
+  if (config.signatureTrustStore === undefined) return undefined;
+  try {
+    return loadTrustStore(config.signatureTrustStore);
+  } catch (error) {
+    if (error instanceof TrustStoreError) throw new ConfigError('SIGNATURE_TRUST_STORE', error.message);
+    throw error;
+  }
+}
+
 /** Starts the given roles over one database: `serve` runs all three, `serve --only X` one. */
 export async function startService(config: Config, logger: Logger, roles: ReadonlySet<Role>): Promise<RunningService> {
+  const trustAnchors = roles.has('worker') ? signatureTrustAnchors(config) : undefined;
   const database = await openDatabase(config, logger, { adopt: true });
   const listeners: Listener[] = [];
   let retention: Retention | undefined;
@@ -94,6 +109,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
         leaseMs: config.jobExpiryMs,
         loops: config.workerConcurrency,
         metrics,
+        ...(trustAnchors ? { signatureTrustAnchors: trustAnchors } : {}),
       });
     }
 
@@ -110,13 +126,16 @@ export async function startService(config: Config, logger: Logger, roles: Readon
 
     if (roles.has('ehr') || roles.has('emdr')) {
       const hotPaths: HotPath[] = [];
-      const publicRouters: express.RequestHandler[] = [healthRoutes(ready, fallback), docsRoutes(fallback)];
+      const publicRouters: express.RequestHandler[] = [healthRoutes(ready, fallback), docsRoutes(fallback, () => internalPort), consoleRoutes(fallback)];
       if (roles.has('emdr')) {
         const notifier = new Notifier(database.sql.pool, WORK_CHANNEL, logger);
         hotPaths.push(
           await createEmdrRouter({
             definition: openApiSpecPath,
-            handlers: emdrHandlers({ sql: database.sql, registry, requestStored: workers ? workers.requestsStored : () => notifier.notify(), audit }),
+            handlers: {
+              ...emdrHandlers({ sql: database.sql, registry, requestStored: workers ? workers.requestsStored : () => notifier.notify(), audit }),
+              ...clinicMessageHandlers({ sql: database.sql, registry }),
+            },
             securityHandlers: clinicSecurityHandlers(database.sql),
             beforeBody: clinicRateLimit(config.rateLimitPerMinute),
             bodyRead: clinicByteQuota(config.byteQuotaPerMinute),

@@ -45,8 +45,10 @@ export interface Config {
   workerConcurrency: number;
   /** How long a worker holds the rows it claimed before another worker may take them (a killed worker's work comes back). */
   jobExpiryMs: number;
-  /** Time budget of the XML check of one RegisterDocument: beyond it, an acceptance error. At most half of jobExpiryMs. */
+  /** Time budget of the checks (XML and signatures) of one RegisterDocument's document: beyond it, acceptance errors. At most half of jobExpiryMs. */
   xmlCheckTimeoutMs: number;
+  /** Folder of PEM roots and intermediates the signers' certificates must chain to; undefined: chains are not checked. */
+  signatureTrustStore: string | undefined;
   /** Simulated latency of each call to the built-in registry. */
   registryLatencyMs: number;
   /** Test switch: the built-in registry refuses every registration and file request. */
@@ -284,6 +286,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     workerConcurrency: readPositiveInteger(env, 'WORKER_CONCURRENCY', '2', 'a whole number of loops per stage, at least 1'),
     jobExpiryMs,
     xmlCheckTimeoutMs,
+    signatureTrustStore: env.SIGNATURE_TRUST_STORE ? path.resolve(env.SIGNATURE_TRUST_STORE) : undefined,
     registryLatencyMs: readDuration(env, 'REGISTRY_LATENCY', '0'),
     registryFail: registryFailRaw === 'true' || registryFailRaw === '1',
     logLevel,
@@ -327,7 +330,12 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; fallback: string; m
   { name: 'DATABASE_POOL_SIZE', fallback: '10', meaning: "connections of each process's database pool (see the README's connection budget)" },
   { name: 'WORKER_CONCURRENCY', fallback: '2', meaning: 'batches each stage of the worker role has in hand at once (acceptance, registry, delivery)' },
   { name: 'JOB_EXPIRY', fallback: '30s', meaning: "how long a background job may run before another worker takes it over (a killed worker's jobs come back)" },
-  { name: 'XML_CHECK_TIMEOUT', fallback: '10s (at most half of JOB_EXPIRY)', meaning: 'time budget of the XML check of one RegisterDocument document; beyond it, XML_VALIDATION_ERROR' },
+  { name: 'XML_CHECK_TIMEOUT', fallback: '10s (at most half of JOB_EXPIRY)', meaning: "time budget of the checks of one RegisterDocument's document, the XML check and the signature check together (one worker thread runs both); beyond it, XML_VALIDATION_ERROR and SIGNATURE_VERIFICATION_ERROR" },
+  {
+    name: 'SIGNATURE_TRUST_STORE',
+    fallback: '(unset)',
+    meaning: "folder of PEM certificates (roots and intermediates, read once at start): each signer's certificate must chain to one of them; unset: chains are not checked and the acceptance callback carries a CERTIFICATE_CHAIN_NOT_CHECKED warning",
+  },
   { name: 'REGISTRY_LATENCY', fallback: '0', meaning: 'simulated latency of each call to the built-in registry' },
   { name: 'REGISTRY_FAIL', fallback: 'false', meaning: 'test switch: the built-in registry refuses every registration and file request' },
   { name: 'LOG_LEVEL', fallback: 'info', meaning: 'fatal, error, warn, info, debug, trace or silent' },

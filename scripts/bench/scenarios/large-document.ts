@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { withClient } from '../lib/database.js';
-import { registerDocumentBody, xmlOfSize } from '../lib/documents.js';
+import { registerDocumentBody, signedDocument, xmlOfSize } from '../lib/documents.js';
 import { rssMiB } from '../lib/processes.js';
 import { round1, type BenchContext, type Measured, type Row } from '../lib/scenario.js';
 import { addClinic, clinicHeaders, newDataKey, startReceiver, startService, type BenchClinic, type Receiver } from '../lib/service.js';
@@ -31,7 +31,7 @@ interface Run {
 }
 
 async function oneDocument(pid: number, publicUrl: string, databaseUrl: string, receiver: Receiver, clinic: BenchClinic, xml: Buffer): Promise<Run> {
-  const body = registerDocumentBody(xml.toString('base64'));
+  const body = registerDocumentBody(signedDocument(xml));
   const headers = clinicHeaders(clinic);
   await fs.writeFile(`/proc/${pid}/clear_refs`, '5');
   const before = await rssMiB(pid, 'VmRSS');

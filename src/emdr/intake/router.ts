@@ -30,6 +30,8 @@ export interface OperationRequest {
   body: unknown;
   /** Path parameters by name. */
   params: Readonly<Record<string, string>>;
+  /** Query parameters by name, as strings (validated against the operation's schemas). */
+  query: Readonly<Record<string, unknown>>;
   /** Each security scheme's result (the clinic account under Token). */
   security: Readonly<Record<string, unknown>>;
   http: IncomingMessage;
@@ -258,7 +260,7 @@ class EmdrRouter {
     this.validate(route, req, query, body);
     const handler = this.options.handlers[route.operationId];
     if (!handler) throw ApiError.single(501, 'NOT_IMPLEMENTED', `operation ${route.operationId} is not implemented`);
-    const result = await handler({ operationId: route.operationId, body, params: route.params, security, http: req });
+    const result = await handler({ operationId: route.operationId, body, params: route.params, query, security, http: req });
     sendJson(res, result.status, result.body, result.headers);
     // A large body (a document) is garbage now: freed at once rather than while the workers take the document on.
     droppedBuffer(Number(req.headers['content-length'] ?? 0));

@@ -53,7 +53,7 @@ const CLAIM = statement(
 const RECORD = statement(
   'emdr_record_attempts',
   `with input as (
-     select * from unnest($1::text[], $2::bool[], $3::int[], $4::text[], $5::timestamptz[], $6::float8[]) as t(id, delivered, http_status, error, at, retry_in_ms)
+     select * from unnest($1::text[], $2::bool[], $3::int[], $4::text[], $5::timestamptz[], $6::float8[], $7::int[]) as t(id, delivered, http_status, error, at, retry_in_ms, duration_ms)
    ),
    -- Locked in id order, as the registry stage locks acceptance callbacks (fulfil.ts): no deadlock between the two.
    locked as (
@@ -71,8 +71,8 @@ const RECORD = statement(
      returning c.id, c.queue_message_id, c.sequence, c.state, c.attempt_count, c.name
    ),
    attempts as (
-     insert into emdr_callback_attempts (callback_id, attempt, at, http_status, error)
-     select u.id, u.attempt_count, i.at, i.http_status, i.error from updated u join input i using (id)
+     insert into emdr_callback_attempts (callback_id, attempt, at, http_status, error, duration_ms)
+     select u.id, u.attempt_count, i.at, i.http_status, i.error, i.duration_ms from updated u join input i using (id)
    ),
    -- A callback's final outcome in the audit trail (src/audit/trail.ts); the file callback says whether the document was another organization's.
    audited as (
@@ -215,6 +215,7 @@ function recordOutcomes(sql: Sql, outcomes: readonly AttemptOutcome[]): Promise<
     outcomes.map((outcome) => outcome.error ?? null),
     outcomes.map((outcome) => outcome.at),
     outcomes.map((outcome) => outcome.retryInMs),
+    outcomes.map((outcome) => outcome.durationMs),
   ]));
 }
 
