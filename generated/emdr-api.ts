@@ -13,10 +13,25 @@ export interface paths {
         /**
          * Register a document in the registry
          * @description Stores the request and answers at once. Acceptance checks follow asynchronously (base64,
-         *     well-formed XML, a detached CMS signature with at least one signer, patient SNILS checksum,
-         *     creation date not in the future, `localUid` not used before by this clinic) and end in
-         *     `SendRegisterDocumentResponse`; a registration in the registry follows and ends in
-         *     `SendRegisterDocumentResultResponse`.
+         *     well-formed XML, the signatures, patient SNILS checksum, creation date not in the future,
+         *     `localUid` not used before by this clinic) and end in `SendRegisterDocumentResponse`; a
+         *     registration in the registry follows and ends in `SendRegisterDocumentResultResponse`.
+         *
+         *     **Signatures.** `signature` and each `personalSignatures[].signature` must be a detached
+         *     DER CMS SignedData that verifies over the decoded `document`: the signer's certificate is
+         *     taken from the CMS, the `messageDigest` signed attribute must equal the document's digest
+         *     and the signature value must verify over the signed attributes (or over the document when
+         *     there are none). GOST R 34.10-2012 (256 and 512 bit) with GOST R 34.11-2012 (Streebog) is
+         *     checked, and RSA or ECDSA with SHA-2. The certificate must be valid at the `signingTime`
+         *     signed attribute (at intake without one). When the gateway has a trust store, the
+         *     certificate must chain to it (`CANT_BUILD_CERT_CHAIN_TO_ACCREDITED_CA_CERT`); without one
+         *     the chain is not checked and the acceptance callback says so in `warnings`
+         *     (`CERTIFICATE_CHAIN_NOT_CHECKED`). Nothing is fetched from the network (no CRL, no OCSP).
+         *     Failures name the signature, e.g. `personalSignatures/1/signature: the document's digest
+         *     does not match the signed messageDigest …` with `SIGNATURE_VERIFICATION_ERROR`; other
+         *     codes: `SIGNATURE_DECODING_ERROR`, `WRONG_SIGNATURE_FORMAT`, `NO_SIGNATURE`,
+         *     `NO_END_ENTITY_CERTIFICATE`, `UNKNOWN_ALGORITHM`. `ehr-gateway document verify` runs the
+         *     same check on a local pair of files.
          *
          *     **Limits of the XML check.** Elements may be nested at most 256 levels deep; a deeper
          *     document is rejected with `XML_VALIDATION_ERROR` ("the document nests elements deeper than
@@ -102,6 +117,36 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The clinic's requests, newest first, with their callbacks
+         * @description The requests of the clinic account (never another's), newest first, each as
+         *     `GET /api/messages/{queueMessageId}` describes it: its state and every attempt of each of
+         *     its callbacks (time, HTTP status, duration, error). The delivery console at `/console` reads
+         *     this. Filter by the request's `state`, or by `callbackState` (requests with at least one
+         *     callback in that state: `failed` lists what needs a replay).
+         *
+         *     **Pagination by cursor.** A page holds at most `limit` requests; when more follow,
+         *     `nextCursor` is set: send it back as `cursor` (with the same filters) for the next page.
+         *     A cursor marks a position (after this request), not a page number, so requests that arrive
+         *     meanwhile never shift a page: nothing is listed twice or skipped. Treat it as opaque. Requests
+         *     deleted after `RETENTION` are not listed.
+         */
+        get: operations["ListMessages"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/messages/{queueMessageId}": {
         parameters: {
             query?: never;
@@ -116,6 +161,37 @@ export interface paths {
         get: operations["GetMessage"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/messages/{queueMessageId}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send the failed callbacks of a request again
+         * @description Puts every `failed` callback of the request back on a fresh `CALLBACK_RETRY_SCHEDULE`, as
+         *     `ehr-gateway callbacks replay` does, and answers at once (202): the attempts follow, and
+         *     `GET /api/messages/{queueMessageId}` shows them. Each callback keeps its `webhook-id`, so a
+         *     receiver that already processed it dedupes it. A replayed result callback is still sent only
+         *     after its acceptance callback was delivered. A file callback whose copy of the document was
+         *     dropped fetches the current version again, under the same access rule as `DemandContent`.
+         *     No body. A request with no failed callback answers 409 `NOTHING_TO_REPLAY` (nothing
+         *     changes: a second click of a replay button gets it); a file callback whose document can no
+         *     longer be fetched for the clinic (the registry's codes, e.g. `REGISTRY_ITEM_NOT_FOUND`)
+         *     answers 409 too, and nothing is replayed; when the archive cannot be reached to fetch it,
+         *     503 `MIS_NOT_AVAILABLE` with `Retry-After`. Another business's `queueMessageId` answers 404
+         *     as an unknown one does.
+         */
+        post: operations["ReplayMessage"];
         delete?: never;
         options?: never;
         head?: never;
@@ -246,7 +322,7 @@ export interface components {
         };
         /**
          * RegisterDocumentRequest
-         * @description A consultation protocol with one personal signature, in the example.
+         * @description A consultation protocol with one personal signature, in the example: a real document signed with GOST R 34.10-2012 test keys (self-signed certificates, so the acceptance callback warns `CERTIFICATE_CHAIN_NOT_CHECKED` unless the gateway has a trust store), for the demo clinic of `make run` and its callback URL. `ehr-gateway document sample` makes more.
          * @example {
          *       "localUid": "3f1c2a9e-8b7d-4e6f-9a01-2b3c4d5e6f70",
          *       "kind": "6",
@@ -254,18 +330,18 @@ export interface components {
          *       "patientSnils": "11223344595",
          *       "creationDateTime": "2026-11-20T09:30:00+03:00",
          *       "documentNumber": "КП-2026-000154",
-         *       "document": "PENsaW5pY2FsRG9jdW1lbnQgeG1sbnM9InVybjpobDctb3JnOnYzIi8+",
-         *       "signature": "MIIBmQYJKoZIhvcNAQcCoIIBijCCAYYCAQExDjAMBggqhQMHAQECAgUAMAsGCSqGSIb3DQEHAQ==",
+         *       "document": "PD94bWwgdmVyc2lvbj0iMS4wIiBlbmNvZGluZz0iVVRGLTgiPz4KPENsaW5pY2FsRG9jdW1lbnQgeG1sbnM9InVybjpobDctb3JnOnYzIj4KICA8cmVhbG1Db2RlIGNvZGU9IlJVIi8+CiAgPHR5cGVJZCByb290PSIyLjE2Ljg0MC4xLjExMzg4My4xLjMiIGV4dGVuc2lvbj0iUE9DRF9NVDAwMDA0MCIvPgogIDxpZCByb290PSIxLjIuNjQzLjUuMS4xMy4xMy4xMi4yLjc3Ljc5NzMuMTAwLjEuMS41MSIgZXh0ZW5zaW9uPSIzZjFjMmE5ZS04YjdkLTRlNmYtOWEwMS0yYjNjNGQ1ZTZmNzAiLz4KICA8Y29kZSBjb2RlPSI2IiBjb2RlU3lzdGVtPSIxLjIuNjQzLjUuMS4xMy4xMy4xMS4xNTIyIiBkaXNwbGF5TmFtZT0i0J/RgNC+0YLQvtC60L7QuyDQutC+0L3RgdGD0LvRjNGC0LDRhtC40LgiLz4KICA8dGl0bGU+0J/RgNC+0YLQvtC60L7QuyDQutC+0L3RgdGD0LvRjNGC0LDRhtC40LggKNC/0YDQuNC80LXRgCBlaHItZ2F0ZXdheSwg0L3QtSDQvNC10LTQuNGG0LjQvdGB0LrQuNC5INC00L7QutGD0LzQtdC90YIpPC90aXRsZT4KICA8ZWZmZWN0aXZlVGltZSB2YWx1ZT0iMjAyNjExMjAwOTMwMDArMDMwMCIvPgogIDxyZWNvcmRUYXJnZXQ+CiAgICA8cGF0aWVudFJvbGU+CiAgICAgIDxpZCByb290PSIxLjIuNjQzLjEwMC4zIiBleHRlbnNpb249IjExMi0yMzMtNDQ1IDk1Ii8+CiAgICAgIDxwYXRpZW50PgogICAgICAgIDxuYW1lPjxmYW1pbHk+0JjQstCw0L3QvtCy0LA8L2ZhbWlseT48Z2l2ZW4+0JzQsNGA0LjRjzwvZ2l2ZW4+PGdpdmVuPtCf0LXRgtGA0L7QstC90LA8L2dpdmVuPjwvbmFtZT4KICAgICAgICA8YWRtaW5pc3RyYXRpdmVHZW5kZXJDb2RlIGNvZGU9IjIiIGNvZGVTeXN0ZW09IjEuMi42NDMuNS4xLjEzLjEzLjExLjEwNDAiLz4KICAgICAgICA8YmlydGhUaW1lIHZhbHVlPSIxOTkwMDUxNyIvPgogICAgICA8L3BhdGllbnQ+CiAgICA8L3BhdGllbnRSb2xlPgogIDwvcmVjb3JkVGFyZ2V0PgogIDxhdXRob3I+CiAgICA8dGltZSB2YWx1ZT0iMjAyNjExMjAwOTMwMDArMDMwMCIvPgogICAgPGFzc2lnbmVkQXV0aG9yPgogICAgICA8aWQgcm9vdD0iMS4yLjY0My4xMDAuMyIgZXh0ZW5zaW9uPSIwODctNjU0LTMyMSAwMiIvPgogICAgICA8YXNzaWduZWRQZXJzb24+PG5hbWU+PGZhbWlseT7Qn9C10YLRgNC+0LI8L2ZhbWlseT48Z2l2ZW4+0KHQtdGA0LPQtdC5PC9naXZlbj48L25hbWU+PC9hc3NpZ25lZFBlcnNvbj4KICAgIDwvYXNzaWduZWRBdXRob3I+CiAgPC9hdXRob3I+CiAgPGN1c3RvZGlhbj48YXNzaWduZWRDdXN0b2RpYW4+PHJlcHJlc2VudGVkQ3VzdG9kaWFuT3JnYW5pemF0aW9uPjxpZCByb290PSIxLjIuNjQzLjUuMS4xMy4xMy4xMi4yLjc3Ljc5NzMiLz48L3JlcHJlc2VudGVkQ3VzdG9kaWFuT3JnYW5pemF0aW9uPjwvYXNzaWduZWRDdXN0b2RpYW4+PC9jdXN0b2RpYW4+CiAgPGNvbXBvbmVudD4KICAgIDxzdHJ1Y3R1cmVkQm9keT4KICAgICAgPGNvbXBvbmVudD4KICAgICAgICA8c2VjdGlvbj4KICAgICAgICAgIDx0aXRsZT7Ql9Cw0LrQu9GO0YfQtdC90LjQtTwvdGl0bGU+CiAgICAgICAgICA8dGV4dD7Ql9C00L7RgNC+0LLQsC4g0JTQvtC60YPQvNC10L3RgiDRgdC+0LfQtNCw0L0g0LrQvtC80LDQvdC00L7QuSBlaHItZ2F0ZXdheSBkb2N1bWVudCBzYW1wbGUg0LTQu9GPINC/0YDQvtCy0LXRgNC60Lgg0LjQvdGC0LXQs9GA0LDRhtC40LguPC90ZXh0PgogICAgICAgIDwvc2VjdGlvbj4KICAgICAgPC9jb21wb25lbnQ+CiAgICA8L3N0cnVjdHVyZWRCb2R5PgogIDwvY29tcG9uZW50Pgo8L0NsaW5pY2FsRG9jdW1lbnQ+Cg==",
+         *       "signature": "MIIDxwYJKoZIhvcNAQcCoIIDuDCCA7QCAQExDjAMBggqhQMHAQECAgUAMAsGCSqGSIb3DQEHAaCCAjQwggIwMIIB26ADAgECAgkA5wM0KOWHcjswDAYIKoUDBwEBAwIFADB4MU8wTQYDVQQDDEbQotC10YHRgtC+0LLQsNGPINC+0YDQs9Cw0L3QuNC30LDRhtC40Y8gMS4yLjY0My41LjEuMTMuMTMuMTIuMi43Ny43OTczMSUwIwYDVQQKDBxlaHItZ2F0ZXdheSB0ZXN0IGNlcnRpZmljYXRlMB4XDTI2MDEwMTAwMDAwMFoXDTM2MDEwMTAwMDAwMFoweDFPME0GA1UEAwxG0KLQtdGB0YLQvtCy0LDRjyDQvtGA0LPQsNC90LjQt9Cw0YbQuNGPIDEuMi42NDMuNS4xLjEzLjEzLjEyLjIuNzcuNzk3MzElMCMGA1UECgwcZWhyLWdhdGV3YXkgdGVzdCBjZXJ0aWZpY2F0ZTBmMB8GCCqFAwcBAQEBMBMGByqFAwICIwEGCCqFAwcBAQICA0MABEBzI+/9RPXDpo1b87Fx/2+980NUMa9FeHe6rTuwP9rcO5QCbJcEgshqrGoi9UE/BqjM7ttTC4UflodpoEHk8PChoz8wPTAMBgNVHRMBAf8EAjAAMA4GA1UdDwEB/wQEAwIGwDAdBgNVHQ4EFgQUI43deFQiKMQSkkZfLwiBva6IrvwwDAYIKoUDBwEBAwIFAANBAJL9jRUWQky10RPA27mYyeA1J+h8FRsJTKu980Wx8m+ozot+TP6pDKUWbzlxT+5NANYOfbVn0iHiTkOx5yo6JN0xggFYMIIBVAIBATCBhTB4MU8wTQYDVQQDDEbQotC10YHRgtC+0LLQsNGPINC+0YDQs9Cw0L3QuNC30LDRhtC40Y8gMS4yLjY0My41LjEuMTMuMTMuMTIuMi43Ny43OTczMSUwIwYDVQQKDBxlaHItZ2F0ZXdheSB0ZXN0IGNlcnRpZmljYXRlAgkA5wM0KOWHcjswDAYIKoUDBwEBAgIFAKBpMBgGCSqGSIb3DQEJAzELBgkqhkiG9w0BBwEwHAYJKoZIhvcNAQkFMQ8XDTI2MTEyMDA2MzAwMFowLwYJKoZIhvcNAQkEMSIEIG2kG+FDUzBIypU3QZZ7YzEFU9/whjfz2W4AwfN9pEmuMAwGCCqFAwcBAQEBBQAEQM1wvA9Dw3B1MgIG277sQsr2Q1m208KHZKNZRPLrAcGf/MuGT1pOx41DvA3VknENtU2qYtLDfGcAGfmeHDbP1Sk=",
          *       "personalSignatures": [
          *         {
          *           "signer": {
-         *             "snils": "08765432110",
+         *             "snils": "08765432102",
          *             "role": "1"
          *           },
-         *           "signature": "MIIBmQYJKoZIhvcNAQcCoIIBijCCAYYCAQExDjAMBggqhQMHAQECAgUAMAsGCSqGSIb3DQEHAQ=="
+         *           "signature": "MIIDfgYJKoZIhvcNAQcCoIIDbzCCA2sCAQExDjAMBggqhQMHAQECAgUAMAsGCSqGSIb3DQEHAaCCAgQwggIAMIIBq6ADAgECAgkAmcSyfg2ktFUwDAYIKoUDBwEBAwIFADBgMTcwNQYDVQQDDC7Qn9C10YLRgNC+0LIg0KHQtdGA0LPQtdC5LCDQstGA0LDRhyAo0YLQtdGB0YIpMSUwIwYDVQQKDBxlaHItZ2F0ZXdheSB0ZXN0IGNlcnRpZmljYXRlMB4XDTI2MDEwMTAwMDAwMFoXDTM2MDEwMTAwMDAwMFowYDE3MDUGA1UEAwwu0J/QtdGC0YDQvtCyINCh0LXRgNCz0LXQuSwg0LLRgNCw0YcgKNGC0LXRgdGCKTElMCMGA1UECgwcZWhyLWdhdGV3YXkgdGVzdCBjZXJ0aWZpY2F0ZTBmMB8GCCqFAwcBAQEBMBMGByqFAwICIwEGCCqFAwcBAQICA0MABEBljFs9YaBr0xNmwIpGqM1dlLbObC+FWfGRephry6zOB2NfXfUKk1w7l1Q/v4isC41q2EA/2JOsqzmgzxd2UY09oz8wPTAMBgNVHRMBAf8EAjAAMA4GA1UdDwEB/wQEAwIGwDAdBgNVHQ4EFgQUNAXPI9kbIeZZqRRpEaahXB7x+JkwDAYIKoUDBwEBAwIFAANBANkOgJ7KBwO2seYJOkzVvw2FREscVyQUoYMN8iiPBDMo3p7UZy0Yh7m4h+7Df+F7NXI6i1xp4FpLeOQaXK5t/QkxggE/MIIBOwIBATBtMGAxNzA1BgNVBAMMLtCf0LXRgtGA0L7QsiDQodC10YDQs9C10LksINCy0YDQsNGHICjRgtC10YHRgikxJTAjBgNVBAoMHGVoci1nYXRld2F5IHRlc3QgY2VydGlmaWNhdGUCCQCZxLJ+DaS0VTAMBggqhQMHAQECAgUAoGkwGAYJKoZIhvcNAQkDMQsGCSqGSIb3DQEHATAcBgkqhkiG9w0BCQUxDxcNMjYxMTIwMDYzMDAwWjAvBgkqhkiG9w0BCQQxIgQgbaQb4UNTMEjKlTdBlntjMQVT3/CGN/PZbgDB832kSa4wDAYIKoUDBwEBAQEFAARApLZzwgvR8mw4vSpQ2K1q+kn8MJwikJNlyfHrfSSicQodwHcWRZwczLDt5NCOnjDoU3LlilOlyF0dUmozM8K83g=="
          *         }
          *       ],
-         *       "callbackUrl": "https://mis.clinic.example.ru/emdr"
+         *       "callbackUrl": "http://127.0.0.1:9090"
          *     }
          */
         RegisterDocumentRequest: {
@@ -310,7 +386,7 @@ export interface components {
          * @example {
          *       "emdrId": "26.11.000000154",
          *       "clientMessageId": "5b0f3c1e-7d2a-4c9b-8e6f-1a2b3c4d5e6f",
-         *       "callbackUrl": "https://mis.clinic.example.ru/emdr"
+         *       "callbackUrl": "http://127.0.0.1:9090"
          *     }
          * @example {
          *       "emdrId": "26.11.000000154",
@@ -402,6 +478,11 @@ export interface components {
              * @example HTTP 503
              */
             error?: string;
+            /**
+             * @description Milliseconds from sending the callback to the answer, or to the failure (a refused connection, the 15 s timeout). Absent on attempts recorded before the gateway measured it.
+             * @example 42
+             */
+            durationMs?: number;
         } & {
             [key: string]: unknown;
         };
@@ -469,6 +550,31 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /**
+         * MessageCursor
+         * @description A position in the clinic's list of requests (`nextCursor`); opaque to the clinic.
+         * @example 1795156201120000_9d2e7c41-5a3b-4f08-b6c1-0e9f8a7b6c5d
+         */
+        MessageCursor: string;
+        /**
+         * MessageList
+         * @description One page of the clinic's requests, newest first.
+         */
+        MessageList: {
+            items: components["schemas"]["MessageState"][];
+            /** @description Present when more requests follow; send it as `cursor` for the next page. */
+            nextCursor?: components["schemas"]["MessageCursor"];
+        } & {
+            [key: string]: unknown;
+        };
+        /** ReplayAcknowledgement */
+        ReplayAcknowledgement: {
+            queueMessageId: components["schemas"]["Uuid"];
+            /** @description The `webhookId` of each callback put back on the retry schedule. */
+            replayed: string[];
+        } & {
+            [key: string]: unknown;
+        };
         /** ErrorItem */
         ErrorItem: {
             /**
@@ -502,6 +608,18 @@ export interface components {
              */
             code: string;
             /** @example a document with this localUid was already submitted by this clinic */
+            message: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** CallbackWarning */
+        CallbackWarning: {
+            /**
+             * @description A gateway code (the classifier has no warnings).
+             * @example CERTIFICATE_CHAIN_NOT_CHECKED
+             */
+            code: string;
+            /** @example the signatures were verified, but their certificate chains were not checked: this gateway has no trust store configured */
             message: string;
         } & {
             [key: string]: unknown;
@@ -542,12 +660,36 @@ export interface components {
          *         }
          *       ]
          *     }
+         * @example {
+         *       "queueMessageId": "9d2e7c41-5a3b-4f08-b6c1-0e9f8a7b6c5d",
+         *       "localUid": "3f1c2a9e-8b7d-4e6f-9a01-2b3c4d5e6f70",
+         *       "status": "error",
+         *       "errors": [
+         *         {
+         *           "code": "SIGNATURE_VERIFICATION_ERROR",
+         *           "message": "personalSignatures/0/signature: the document's digest does not match the signed messageDigest (the signature was made over other bytes)"
+         *         }
+         *       ]
+         *     }
+         * @example {
+         *       "queueMessageId": "9d2e7c41-5a3b-4f08-b6c1-0e9f8a7b6c5d",
+         *       "localUid": "3f1c2a9e-8b7d-4e6f-9a01-2b3c4d5e6f70",
+         *       "status": "success",
+         *       "warnings": [
+         *         {
+         *           "code": "CERTIFICATE_CHAIN_NOT_CHECKED",
+         *           "message": "the signatures were verified, but their certificate chains were not checked: this gateway has no trust store configured"
+         *         }
+         *       ]
+         *     }
          */
         SendRegisterDocumentResponse: {
             queueMessageId: components["schemas"]["Uuid"];
             localUid: components["schemas"]["Uuid"];
             status: components["schemas"]["CallbackStatus"];
             errors?: components["schemas"]["CallbackError"][];
+            /** @description What the gateway did not check, with either status (today only `CERTIFICATE_CHAIN_NOT_CHECKED`, when it has no trust store). */
+            warnings?: components["schemas"]["CallbackWarning"][];
         } & {
             [key: string]: unknown;
         };
@@ -640,8 +782,8 @@ export interface components {
          *         "kind": "6",
          *         "version": 1,
          *         "fileName": "26.11.000000154.xml",
-         *         "content": "PENsaW5pY2FsRG9jdW1lbnQgeG1sbnM9InVybjpobDctb3JnOnYzIi8+",
-         *         "signature": "MIIBmQYJKoZIhvcNAQcCoIIBijCCAYYCAQExDjAMBggqhQMHAQECAgUAMAsGCSqGSIb3DQEHAQ=="
+         *         "content": "PD94bWwgdmVyc2lvbj0iMS4wIiBlbmNvZGluZz0iVVRGLTgiPz4KPENsaW5pY2FsRG9jdW1lbnQgeG1sbnM9InVybjpobDctb3JnOnYzIj4KICA8cmVhbG1Db2RlIGNvZGU9IlJVIi8+CiAgPHR5cGVJZCByb290PSIyLjE2Ljg0MC4xLjExMzg4My4xLjMiIGV4dGVuc2lvbj0iUE9DRF9NVDAwMDA0MCIvPgogIDxpZCByb290PSIxLjIuNjQzLjUuMS4xMy4xMy4xMi4yLjc3Ljc5NzMuMTAwLjEuMS41MSIgZXh0ZW5zaW9uPSIzZjFjMmE5ZS04YjdkLTRlNmYtOWEwMS0yYjNjNGQ1ZTZmNzAiLz4KICA8Y29kZSBjb2RlPSI2IiBjb2RlU3lzdGVtPSIxLjIuNjQzLjUuMS4xMy4xMy4xMS4xNTIyIiBkaXNwbGF5TmFtZT0i0J/RgNC+0YLQvtC60L7QuyDQutC+0L3RgdGD0LvRjNGC0LDRhtC40LgiLz4KICA8dGl0bGU+0J/RgNC+0YLQvtC60L7QuyDQutC+0L3RgdGD0LvRjNGC0LDRhtC40LggKNC/0YDQuNC80LXRgCBlaHItZ2F0ZXdheSwg0L3QtSDQvNC10LTQuNGG0LjQvdGB0LrQuNC5INC00L7QutGD0LzQtdC90YIpPC90aXRsZT4KICA8ZWZmZWN0aXZlVGltZSB2YWx1ZT0iMjAyNjExMjAwOTMwMDArMDMwMCIvPgogIDxyZWNvcmRUYXJnZXQ+CiAgICA8cGF0aWVudFJvbGU+CiAgICAgIDxpZCByb290PSIxLjIuNjQzLjEwMC4zIiBleHRlbnNpb249IjExMi0yMzMtNDQ1IDk1Ii8+CiAgICAgIDxwYXRpZW50PgogICAgICAgIDxuYW1lPjxmYW1pbHk+0JjQstCw0L3QvtCy0LA8L2ZhbWlseT48Z2l2ZW4+0JzQsNGA0LjRjzwvZ2l2ZW4+PGdpdmVuPtCf0LXRgtGA0L7QstC90LA8L2dpdmVuPjwvbmFtZT4KICAgICAgICA8YWRtaW5pc3RyYXRpdmVHZW5kZXJDb2RlIGNvZGU9IjIiIGNvZGVTeXN0ZW09IjEuMi42NDMuNS4xLjEzLjEzLjExLjEwNDAiLz4KICAgICAgICA8YmlydGhUaW1lIHZhbHVlPSIxOTkwMDUxNyIvPgogICAgICA8L3BhdGllbnQ+CiAgICA8L3BhdGllbnRSb2xlPgogIDwvcmVjb3JkVGFyZ2V0PgogIDxhdXRob3I+CiAgICA8dGltZSB2YWx1ZT0iMjAyNjExMjAwOTMwMDArMDMwMCIvPgogICAgPGFzc2lnbmVkQXV0aG9yPgogICAgICA8aWQgcm9vdD0iMS4yLjY0My4xMDAuMyIgZXh0ZW5zaW9uPSIwODctNjU0LTMyMSAwMiIvPgogICAgICA8YXNzaWduZWRQZXJzb24+PG5hbWU+PGZhbWlseT7Qn9C10YLRgNC+0LI8L2ZhbWlseT48Z2l2ZW4+0KHQtdGA0LPQtdC5PC9naXZlbj48L25hbWU+PC9hc3NpZ25lZFBlcnNvbj4KICAgIDwvYXNzaWduZWRBdXRob3I+CiAgPC9hdXRob3I+CiAgPGN1c3RvZGlhbj48YXNzaWduZWRDdXN0b2RpYW4+PHJlcHJlc2VudGVkQ3VzdG9kaWFuT3JnYW5pemF0aW9uPjxpZCByb290PSIxLjIuNjQzLjUuMS4xMy4xMy4xMi4yLjc3Ljc5NzMiLz48L3JlcHJlc2VudGVkQ3VzdG9kaWFuT3JnYW5pemF0aW9uPjwvYXNzaWduZWRDdXN0b2RpYW4+PC9jdXN0b2RpYW4+CiAgPGNvbXBvbmVudD4KICAgIDxzdHJ1Y3R1cmVkQm9keT4KICAgICAgPGNvbXBvbmVudD4KICAgICAgICA8c2VjdGlvbj4KICAgICAgICAgIDx0aXRsZT7Ql9Cw0LrQu9GO0YfQtdC90LjQtTwvdGl0bGU+CiAgICAgICAgICA8dGV4dD7Ql9C00L7RgNC+0LLQsC4g0JTQvtC60YPQvNC10L3RgiDRgdC+0LfQtNCw0L0g0LrQvtC80LDQvdC00L7QuSBlaHItZ2F0ZXdheSBkb2N1bWVudCBzYW1wbGUg0LTQu9GPINC/0YDQvtCy0LXRgNC60Lgg0LjQvdGC0LXQs9GA0LDRhtC40LguPC90ZXh0PgogICAgICAgIDwvc2VjdGlvbj4KICAgICAgPC9jb21wb25lbnQ+CiAgICA8L3N0cnVjdHVyZWRCb2R5PgogIDwvY29tcG9uZW50Pgo8L0NsaW5pY2FsRG9jdW1lbnQ+Cg==",
+         *         "signature": "MIIDxwYJKoZIhvcNAQcCoIIDuDCCA7QCAQExDjAMBggqhQMHAQECAgUAMAsGCSqGSIb3DQEHAaCCAjQwggIwMIIB26ADAgECAgkA5wM0KOWHcjswDAYIKoUDBwEBAwIFADB4MU8wTQYDVQQDDEbQotC10YHRgtC+0LLQsNGPINC+0YDQs9Cw0L3QuNC30LDRhtC40Y8gMS4yLjY0My41LjEuMTMuMTMuMTIuMi43Ny43OTczMSUwIwYDVQQKDBxlaHItZ2F0ZXdheSB0ZXN0IGNlcnRpZmljYXRlMB4XDTI2MDEwMTAwMDAwMFoXDTM2MDEwMTAwMDAwMFoweDFPME0GA1UEAwxG0KLQtdGB0YLQvtCy0LDRjyDQvtGA0LPQsNC90LjQt9Cw0YbQuNGPIDEuMi42NDMuNS4xLjEzLjEzLjEyLjIuNzcuNzk3MzElMCMGA1UECgwcZWhyLWdhdGV3YXkgdGVzdCBjZXJ0aWZpY2F0ZTBmMB8GCCqFAwcBAQEBMBMGByqFAwICIwEGCCqFAwcBAQICA0MABEBzI+/9RPXDpo1b87Fx/2+980NUMa9FeHe6rTuwP9rcO5QCbJcEgshqrGoi9UE/BqjM7ttTC4UflodpoEHk8PChoz8wPTAMBgNVHRMBAf8EAjAAMA4GA1UdDwEB/wQEAwIGwDAdBgNVHQ4EFgQUI43deFQiKMQSkkZfLwiBva6IrvwwDAYIKoUDBwEBAwIFAANBAJL9jRUWQky10RPA27mYyeA1J+h8FRsJTKu980Wx8m+ozot+TP6pDKUWbzlxT+5NANYOfbVn0iHiTkOx5yo6JN0xggFYMIIBVAIBATCBhTB4MU8wTQYDVQQDDEbQotC10YHRgtC+0LLQsNGPINC+0YDQs9Cw0L3QuNC30LDRhtC40Y8gMS4yLjY0My41LjEuMTMuMTMuMTIuMi43Ny43OTczMSUwIwYDVQQKDBxlaHItZ2F0ZXdheSB0ZXN0IGNlcnRpZmljYXRlAgkA5wM0KOWHcjswDAYIKoUDBwEBAgIFAKBpMBgGCSqGSIb3DQEJAzELBgkqhkiG9w0BBwEwHAYJKoZIhvcNAQkFMQ8XDTI2MTEyMDA2MzAwMFowLwYJKoZIhvcNAQkEMSIEIG2kG+FDUzBIypU3QZZ7YzEFU9/whjfz2W4AwfN9pEmuMAwGCCqFAwcBAQEBBQAEQM1wvA9Dw3B1MgIG277sQsr2Q1m208KHZKNZRPLrAcGf/MuGT1pOx41DvA3VknENtU2qYtLDfGcAGfmeHDbP1Sk="
          *       }
          *     }
          */
@@ -668,6 +810,7 @@ export interface components {
         /** @description The request does not match the schema, its body is missing, empty or `null`, a string of it holds a lone UTF-16 surrogate, or its path a malformed percent-escape (`VALIDATION_ERROR`, with the path of each problem). */
         ValidationError: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -677,6 +820,7 @@ export interface components {
         /** @description A header of `businessId`, `user`, `token` is missing or they do not name a clinic account. */
         Unauthorized: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -686,6 +830,7 @@ export interface components {
         /** @description The clinic account does not act for this organization, or did not register this callback URL. */
         Forbidden: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -695,6 +840,36 @@ export interface components {
         /** @description No such request for this clinic. */
         NotFound: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
+        /**
+         * @description Nothing was replayed: no callback of the request has failed (`NOTHING_TO_REPLAY`), or its file
+         *     callback's document, whose copy was dropped, can no longer be fetched for this clinic (the
+         *     registry's codes, e.g. `REGISTRY_ITEM_NOT_FOUND`).
+         */
+        NothingToReplay: {
+            headers: {
+                "x-request-id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
+        /**
+         * @description The gateway cannot reach its database (`SERVICE_UNAVAILABLE`), or the archive, to fetch a
+         *     dropped file again (`MIS_NOT_AVAILABLE`); nothing was replayed. Retry after the `Retry-After` seconds.
+         */
+        ReplayUnavailable: {
+            headers: {
+                "x-request-id": components["headers"]["RequestId"];
+                /** @description Seconds to wait before retrying. */
+                "Retry-After"?: number;
                 [name: string]: unknown;
             };
             content: {
@@ -704,6 +879,7 @@ export interface components {
         /** @description The body is larger than the operation takes (RegisterDocument `BODY_LIMIT`, default 32 MiB; the others 64 KiB), by its `Content-Length` before it is read, or while it is read. */
         TooLarge: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -713,6 +889,7 @@ export interface components {
         /** @description The body is not `application/json` in UTF-8 (a `charset` other than `utf-8`), or is compressed (`Content-Encoding` other than `identity`). Nothing of the body is read. */
         UnsupportedMediaType: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -722,6 +899,7 @@ export interface components {
         /** @description The clinic account sent more than `RATE_LIMIT` requests, or more than `BYTE_QUOTA` bytes of request bodies, in the current minute; retry after the `Retry-After` seconds. */
         RateLimited: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 /** @description Seconds until the next minute window. */
                 "Retry-After"?: number;
                 [name: string]: unknown;
@@ -733,6 +911,7 @@ export interface components {
         /** @description The gateway cannot reach its database right now; nothing was stored. Retry after the `Retry-After` seconds. */
         ServiceUnavailable: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 /** @description Seconds to wait before retrying. */
                 "Retry-After"?: number;
                 [name: string]: unknown;
@@ -744,6 +923,7 @@ export interface components {
         /** @description An unexpected failure; nothing internal is disclosed. */
         InternalError: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -768,6 +948,11 @@ export interface components {
         };
     };
     parameters: {
+        /**
+         * @description The `x-request-id` of the RegisterDocument or DemandContent request that this callback answers (the same on every attempt), so that you can quote it.
+         * @example mis-7f3a-000123
+         */
+        CallbackRequestId: string;
         /**
          * @description The clinic's business id.
          * @example 4000125
@@ -800,7 +985,18 @@ export interface components {
         WebhookSignature: string;
     };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /**
+         * @description The request's id: the `x-request-id` header the client sent when it is a sane token (1 to 128
+         *     of `A-Z a-z 0-9 . _ ~ : / + = -`), else one the gateway generated (a UUID); the request header
+         *     is optional, never refused, and not declared as a parameter of each operation so that
+         *     generated clients keep their signatures (send it as a default header). Every answer
+         *     carries it, every log line and audit record of the request names it, and both callbacks of
+         *     a RegisterDocument or DemandContent carry the one of the request that created them.
+         * @example 4b1e0c5e-2f7d-4a8e-9c1b-3d5f7a9e1c2b
+         */
+        RequestId: string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -821,6 +1017,7 @@ export interface operations {
             /** @description Stored; callbacks follow. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -853,6 +1050,7 @@ export interface operations {
             /** @description Stored; callbacks follow. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -885,6 +1083,7 @@ export interface operations {
             /** @description The matching items. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -895,6 +1094,53 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    ListMessages: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only requests in this state (see **Processing** above).
+                 * @example completed
+                 */
+                state?: "received" | "rejected" | "accepted" | "completed" | "failed";
+                /**
+                 * @description Only requests with at least one callback in this state.
+                 * @example failed
+                 */
+                callbackState?: "waiting" | "pending" | "delivered" | "failed";
+                /**
+                 * @description Requests per page.
+                 * @example 20
+                 */
+                limit?: number;
+                /**
+                 * @description `nextCursor` of the previous page.
+                 * @example 1795156201120000_9d2e7c41-5a3b-4f08-b6c1-0e9f8a7b6c5d
+                 */
+                cursor?: components["schemas"]["MessageCursor"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the clinic's requests. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MessageList"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["Unauthorized"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -918,6 +1164,7 @@ export interface operations {
             /** @description The request and its callbacks. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -932,6 +1179,40 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    ReplayMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The `queueMessageId` of the acknowledgement.
+                 * @example 9d2e7c41-5a3b-4f08-b6c1-0e9f8a7b6c5d
+                 */
+                queueMessageId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The failed callbacks are pending again. */
+            202: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReplayAcknowledgement"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["NothingToReplay"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ReplayUnavailable"];
+        };
+    };
     getHealth: {
         parameters: {
             query?: never;
@@ -944,6 +1225,7 @@ export interface operations {
             /** @description Up. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -964,6 +1246,7 @@ export interface operations {
             /** @description Ready. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -973,6 +1256,7 @@ export interface operations {
             /** @description Not ready yet (database unreachable or migrations pending). */
             503: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -1,18 +1,22 @@
 /**
- * Bundles the documentation pages' scripts into dist/docs/ (served at /docs by the service):
- * the OpenRPC docs (React, from @open-rpc/docs-react) and Redoc's standalone bundle for OpenAPI.
+ * Builds what the service's web pages load into dist/docs/ (served at /docs by the service): the
+ * OpenRPC docs (React, from @open-rpc/docs-react), Redoc's standalone bundle for OpenAPI, the
+ * delivery console's script (/console), and the getting-started page's sequence diagrams, rendered
+ * to SVG from src/docs/flows/*.mmd.
  *   tsx scripts/build-docs.ts
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { build } from 'esbuild';
+import { FLOWS } from '../src/docs/flows.ts';
+import { renderSequenceDiagram } from '../src/docs/sequence-diagram.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 const outDir = path.join(root, 'dist', 'docs');
 
 if (process.argv.includes('--help') || process.argv.includes('-h')) {
-  console.log('usage: tsx scripts/build-docs.ts\n\nBundles the /docs page scripts into dist/docs/.');
+  console.log('usage: tsx scripts/build-docs.ts\n\nBuilds the /docs and /console page scripts and diagrams into dist/docs/.');
   process.exit(0);
 }
 
@@ -25,8 +29,8 @@ async function writeAtomically(file: string, content: string | Uint8Array): Prom
 
 await fs.mkdir(outDir, { recursive: true });
 const bundle = await build({
-  entryPoints: [path.join(root, 'src/docs/client/openrpc-docs.tsx')],
-  outfile: path.join(outDir, 'openrpc-docs.js'),
+  entryPoints: { 'openrpc-docs': path.join(root, 'src/docs/client/openrpc-docs.tsx'), console: path.join(root, 'src/console/client/console.ts') },
+  outdir: outDir,
   write: false,
   bundle: true,
   minify: true,
@@ -44,4 +48,11 @@ const redocLogo = 'https://cdn.redoc.ly/redoc/logo-mini.svg';
 const redoc = await fs.readFile(require.resolve('redoc/bundles/redoc.standalone.js'), 'utf8');
 if (!redoc.includes(redocLogo)) throw new Error(`redoc bundle no longer references ${redocLogo}: re-check what it loads from outside`);
 await writeAtomically(path.join(outDir, 'redoc.standalone.js'), redoc.replace(redocLogo, 'data:image/svg+xml,%3Csvg xmlns=%22http://www.w3.org/2000/svg%22/%3E'));
+// Redoc starts from a file too: the pages' Content-Security-Policy allows no inline script.
+await writeAtomically(path.join(outDir, 'redoc-init.js'), `Redoc.init('/docs/openapi.yaml', { expandResponses: '200', hideDownloadButton: false }, document.getElementById('redoc'));\n`);
+await fs.mkdir(path.join(outDir, 'flows'), { recursive: true });
+for (const flow of FLOWS) {
+  const source = await fs.readFile(path.join(root, 'src/docs/flows', `${flow.id}.mmd`), 'utf8');
+  await writeAtomically(path.join(outDir, 'flows', `${flow.id}.svg`), renderSequenceDiagram(source, flow.title, flow.id));
+}
 console.log(`docs: bundled into ${path.relative(root, outDir)}/`);

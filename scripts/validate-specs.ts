@@ -2,7 +2,8 @@
  * Validates specs/ beyond what the format validators check:
  * - specs/openrpc.json against the OpenRPC meta-schema (@open-rpc/schema-utils-js), dereferenced;
  * - project rules for both specs: every component schema has a title (readable generated names),
- *   every OpenRPC method and every OpenAPI operation has at least one example.
+ *   every OpenRPC method and every OpenAPI operation has at least one example, and every error
+ *   code of the OpenRPC document is in its table of codes, `x-error-codes`.
  * specs/openapi.yaml itself is linted by Redocly CLI in `make check-specs`.
  *   tsx scripts/validate-specs.ts
  */
@@ -30,7 +31,11 @@ function hasExample(value: unknown): boolean {
 
 async function validateOpenRpc(): Promise<void> {
   const file = 'specs/openrpc.json';
-  let raw: { methods: Array<{ name: string; examples?: unknown[] }>; components?: { schemas?: Record<string, { title?: string }> } };
+  let raw: {
+    methods: Array<{ name: string; examples?: unknown[]; 'x-error-examples'?: Array<{ error: { code: number } }> }>;
+    components?: { schemas?: Record<string, { title?: string }>; errors?: Record<string, { code: number }> };
+    'x-error-codes'?: Array<{ code: number }>;
+  };
   try {
     raw = JSON.parse(await fs.readFile(path.join(root, file), 'utf8'));
   } catch (error) {
@@ -47,6 +52,13 @@ async function validateOpenRpc(): Promise<void> {
   for (const method of raw.methods) {
     if (!method.examples || method.examples.length === 0) problems.push(`${file}: method ${method.name} has no example`);
   }
+  // The table of error codes (x-error-codes, shown on /docs/openrpc) lists every code the spec uses elsewhere.
+  const listed = new Set((raw['x-error-codes'] ?? []).map((entry) => entry.code));
+  const used = [
+    ...Object.values(raw.components?.errors ?? {}).map((error) => error.code),
+    ...raw.methods.flatMap((method) => (method['x-error-examples'] ?? []).map((example) => example.error.code)),
+  ];
+  for (const code of new Set(used)) if (!listed.has(code)) problems.push(`${file}: error code ${code} is not in x-error-codes`);
 }
 
 async function validateOpenApi(): Promise<void> {

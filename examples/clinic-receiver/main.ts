@@ -9,6 +9,9 @@ const HELP = `usage: tsx examples/clinic-receiver/main.ts --secret whsec_... [op
 Receives ehr-gateway's callbacks as a clinic's system: verifies the Standard Webhooks signature and
 the three headers, deduplicates on webhook-id, answers {"status":"Success"}, and saves received
 documents as NAME.xml + NAME.xml.sig. Register http://HOST:PORT as the clinic's callback URL.
+The demo clinic of \`make run\` and the mock of \`make mock\` both call back http://127.0.0.1:9090
+with --secret whsec_ZGVtby1zaWduaW5nLXNlY3JldC1ub3QtZm9yLXByb2R1Y3Rpb24=
+--business-id 4000125 --user ehr-gateway --token demo-callback-token (public demo values).
 
 options:
   --secret whsec_...     the signing secret printed by \`ehr-gateway clients add\` (required;
@@ -19,8 +22,6 @@ options:
   --out DIR              where to save documents (default ./received-documents)
   --port N               listen on N (default 9090, the demo clinic's callback URL)
   --host ADDRESS         listen on ADDRESS (default 127.0.0.1)
-  --accept-unsigned      accept callbacks without a signature: for the mock (make mock) only,
-                         whose callbacks carry no webhook headers; then --secret is optional
   -h, --help             this text`;
 
 function fail(message: string): never {
@@ -39,7 +40,6 @@ try {
       out: { type: 'string', default: './received-documents' },
       port: { type: 'string', default: '9090' },
       host: { type: 'string', default: '127.0.0.1' },
-      'accept-unsigned': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -52,7 +52,7 @@ if (values.help) {
   process.exit(0);
 }
 const secret = values.secret ?? process.env.RECEIVER_SIGNING_SECRET;
-if (!values['accept-unsigned'] && !secret?.startsWith('whsec_')) fail('--secret whsec_... is required');
+if (!secret?.startsWith('whsec_')) fail('--secret whsec_... is required');
 const port = Number(values.port);
 if (!Number.isInteger(port) || port < 0 || port > 65535) fail('--port takes a TCP port');
 const token = values.token ?? process.env.RECEIVER_TOKEN;
@@ -63,7 +63,7 @@ const receiver = await startClinicReceiver({
   signingSecret: secret,
   expectedHeaders: values['business-id'] ? { businessId: values['business-id'], user: values.user!, token: token! } : undefined,
   documentsDir: values.out,
-  acceptUnsigned: values['accept-unsigned'],
+  onSaved: (xmlPath) => console.log(`${new Date().toISOString()} saved ${xmlPath} and ${xmlPath}.sig`),
   port,
   host: values.host,
 });
@@ -71,7 +71,9 @@ const defaultReply = receiver.reply;
 receiver.reply = (callback) => {
   const reply = defaultReply(callback);
   const outcome = reply === 'hang' ? 'no answer' : reply.status === 200 ? (callback.duplicate ? 'duplicate, acknowledged' : 'accepted') : 'rejected: bad signature or headers';
-  console.log(`${new Date().toISOString()} ${callback.name} ${String(callback.headers['webhook-id'] ?? '')} ${outcome}`);
+  const { status, emdrId } = callback.body;
+  const detail = typeof status === 'string' ? ` (status ${status}${typeof emdrId === 'string' ? `, emdrId ${emdrId}` : ''})` : '';
+  console.log(`${new Date().toISOString()} ${callback.name} ${String(callback.headers['webhook-id'] ?? '')} ${outcome}${detail}`);
   return reply;
 };
 console.log(`clinic-receiver: listening on ${receiver.url}, saving documents to ${values.out}`);

@@ -43,13 +43,10 @@ export interface ClinicReceiverOptions {
   toleranceSeconds?: number;
   port?: number;
   host?: string;
-  /**
-   * Accept callbacks without a valid signature: only for the mock (`make mock`), whose callbacks
-   * carry no webhook headers. Never against the real service.
-   */
-  acceptUnsigned?: boolean;
   /** Called with every callback as it arrives, before the answer (e.g. to validate or log it). */
   onReceive?: (callback: ReceivedCallback) => void;
+  /** Called once a document is written, with the path of its .xml (the .xml.sig beside it). */
+  onSaved?: (xmlPath: string) => void;
 }
 
 export interface ClinicReceiver {
@@ -111,13 +108,14 @@ export async function startClinicReceiver(options: ClinicReceiverOptions = {}): 
     await fs.writeFile(`${base}.xml`, Buffer.from(document.content, 'base64'));
     await fs.writeFile(`${base}.xml.sig`, Buffer.from(document.signature, 'base64'));
     receiver.savedDocuments.push(`${base}.xml`);
+    options.onSaved?.(`${base}.xml`);
   }
 
   function clinicPolicy(callback: ReceivedCallback): Reply {
     const expected = options.expectedHeaders;
     const header = (name: string) => String(callback.headers[name.toLowerCase()] ?? '');
     const headersMatch = !expected || (sameText(header('businessId'), expected.businessId) && sameText(header('user'), expected.user) && sameText(header('token'), expected.token));
-    return (callback.signatureValid || options.acceptUnsigned) && headersMatch ? SUCCESS : REJECTED;
+    return callback.signatureValid && headersMatch ? SUCCESS : REJECTED;
   }
 
   const receiver: ClinicReceiver = {

@@ -37,6 +37,8 @@ export interface AttemptOutcome {
   httpStatus?: number;
   error?: string;
   at: Date;
+  /** How long the attempt took, signing, sending and the answer included. */
+  durationMs: number;
   /** After a failed attempt: when to try again (ms from now), or null when the schedule is exhausted. */
   retryInMs: number | null;
 }
@@ -97,10 +99,12 @@ export class CallbackSender {
 
   async attempt(callback: OutgoingCallback): Promise<AttemptOutcome> {
     const at = new Date();
+    const started = performance.now();
     const result = await this.post(callback);
+    const durationMs = Math.round(performance.now() - started);
     const roundAttempts = callback.roundAttempts + 1;
     const retryInMs = result.delivered || roundAttempts >= this.retryScheduleMs.length ? null : this.retryScheduleMs[roundAttempts]!;
-    return { id: callback.id, at, retryInMs, ...result };
+    return { id: callback.id, at, durationMs, retryInMs, ...result };
   }
 
   private async post(callback: OutgoingCallback): Promise<{ delivered: boolean; httpStatus?: number; error?: string }> {

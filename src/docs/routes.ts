@@ -1,55 +1,63 @@
-import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import express, { Router } from 'express';
 import { openApiSpecPath, openRpcSpecPath, packageRoot } from '../config/paths.js';
 import type { FallbackBody } from '../http/fallback.js';
+import { FLOWS } from './flows.js';
+import { CONTENT_SECURITY_POLICY, htmlPage } from './page.js';
 
 /** Bundles written by scripts/build-docs.ts (`make build`). */
 const assetsDir = path.join(packageRoot, 'dist', 'docs');
 
-function page(title: string, body: string): string {
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title}</title>
-<style>body{margin:0;font-family:system-ui,sans-serif} nav{padding:12px 24px;background:#1d3557} nav a{color:#fff;margin-right:24px;text-decoration:none}</style>
-</head>
-<body>
-<nav><a href="/docs/">ehr-gateway docs</a><a href="/docs/openrpc">Interface A (JSON-RPC)</a><a href="/docs/openapi">Interface B (HTTP/JSON)</a></nav>
-${body}
-</body>
-</html>`;
+const GUIDE_STYLE = `main.guide{max-width:1100px;padding:8px 24px 48px;line-height:1.5} main.guide h2{margin-top:40px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
+main.guide figure{margin:16px 0;border:1px solid #d0d7de;border-radius:6px;padding:8px;background:#fff} main.guide figure svg{display:block;max-width:100%;height:auto} main.guide figcaption{color:#57606a;font-size:14px;margin-top:6px}
+main.guide code{background:#f6f8fa;padding:1px 4px;border-radius:4px} main.guide pre{background:#f6f8fa;padding:12px;border-radius:6px;overflow-x:auto}`;
+
+const ERROR_TABLE_STYLE = `nav.page-toc{padding:12px 0} .error-codes{padding:0 0 48px} .error-codes table{border-collapse:collapse;max-width:1100px} .error-codes th,.error-codes td{border:1px solid #d0d7de;padding:6px 10px;text-align:left;vertical-align:top} .error-codes th{background:#f6f8fa}`;
+
+/** The getting-started page's diagram `id`, built to dist/docs/flows/ (a note in its place when the build is missing). */
+function diagram(id: string): string {
+  try {
+    return readFileSync(path.join(assetsDir, 'flows', `${id}.svg`), 'utf8');
+  } catch {
+    return `<p>(the diagram ${id} is not built: run <code>make build</code>)</p>`;
+  }
 }
 
-const REDOC_INIT = `Redoc.init('/docs/openapi.yaml', { expandResponses: '200', hideDownloadButton: false }, document.getElementById('redoc'));`;
+function gettingStarted(): string {
+  const [interfaceA, interfaceB] = FLOWS;
+  return `<main class="guide">
+<h1>ehr-gateway: getting started</h1>
+<p>One service, two interfaces. <strong>Interface A</strong>, the EHR server, serves patient data over JSON-RPC 2.0 to apps whose users an authorization server of your own logs in.
+<strong>Interface B</strong>, the ЭМД registry gateway, registers a clinic's electronic medical documents in the national registry and delivers document files, over HTTP/JSON, answering each request at once and calling the clinic back twice.
+Both are described by their specs, the source of truth: <a href="/docs/openrpc.json">openrpc.json</a> and <a href="/docs/openapi.yaml">openapi.yaml</a>.</p>
 
-/**
- * What the pages may load: scripts of the service only (and the one inline Redoc.init, by its
- * hash), styles of the service and the inline ones the renderers inject, images of the service or
- * inline; no frames, forms, plugins or base URL. The search index of Redoc runs in a blob: worker.
- */
-const CONTENT_SECURITY_POLICY = [
-  "default-src 'none'",
-  `script-src 'self' 'sha256-${createHash('sha256').update(REDOC_INIT).digest('base64')}'`,
-  "style-src 'self' 'unsafe-inline'",
-  "img-src 'self' data:",
-  "font-src 'self' data:",
-  "connect-src 'self'",
-  "worker-src 'self' blob:",
-  "frame-ancestors 'none'",
-  "base-uri 'none'",
-  "form-action 'none'",
-].join('; ');
+<h2 id="interface-a">Interface A: the EHR server</h2>
+<p>The authorization server stores exchange tokens and sessions on the EHR server over an internal channel, with SHA-1 credentials; the app sends the user's identifying data to the EHR server only.
+Reference: <a href="/docs/openrpc">methods, params, results, examples and the error codes</a>.</p>
+<figure>${diagram(interfaceA.id)}<figcaption>${interfaceA.title}</figcaption></figure>
+
+<h2 id="interface-b">Interface B: the ЭМД registry gateway</h2>
+<p>Every request is acknowledged at once and answered by two callbacks to the clinic's callback URL, acceptance first, then the result; each is retried until the clinic answers <code>200 {"status":"Success"}</code>, and a callback that failed for good can be replayed.
+Reference: <a href="/docs/openapi">operations, callbacks and schemas</a>.</p>
+<figure>${diagram(interfaceB.id)}<figcaption>${interfaceB.title}</figcaption></figure>
+
+<h2 id="try-it">Try it</h2>
+<ol>
+<li><code>make run</code> starts the service with demo data; the README's walk-throughs take both interfaces from there to a first delivered callback, command by command (a test runs exactly those commands).</li>
+<li><code>node dist/src/main.js document sample --out sample</code> writes a document signed with fresh GOST test keys and the RegisterDocument body that sends it for the demo clinic.</li>
+<li><code>make mock</code> starts mocks of both interfaces from the specs; the mock of interface B signs its callbacks like the service.</li>
+<li>The <a href="/console">delivery console</a> shows a clinic its requests and every callback attempt, and replays a failed callback.</li>
+</ol>
+</main>`;
+}
 
 /**
  * GET /docs: both specs rendered for reading, served from the package itself (no CDN):
  * Redoc for specs/openapi.yaml, the OpenRPC docs (@open-rpc/docs-react) for specs/openrpc.json,
  * and the raw specs for client generators.
  */
-export function docsRoutes(fallback: (status: number, message?: string) => FallbackBody): Router {
+export function docsRoutes(fallback: (status: number, message?: string) => FallbackBody, internalPort: () => number | undefined = () => undefined): Router {
   const router = Router();
   router.use('/docs', (_req, res, next) => {
     res.setHeader('Content-Security-Policy', CONTENT_SECURITY_POLICY);
@@ -73,31 +81,27 @@ export function docsRoutes(fallback: (status: number, message?: string) => Fallb
     res.status(503).json(fallback(503, 'the documentation pages are not built: run `make build`'));
   });
   router.get(['/docs', '/docs/'], (_req, res) => {
-    res.type('html').send(
-      page(
-        'ehr-gateway documentation',
-        `<main style="padding:24px">
-<h1>ehr-gateway</h1>
-<ul>
-<li><a href="/docs/openrpc">Interface A, the EHR server</a> (JSON-RPC 2.0; <a href="/docs/openrpc.json">openrpc.json</a>)</li>
-<li><a href="/docs/openapi">Interface B, the ЭМД registry gateway</a> (OpenAPI 3.1 with callbacks; <a href="/docs/openapi.yaml">openapi.yaml</a>)</li>
-</ul>
-</main>`,
-      ),
-    );
+    res.type('html').send(htmlPage('ehr-gateway: getting started', gettingStarted(), GUIDE_STYLE));
   });
   router.get('/docs/openapi', (_req, res) => {
     res.type('html').send(
-      page(
+      htmlPage(
         'Interface B: ЭМД registry gateway',
         `<div id="redoc"></div>
 <script src="/docs/assets/redoc.standalone.js"></script>
-<script>${REDOC_INIT}</script>`,
+<script src="/docs/assets/redoc-init.js"></script>`,
       ),
     );
   });
   router.get('/docs/openrpc', (_req, res) => {
-    res.type('html').send(page('Interface A: EHR server', `<div id="openrpc-docs" data-spec="/docs/openrpc.json" style="padding:0 24px"></div>\n<script src="/docs/assets/openrpc-docs.js"></script>`));
+    const port = internalPort();
+    res.type('html').send(
+      htmlPage(
+        'Interface A: EHR server',
+        `<div id="openrpc-docs" data-spec="/docs/openrpc.json"${port === undefined ? '' : ` data-internal-port="${port}"`} style="padding:0 24px"></div>\n<script src="/docs/assets/openrpc-docs.js"></script>`,
+        ERROR_TABLE_STYLE,
+      ),
+    );
   });
   // Express would answer OPTIONS on these itself, in text.
   router.all(['/docs', '/docs/', '/docs/openapi', '/docs/openrpc', '/docs/openapi.yaml', '/docs/openrpc.json'], (_req, res) => {

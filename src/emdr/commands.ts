@@ -1,19 +1,19 @@
+import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Option, type Command } from 'commander';
 import { printJson, UsageError, withDatabase } from '../cli/program.js';
-import { statement } from '../db/sql.js';
 import { decodeBase64Strict } from './pipeline/acceptance.js';
-import { replayFailedCallbacks } from './pipeline/callbacks.js';
 import { isCallbackUrl } from './callback-url.js';
+import { replayRequestCallbacks } from './clinic-messages.js';
 import { createClinicAccount, DuplicateClinicAccountError } from './clients.js';
 import { messageState } from './messages.js';
-import { refetchDroppedFile } from './pipeline/fulfil.js';
-import { WORK, WORK_CHANNEL } from './pipeline/workers.js';
+import { registerSampleCommand } from './sample-document.js';
 import { BuiltInRegistry } from './registry/built-in.js';
-
-const REQUEST_EXISTS = statement('emdr_request_exists', 'select 1 from emdr_requests where queue_message_id = $1');
-const ANNOUNCE_WORK = statement('emdr_announce_work', 'select pg_notify($1, $2)');
+import { parseCertificate } from './signatures/cms/cms.js';
+import { loadTrustStore, TrustStoreError } from './signatures/trust-store.js';
+import { DocumentSignatureCheck } from './signatures/verify.js';
+import { FILE_SLICE_BYTES } from './pipeline/request-files.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const OID = /^[0-2](\.(0|[1-9][0-9]*))+$/;
@@ -27,7 +27,43 @@ function queueMessageIdArgument(value: string): string {
   return value;
 }
 
-/** `clients add`, `messages show`, `callbacks replay`, `document save`: interface B's commands. */
+/** Signature files are a few kilobytes; a bigger one is not a signature a clinic meant to send. */
+const MAX_SIGNATURE_FILE_BYTES = 1024 * 1024;
+
+/** `document verify`: the acceptance stage's signature check on a local pair; exit 0 valid, 1 invalid. */
+async function verifyDocumentPair(documentPath: string, signaturePath: string, options: { trustStore?: string }): Promise<void> {
+  let trustAnchors;
+  if (options.trustStore !== undefined) {
+    try {
+      trustAnchors = loadTrustStore(options.trustStore).map(parseCertificate);
+    } catch (error) {
+      if (error instanceof TrustStoreError) throw new UsageError(`--trust-store: ${error.message}`);
+      throw error;
+    }
+  }
+  const readable = async (file: string) => {
+    const stat = await fs.stat(file).catch(() => undefined);
+    if (!stat?.isFile()) throw new UsageError(`${file}: no such file`);
+    return stat;
+  };
+  await readable(documentPath);
+  if ((await readable(signaturePath)).size > MAX_SIGNATURE_FILE_BYTES) throw new UsageError(`${signaturePath}: larger than 1 MiB, not a detached signature`);
+  const name = path.basename(signaturePath);
+  const check = new DocumentSignatureCheck([{ name, bytes: await fs.readFile(signaturePath) }], { now: Date.now(), ...(trustAnchors ? { trustAnchors } : {}) });
+  if (check.needsDocument) {
+    for await (const chunk of createReadStream(documentPath, { highWaterMark: FILE_SLICE_BYTES })) check.update(chunk as Buffer);
+  }
+  const findings = check.finish();
+  for (const finding of findings) process.stdout.write(`${finding.code}: ${finding.message}\n`);
+  if (findings.length > 0) {
+    process.exitCode = 1;
+    return;
+  }
+  process.stdout.write(`valid: ${name} verifies over ${path.basename(documentPath)}\n`);
+  if (!trustAnchors) process.stdout.write('warning: the certificate chain was not checked (no --trust-store)\n');
+}
+
+/** `clients add`, `messages show`, `callbacks replay`, `document sample`, `document save`, `document verify`: interface B's commands. */
 export function registerEmdrCommands(program: Command): void {
   const clients = program.command('clients').description('clinic accounts of interface B');
   clients
@@ -82,21 +118,24 @@ export function registerEmdrCommands(program: Command): void {
     .argument('<queueMessageId>', 'the queueMessageId of the acknowledgement', queueMessageIdArgument)
     .action(async (queueMessageId: string) => {
       const replayed = await withDatabase(async (database, context) => {
-        if (!(await database.sql.row(REQUEST_EXISTS, [queueMessageId]))) throw new UsageError(`no request ${queueMessageId}`);
-        // The request's copy of a document goes once its callbacks fail for good (retention.ts): fetch it again.
         const registry = new BuiltInRegistry(database.sql, { latencyMs: context.config.registryLatencyMs, fail: context.config.registryFail });
-        await refetchDroppedFile(database.sql, registry, queueMessageId);
-        const ids = await replayFailedCallbacks(database.sql, queueMessageId);
-        // The running workers send them at once.
-        if (ids.length > 0) await database.sql.row(ANNOUNCE_WORK, [WORK_CHANNEL, WORK.callbacks]);
-        return ids;
+        const replayed = await replayRequestCallbacks({ sql: database.sql, registry }, queueMessageId);
+        if (replayed === undefined) throw new UsageError(`no request ${queueMessageId}`);
+        return replayed;
       });
       printJson({ queueMessageId, replayed });
     });
 
-  program
-    .command('document')
-    .description('document files of interface B')
+  const document = program.command('document').description('document files of interface B');
+  registerSampleCommand(document);
+  document
+    .command('verify')
+    .description("check a document and its detached signature (.xml.sig) as the gateway's acceptance stage does: exit 0 valid, 1 invalid (one line per failure)")
+    .argument('<document>', 'the XML file')
+    .argument('<signature>', 'its detached DER CMS signature')
+    .option('--trust-store <dir>', 'folder of PEM roots and intermediates the signer must chain to (without it, the chain is not checked)')
+    .action(verifyDocumentPair);
+  document
     .command('save')
     .description('write NAME.xml and NAME.xml.sig from the body of a SendDocumentFileResultResponse callback')
     .argument('<callbackJson>', 'file holding the callback body')

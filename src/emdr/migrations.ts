@@ -226,4 +226,20 @@ export const emdrMigrations: readonly NamedMigration[] = [
       },
     },
   ],
+  [
+    'emdr_0006_delivery_console',
+    {
+      async up(knex) {
+        await knex.raw(`
+          -- How long each callback attempt took (delivery.ts); null for attempts made before it was measured.
+          alter table emdr_callback_attempts add column duration_ms integer;
+          -- GET /api/messages: a clinic's requests, newest first, by keyset (clinic-messages.ts).
+          create index emdr_requests_client_created on emdr_requests (client_id, created_at desc, queue_message_id desc);
+        `);
+      },
+      async down(knex) {
+        await knex.raw('drop index emdr_requests_client_created; alter table emdr_callback_attempts drop column duration_ms');
+      },
+    },
+  ],
 ];

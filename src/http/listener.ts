@@ -1,6 +1,8 @@
 import http, { STATUS_CODES, type IncomingMessage, type RequestListener, type ServerResponse } from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { randomUUID } from 'node:crypto';
+import { requestIdFrom, runInRequest } from '../logging/request-context.js';
 
 export interface Listener {
   port: number;
@@ -81,7 +83,11 @@ export async function startListener(handler: RequestListener, host: string, port
       connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
       ServerResponse: GatewayResponse,
     },
-    handler,
+    (request, response) => {
+      const requestId = requestIdFrom(request.headers['x-request-id']);
+      response.setHeader('x-request-id', requestId);
+      runInRequest(requestId, () => handler(request, response));
+    },
   );
   server.maxConnections = limits.maxConnections;
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => answerClientError(error, socket, errorBody));
@@ -120,7 +126,7 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex, errorBo
   }
   const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
   const body = JSON.stringify(errorBody(status));
-  const headers = { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(Buffer.byteLength(body)), ...SECURITY_HEADERS, Connection: 'close' };
+  const headers = { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(Buffer.byteLength(body)), ...SECURITY_HEADERS, 'x-request-id': randomUUID(), Connection: 'close' };
   socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${Object.entries(headers).map(([name, value]) => `${name}: ${value}`).join('\r\n')}\r\n\r\n${body}`);
 }
 

@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { launchChromium } from '../support/browser.js';
+import { launchChromium, screenshot } from '../support/browser.js';
 import { repoRoot } from '../support/cli.js';
 import { startTestService, type TestService } from '../support/service.js';
 
@@ -47,17 +47,34 @@ describe('published documentation at /docs', () => {
       if (/Content Security Policy/i.test(message.text())) policyViolations.push(message.text());
     });
     const response = await page.goto(`${service.publicUrl}${route}`);
-    expect(response!.headers()['content-security-policy']).toMatch(/script-src 'self'/);
+    // Script files of the service only: no inline script (not even by hash), no eval.
+    expect(response!.headers()['content-security-policy']).toMatch(/script-src 'self';/);
     expect(response!.headers()['x-content-type-options']).toBe('nosniff');
     return page;
   }
 
-  it('lists every OpenRPC method of interface A', async () => {
-    const document = JSON.parse(await fs.readFile(path.join(repoRoot, 'specs/openrpc.json'), 'utf8')) as { info: { title: string }; methods: Array<{ name: string }> };
+  it('lists every OpenRPC method of interface A, its error codes as a table, and its servers at the host the page came from', async () => {
+    const document = JSON.parse(await fs.readFile(path.join(repoRoot, 'specs/openrpc.json'), 'utf8')) as {
+      info: { title: string; version: string };
+      methods: Array<{ name: string }>;
+      'x-error-codes': Array<{ code: number; message: string }>;
+    };
     const page = await openPage('/docs/openrpc');
     await page.getByText(document.info.title).first().waitFor({ timeout: 20_000 });
     const text = await page.locator('#openrpc-docs').innerText();
     for (const method of document.methods) expect(text).toContain(method.name);
+
+    const rows = await page.locator('#error-codes tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+    expect(rows.map(([code, message]) => [Number(code), message])).toEqual(document['x-error-codes'].map((entry) => [entry.code, entry.message]));
+    expect(rows.find(([code]) => code === '-33000')?.[2]).toContain('exchange-token flow');
+    await page.locator('#error-codes').screenshot({ path: path.join(repoRoot, 'test-results', 'docs-interface-a-error-codes.png') });
+
+    // docs-react lists the servers; ours are where this page was served from, not the spec's localhost:8080.
+    await page.getByText('Servers').first().click().catch(() => undefined);
+    const servers = await page.locator('#openrpc-docs').innerText();
+    expect(servers).toContain(`${service.publicUrl}/${document.info.version}/`);
+    expect(servers).toContain(`${service.internalUrl}/${document.info.version}/`);
+    expect(servers).not.toContain('localhost:8080');
     await page.close();
   });
 
@@ -76,10 +93,39 @@ describe('published documentation at /docs', () => {
     await page.close();
   });
 
-  it('links both pages from /docs and loads nothing from outside the service', async () => {
+  it('opens on a getting-started page whose two sequence diagrams render, and loads nothing from outside the service', async () => {
     const page = await openPage('/docs/');
     const links = await page.locator('main a').evaluateAll((anchors) => anchors.map((anchor) => anchor.getAttribute('href')));
-    expect(links).toEqual(expect.arrayContaining(['/docs/openrpc', '/docs/openapi', '/docs/openrpc.json', '/docs/openapi.yaml']));
+    expect(links).toEqual(expect.arrayContaining(['/docs/openrpc', '/docs/openapi', '/docs/openrpc.json', '/docs/openapi.yaml', '/console']));
+    const diagrams = page.locator('svg.sequence-diagram');
+    expect(await diagrams.count()).toBe(2);
+    const expected: Record<string, string[]> = {
+      'interface-a': ['End user', 'Patient app', 'Authorization server', 'EHR server (ehr-gateway)', 'save_exchange_token (internal channel)', 'embedded_storage.authenticate {exchangeToken, patientProperties}', 'save_auth_info (internal channel)'],
+      'interface-b': ['Clinic system (МИС)', 'ehr-gateway', 'ЭМД registry', 'POST /api/RegisterDocument (businessId, user, token)', 'POST {callbackUrl}/api/SendRegisterDocumentResponse', 'SendDocumentFileResultResponse {document: content, signature}', 'loop'],
+    };
+    for (const [id, texts] of Object.entries(expected)) {
+      const diagram = page.locator(`svg#${id}`);
+      const rendered = await diagram.evaluate((svg: SVGSVGElement) => ({
+        texts: [...svg.querySelectorAll('text')].map((node) => node.textContent),
+        arrows: svg.querySelectorAll('.sd-arrow').length,
+        box: svg.getBoundingClientRect().toJSON() as { width: number; height: number; right: number },
+        figure: svg.closest('figure')!.getBoundingClientRect().toJSON() as { right: number },
+        // Every label lies inside the drawing: nothing cut off at an edge.
+        outside: [...svg.querySelectorAll('text')].filter((node) => {
+          const box = (node as SVGGraphicsElement).getBBox();
+          const view = svg.viewBox.baseVal;
+          return box.x < view.x || box.x + box.width > view.x + view.width || box.y < view.y || box.y + box.height > view.y + view.height;
+        }).map((node) => node.textContent),
+      }));
+      for (const label of texts) expect(rendered.texts, id).toContain(label);
+      expect(rendered.arrows, id).toBeGreaterThan(10);
+      expect(rendered.box.width, id).toBeGreaterThan(600);
+      expect(rendered.box.height, id).toBeGreaterThan(500);
+      // Scaled to the page, not cut at the figure's edge.
+      expect(rendered.box.right, id).toBeLessThanOrEqual(rendered.figure.right);
+      expect(rendered.outside, id).toEqual([]);
+    }
+    await screenshot(page, 'docs-getting-started');
     await page.close();
     expect(blockedRequests).toEqual([]);
     expect(policyViolations).toEqual([]);

@@ -5,7 +5,7 @@ import type { CreatedClinicAccount } from '../../src/emdr/clients.js';
 import type { Sql } from '../../src/db/sql.js';
 import { AcceptanceStage } from '../../src/emdr/pipeline/accept.js';
 import { FulfilmentStage } from '../../src/emdr/pipeline/fulfil.js';
-import { XmlCheckPool } from '../../src/emdr/pipeline/xml-check.js';
+import { DocumentCheckPool } from '../../src/emdr/pipeline/document-check.js';
 import { BuiltInRegistry } from '../../src/emdr/registry/built-in.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { startCallbackReceiver, SUCCESS, type CallbackReceiver, type ReceivedCallback } from '../support/callback-receiver.js';
@@ -55,7 +55,7 @@ async function messageState(clinic: CreatedClinicAccount, queueMessageId: string
 function withoutIds(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(withoutIds);
   if (value === null || typeof value !== 'object') return value;
-  const ids = ['queueMessageId', 'clientMessageId', 'emdrId', 'webhookId', 'at', 'createdAt', 'updatedAt', 'deliveredAt'];
+  const ids = ['queueMessageId', 'clientMessageId', 'emdrId', 'webhookId', 'at', 'durationMs', 'createdAt', 'updatedAt', 'deliveredAt'];
   return Object.fromEntries(Object.entries(value).filter(([key]) => !ids.includes(key)).map(([key, item]) => [key, withoutIds(item)]));
 }
 
@@ -165,7 +165,7 @@ describe('a newer version of another patient, registered between acceptance and 
   let api: TestService;
   let knex: Knex;
   let sql: Sql;
-  const xml = new XmlCheckPool(1);
+  const documents = new DocumentCheckPool(1);
 
   beforeAll(async () => {
     // Interface B without workers: the test runs the acceptance and registry stages itself.
@@ -175,7 +175,7 @@ describe('a newer version of another patient, registered between acceptance and 
   });
 
   afterAll(async () => {
-    await xml.close();
+    await documents.close();
     await sql?.pool.end();
     await knex?.destroy();
     await api?.stop();
@@ -201,7 +201,7 @@ describe('a newer version of another patient, registered between acceptance and 
     const clinic = await addClinic(api, receiver.url, { organizations: [OTHER_ORGANIZATION] });
     const { body: ack } = await post(api.publicUrl, '/api/DemandContent', authHeaders(clinic), { emdrId: '26.01.000000001', patientSnils: VALID_SNILS });
     const context = { sql, registry: new BuiltInRegistry(sql, { latencyMs: 0, fail: false }), retryScheduleMs: [0], logger: createLogger('silent'), dataKey: api.dataKey, xmlCheckTimeoutMs: 10_000, leaseMs: 30_000 };
-    const acceptance = new AcceptanceStage(context, xml);
+    const acceptance = new AcceptanceStage(context, documents);
     expect(await acceptance.process(await acceptance.claim(10))).toBe(1);
     expect(await knex('emdr_requests').where({ queue_message_id: ack.queueMessageId }).first('state')).toEqual({ state: 'accepted' });
 

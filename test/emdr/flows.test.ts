@@ -59,7 +59,7 @@ describe('RegisterDocument then DemandContent', () => {
       expect(callback.headers.user).toBe(clinic.callbackCredentials.user);
       expect(callback.headers.token).toBe(clinic.callbackCredentials.token);
     }
-    expect(callbacks[0]!.body).toEqual({ queueMessageId, localUid: body.localUid, status: 'success' });
+    expect(callbacks[0]!.body).toEqual({ queueMessageId, localUid: body.localUid, status: 'success', warnings: [{ code: 'CERTIFICATE_CHAIN_NOT_CHECKED', message: expect.stringContaining('no trust store') }] });
     const result = callbacks[1]!.body;
     expect(result).toMatchObject({ queueMessageId, localUid: body.localUid, status: 'success' });
     expect(typeof result.emdrId).toBe('string');
@@ -87,6 +87,9 @@ describe('RegisterDocument then DemandContent', () => {
       const base = file.fileName.replace(/\.xml$/, '');
       expect((await fs.readFile(path.join(dir, 'out', `${base}.xml`))).equals(FIXTURE_XML)).toBe(true);
       expect((await fs.readFile(path.join(dir, 'out', `${base}.xml.sig`))).equals(FIXTURE_SIGNATURE)).toBe(true);
+      // The pair the clinic saved checks out locally, as the seed asks ("to verify them").
+      const verified = await runCli(['document', 'verify', path.join(dir, 'out', `${base}.xml`), path.join(dir, 'out', `${base}.xml.sig`)]);
+      expect(verified).toMatchObject({ code: 0, stdout: expect.stringMatching(/^valid: /) });
     } finally {
       await fs.rm(dir, { recursive: true, force: true });
     }

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedClinicAccount } from '../../src/emdr/clients.js';
-import { MAX_XML_DEPTH, XmlCheckPool } from '../../src/emdr/pipeline/xml-check.js';
+import { DocumentCheckPool, MAX_XML_DEPTH } from '../../src/emdr/pipeline/document-check.js';
 import { startCallbackReceiver, type CallbackReceiver, type ReceivedCallback } from '../support/callback-receiver.js';
 import { addClinic, authHeaders, FIXTURE_XML, largeXml, post, registerBody } from '../support/emdr.js';
 import { startServeProcess, type ServeProcess } from '../support/processes.js';
@@ -15,10 +15,11 @@ async function* slices(bytes: Buffer, size = 48 * 1024): AsyncGenerator<Buffer> 
 }
 
 /** One worker, so that every check below runs on a worker that checked others before. */
-const pool = new XmlCheckPool(1);
+const pool = new DocumentCheckPool(1);
 afterAll(() => pool.close());
 
-const check = (xml: string | Buffer, timeoutMs = 30_000) => pool.check(slices(Buffer.from(xml)), { timeoutMs });
+const check = async (xml: string | Buffer, timeoutMs = 30_000) => (await pool.check(slices(Buffer.from(xml)), { timeoutMs })).xmlFailure;
+const checkWhole = async (xml: Buffer) => (await pool.check(xml, { timeoutMs: 30_000 })).xmlFailure;
 
 /** Milliseconds of one GET /healthz on a connection of its own. */
 async function healthzMs(url: string): Promise<number> {
@@ -61,9 +62,9 @@ describe('the XML check', () => {
   });
 
   it('checks a whole document given in one piece the same way', async () => {
-    expect(await pool.check(FIXTURE_XML, { timeoutMs: 30_000 })).toBeUndefined();
-    expect(await pool.check(nested(MAX_XML_DEPTH + 1), { timeoutMs: 30_000 })).toBe(`the document nests elements deeper than ${MAX_XML_DEPTH} levels, the limit`);
-    expect(await pool.check(Buffer.from('<a><b></a>'), { timeoutMs: 30_000 })).toMatch(/not well-formed/);
+    expect(await checkWhole(FIXTURE_XML)).toBeUndefined();
+    expect(await checkWhole(nested(MAX_XML_DEPTH + 1))).toBe(`the document nests elements deeper than ${MAX_XML_DEPTH} levels, the limit`);
+    expect(await checkWhole(Buffer.from('<a><b></a>'))).toMatch(/not well-formed/);
   });
 
   it('gives up when its time budget is spent, and the pool goes on with a fresh worker', async () => {
@@ -130,13 +131,16 @@ describe('XML_CHECK_TIMEOUT', () => {
     await receiver?.close();
   });
 
-  it('turns a check that outlives its budget into XML_VALIDATION_ERROR', async () => {
+  it('turns a check that outlives its budget into XML_VALIDATION_ERROR (and the signature check, on the same budget, into SIGNATURE_VERIFICATION_ERROR)', async () => {
     const clinic = await addClinic(service, receiver.url);
     receiver.signingSecret = clinic.signingSecret;
     const { body: ack } = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody());
     expect((await acceptanceOf(receiver, ack.queueMessageId)).body).toMatchObject({
       status: 'error',
-      errors: [{ code: 'XML_VALIDATION_ERROR', message: 'the document could not be checked within 0.001 s, the limit' }],
+      errors: [
+        { code: 'XML_VALIDATION_ERROR', message: 'the document could not be checked within 0.001 s, the limit' },
+        { code: 'SIGNATURE_VERIFICATION_ERROR', message: 'the signatures could not be checked within 0.001 s, the limit' },
+      ],
     });
   });
 });

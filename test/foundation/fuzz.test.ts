@@ -32,6 +32,8 @@ const OPERATIONS: Array<{ method: string; template: string; pattern: RegExp }> =
   { method: 'POST', template: '/api/DemandContent', pattern: /^\/api\/DemandContent\/?$/ },
   { method: 'POST', template: '/api/SearchRegistryItem', pattern: /^\/api\/SearchRegistryItem\/?$/ },
   { method: 'GET', template: '/api/messages/{queueMessageId}', pattern: /^\/api\/messages\/[^/]+\/?$/ },
+  { method: 'GET', template: '/api/messages', pattern: /^\/api\/messages\/?$/ },
+  { method: 'POST', template: '/api/messages/{queueMessageId}/replay', pattern: /^\/api\/messages\/[^/]+\/replay\/?$/ },
 ];
 
 interface Case {
@@ -47,17 +49,17 @@ interface Case {
 }
 
 const segment = fc.oneof(
-  fc.constantFrom('api', 'RegisterDocument', 'DemandContent', 'SearchRegistryItem', 'messages', UUID, VERSION, 'healthz', 'readyz', 'docs', 'assets', 'openapi.yaml', 'openrpc', '..', '.', ''),
+  fc.constantFrom('api', 'RegisterDocument', 'DemandContent', 'SearchRegistryItem', 'messages', UUID, VERSION, 'healthz', 'readyz', 'docs', 'assets', 'openapi.yaml', 'openrpc', 'console', 'replay', '..', '.', ''),
   fc.constantFrom('%', '%ff', '%zz', '%c3%28', '%00', '%2F', '%e2%82', '%25', 'a%', '%%'),
   fc.stringMatching(/^[A-Za-z0-9._~!$&'()*+,;=:@-]{0,12}$/),
 );
 const path = fc.oneof(
-  { weight: 4, arbitrary: fc.constantFrom(`/${VERSION}/`, `/${VERSION}/`, '/api/RegisterDocument', '/api/DemandContent', '/api/SearchRegistryItem', `/api/messages/${UUID}`) },
-  fc.constantFrom(`/${VERSION}/`, `/${VERSION}`, '/api/RegisterDocument', '/api/DemandContent', '/api/SearchRegistryItem', `/api/messages/${UUID}`, '/api/messages/%', '/%ff/', '/healthz', '/readyz', '/docs/nope', '/'),
+  { weight: 4, arbitrary: fc.constantFrom(`/${VERSION}/`, `/${VERSION}/`, '/api/RegisterDocument', '/api/DemandContent', '/api/SearchRegistryItem', `/api/messages/${UUID}`, '/api/messages', `/api/messages/${UUID}/replay`) },
+  fc.constantFrom(`/${VERSION}/`, `/${VERSION}`, '/api/RegisterDocument', '/api/DemandContent', '/api/SearchRegistryItem', `/api/messages/${UUID}`, '/api/messages/%', '/%ff/', '/healthz', '/readyz', '/docs/nope', '/console', '/'),
   fc.array(segment, { minLength: 1, maxLength: 5 }).map((segments) => `/${segments.join('/')}`),
   fc.tuple(fc.constantFrom('/api/', `/${VERSION}/`, '/'), fc.array(segment, { maxLength: 3 })).map(([prefix, segments]) => prefix + segments.join('/')),
 );
-const query = fc.option(fc.constantFrom('?a=1', '?%zz', '?x=%ff&y', '?queueMessageId=1'), { nil: '' });
+const query = fc.option(fc.constantFrom('?a=1', '?%zz', '?x=%ff&y', '?queueMessageId=1', '?limit=0', '?limit=5&state=failed', '?cursor=%ff', `?cursor=1_${UUID}`, '?callbackState=x'), { nil: '' });
 
 const jsonRpcCall = fc.record({
   jsonrpc: fc.constantFrom('2.0', '1.0', 2),
@@ -164,8 +166,8 @@ function problemsOf(testCase: Case, answer: Answer): string[] {
   const pathname = testCase.path.split('?')[0]!;
   if (answer.status >= 500) problems.push(`5xx (${answer.status})`);
   if (answer.headers['x-content-type-options'] !== 'nosniff') problems.push('no nosniff');
-  const isDocsPage = testCase.listener === 'public' && (testCase.method === 'GET' || testCase.method === 'HEAD') && answer.status === 200 && /^\/docs(\/|$)/.test(pathname);
-  // The docs pages are HTML by design; everything else must not be, nor show a stack or a path.
+  const isDocsPage = testCase.listener === 'public' && (testCase.method === 'GET' || testCase.method === 'HEAD') && answer.status === 200 && /^\/(docs|console)(\/|$)/.test(pathname);
+  // The docs and console pages are HTML by design; everything else must not be, nor show a stack or a path.
   if (isDocsPage ? /^\s+at .+:\d+:\d+/m.test(answer.body) : STACK_OR_PATH.test(answer.body)) problems.push('stack trace, file path or HTML on the wire');
   if (testCase.method === 'HEAD' || answer.status === 204 || isDocsPage) return problems;
   if (!/^application\/json/.test(answer.headers['content-type'] ?? '')) problems.push(`not JSON (${answer.headers['content-type'] ?? 'no Content-Type'})`);
@@ -190,8 +192,8 @@ function problemsOf(testCase: Case, answer: Answer): string[] {
   }
   // Express routes /healthz/ as /healthz.
   const health = /^\/(healthz|readyz)\/?$/.test(pathname) && testCase.method === 'GET' && answer.status === 200;
-  // Documented: /docs answers 503 in the fallback shape until `make build` has bundled the pages.
-  if (answer.status === 503 && /^\/docs(\/|$)/.test(pathname) && isFallbackShape(body)) return problems.filter((problem) => !problem.startsWith('5xx'));
+  // Documented: /docs and /console answer 503 in the fallback shape until `make build` has bundled the pages.
+  if (answer.status === 503 && /^\/(docs|console)(\/|$)/.test(pathname) && isFallbackShape(body)) return problems.filter((problem) => !problem.startsWith('5xx'));
   if (!health && !isFallbackShape(body)) problems.push(`fallback answer (${answer.status}) not {error, supportedVersions}`);
   if (!health && ![400, 404, 405].includes(answer.status)) problems.push(`fallback status ${answer.status}`);
   return problems;

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/db/embedded-postgres.js';
+import { acquireMakeRunLock } from '../support/build-lock.js';
 import { exitOf, repoRoot, waitForOk } from '../support/cli.js';
 
 /** `make run` as the README tells a newcomer: build, demo data, the whole service on the embedded PostgreSQL. */
@@ -13,8 +14,10 @@ describe('make run', () => {
   let dataDir: string;
   let publicUrl: string;
   let internalUrl: string;
+  let releaseLock: (() => Promise<void>) | undefined;
 
   beforeAll(async () => {
+    releaseLock = await acquireMakeRunLock();
     dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'ehr-gateway-make-run-'));
     const [port, internalPort] = [await freePort(), await freePort()];
     publicUrl = `http://127.0.0.1:${port}`;
@@ -31,12 +34,13 @@ describe('make run', () => {
     await waitForOk(`${internalUrl}/readyz`, 180_000).catch((error: Error) => {
       throw new Error(`${error.message}; make run said: ${output.slice(-2000)}`);
     });
-  });
+  }, 600_000);
 
   afterAll(async () => {
     if (make && make.exitCode === null && make.signalCode === null) process.kill(-make.pid!, 'SIGTERM');
     if (make) await exitOf(make, 60_000);
     await fs.rm(dataDir, { recursive: true, force: true });
+    await releaseLock?.();
   });
 
   it('serves healthz and readyz on both ports', async () => {

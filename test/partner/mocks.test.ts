@@ -1,86 +1,113 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parse as parseYaml } from 'yaml';
 import { createEhrClient } from '../../generated/ehr-client.js';
-import { openApiSpecPath, openRpcSpecPath } from '../../src/config/paths.js';
+import { openRpcSpecPath } from '../../src/config/paths.js';
 import { freePort } from '../../src/db/embedded-postgres.js';
+import { DEMO_CLINIC } from '../../src/emdr/demo.js';
 import { startCallbackReceiver, type CallbackReceiver } from '../support/callback-receiver.js';
-import { exitOf, repoRoot, waitForOk } from '../support/cli.js';
+import { exitOf, repoRoot, runCli, waitForOk } from '../support/cli.js';
 import { responseProblems } from '../support/contract.js';
 import { registerBody } from '../support/emdr.js';
 
-interface CallbackOperation {
-  post: { requestBody: { content: { 'application/json': { schema: { $ref: string } } } } };
-}
-const openapi = parseYaml(await fs.readFile(openApiSpecPath, 'utf8')) as {
-  paths: Record<string, { post: { callbacks?: Record<string, Record<string, CallbackOperation>> } }>;
-  components: { schemas: Record<string, { examples?: unknown[] }> };
-};
-
-/** The example payloads of every callback of an operation (its body schema's `examples`), by callback name. */
-function callbackExamples(route: string): Map<string, unknown[]> {
-  const callbacks = openapi.paths[route]!.post.callbacks ?? {};
-  const schemaExamples = (ref: string) => openapi.components.schemas[ref.replace('#/components/schemas/', '')]?.examples ?? [];
-  return new Map(
-    Object.entries(callbacks).map(([name, expressions]) => [
-      name,
-      Object.values(expressions).flatMap((operation) => schemaExamples(operation.post.requestBody.content['application/json'].schema.$ref)),
-    ]),
-  );
-}
-
-/** `make mock` as a partner uses it: the mocks of both interfaces, a receiver for Prism's callbacks. */
+/**
+ * `make mock` as a partner uses it: the mocks of both interfaces, and the reference receiver in its
+ * normal, verifying mode with the demo clinic's values, which the mock signs with.
+ */
 describe('make mock', () => {
   let mock: ChildProcess;
   let output = '';
   let apiUrl: string;
   let rpcUrl: string;
   let receiver: CallbackReceiver;
-  const headers = { 'content-type': 'application/json', businessId: '4000125', user: 'demo-clinic', token: 'demo-clinic-token' };
+  let documentsDir: string;
+  const headers = { 'content-type': 'application/json', businessId: DEMO_CLINIC.businessId, user: DEMO_CLINIC.user, token: DEMO_CLINIC.token };
 
   beforeAll(async () => {
     const apiPort = await freePort();
     const rpcPort = await freePort();
     apiUrl = `http://127.0.0.1:${apiPort}`;
     rpcUrl = `http://127.0.0.1:${rpcPort}`;
-    mock = spawn('scripts/mock.sh', [], { cwd: repoRoot, env: { ...process.env, MOCK_API_PORT: String(apiPort), MOCK_RPC_PORT: String(rpcPort) }, stdio: ['ignore', 'pipe', 'pipe'] });
+    mock = spawn('scripts/mock.sh', [], { cwd: repoRoot, detached: true, env: { ...process.env, MOCK_API_PORT: String(apiPort), MOCK_RPC_PORT: String(rpcPort) }, stdio: ['ignore', 'pipe', 'pipe'] });
     mock.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     mock.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    receiver = await startCallbackReceiver({ acceptUnsigned: true });
+    documentsDir = await fs.mkdtemp(path.join(os.tmpdir(), 'ehr-gateway-mock-documents-'));
+    receiver = await startCallbackReceiver({
+      signingSecret: DEMO_CLINIC.signingSecret,
+      expectedHeaders: { businessId: DEMO_CLINIC.businessId, user: 'ehr-gateway', token: DEMO_CLINIC.callbackToken },
+      documentsDir,
+    });
     await waitForOk(`${apiUrl}/healthz`, 60_000).catch((error: Error) => {
       throw new Error(`${error.message}; mock said: ${output}`);
     });
   });
 
   afterAll(async () => {
-    mock?.kill('SIGTERM');
+    if (mock && mock.exitCode === null) process.kill(-mock.pid!, 'SIGTERM');
     if (mock) await exitOf(mock);
     await receiver?.close();
+    if (documentsDir) await fs.rm(documentsDir, { recursive: true, force: true });
   });
 
-  it.each([
-    ['/api/RegisterDocument', () => registerBody()],
-    ['/api/DemandContent', () => ({ emdrId: '26.11.000000154' })],
-  ])('answers %s from the spec and fires both callbacks with example payloads to the callbackUrl', async (route, body) => {
-    const response = await fetch(`${apiUrl}${route}`, { method: 'POST', headers, body: JSON.stringify({ ...body(), callbackUrl: receiver.url }) });
-    expect(response.status).toBe(200);
-    expect(responseProblems('POST', route, 200, await response.json())).toEqual([]);
+  async function send(route: string, body: Record<string, unknown>) {
+    const response = await fetch(`${apiUrl}${route}`, { method: 'POST', headers, body: JSON.stringify({ ...body, callbackUrl: receiver.url }) });
+    const answer = { status: response.status, body: (await response.json()) as Record<string, any> };
+    expect(responseProblems('POST', route, answer.status, answer.body)).toEqual([]);
+    return answer;
+  }
 
-    const examples = callbackExamples(route);
-    expect(examples.size).toBe(2);
-    const before = receiver.received.length;
-    await receiver.waitFor((received) => received.length >= before + 2);
-    const fired = receiver.received.slice(before);
-    expect(fired.map((callback) => callback.name).sort()).toEqual([...examples.keys()].sort());
-    for (const callback of fired) expect(examples.get(callback.name)).toContainEqual(callback.body);
+  async function callbacksOf(queueMessageId: string) {
+    const of = () => receiver.received.filter((callback) => callback.body.queueMessageId === queueMessageId);
+    await receiver.waitFor(() => of().length >= 2);
+    return of();
+  }
+
+  it('answers RegisterDocument with the request\'s localUid, then delivers both callbacks signed, in order, with the request\'s ids', async () => {
+    const body = registerBody();
+    const answer = await send('/api/RegisterDocument', body);
+    expect(answer.status).toBe(200);
+    expect(answer.body.localUid).toBe(body.localUid);
+    const callbacks = await callbacksOf(answer.body.queueMessageId);
+    expect(callbacks.map((callback) => callback.name)).toEqual(['SendRegisterDocumentResponse', 'SendRegisterDocumentResultResponse']);
+    for (const callback of callbacks) {
+      expect(callback.signatureValid).toBe(true);
+      expect(callback.duplicate).toBe(false);
+      expect(callback.body.localUid).toBe(body.localUid);
+      expect(callback.headers.businessid).toBe(DEMO_CLINIC.businessId);
+    }
+    expect(new Set(callbacks.map((callback) => callback.headers['webhook-id'])).size).toBe(2);
   });
 
-  it('refuses a request the spec does not allow', async () => {
-    const response = await fetch(`${apiUrl}/api/RegisterDocument`, { method: 'POST', headers, body: JSON.stringify({ localUid: 'not-a-uuid' }) });
-    // Prism answers with the spec's documented 400 (the error shape), as the real service would.
+  it('delivers DemandContent\'s file callback, which the verifying receiver saves as .xml and .xml.sig, a pair that verifies', async () => {
+    const answer = await send('/api/DemandContent', { emdrId: '26.11.000000154' });
+    expect(answer.status).toBe(200);
+    const callbacks = await callbacksOf(answer.body.queueMessageId);
+    expect(callbacks.map((callback) => [callback.name, callback.signatureValid, callback.body.clientMessageId])).toEqual([
+      ['SendDemandContentResponse', true, answer.body.clientMessageId],
+      ['SendDocumentFileResultResponse', true, answer.body.clientMessageId],
+    ]);
+    await receiver.waitFor(() => receiver.savedDocuments.length > 0);
+    const saved = receiver.savedDocuments[0]!;
+    expect(path.basename(saved)).toBe('26.11.000000154.xml');
+    const verified = await runCli(['document', 'verify', saved, `${saved}.sig`]);
+    expect(verified.stdout, verified.stderr).toMatch(/^valid: /);
+  });
+
+  it('refuses a request the spec does not allow, naming its real violations', async () => {
+    const response = await fetch(`${apiUrl}/api/RegisterDocument`, { method: 'POST', headers, body: JSON.stringify({ localUid: 'not-a-uuid', kind: 'x' }) });
     expect(response.status).toBe(400);
-    expect(responseProblems('POST', '/api/RegisterDocument', 400, await response.json())).toEqual([]);
+    const body = (await response.json()) as { errors: Array<{ code: string; message: string; path: string }> };
+    expect(responseProblems('POST', '/api/RegisterDocument', 400, body)).toEqual([]);
+    expect(body.errors).toEqual(expect.arrayContaining([
+      { code: 'VALIDATION_ERROR', message: 'must match format "uuid"', path: '/requestBody/localUid' },
+      { code: 'VALIDATION_ERROR', message: 'must match pattern "^[0-9]{1,6}$"', path: '/requestBody/kind' },
+      { code: 'VALIDATION_ERROR', message: "must have required property 'organization'", path: '/requestBody/organization' },
+    ]));
+    const query = await fetch(`${apiUrl}/api/messages?limit=abc`, { headers });
+    expect(query.status).toBe(400);
+    expect(((await query.json()) as { errors: Array<{ path: string }> }).errors).toEqual([{ code: 'VALIDATION_ERROR', message: 'must be integer', path: '/query/limit' }]);
   });
 
   it('answers interface A calls whose params equal an example with its result', async () => {
@@ -93,8 +120,9 @@ describe('make mock', () => {
     expect(await app.embeddedStorageAuthenticate(params as never)).toEqual(authenticate.result.value);
   });
 
-  it('sent callback bodies that match their schemas', () => {
+  it('sent callback bodies that match their schemas, each once', () => {
     expect(receiver.received.length).toBe(4);
+    expect(receiver.received.every((callback) => !callback.duplicate)).toBe(true);
     expect(receiver.schemaViolations).toEqual([]);
   });
 });

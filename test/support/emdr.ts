@@ -3,7 +3,9 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import knexFactory, { type Knex } from 'knex';
 import { createClinicAccount, type CreatedClinicAccount } from '../../src/emdr/clients.js';
+import { decodeBase64Strict } from '../../src/emdr/pipeline/acceptance.js';
 import { responseProblems } from './contract.js';
+import { testSignatureOf } from './signing.js';
 
 const fixtures = path.join(import.meta.dirname, '../emdr/fixtures');
 /** A small CDA-like XML document and a detached CMS signature over it (openssl, RSA test key). */
@@ -54,7 +56,13 @@ export function authHeaders(clinic: CreatedClinicAccount): Record<string, string
   return { businessId: clinic.businessId, user: clinic.user, token: clinic.token, 'content-type': 'application/json' };
 }
 
+/**
+ * A RegisterDocument body whose signature covers its document: the RSA fixture for FIXTURE_XML, a
+ * fresh test signature for a `document` given without a `signature`.
+ */
 export function registerBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  const document = typeof overrides.document === 'string' ? decodeBase64Strict(overrides.document) : undefined;
+  const signature = document && !('signature' in overrides) ? testSignatureOf(document) : FIXTURE_SIGNATURE;
   return {
     localUid: randomUUID(),
     kind: '6',
@@ -62,7 +70,7 @@ export function registerBody(overrides: Record<string, unknown> = {}): Record<st
     patientSnils: VALID_SNILS,
     creationDateTime: '2026-01-15T09:30:00+03:00',
     document: FIXTURE_XML.toString('base64'),
-    signature: FIXTURE_SIGNATURE.toString('base64'),
+    signature: signature.toString('base64'),
     ...overrides,
   };
 }

@@ -1,15 +1,26 @@
 import { randomUUID } from 'node:crypto';
-import fs from 'node:fs';
-import path from 'node:path';
+import { createTestSigner } from '../../../src/emdr/signatures/test-signer.js';
 import { BENCH_ORGANIZATION } from './database.js';
 import { httpRequest } from './http-load.js';
 import { clinicHeaders, type BenchClinic } from './service.js';
 
 /** RegisterDocument requests as the scenarios send them. */
 
-const fixtures = path.join(import.meta.dirname, '../../../test/emdr/fixtures');
-/** A detached CMS signature (openssl, RSA test key): the acceptance checks its structure. */
-const SIGNATURE_BASE64 = fs.readFileSync(path.join(fixtures, 'doc.xml.sig')).toString('base64');
+/**
+ * The documents are signed for real (GOST R 34.10-2012 256, a throw-away test key): the acceptance
+ * stage verifies each signature over its document, so the pipeline measures the accepted path.
+ */
+const signer = createTestSigner({ commonName: 'ehr-gateway bench (test)' });
+
+/** A document's base64 and the base64 of its detached signature. */
+export interface SignedDocument {
+  documentBase64: string;
+  signatureBase64: string;
+}
+
+export function signedDocument(xml: Buffer): SignedDocument {
+  return { documentBase64: xml.toString('base64'), signatureBase64: signer.sign(xml).toString('base64') };
+}
 
 /** A well-formed UTF-8 XML document of at least `bytes` bytes (Cyrillic text, many elements). */
 export function xmlOfSize(bytes: number): Buffer {
@@ -20,16 +31,16 @@ export function xmlOfSize(bytes: number): Buffer {
 }
 
 /** A RegisterDocument body with a new localUid each call (a new document, not a retry). */
-export function registerDocumentBody(documentBase64: string, localUid = randomUUID()): string {
-  return `{"localUid":"${localUid}","kind":"6","organization":"${BENCH_ORGANIZATION}","patientSnils":"112-233-445 95","creationDateTime":"2026-01-15T09:30:00+03:00","document":"${documentBase64}","signature":"${SIGNATURE_BASE64}"}`;
+export function registerDocumentBody(document: SignedDocument, localUid = randomUUID()): string {
+  return `{"localUid":"${localUid}","kind":"6","organization":"${BENCH_ORGANIZATION}","patientSnils":"112-233-445 95","creationDateTime":"2026-01-15T09:30:00+03:00","document":"${document.documentBase64}","signature":"${document.signatureBase64}"}`;
 }
 
 /** Requests of new documents of `bytes` bytes each, for `clinic`. */
 export function registerDocumentRequests(clinic: BenchClinic, bytes: number): () => { bytes: Buffer; tag: string } {
-  const documentBase64 = xmlOfSize(bytes).toString('base64');
+  const document = signedDocument(xmlOfSize(bytes));
   const headers = clinicHeaders(clinic);
   return () => {
     const localUid = randomUUID();
-    return { bytes: httpRequest('POST', '/api/RegisterDocument', headers, registerDocumentBody(documentBase64, localUid)), tag: localUid };
+    return { bytes: httpRequest('POST', '/api/RegisterDocument', headers, registerDocumentBody(document, localUid)), tag: localUid };
   };
 }

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { withClient } from '../lib/database.js';
-import { registerDocumentBody, xmlOfSize } from '../lib/documents.js';
+import { registerDocumentBody, signedDocument, xmlOfSize } from '../lib/documents.js';
 import { rssMiB } from '../lib/processes.js';
 import { round1, type BenchContext, type Measured, type Row } from '../lib/scenario.js';
 import { addClinic, clinicHeaders, newDataKey, startReceiver, startService, type BenchClinic, type Receiver } from '../lib/service.js';
@@ -56,7 +56,7 @@ function sampleRss(pid: number): { highest(): Promise<number> } {
 /** RegisterDocument → result callback → DemandContent → file callback; whether the file came back byte-identical. */
 async function throughEverything(publicUrl: string, databaseUrl: string, receiver: Receiver, clinic: BenchClinic, xml: Buffer, afterIntake: () => Promise<void> = async () => {}): Promise<boolean> {
   const headers = clinicHeaders(clinic);
-  const ack = (await (await fetch(`${publicUrl}/api/RegisterDocument`, { method: 'POST', headers, body: registerDocumentBody(xml.toString('base64')) })).json()) as { queueMessageId: string };
+  const ack = (await (await fetch(`${publicUrl}/api/RegisterDocument`, { method: 'POST', headers, body: registerDocumentBody(signedDocument(xml)) })).json()) as { queueMessageId: string };
   await afterIntake();
   await waitForArrival(receiver, 'SendRegisterDocumentResultResponse', ack.queueMessageId, 120_000);
   const emdrId = await withClient(databaseUrl, async (client) => (await client.query('select emdr_id from emdr_requests where queue_message_id = $1', [ack.queueMessageId])).rows[0].emdr_id as string);

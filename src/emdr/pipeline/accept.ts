@@ -3,9 +3,9 @@ import { retryOnDeadlock, statement } from '../../db/sql.js';
 import { retryDelayMs } from '../../work/stage.js';
 import { accessBasis, NO_SUCH_ITEM } from '../access.js';
 import type { CallbackErrorItem } from '../codes.js';
-import { registerDocumentAcceptanceErrors } from './acceptance.js';
+import { registerDocumentAcceptance, type AcceptanceFindings } from './acceptance.js';
 import { ACCEPTANCE_CALLBACK, callbackUrl, withErrors, type DemandMetadata, type Operation, type PipelineContext, type RegisterMetadata } from './requests.js';
-import type { XmlCheckPool } from './xml-check.js';
+import type { DocumentCheckPool } from './document-check.js';
 
 /**
  * The acceptance stage: a batch of received requests claimed in one statement (with what the checks
@@ -14,7 +14,7 @@ import type { XmlCheckPool } from './xml-check.js';
  * callback, which the delivery stage then sends.
  */
 
-/** Documents up to this size come with the claim; larger ones are read in slices by the XML check. */
+/** Documents up to this size come with the claim; larger ones are read in slices by the document check. */
 const INLINE_DOCUMENT_BYTES = 64 * 1024;
 
 interface ClaimedRequest {
@@ -84,25 +84,24 @@ export const EXTEND_REQUESTS = statement('emdr_extend_requests', `update emdr_re
 
 export const RELEASE_REQUESTS = statement('emdr_release_requests', `update emdr_requests set available_at = now() + $2 * interval '1 millisecond' where queue_message_id = any($1::uuid[])`);
 
-interface Decision {
+interface Decision extends AcceptanceFindings {
   request: ClaimedRequest;
-  errors: CallbackErrorItem[];
 }
 
 export class AcceptanceStage {
   constructor(
     private readonly context: PipelineContext,
-    private readonly xml: XmlCheckPool,
+    private readonly documents: DocumentCheckPool,
   ) {}
 
   readonly claim = (limit: number): Promise<ClaimedRequest[]> => this.context.sql.rows<ClaimedRequest>(CLAIM, [limit, this.context.leaseMs, INLINE_DOCUMENT_BYTES]);
 
   readonly extend = (batch: ClaimedRequest[]) => this.context.sql.run(EXTEND_REQUESTS, [batch.map((request) => request.queue_message_id), this.context.leaseMs, 'received']);
 
-  private async errorsOf(request: ClaimedRequest): Promise<CallbackErrorItem[]> {
+  private async findingsOf(request: ClaimedRequest): Promise<AcceptanceFindings> {
     if (request.operation === 'RegisterDocument') {
-      return registerDocumentAcceptanceErrors(
-        { sql: this.context.sql, xml: this.xml, xmlCheckTimeoutMs: this.context.xmlCheckTimeoutMs },
+      return registerDocumentAcceptance(
+        { sql: this.context.sql, documents: this.documents, xmlCheckTimeoutMs: this.context.xmlCheckTimeoutMs },
         {
           queueMessageId: request.queue_message_id,
           intakeErrors: request.intake_errors,
@@ -118,7 +117,8 @@ export class AcceptanceStage {
     // A document the clinic may not have is answered as one that does not exist (access.ts).
     const metadata = request.metadata as DemandMetadata;
     const owner = await this.context.registry.currentVersionOwner(metadata.emdrId);
-    return accessBasis(owner, { organizations: request.organizations, ...(metadata.patientSnils === undefined ? {} : { patientSnils: metadata.patientSnils }) }) ? [] : [NO_SUCH_ITEM];
+    const allowed = accessBasis(owner, { organizations: request.organizations, ...(metadata.patientSnils === undefined ? {} : { patientSnils: metadata.patientSnils }) });
+    return { errors: allowed ? [] : [NO_SUCH_ITEM], warnings: [] };
   }
 
   /** Checks the batch; settles what was decided, and puts back (for a later try) what failed to be checked. */
@@ -128,7 +128,7 @@ export class AcceptanceStage {
     await Promise.all(
       batch.map(async (request) => {
         try {
-          decided.push({ request, errors: await this.errorsOf(request) });
+          decided.push({ request, ...(await this.findingsOf(request)) });
         } catch (error) {
           this.context.logger.error({ err: error, queueMessageId: request.queue_message_id }, 'acceptance check failed; trying again later');
           failed.push(request);
@@ -144,11 +144,11 @@ export class AcceptanceStage {
 /** The SETTLE statement's arrays, one element per decided request. */
 function settleColumns(decided: readonly Decision[]): unknown[][] {
   const columns: unknown[][] = [[], [], [], [], [], [], []];
-  for (const { request, errors } of decided) {
+  for (const { request, errors, warnings } of decided) {
     const name = ACCEPTANCE_CALLBACK[request.operation];
     const payload =
       request.operation === 'RegisterDocument'
-        ? { queueMessageId: request.queue_message_id, localUid: (request.metadata as RegisterMetadata).localUid }
+        ? { queueMessageId: request.queue_message_id, localUid: (request.metadata as RegisterMetadata).localUid, ...(warnings.length > 0 ? { warnings } : {}) }
         : { queueMessageId: request.queue_message_id, clientMessageId: (request.metadata as DemandMetadata).clientMessageId, emdrId: (request.metadata as DemandMetadata).emdrId };
     const values = [
       request.queue_message_id,

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { isDatabaseUnavailable } from '../../db/database.js';
 import { retryOnDeadlock, statement, type Sql } from '../../db/sql.js';
 import { retryDelayMs } from '../../work/stage.js';
 import { accessBasis, NO_SUCH_ITEM, recordDisclosure, type AccessBasis, type DocumentRequester } from '../access.js';
@@ -219,7 +220,13 @@ const SET_PAYLOAD = statement('emdr_set_callback_payload', 'update emdr_callback
 export async function refetchDroppedFile(sql: Sql, registry: RegistryPort, queueMessageId: string): Promise<void> {
   const request = await sql.row<{ client_id: string; metadata: DemandMetadata; organizations: string[] | null; file_callback_id: string | null }>(DROPPED_FILE_REQUEST, [queueMessageId]);
   if (!request?.file_callback_id) return;
-  const result = await documentFile(registry, queueMessageId, request.metadata, requesterOf(request.organizations, request.metadata));
+  let result: FulfilResult;
+  try {
+    result = await documentFile(registry, queueMessageId, request.metadata, requesterOf(request.organizations, request.metadata));
+  } catch (error) {
+    // A thrown error of the port means the registry or archive is unavailable (port.ts); the database's own unavailability stays what it is.
+    throw isDatabaseUnavailable(error) ? error : new RegistryUnavailableError(error);
+  }
   await sql.transaction(async (trx) => {
     if (result.withheld || result.state !== 'completed') {
       await trx.run(DROP_FILES, [queueMessageId]);
@@ -228,5 +235,24 @@ export async function refetchDroppedFile(sql: Sql, registry: RegistryPort, queue
     await trx.run(SET_PAYLOAD, [request.file_callback_id, JSON.stringify(result.payload)]);
     if (result.disclosure) await recordDisclosure(trx, { clientId: request.client_id, queueMessageId, ...result.disclosure });
   });
-  if (result.state !== 'completed') throw new Error(`the document of request ${queueMessageId} cannot be fetched for this clinic again: ${result.errors.map((error) => error.code).join(', ')}`);
+  if (result.state !== 'completed') throw new FileGoneError(queueMessageId, result.errors);
+}
+
+/** The registry or the archive could not be reached to fetch a dropped file again: try later. */
+export class RegistryUnavailableError extends Error {
+  constructor(cause: unknown) {
+    super('the registry could not be reached to fetch the document again', { cause });
+    this.name = 'RegistryUnavailableError';
+  }
+}
+
+/** The document of a DemandContent whose copy was dropped can no longer be fetched for its clinic (the registry's errors say why). */
+export class FileGoneError extends Error {
+  constructor(
+    queueMessageId: string,
+    readonly errors: readonly CallbackErrorItem[],
+  ) {
+    super(`the document of request ${queueMessageId} cannot be fetched for this clinic again: ${errors.map((error) => error.code).join(', ')}`);
+    this.name = 'FileGoneError';
+  }
 }

@@ -5,7 +5,7 @@ import { AcceptanceStage } from './accept.js';
 import { CallbackStage } from './callbacks.js';
 import { FulfilmentStage } from './fulfil.js';
 import type { PipelineContext } from './requests.js';
-import { XmlCheckPool } from './xml-check.js';
+import { DocumentCheckPool } from './document-check.js';
 
 /** The NOTIFY channel on which processes announce new work of interface B to the workers. */
 export const WORK_CHANNEL = 'ehr_gateway_emdr_work';
@@ -16,7 +16,7 @@ export const WORK_CHANNEL = 'ehr_gateway_emdr_work';
 export const WORK = { requests: 'requests', callbacks: 'callbacks' } as const;
 
 /**
- * Each stage claims up to BATCH rows at a time, in LOOPS loops (one batch in hand each). Idle
+ * Each stage claims up to BATCH rows at a time, in LOOPS loops (WORKER_CONCURRENCY; one batch in hand each). Idle
  * loops look for work nobody announced (a lease that ran out: the rows of a worker that was
  * killed or hangs) every IDLE_POLL_MS: such rows come back within JOB_EXPIRY and that.
  */
@@ -34,14 +34,14 @@ export interface Workers {
  * The worker role: the acceptance, registry and delivery stages of interface B, each waking the next
  * as it hands work on, and all woken by notifications from the other processes.
  */
-export async function startWorkers(context: PipelineContext & { databaseUrl: string }): Promise<Workers> {
-  const xml = new XmlCheckPool();
-  xml.start();
+export async function startWorkers(context: PipelineContext & { databaseUrl: string; signatureTrustAnchors?: readonly Uint8Array[] }): Promise<Workers> {
+  const documents = new DocumentCheckPool(undefined, context.signatureTrustAnchors ? { trustAnchors: context.signatureTrustAnchors } : {});
+  documents.start();
   const sender = new CallbackSender(context.retryScheduleMs);
-  const acceptance = new AcceptanceStage(context, xml);
+  const acceptance = new AcceptanceStage(context, documents);
   const registry = new FulfilmentStage(context);
   const delivery = new CallbackStage(context, sender);
-  const common = { loops: LOOPS, idlePollMs: IDLE_POLL_MS, logger: context.logger, leaseMs: context.leaseMs };
+  const common = { loops: context.loops ?? LOOPS, idlePollMs: IDLE_POLL_MS, logger: context.logger, leaseMs: context.leaseMs };
 
   const deliveryStage: Stage<Awaited<ReturnType<CallbackStage['claim']>>[number]> = new Stage({
     name: 'delivery',
@@ -88,7 +88,7 @@ export async function startWorkers(context: PipelineContext & { databaseUrl: str
     async stop() {
       await listening.stop();
       await Promise.all(stages.map((stage) => stage.stop()));
-      await xml.close();
+      await documents.close();
       await sender.close();
     },
   };

@@ -89,7 +89,12 @@ def test_search_registry_item_finds_the_registered_document(client, registered):
 def test_get_message_shows_the_completed_registration(client, registered):
     local_uid, acknowledgement = registered
     emdr_id = wait_for_emdr_id(client, local_uid)
-    state = get_message.sync(client=client, queue_message_id=acknowledgement.queue_message_id)
+    # The registry holds the document a moment before the request's own state says completed.
+    for _ in range(50):
+        state = get_message.sync(client=client, queue_message_id=acknowledgement.queue_message_id)
+        if isinstance(state, MessageState) and state.state != "accepted":
+            break
+        time.sleep(0.1)
     assert isinstance(state, MessageState)
     assert state.queue_message_id == acknowledgement.queue_message_id
     assert state.local_uid == local_uid

@@ -1,0 +1,79 @@
+/**
+ * What the signature check costs per document (`node --import tsx scripts/bench/signature-cost.ts`):
+ * median and p99 of DocumentCheckPool.check (one worker thread, document fed in 48 KiB slices, as
+ * the acceptance stage does, minus the database reads) for 10 KiB and 5 MiB documents signed with
+ * GOST R 34.10-2012 256 and 512 and with RSA, with the signature and without it (the XML check
+ * alone): the difference is what verification adds. Beside it, the same verification by the openssl
+ * CLI with the gost engine as a child process (the option not taken). Needs `make gost-engine`.
+ */
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { DocumentCheckPool } from '../../src/emdr/pipeline/document-check.js';
+import { FILE_SLICE_BYTES } from '../../src/emdr/pipeline/request-files.js';
+import { largeXml } from '../../test/support/emdr.js';
+import { TestPki, type Issued } from '../../test/support/signing.js';
+
+const SIZES = [
+  { label: '10 KiB', bytes: 10 * 1024, runs: 300 },
+  { label: '5 MiB', bytes: 5 * 1024 * 1024, runs: 30 },
+];
+
+// Fresh slices each time: the pool moves them to its worker.
+async function* slices(document: Buffer): AsyncGenerator<Buffer> {
+  for (let offset = 0; offset < document.length; offset += FILE_SLICE_BYTES) yield Buffer.from(document.subarray(offset, offset + FILE_SLICE_BYTES));
+}
+
+function percentile(sorted: number[], fraction: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1)]!;
+}
+
+function summary(times: number[]): string {
+  const sorted = [...times].sort((a, b) => a - b);
+  return `median ${percentile(sorted, 0.5).toFixed(2)} ms, p99 ${percentile(sorted, 0.99).toFixed(2)} ms (${times.length} runs)`;
+}
+
+const pki = new TestPki({ gost: true });
+const pool = new DocumentCheckPool(1);
+pool.start();
+try {
+  const signers: Array<[string, Issued]> = [
+    ['GOST 256 (Streebog-256)', pki.issue({ algorithm: 'gost2012_256', commonName: 'bench 256' })],
+    ['GOST 512 (Streebog-512)', pki.issue({ algorithm: 'gost2012_512', commonName: 'bench 512' })],
+    ['RSA 2048 (SHA-256)', pki.issue({ algorithm: 'rsa', commonName: 'bench rsa' })],
+  ];
+  for (const size of SIZES) {
+    const document = largeXml(size.bytes);
+    const documentPath = path.join(pki.dir, `bench-${size.bytes}.xml`);
+    fs.writeFileSync(documentPath, document);
+    for (const [label, signer] of signers) {
+      const signature = pki.sign(document, signer);
+      const signaturePath = `${documentPath}.${signer.algorithm}.sig`;
+      fs.writeFileSync(signaturePath, signature);
+      const times: number[] = [];
+      const xmlOnly: number[] = [];
+      for (let run = 0; run < size.runs + 5; run += 1) {
+        let started = performance.now();
+        const outcome = await pool.check(slices(document), { timeoutMs: 60_000, signatures: [{ name: 'signature', bytes: signature }] });
+        if (outcome.signatureFindings.length > 0 || outcome.xmlFailure) throw new Error(`${label}: ${JSON.stringify(outcome)}`);
+        if (run >= 5) times.push(performance.now() - started);
+        started = performance.now();
+        await pool.check(slices(document), { timeoutMs: 60_000 });
+        if (run >= 5) xmlOnly.push(performance.now() - started);
+      }
+      const cli: number[] = [];
+      for (let run = 0; run < Math.min(size.runs, 30); run += 1) {
+        const started = performance.now();
+        const result = spawnSync('openssl', ['cms', '-verify', '-binary', '-inform', 'DER', '-in', signaturePath, '-content', documentPath, '-noverify', '-out', '/dev/null'], {
+          env: { ...process.env, OPENSSL_CONF: path.join(pki.dir, 'engine.cnf') },
+        });
+        if (result.status !== 0) throw new Error(`openssl cms -verify: ${result.stderr}`);
+        cli.push(performance.now() - started);
+      }
+      console.log(`${size.label}  ${label.padEnd(24)} XML + signature: ${summary(times)} | XML alone: ${summary(xmlOnly)} | openssl CLI child: ${summary(cli)}`);
+    }
+  }
+} finally {
+  await pool.close();
+  pki.remove();
+}

@@ -1,0 +1,176 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ERROR_CODES } from '../../src/emdr/codes.js';
+import { CURVES, gostVerify, isOnCurve, type Curve } from '../../src/emdr/signatures/crypto/gost3410.js';
+import { Streebog, streebog } from '../../src/emdr/signatures/crypto/streebog.js';
+import { DocumentSignatureCheck } from '../../src/emdr/signatures/verify.js';
+import { TestPki, type KeyAlgorithm } from '../support/signing.js';
+
+/**
+ * The cryptography of the signature check on its own: Streebog and GOST R 34.10-2012 against the
+ * standards' examples and against the OpenSSL gost engine, and the CMS parser against hostile input.
+ */
+
+const fromBigEndianHex = (hex: string) => Buffer.from(hex, 'hex').reverse();
+const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString('hex');
+
+let pki: TestPki;
+beforeAll(() => {
+  pki = new TestPki({ gost: true });
+});
+afterAll(() => pki?.remove());
+
+describe('Streebog (GOST R 34.11-2012)', () => {
+  // RFC 6986, 10.1 and 10.2: messages and hashes written as big-endian numbers.
+  const M1 = fromBigEndianHex('323130393837363534333231303938373635343332313039383736353433323130393837363534333231303938373635343332313039383736353433323130');
+  const M2 = fromBigEndianHex(
+    'fbe2e5f0eee3c820fbeafaebef20fffbf0e1e0f0f520e0ed20e8ece0ebe5f0f2f120fff0eeec20f120faf2fee5e2202ce8f6f3ede220e8e6eee1e8f0f2d1202ce8f0f2e5e220e5d1',
+  );
+
+  it('gives RFC 6986\'s hashes of M1 and M2, 512 and 256 bits', () => {
+    expect(hex(Buffer.from(streebog(512, M1)).reverse())).toBe('486f64c1917879417fef082b3381a4e211c324f074654c38823a7b76f830ad00fa1fbae42b1285c0352f227524bc9ab16254288dd6863dccd5b9f54a1ad0541b');
+    expect(hex(Buffer.from(streebog(256, M1)).reverse())).toBe('00557be5e584fd52a449b16b0251d05d27f94ab76cbaa6da890b59d8ef1e159d');
+    expect(hex(Buffer.from(streebog(512, M2)).reverse())).toBe('28fbc9bada033b1460642bdcddb90c3fb3e56c497ccd0f62b8a2ad4935e85f037613966de4ee00531ae60f3b5a47f8dae06915d5f2f194996fcabf2622e6881e');
+    expect(hex(Buffer.from(streebog(256, M2)).reverse())).toBe('508f7e553c06501d749a66fc28c6cac0b005746d97537fa85d9e40904efed29d');
+  });
+
+  it('agrees with the gost engine on any length, fed in slices of any size', () => {
+    for (const length of [0, 1, 63, 64, 65, 127, 128, 1000, 70_001]) {
+      const data = randomBytes(length);
+      for (const bits of [256, 512] as const) {
+        const engine = pki.openssl(['dgst', `-streebog${bits}`, '-binary'], data);
+        const hasher = new Streebog(bits);
+        for (let offset = 0; offset < data.length; ) {
+          const step = 1 + Math.floor(Math.random() * 5000);
+          hasher.update(data.subarray(offset, offset + step));
+          offset += step;
+        }
+        expect(hex(hasher.digest()), `${bits} bits, ${length} bytes`).toBe(hex(engine));
+      }
+    }
+  });
+});
+
+describe('GOST R 34.10-2012 verification', () => {
+  const big = (value: string) => BigInt(`0x${value}`);
+  // The test parameter sets and examples of GOST R 34.10-2012, appendix A (RFC 7091, 7.1 and 7.2).
+  const example256 = {
+    curve: { name: 'test-256', bits: 256, p: big('8000000000000000000000000000000000000000000000000000000000000431'), a: 7n, b: big('5FBFF498AA938CE739B8E022FBAFEF40563F6E6A3472FC2A514C0CE9DAE23B7E'), q: big('8000000000000000000000000000000150FE8A1892976154C59CFC193ACCF5B3'), x: 2n, y: big('08E2A8A0E65147D4BD6316030E16D19C85C97F0A9CA267122B96ABBCEA7E8FC8') } as Curve,
+    key: { x: big('7F2B49E270DB6D90D8595BEC458B50C58585BA1D4E9B788F6689DBD8E56FD80B'), y: big('26F1B489D6701DD185C8413A977B3CBBAF64D1C593D26627DFFB101A87FF77DA') },
+    e: '2DFBC1B372D89A1188C09C52E0EEC61FCE52032AB1022E8E67ECE6672B043EE5',
+    r: '41AA28D2F1AB148280CD9ED56FEDA41974053554A42767B83AD043FD39DC0493',
+    s: '01456C64BA4642A1653C235A98A60249BCD6D3F746B631DF928014F6C5BF9C40',
+  };
+  const example512 = {
+    curve: {
+      name: 'test-512',
+      bits: 512,
+      p: big('4531ACD1FE0023C7550D267B6B2FEE80922B14B2FFB90F04D4EB7C09B5D2D15DF1D852741AF4704A0458047E80E4546D35B8336FAC224DD81664BBF528BE6373'),
+      a: 7n,
+      b: big('1CFF0806A31116DA29D8CFA54E57EB748BC5F377E49400FDD788B649ECA1AC4361834013B2AD7322480A89CA58E0CF74BC9E540C2ADD6897FAD0A3084F302ADC'),
+      q: big('4531ACD1FE0023C7550D267B6B2FEE80922B14B2FFB90F04D4EB7C09B5D2D15DA82F2D7ECB1DBAC719905C5EECC423F1D86E25EDBE23C595D644AAF187E6E6DF'),
+      x: big('24D19CC64572EE30F396BF6EBBFD7A6C5213B3B3D7057CC825F91093A68CD762FD60611262CD838DC6B60AA7EEE804E28BC849977FAC33B4B530F1B120248A9A'),
+      y: big('2BB312A43BD2CE6E0D020613C857ACDDCFBF061E91E5F2C3F32447C259F39B2C83AB156D77F1496BF7EB3351E1EE4E43DC1A18B91B24640B6DBB92CB1ADD371E'),
+    } as Curve,
+    key: {
+      x: big('115DC5BC96760C7B48598D8AB9E740D4C4A85A65BE33C1815B5C320C854621DD5A515856D13314AF69BC5B924C8B4DDFF75C45415C1D9DD9DD33612CD530EFE1'),
+      y: big('37C7C90CD40B0F5621DC3AC1B751CFA0E2634FA0503B3D52639F5D7FB72AFD61EA199441D943FFE7F0C70A2759A3CDB84C114E1F9339FDF27F35ECA93677BEEC'),
+    },
+    e: '3754F3CFACC9E0615C4F4A7C4D8DAB531B09B6F9C170C533A71D147035B0C5917184EE536593F4414339976C647C5D5A407ADEDB1D560C4FC6777D2972075B8C',
+    r: '2F86FA60A081091A23DD795E1E3C689EE512A3C82EE0DCC2643C78EEA8FCACD35492558486B20F1C9EC197C90699850260C93BCBCD9C5C3317E19344E173AE36',
+    s: '1081B394696FFE8E6585E7A9362D26B6325F56778AADBC081C0BFBE933D52FF5823CE288E8C4F362526080DF7F70CE406A6EEB1F56919CB92A9853BDE73E5B4A',
+  };
+
+  for (const [label, example] of [['256', example256], ['512', example512]] as const) {
+    it(`verifies the standard's ${label}-bit example and refuses it with one bit changed`, () => {
+      // The digest as the engine stores it (little-endian); the signature as s ‖ r, big-endian.
+      const digest = fromBigEndianHex(example.e);
+      const signature = Buffer.from(example.s + example.r, 'hex');
+      expect(gostVerify(example.curve, example.key, digest, signature)).toBe(true);
+      const changed = Buffer.from(signature);
+      changed[changed.length - 1]! ^= 1;
+      expect(gostVerify(example.curve, example.key, digest, changed)).toBe(false);
+      const otherDigest = Buffer.from(digest);
+      otherDigest[0]! ^= 1;
+      expect(gostVerify(example.curve, example.key, otherDigest, signature)).toBe(false);
+    });
+  }
+
+  it('knows parameter sets whose base points lie on their curves', () => {
+    for (const [oid, curve] of CURVES) expect(isOnCurve(curve, curve.x, curve.y), oid).toBe(true);
+  });
+
+  const document = Buffer.from('<ClinicalDocument xmlns="urn:hl7-org:v3"><title>Осмотр</title></ClinicalDocument>');
+  const verdict = (signature: Buffer, bytes = document) => {
+    const check = new DocumentSignatureCheck([{ name: 'signature', bytes: signature }], { now: Date.now() });
+    check.update(bytes);
+    return check.finish();
+  };
+
+  const cases: Array<[KeyAlgorithm, string]> = [
+    ['gost2012_256', 'A'],
+    ['gost2012_256', 'B'],
+    ['gost2012_256', 'C'],
+    ['gost2012_256', 'TCA'],
+    ['gost2012_512', 'A'],
+    ['gost2012_512', 'B'],
+    ['gost2012_512', 'C'],
+  ];
+  for (const [algorithm, paramset] of cases) {
+    it(`verifies CMS signatures the gost engine made with ${algorithm} parameter set ${paramset}, and refuses a changed value or document`, () => {
+      const signer = pki.issue({ algorithm, paramset, commonName: `${algorithm} ${paramset}` });
+      const signature = pki.sign(document, signer);
+      expect(verdict(signature)).toEqual([]);
+      const changed = Buffer.from(signature);
+      changed[changed.length - 2]! ^= 0x10;
+      expect(verdict(changed)).toEqual([{ code: 'SIGNATURE_VERIFICATION_ERROR', message: "signature: the signature value does not verify with the signer's certificate" }]);
+      expect(verdict(signature, Buffer.concat([document, Buffer.from(' ')]))[0]!.code).toBe('SIGNATURE_VERIFICATION_ERROR');
+    });
+  }
+
+  it('verifies a signature without signed attributes (over the document itself)', () => {
+    const signer = pki.issue({ algorithm: 'gost2012_256', commonName: 'no attributes' });
+    const input = `${pki.dir}/noattr.xml`;
+    fs.writeFileSync(input, document);
+    const signature = pki.openssl(['cms', '-sign', '-binary', '-noattr', '-in', input, '-signer', signer.certificate, '-inkey', signer.key, '-md', 'streebog256', '-outform', 'DER']);
+    expect(verdict(signature)).toEqual([]);
+    expect(verdict(signature, Buffer.from('<other/>'))).toEqual([{ code: 'SIGNATURE_VERIFICATION_ERROR', message: "signature: the signature value does not verify with the signer's certificate" }]);
+  });
+});
+
+describe('the CMS parser under hostile input', () => {
+  it('never throws: every mutation of a real signature, and any bytes, end in findings with classifier codes', () => {
+    const document = Buffer.from('<a>fuzz</a>');
+    const signature = pki.sign(document, pki.issue({ algorithm: 'gost2012_256', commonName: 'fuzz' }));
+    const mutation = fc.oneof(
+      fc.record({ kind: fc.constant('flip' as const), at: fc.nat(signature.length - 1), mask: fc.integer({ min: 1, max: 255 }) }),
+      fc.record({ kind: fc.constant('cut' as const), at: fc.nat(signature.length - 1) }),
+      fc.record({ kind: fc.constant('insert' as const), at: fc.nat(signature.length - 1), bytes: fc.uint8Array({ minLength: 1, maxLength: 8 }) }),
+    );
+    type Mutation = { kind: 'flip'; at: number; mask: number } | { kind: 'cut'; at: number } | { kind: 'insert'; at: number; bytes: Uint8Array };
+    const mutate = (steps: Mutation[]) => {
+      let bytes = Buffer.from(signature);
+      for (const step of steps) {
+        const at = Math.min(step.at, Math.max(bytes.length - 1, 0));
+        if (step.kind === 'flip' && bytes.length > 0) bytes[at]! ^= step.mask;
+        if (step.kind === 'cut') bytes = bytes.subarray(0, at);
+        if (step.kind === 'insert') bytes = Buffer.concat([bytes.subarray(0, at), Buffer.from(step.bytes), bytes.subarray(at)]);
+      }
+      return bytes;
+    };
+    const input = fc.oneof(fc.array(mutation, { minLength: 1, maxLength: 4 }).map(mutate), fc.uint8Array({ maxLength: 2048 }).map((bytes) => Buffer.from(bytes)));
+    fc.assert(
+      fc.property(input, (bytes) => {
+        const check = new DocumentSignatureCheck([{ name: 'signature', bytes }], { now: Date.now() });
+        check.update(document);
+        for (const finding of check.finish()) {
+          expect(Object.keys(ERROR_CODES)).toContain(finding.code);
+          expect(finding.message.startsWith('signature')).toBe(true);
+        }
+      }),
+      { numRuns: 2000, seed: 20261121 },
+    );
+  });
+});
