@@ -75,11 +75,23 @@ const EXPIRES_MS = `(extract(epoch from s.expires_at) * 1000)::float8 as expires
 /** get_patient in one round trip: the session, its user's link (with the sealed user_sign) and the patient. */
 const SESSION_WITH_PATIENT = statement(
   'ehr_session_with_patient',
-  `select s.user_id, ${EXPIRES_MS}, l.patient_id, l.user_sign_sealed, ${PATIENT_COLUMNS}
-     from ehr_sessions s
-     left join ehr_user_links l on l.user_id = s.user_id
-     left join ehr_patients p on p.id = l.patient_id
-    where s.token_hash = $1`,
+  `with found as (
+     select s.user_id, ${EXPIRES_MS}, l.patient_id, l.user_sign_sealed, ${PATIENT_COLUMNS}
+       from ehr_sessions s
+       left join ehr_user_links l on l.user_id = s.user_id
+       left join ehr_patients p on p.id = l.patient_id
+      where s.token_hash = $1
+   ),
+   -- The read's audit row when it succeeds (the user's live session, an active patient: what
+   -- getPatient answers with), in the same statement: no round trip of its own. Committed without
+   -- waiting for the WAL flush, as AuditTrail's rows of reads (src/audit/trail.ts).
+   audited as (
+     insert into audit_events (request_id, internal_user_id, action, outcome)
+     select $3, f.patient_id, 'patient.get_patient', 'ok'
+       from found f, (select set_config('synchronous_commit', 'off', true)) as unflushed
+      where f.user_id = $2 and f.expires_ms > $4 and f.active
+   )
+   select * from found`,
 );
 /** The same without the patient, for a patient source elsewhere. */
 const SESSION_WITH_LINK = statement(
@@ -318,22 +330,28 @@ class EhrMethods {
   };
 
   /** The live session of `cred` with its link and patient: one query with the built-in patient table, two with another source. */
-  private async sessionPatient(cred: CallContext['cred']): Promise<{ link: LinkRow; patient: Patient | undefined }> {
+  private async sessionPatient(cred: CallContext['cred']): Promise<{ link: LinkRow; patient: Patient | undefined; successAudited: boolean }> {
     if (!cred) throw EhrErrors.notAuthorized(NO_SESSION);
     const joined = this.patientsInSessionQuery;
-    const row = await this.sql.row<SessionRow & Partial<LinkRow> & Partial<PatientRow>>(joined ? SESSION_WITH_PATIENT : SESSION_WITH_LINK, [tokenHash(cred.token)]);
+    // One clock reading for the statement (which writes the audit row of a success) and the checks below: they agree.
+    const now = Date.now();
+    const hash = tokenHash(cred.token);
+    const row = await this.sql.row<SessionRow & Partial<LinkRow> & Partial<PatientRow>>(
+      joined ? SESSION_WITH_PATIENT : SESSION_WITH_LINK,
+      joined ? [hash, cred.user, currentRequestId() ?? null, now] : [hash],
+    );
     if (!row || row.user_id !== cred.user) throw EhrErrors.notAuthorized(NO_SESSION);
-    if (row.expires_ms <= Date.now()) throw EhrErrors.authExpired('session expired');
+    if (row.expires_ms <= now) throw EhrErrors.authExpired('session expired');
     // The link was removed since the session was stored.
     if (!row.patient_id) throw EhrErrors.notAuthorized(NO_SESSION);
     const link = { user_id: row.user_id, patient_id: row.patient_id, user_sign_sealed: row.user_sign_sealed! };
-    if (!joined) return { link, patient: await this.patients.findById(row.patient_id) };
+    if (!joined) return { link, patient: await this.patients.findById(row.patient_id), successAudited: false };
     // A link to a patient the table does not hold (any more) reads as an inactive patient.
-    return { link, patient: row.id ? toPatient(row as PatientRow) : undefined };
+    return { link, patient: row.id ? toPatient(row as PatientRow) : undefined, successAudited: true };
   }
 
   readonly getPatient = async (_params: Record<string, unknown>, { cred }: CallContext): Promise<PatientGetPatientResult> => {
-    const { link, patient } = await this.sessionPatient(cred);
+    const { link, patient, successAudited } = await this.sessionPatient(cred);
     const event = { action: 'patient.get_patient', internalUserId: link.patient_id };
     if (!patient?.active) {
       const error = EhrErrors.patientNotFound('patient no longer active in the patient source');
@@ -341,8 +359,8 @@ class EhrMethods {
       throw recorded(error);
     }
     const userSign = openUserSign(this.userSignKey, link.user_id, link.user_sign_sealed);
-    // A read changes nothing: its row goes with the others being recorded (AuditTrail), before the answer.
-    await this.audit.record({ ...event, outcome: 'ok' });
+    // A read changes nothing: its row went with the session query, or goes with the others being recorded (AuditTrail), before the answer.
+    if (!successAudited) await this.audit.record({ ...event, outcome: 'ok' });
     return { patient, user_sign: userSign, userSign };
   };
 
