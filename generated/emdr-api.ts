@@ -810,6 +810,7 @@ export interface components {
         /** @description The request does not match the schema, its body is missing, empty or `null`, a string of it holds a lone UTF-16 surrogate, or its path a malformed percent-escape (`VALIDATION_ERROR`, with the path of each problem). */
         ValidationError: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -819,6 +820,7 @@ export interface components {
         /** @description A header of `businessId`, `user`, `token` is missing or they do not name a clinic account. */
         Unauthorized: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -828,6 +830,7 @@ export interface components {
         /** @description The clinic account does not act for this organization, or did not register this callback URL. */
         Forbidden: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -837,6 +840,7 @@ export interface components {
         /** @description No such request for this clinic. */
         NotFound: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -850,6 +854,7 @@ export interface components {
          */
         NothingToReplay: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -862,6 +867,7 @@ export interface components {
          */
         ReplayUnavailable: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 /** @description Seconds to wait before retrying. */
                 "Retry-After"?: number;
                 [name: string]: unknown;
@@ -873,6 +879,7 @@ export interface components {
         /** @description The body is larger than the operation takes (RegisterDocument `BODY_LIMIT`, default 32 MiB; the others 64 KiB), by its `Content-Length` before it is read, or while it is read. */
         TooLarge: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -882,6 +889,7 @@ export interface components {
         /** @description The body is not `application/json` in UTF-8 (a `charset` other than `utf-8`), or is compressed (`Content-Encoding` other than `identity`). Nothing of the body is read. */
         UnsupportedMediaType: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -891,6 +899,7 @@ export interface components {
         /** @description The clinic account sent more than `RATE_LIMIT` requests, or more than `BYTE_QUOTA` bytes of request bodies, in the current minute; retry after the `Retry-After` seconds. */
         RateLimited: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 /** @description Seconds until the next minute window. */
                 "Retry-After"?: number;
                 [name: string]: unknown;
@@ -902,6 +911,7 @@ export interface components {
         /** @description The gateway cannot reach its database right now; nothing was stored. Retry after the `Retry-After` seconds. */
         ServiceUnavailable: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 /** @description Seconds to wait before retrying. */
                 "Retry-After"?: number;
                 [name: string]: unknown;
@@ -913,6 +923,7 @@ export interface components {
         /** @description An unexpected failure; nothing internal is disclosed. */
         InternalError: {
             headers: {
+                "x-request-id": components["headers"]["RequestId"];
                 [name: string]: unknown;
             };
             content: {
@@ -937,6 +948,11 @@ export interface components {
         };
     };
     parameters: {
+        /**
+         * @description The `x-request-id` of the RegisterDocument or DemandContent request that this callback answers (the same on every attempt), so that you can quote it.
+         * @example mis-7f3a-000123
+         */
+        CallbackRequestId: string;
         /**
          * @description The clinic's business id.
          * @example 4000125
@@ -969,7 +985,18 @@ export interface components {
         WebhookSignature: string;
     };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /**
+         * @description The request's id: the `x-request-id` header the client sent when it is a sane token (1 to 128
+         *     of `A-Z a-z 0-9 . _ ~ : / + = -`), else one the gateway generated (a UUID); the request header
+         *     is optional, never refused, and not declared as a parameter of each operation so that
+         *     generated clients keep their signatures (send it as a default header). Every answer
+         *     carries it, every log line and audit record of the request names it, and both callbacks of
+         *     a RegisterDocument or DemandContent carry the one of the request that created them.
+         * @example 4b1e0c5e-2f7d-4a8e-9c1b-3d5f7a9e1c2b
+         */
+        RequestId: string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -990,6 +1017,7 @@ export interface operations {
             /** @description Stored; callbacks follow. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1022,6 +1050,7 @@ export interface operations {
             /** @description Stored; callbacks follow. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1054,6 +1083,7 @@ export interface operations {
             /** @description The matching items. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1102,6 +1132,7 @@ export interface operations {
             /** @description One page of the clinic's requests. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1133,6 +1164,7 @@ export interface operations {
             /** @description The request and its callbacks. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1165,6 +1197,7 @@ export interface operations {
             /** @description The failed callbacks are pending again. */
             202: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1192,6 +1225,7 @@ export interface operations {
             /** @description Up. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1212,6 +1246,7 @@ export interface operations {
             /** @description Ready. */
             200: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1221,6 +1256,7 @@ export interface operations {
             /** @description Not ready yet (database unreachable or migrations pending). */
             503: {
                 headers: {
+                    "x-request-id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {

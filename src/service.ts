@@ -15,12 +15,16 @@ import { clinicByteQuota, clinicRateLimit } from './emdr/intake/limits.js';
 import { consoleRoutes } from './console/routes.js';
 import { docsRoutes } from './docs/routes.js';
 import { createEmdrRouter, SMALL_BODY_LIMIT_BYTES } from './emdr/intake/router.js';
-import { startWorkers, WORK_CHANNEL, type Workers } from './emdr/pipeline/workers.js';
+import { startWorkers, WORK, WORK_CHANNEL, type Workers } from './emdr/pipeline/workers.js';
 import { BuiltInRegistry } from './emdr/registry/built-in.js';
 import { loadTrustStore, TrustStoreError } from './emdr/signatures/trust-store.js';
 import { errorHandler, fallbackBody, notFound } from './http/fallback.js';
 import { emdrPurgeSteps } from './emdr/retention.js';
 import { healthRoutes } from './http/health.js';
+import { metricsRoutes } from './http/metrics-route.js';
+import { Metrics } from './metrics/metrics.js';
+import { AuditTrail, auditPurgeStep } from './audit/trail.js';
+import { emdrQueueDepths } from './emdr/queues.js';
 import { startListener, type Listener, type ListenerOptions } from './http/listener.js';
 import { withHotPaths, type HotPath } from './http/respond.js';
 import type { Logger } from './logging/logger.js';
@@ -32,8 +36,8 @@ export type Role = (typeof ROLES)[number];
 export interface RunningService {
   /** Bound public port (interface A and B), when an HTTP role runs. */
   publicPort: number | undefined;
-  /** Bound internal-channel port, when the ehr role runs. */
-  internalPort: number | undefined;
+  /** Bound internal listener port (health, /metrics; the internal channel when the ehr role runs). */
+  internalPort: number;
   /** Stops listening, finishes in-flight work, closes the database. */
   stop(): Promise<void>;
 }
@@ -87,12 +91,13 @@ export async function startService(config: Config, logger: Logger, roles: Readon
     if (applied.length > 0) logger.info({ applied }, 'migrations applied');
 
     const ready = () => isReady(database.knex);
+    const metrics = new Metrics({ pool: database.sql.pool, queues: () => emdrQueueDepths(database.sql) });
+    const audit = new AuditTrail(database.sql);
     let publicPort: number | undefined;
-    let internalPort: number | undefined;
     const registry = new BuiltInRegistry(database.sql, { latencyMs: config.registryLatencyMs, fail: config.registryFail });
     // Workers first, so that requests stored by this process wake them directly; other processes hear a NOTIFY.
     if (roles.has('worker')) {
-      retention = startRetention(database.sql, { retentionMs: config.retentionMs, steps: [...emdrPurgeSteps, ...ehrPurgeSteps], logger });
+      retention = startRetention(database.sql, { retentionMs: config.retentionMs, steps: [...emdrPurgeSteps, ...ehrPurgeSteps, auditPurgeStep(config.auditRetentionMs)], logger });
       workers = await startWorkers({
         sql: database.sql,
         databaseUrl: database.url,
@@ -102,23 +107,33 @@ export async function startService(config: Config, logger: Logger, roles: Readon
         dataKey: await database.dataKey(),
         xmlCheckTimeoutMs: config.xmlCheckTimeoutMs,
         leaseMs: config.jobExpiryMs,
+        loops: config.workerConcurrency,
+        metrics,
         ...(trustAnchors ? { signatureTrustAnchors: trustAnchors } : {}),
       });
     }
 
+    const document = roles.has('ehr') ? await loadOpenRpcDocument() : undefined;
+    const fallback = fallbackBody(document ? [document.info.version] : []);
+    const listenerOptions = { limits: config.connectionLimits, errorBody: fallback };
+    const envelope = document && new RpcEnvelope(document, await createEhrHandlers({ sql: database.sql, config, logger, audit }), logger, metrics);
+    // Every role has the internal listener: health and /metrics; the ehr role also the internal channel of interface A.
+    const internalHotPaths = envelope ? [rpcHotPath(envelope, 'internal', document.info.version, logger)] : [];
+    const internalRouters = [healthRoutes(ready, fallback), metricsRoutes(metrics, fallback), ...(envelope ? [ehrRoutes(envelope, 'internal', document.info.version)] : [])];
+    const internal = await listen(withHotPaths(internalHotPaths, restApp(internalRouters, logger, fallback)), config.internalHost, config.internalPort, 'INTERNAL_PORT', listenerOptions);
+    listeners.push(internal);
+    const internalPort = internal.port;
+
     if (roles.has('ehr') || roles.has('emdr')) {
-      const document = roles.has('ehr') ? await loadOpenRpcDocument() : undefined;
-      const fallback = fallbackBody(document ? [document.info.version] : []);
-      const listenerOptions = { limits: config.connectionLimits, errorBody: fallback };
       const hotPaths: HotPath[] = [];
       const publicRouters: express.RequestHandler[] = [healthRoutes(ready, fallback), docsRoutes(fallback, () => internalPort), consoleRoutes(fallback)];
       if (roles.has('emdr')) {
-        const notifier = new Notifier(database.sql.pool, WORK_CHANNEL, logger);
+        const notifier = new Notifier(database.sql.pool, WORK_CHANNEL, logger, WORK.requests);
         hotPaths.push(
           await createEmdrRouter({
             definition: openApiSpecPath,
             handlers: {
-              ...emdrHandlers({ sql: database.sql, registry, requestStored: workers ? workers.requestsStored : () => notifier.notify() }),
+              ...emdrHandlers({ sql: database.sql, registry, requestStored: workers ? workers.requestsStored : () => notifier.notify(), audit }),
               ...clinicMessageHandlers({ sql: database.sql, registry }),
             },
             securityHandlers: clinicSecurityHandlers(database.sql),
@@ -128,18 +143,14 @@ export async function startService(config: Config, logger: Logger, roles: Readon
             bodyLimits: { default: SMALL_BODY_LIMIT_BYTES, byOperation: { RegisterDocument: config.bodyLimitBytes } },
             base64Members: { RegisterDocument: 'document' },
             logger,
+            metrics,
           }),
         );
       }
-      if (document) {
+      if (envelope) {
         const version = document.info.version;
-        const envelope = new RpcEnvelope(document, await createEhrHandlers({ sql: database.sql, config, logger }), logger);
         hotPaths.push(rpcHotPath(envelope, 'public', version, logger));
         publicRouters.push(ehrRoutes(envelope, 'public', version));
-        const internalApp = restApp([healthRoutes(ready, fallback), ehrRoutes(envelope, 'internal', version)], logger, fallback);
-        const internal = await listen(withHotPaths([rpcHotPath(envelope, 'internal', version, logger)], internalApp), config.internalHost, config.internalPort, 'INTERNAL_PORT', listenerOptions);
-        listeners.push(internal);
-        internalPort = internal.port;
       }
       const publicListener = await listen(withHotPaths(hotPaths, restApp(publicRouters, logger, fallback)), config.host, config.port, 'PORT', listenerOptions);
       listeners.push(publicListener);

@@ -5,12 +5,12 @@
  * costs beyond them is the price of its contract checks and structure.
  *
  *   POST /rpc                   JSON-RPC: patient.get_patient (SHA-256 of the session token, one
- *                               joined query, AES-256-GCM open of user_sign) and
+ *                               joined query that also writes the audit row, AES-256-GCM open of user_sign) and
  *                               embedded_storage.save_auth_info (the link and its sealed user_sign,
  *                               SHA-1 credential check, INSERT of the session)
  *   POST /api/RegisterDocument  the clinic's headers (SHA-256 of the token, one query, constant-time
- *                               compare), the body parsed, SHA-256 over it, one INSERT of the request
- *                               (base64 decoded by PostgreSQL) that the pipeline picks up
+ *                               compare), the body parsed, SHA-256 over it, the files decoded from
+ *                               base64, one INSERT of the request (with its audit row) that the pipeline picks up
  *
  *   tsx scripts/bench/baseline.ts   (env: DATABASE_URL, DATA_KEY (hex), INTERNAL_USERS name:password, PORT)
  */
@@ -32,18 +32,28 @@ function openSealed(context: string, sealed: Buffer): string {
   return Buffer.concat([decipher.update(sealed.subarray(28)), decipher.final()]).toString('utf8');
 }
 
+// With the audit row of a successful read, as the service writes it (issue 11: the same work).
 const GET_PATIENT = `
-  select s.user_id, s.expires_at > now() as live, l.user_sign_sealed,
-         p.id, p.surname, p.name, p.middle_name, to_char(p.birth_date, 'YYYY-MM-DD') as birth_date, p.gender, p.phone, p.email, p.snils, p.medcard_number, p.active
-    from ehr_sessions s
-    left join ehr_user_links l on l.user_id = s.user_id
-    left join ehr_patients p on p.id = l.patient_id
-   where s.token_hash = $1`;
+  with found as (
+    select s.user_id, s.expires_at > now() as live, l.patient_id, l.user_sign_sealed,
+           p.id, p.surname, p.name, p.middle_name, to_char(p.birth_date, 'YYYY-MM-DD') as birth_date, p.gender, p.phone, p.email, p.snils, p.medcard_number, p.active
+      from ehr_sessions s
+      left join ehr_user_links l on l.user_id = s.user_id
+      left join ehr_patients p on p.id = l.patient_id
+     where s.token_hash = $1
+  ),
+  audited as (
+    insert into audit_events (request_id, internal_user_id, action, outcome)
+    select $3, f.patient_id, 'patient.get_patient', 'ok'
+      from found f, (select set_config('synchronous_commit', 'off', true)) as unflushed
+     where f.user_id = $2 and f.live and f.active
+  )
+  select * from found`;
 
 type Cred = { user: string; token: string };
 
 async function getPatient(cred: Cred): Promise<unknown> {
-  const { rows } = await pool.query({ name: 'get_patient', text: GET_PATIENT, values: [sha256(cred.token)] });
+  const { rows } = await pool.query({ name: 'get_patient', text: GET_PATIENT, values: [sha256(cred.token), cred.user, randomUUID()] });
   const row = rows[0];
   if (!row || row.user_id !== cred.user) return { error: { code: -33000, message: 'NotAuthorized' } };
   if (!row.live) return { error: { code: -33001, message: 'AuthExpired' } };
@@ -90,11 +100,19 @@ async function rpc(body: Buffer): Promise<unknown> {
 }
 
 const CLINIC = 'select id, token_hash, callback_urls from emdr_clients where business_id = $1 and user_name = $2';
+// With its audit row, as the service writes it (issue 11: the same work).
 const INSERT_REQUEST = `
-  insert into emdr_requests (queue_message_id, client_id, operation, idempotency_key, body_hash, state, callback_url, local_uid, metadata, document, signature)
-  values ($1, $2, 'RegisterDocument', $3, $4, 'received', $5, $3, $6, decode($7, 'base64'), decode($8, 'base64'))
-  on conflict (client_id, operation, idempotency_key, body_hash) do nothing
-  returning queue_message_id`;
+  with inserted as (
+    insert into emdr_requests (queue_message_id, client_id, operation, idempotency_key, body_hash, state, callback_url, local_uid, metadata, document, signature, request_id)
+    values ($1, $2, 'RegisterDocument', $3, $4, 'received', $5, $3, $6, $7::bytea, $8::bytea, $9)
+    on conflict (client_id, operation, idempotency_key, body_hash) do nothing
+    returning queue_message_id
+  ),
+  audited as (
+    insert into audit_events (request_id, business_id, action, queue_message_id, outcome)
+    select $9, $10, 'RegisterDocument', queue_message_id, 'ok' from inserted
+  )
+  select queue_message_id from inserted`;
 
 async function registerDocument(request: IncomingMessage, body: Buffer): Promise<[number, unknown]> {
   const { rows } = await pool.query({ name: 'clinic', text: CLINIC, values: [request.headers.businessid, request.headers.user] });
@@ -106,7 +124,7 @@ async function registerDocument(request: IncomingMessage, body: Buffer): Promise
   const inserted = await pool.query({
     name: 'insert_request',
     text: INSERT_REQUEST,
-    values: [randomUUID(), clinic.id, document.localUid, bodyHash, clinic.callback_urls[0], JSON.stringify(metadata), document.document, document.signature],
+    values: [randomUUID(), clinic.id, document.localUid, bodyHash, clinic.callback_urls[0], JSON.stringify(metadata), Buffer.from(document.document, 'base64'), Buffer.from(document.signature, 'base64'), randomUUID(), request.headers.businessid],
   });
   return [200, { localUid: document.localUid, queueMessageId: inserted.rows[0]?.queue_message_id }];
 }

@@ -43,7 +43,7 @@ options:
   --pipeline-documents N documents per pipeline round (default 3000; smoke 20)
   --growth-rows N        rows of the large growth database (default 200000; smoke 2000)
   --large-mib N          size of the large document (default 20; smoke 1)
-  --profile DIR          write a CPU profile of each service process there (node --cpu-prof)
+  --profile DIR          write a CPU profile of each service and baseline process there (node --cpu-prof)
   -h, --help             this text`;
 
 const SCENARIOS: Record<string, Scenario> = {

@@ -108,16 +108,21 @@ export class CallbackSender {
   }
 
   private async post(callback: OutgoingCallback): Promise<{ delivered: boolean; httpStatus?: number; error?: string }> {
+    // A timer cleared once the answer is read (AbortSignal.timeout's would fire later anyway, building a DOMException per attempt).
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), CALLBACK_TIMEOUT_MS).unref();
     try {
       const headers = await signedHeaders(callback);
       const body = 'bytes' in callback.body ? callback.body.bytes : Readable.from(callback.body.chunks());
-      const response = await request(callback.url, { method: 'POST', headers, body, dispatcher: this.agent, signal: AbortSignal.timeout(CALLBACK_TIMEOUT_MS) });
+      const response = await request(callback.url, { method: 'POST', headers, body, dispatcher: this.agent, signal: controller.signal });
       const judged = judge(response.statusCode, await answerText(response.body));
       return { ...judged, httpStatus: response.statusCode };
     } catch (error) {
       const err = error as Error & { code?: string; cause?: { code?: string } };
       if (err.name === 'TimeoutError' || err.name === 'AbortError') return { delivered: false, error: `no answer within ${CALLBACK_TIMEOUT_MS / 1000} s` };
       return { delivered: false, error: `connection failed: ${err.cause?.code ?? err.code ?? err.message}`.slice(0, ERROR_TEXT_LIMIT) };
+    } finally {
+      clearTimeout(timer);
     }
   }
 

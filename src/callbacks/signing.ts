@@ -1,12 +1,28 @@
-import { createHmac, type Hmac } from 'node:crypto';
+import { createHmac, createSecretKey, type Hmac, type KeyObject } from 'node:crypto';
 
 /**
  * Standard Webhooks signatures (https://www.standardwebhooks.com/): HMAC-SHA256 keyed with the
  * base64-decoded part of `whsec_…`, over `${id}.${timestamp}.${body}`, sent as `v1,<base64>`.
  */
 function hmacOf(secret: string, id: string, timestamp: number): Hmac {
-  const key = Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64');
-  return createHmac('sha256', key).update(`${id}.${timestamp}.`);
+  return createHmac('sha256', keyOf(secret)).update(`${id}.${timestamp}.`);
+}
+
+/**
+ * Each signing secret as a KeyObject, made once: createHmac with raw key bytes first checks whether
+ * they are a CryptoKey, which cost more than the HMAC of a small callback body (profiled).
+ */
+const keys = new Map<string, KeyObject>();
+const KEYS_CACHED = 1000;
+
+function keyOf(secret: string): KeyObject {
+  let key = keys.get(secret);
+  if (!key) {
+    if (keys.size >= KEYS_CACHED) keys.clear();
+    key = createSecretKey(Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64'));
+    keys.set(secret, key);
+  }
+  return key;
 }
 
 /** The signature of a body held whole. */

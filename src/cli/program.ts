@@ -1,6 +1,7 @@
 import { Command, CommanderError, Option } from 'commander';
 import { CONFIG_VARIABLES, ConfigError, loadConfig, type Config } from '../config/config.js';
 import { migrateToLatest, openDatabase, type Database } from '../db/database.js';
+import { registerAuditCommand } from '../audit/commands.js';
 import { registerEmdrCommands } from '../emdr/commands.js';
 import { createLogger, type Logger } from '../logging/logger.js';
 import { registerEhrCommands } from '../ehr/commands.js';
@@ -108,6 +109,7 @@ export function buildProgram(): Command {
   registerSeedDemoCommand(program);
   registerEhrCommands(program);
   registerEmdrCommands(program);
+  registerAuditCommand(program);
 
   for (const command of program.commands) {
     command.exitOverride().configureOutput(program.configureOutput());

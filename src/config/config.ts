@@ -37,6 +37,12 @@ export interface Config {
   byteQuotaPerMinute: number;
   /** How long ended requests, expired sessions and exchange tokens are kept before the worker role purges them. */
   retentionMs: number;
+  /** How long the audit trail's rows are kept (AUDIT_RETENTION): its own period, by default a year. */
+  auditRetentionMs: number;
+  /** Connections of each process's runtime pool (DATABASE_POOL_SIZE). */
+  databasePoolSize: number;
+  /** Loops per stage of the worker role, each with one batch in hand (WORKER_CONCURRENCY). */
+  workerConcurrency: number;
   /** How long a worker holds the rows it claimed before another worker may take them (a killed worker's work comes back). */
   jobExpiryMs: number;
   /** Time budget of the checks (XML and signatures) of one RegisterDocument's document: beyond it, acceptance errors. At most half of jobExpiryMs. */
@@ -233,6 +239,9 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
   const retentionMs = readDuration(env, 'RETENTION', '30d');
   if (retentionMs < 1000) throw new ConfigError('RETENTION', 'must be at least 1s');
 
+  const auditRetentionMs = readDuration(env, 'AUDIT_RETENTION', '365d');
+  if (auditRetentionMs < 1000) throw new ConfigError('AUDIT_RETENTION', 'must be at least 1s');
+
   const jobExpiryMs = readDuration(env, 'JOB_EXPIRY', '30s');
   if (jobExpiryMs < 1000) throw new ConfigError('JOB_EXPIRY', 'must be at least 1s');
   // The check must end well inside JOB_EXPIRY, or another worker takes the same job meanwhile.
@@ -272,6 +281,9 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     rateLimitPerMinute,
     byteQuotaPerMinute,
     retentionMs,
+    auditRetentionMs,
+    databasePoolSize: readPositiveInteger(env, 'DATABASE_POOL_SIZE', '10', 'a whole number of connections, at least 1'),
+    workerConcurrency: readPositiveInteger(env, 'WORKER_CONCURRENCY', '2', 'a whole number of loops per stage, at least 1'),
     jobExpiryMs,
     xmlCheckTimeoutMs,
     signatureTrustStore: env.SIGNATURE_TRUST_STORE ? path.resolve(env.SIGNATURE_TRUST_STORE) : undefined,
@@ -314,6 +326,9 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; fallback: string; m
   { name: 'RATE_LIMIT', fallback: '600', meaning: 'interface B requests per clinic account per minute; 0 turns the limit off' },
   { name: 'BYTE_QUOTA', fallback: '256mb', meaning: 'bytes of interface B request bodies per clinic account per minute (at least BODY_LIMIT); 0 turns the quota off' },
   { name: 'RETENTION', fallback: '30d', meaning: 'how long ended requests (with their callbacks), expired sessions and exchange tokens are kept' },
+  { name: 'AUDIT_RETENTION', fallback: '365d', meaning: 'how long the audit trail (ehr-gateway audit) keeps its rows; its own period, independent of RETENTION' },
+  { name: 'DATABASE_POOL_SIZE', fallback: '10', meaning: "connections of each process's database pool (see the README's connection budget)" },
+  { name: 'WORKER_CONCURRENCY', fallback: '2', meaning: 'batches each stage of the worker role has in hand at once (acceptance, registry, delivery)' },
   { name: 'JOB_EXPIRY', fallback: '30s', meaning: "how long a background job may run before another worker takes it over (a killed worker's jobs come back)" },
   { name: 'XML_CHECK_TIMEOUT', fallback: '10s (at most half of JOB_EXPIRY)', meaning: "time budget of the checks of one RegisterDocument's document, the XML check and the signature check together (one worker thread runs both); beyond it, XML_VALIDATION_ERROR and SIGNATURE_VERIFICATION_ERROR" },
   {

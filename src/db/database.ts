@@ -33,11 +33,12 @@ export async function openDatabase(config: Config, logger: Logger, options: { ad
   const knex = knexFactory({
     client: 'pg',
     connection: { connectionString: url, connectionTimeoutMillis: 10_000 },
-    pool: { min: 0, max: 10 },
+    // Migrations, /readyz and the CLI only: the runtime's queries go through `pool` (DATABASE_POOL_SIZE).
+    pool: { min: 0, max: 2 },
     migrations: { migrationSource: migrationSource(), tableName: MIGRATIONS_TABLE },
     log: knexLog(logger),
   });
-  const pool = new pg.Pool({ connectionString: url, connectionTimeoutMillis: 10_000, max: POOL_SIZE });
+  const pool = new pg.Pool({ connectionString: url, connectionTimeoutMillis: 10_000, max: config.databasePoolSize });
   // An idle connection that the server drops (a restart, an outage) must not crash the process; the next query reconnects.
   pool.on('error', (error) => logger.warn({ code: (error as { code?: unknown }).code }, 'database connection lost'));
   try {
@@ -61,9 +62,6 @@ export async function openDatabase(config: Config, logger: Logger, options: { ad
     },
   };
 }
-
-/** Connections of the runtime pool per process (knex keeps its own, opened only by migrations, /readyz and the CLI). */
-const POOL_SIZE = 10;
 
 /**
  * knex's own messages as JSON log lines (by default it console.logs plain text, with stacks). A

@@ -11,7 +11,7 @@ import type { Logger } from '../logging/logger.js';
 
 const NOTIFY_INTERVAL_MS = 5;
 
-/** Sends `channel` notifications, coalesced. */
+/** Sends `channel` notifications with `payload` (what kind of work: listeners may wake only what it concerns), coalesced. */
 export class Notifier {
   private inFlight = false;
   private again = false;
@@ -21,6 +21,7 @@ export class Notifier {
     private readonly pool: pg.Pool,
     private readonly channel: string,
     private readonly logger: Logger,
+    private readonly payload = '',
   ) {}
 
   notify(): void {
@@ -33,7 +34,7 @@ export class Notifier {
     const send = () => {
       this.lastSentAt = Date.now();
       this.pool
-        .query({ name: 'notify_work', text: "select pg_notify($1, '')", values: [this.channel] })
+        .query({ name: 'notify_work', text: 'select pg_notify($1, $2)', values: [this.channel, this.payload] })
         .catch((error: unknown) => this.logger.warn({ code: (error as { code?: unknown }).code, channel: this.channel }, 'notify failed (idle workers find the work on their next look)'))
         .finally(() => {
           this.inFlight = false;
@@ -56,11 +57,12 @@ export interface Listening {
 const RECONNECT_MS = 1000;
 
 /**
- * Calls `onNotify` for each notification on `channel`, on a connection of its own that comes back
- * after a loss (and once it is connected, in case work was announced while it was not). Resolves
- * once the first connection listens or failed; a failed one is tried again in the background.
+ * Calls `onNotify` with the payload of each notification on `channel`, on a connection of its own
+ * that comes back after a loss (and once it is connected, with an empty payload, in case work was
+ * announced while it was not). Resolves once the first connection listens or failed; a failed one
+ * is tried again in the background.
  */
-export async function listen(url: string, channel: string, onNotify: () => void, logger: Logger): Promise<Listening> {
+export async function listen(url: string, channel: string, onNotify: (payload: string) => void, logger: Logger): Promise<Listening> {
   let client: pg.Client | undefined;
   let stopped = false;
   let retry: NodeJS.Timeout | undefined;
@@ -75,13 +77,13 @@ export async function listen(url: string, channel: string, onNotify: () => void,
     };
     next.on('error', lost);
     next.on('end', lost);
-    next.on('notification', onNotify);
+    next.on('notification', (message) => onNotify(message.payload ?? ''));
     client = next;
     try {
       await next.connect();
       await next.query(`listen ${next.escapeIdentifier(channel)}`);
       // Work may have been announced while this connection was down.
-      onNotify();
+      onNotify('');
     } catch (error) {
       lost();
       throw error;

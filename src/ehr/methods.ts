@@ -14,6 +14,9 @@ import type {
 import type { Config } from '../config/config.js';
 import type { Logger } from '../logging/logger.js';
 import { statement, type Queryable, type Sql } from '../db/sql.js';
+import { AuditTrail } from '../audit/trail.js';
+import { currentRequestId } from '../logging/request-context.js';
+import { RpcError } from './rpc/errors.js';
 import { birthDateOf, instantOf } from './dates.js';
 import { EhrErrors, invalidParam, isUniqueViolation } from './errors.js';
 import { FailureLimit } from './failure-limit.js';
@@ -38,6 +41,8 @@ export interface EhrDependencies {
   logger: Logger;
   /** A remote МИС; by default the ehr_patients table of the same database, which get_patient then reads in the session's query. */
   patientSource?: PatientSource;
+  /** The audit trail's writer for what changes nothing (a read, a refusal); by default one of its own on `sql`. */
+  audit?: AuditTrail;
 }
 
 interface LinkRow {
@@ -70,11 +75,23 @@ const EXPIRES_MS = `(extract(epoch from s.expires_at) * 1000)::float8 as expires
 /** get_patient in one round trip: the session, its user's link (with the sealed user_sign) and the patient. */
 const SESSION_WITH_PATIENT = statement(
   'ehr_session_with_patient',
-  `select s.user_id, ${EXPIRES_MS}, l.patient_id, l.user_sign_sealed, ${PATIENT_COLUMNS}
-     from ehr_sessions s
-     left join ehr_user_links l on l.user_id = s.user_id
-     left join ehr_patients p on p.id = l.patient_id
-    where s.token_hash = $1`,
+  `with found as (
+     select s.user_id, ${EXPIRES_MS}, l.patient_id, l.user_sign_sealed, ${PATIENT_COLUMNS}
+       from ehr_sessions s
+       left join ehr_user_links l on l.user_id = s.user_id
+       left join ehr_patients p on p.id = l.patient_id
+      where s.token_hash = $1
+   ),
+   -- The read's audit row when it succeeds (the user's live session, an active patient: what
+   -- getPatient answers with), in the same statement: no round trip of its own. Committed without
+   -- waiting for the WAL flush, as AuditTrail's rows of reads (src/audit/trail.ts).
+   audited as (
+     insert into audit_events (request_id, internal_user_id, action, outcome)
+     select $3, f.patient_id, 'patient.get_patient', 'ok'
+       from found f, (select set_config('synchronous_commit', 'off', true)) as unflushed
+      where f.user_id = $2 and f.expires_ms > $4 and f.active
+   )
+   select * from found`,
 );
 /** The same without the patient, for a patient source elsewhere. */
 const SESSION_WITH_LINK = statement(
@@ -85,17 +102,53 @@ const SESSION = statement('ehr_session', `select s.user_id, ${EXPIRES_MS} from e
 const LINK = statement('ehr_link', 'select user_id, patient_id, user_sign_sealed from ehr_user_links where user_id = $1');
 const INSERT_SESSION = statement('ehr_insert_session', 'insert into ehr_sessions (token_hash, user_id, expires_at) values ($1, $2, $3)');
 const INSERT_SESSION_ONCE = statement('ehr_insert_session_once', 'insert into ehr_sessions (token_hash, user_id, expires_at) values ($1, $2, $3) on conflict (token_hash) do nothing returning token_hash');
-const DELETE_SESSION = statement('ehr_delete_session', 'delete from ehr_sessions where token_hash = $1 and user_id = $2');
+/** Ends the session and records it in the audit trail, in one statement. */
+const DELETE_SESSION = statement(
+  'ehr_delete_session',
+  `with deleted as (delete from ehr_sessions where token_hash = $1 and user_id = $2 returning user_id),
+   audited as (
+     insert into audit_events (request_id, action, internal_user_id, outcome)
+     select $3, 'embedded_storage.remove_auth_info', l.patient_id, 'ok' from deleted d left join ehr_user_links l using (user_id)
+   )
+   select count(*)::int as removed from deleted`,
+);
 const INSERT_LINK = statement('ehr_insert_link', 'insert into ehr_user_links (user_id, patient_id, user_sign_sealed) values ($1, $2, $3) on conflict (user_id) do nothing returning user_id, patient_id, user_sign_sealed');
-const DELETE_LINK = statement('ehr_delete_link', 'delete from ehr_user_links where user_id = $1');
+const DELETE_LINK = statement(
+  'ehr_delete_link',
+  `with deleted as (delete from ehr_user_links where user_id = $1 returning patient_id)
+   insert into audit_events (request_id, action, internal_user_id, outcome) select $2, 'embedded_storage.remove_authentication', patient_id, 'ok' from deleted`,
+);
 const INSERT_EXCHANGE_TOKEN = statement(
   'ehr_insert_exchange_token',
   'insert into ehr_exchange_tokens (token_hash, user_id, session_token_hash, session_expires_at, expires_at, phone) values ($1, $2, $3, $4, $5, $6)',
 );
 const EXCHANGE_TOKEN = statement('ehr_exchange_token', 'select * from ehr_exchange_tokens where token_hash = $1');
 const LOCK_EXCHANGE_TOKEN = statement('ehr_lock_exchange_token', 'select * from ehr_exchange_tokens where token_hash = $1 for update');
-const COUNT_FAILURE = statement('ehr_exchange_token_failure', 'update ehr_exchange_tokens set failed_attempts = $2, state = $3 where token_hash = $1');
-const MARK_USED = statement('ehr_exchange_token_used', `update ehr_exchange_tokens set state = 'used' where token_hash = $1`);
+/** A failed authenticate counted against its exchange token, and recorded in the audit trail, in one statement. */
+const COUNT_FAILURE = statement(
+  'ehr_exchange_token_failure',
+  `with counted as (update ehr_exchange_tokens set failed_attempts = $2, state = $3 where token_hash = $1)
+   insert into audit_events (request_id, action, outcome) values ($4, 'embedded_storage.authenticate', $5)`,
+);
+/** The exchange token used, and the authentication recorded in the audit trail, in one statement. */
+const MARK_USED = statement(
+  'ehr_exchange_token_used',
+  `with used as (update ehr_exchange_tokens set state = 'used' where token_hash = $1)
+   insert into audit_events (request_id, action, internal_user_id, outcome) values ($2, 'embedded_storage.authenticate', $3, 'ok')`,
+);
+
+/** Errors whose audit row is written already (with the change they record): the handlers' wrapper does not write another. */
+const recordedErrors = new WeakSet<Error>();
+
+function recorded<E extends Error>(error: E): E {
+  recordedErrors.add(error);
+  return error;
+}
+
+/** The outcome column of an error: its JSON-RPC code, or `error` for a failure of ours. */
+function outcomeOf(error: unknown): string {
+  return error instanceof RpcError ? String(error.code) : 'error';
+}
 
 type TransactionOutcome<T> = { result: T } | { error: Error };
 
@@ -112,6 +165,7 @@ class EhrMethods {
     private readonly config: Config,
     private readonly userSignKey: Buffer,
     patientSource: PatientSource | undefined,
+    private readonly audit: AuditTrail,
   ) {
     this.patients = patientSource ?? new TablePatientSource(sql);
     this.patientsInSessionQuery = patientSource === undefined;
@@ -191,8 +245,8 @@ class EhrMethods {
   /** Counts a failed attempt against the locked token (the 5th burns it); the caller's transaction commits it. */
   private async countFailure(trx: Queryable, exchange: ExchangeTokenRow, error: Error): Promise<{ error: Error }> {
     const failedAttempts = exchange.failed_attempts + 1;
-    await trx.run(COUNT_FAILURE, [exchange.token_hash, failedAttempts, failedAttempts >= MAX_FAILED_ATTEMPTS ? 'burned' : 'pending']);
-    return { error };
+    await trx.run(COUNT_FAILURE, [exchange.token_hash, failedAttempts, failedAttempts >= MAX_FAILED_ATTEMPTS ? 'burned' : 'pending', currentRequestId() ?? null, outcomeOf(error)]);
+    return { error: recorded(error) };
   }
 
   /** Links the user to the patient with a new user_sign; -34009 when another call linked the user first. */
@@ -267,7 +321,7 @@ class EhrMethods {
       if (!patient) return this.countFailure(trx, locked, EhrErrors.patientNotAuthenticated(NO_SINGLE_MATCH));
       const link = await this.createLink(trx, locked.user_id, patient.id);
       await this.storeSession(trx, locked);
-      await trx.run(MARK_USED, [hash]);
+      await trx.run(MARK_USED, [hash, currentRequestId() ?? null, patient.id]);
       const userSign = openUserSign(this.userSignKey, link.user_id, link.user_sign_sealed);
       return { result: { patient, user_sign: userSign, userSign, internalUserId: patient.id } };
     });
@@ -276,30 +330,43 @@ class EhrMethods {
   };
 
   /** The live session of `cred` with its link and patient: one query with the built-in patient table, two with another source. */
-  private async sessionPatient(cred: CallContext['cred']): Promise<{ link: LinkRow; patient: Patient | undefined }> {
+  private async sessionPatient(cred: CallContext['cred']): Promise<{ link: LinkRow; patient: Patient | undefined; successAudited: boolean }> {
     if (!cred) throw EhrErrors.notAuthorized(NO_SESSION);
     const joined = this.patientsInSessionQuery;
-    const row = await this.sql.row<SessionRow & Partial<LinkRow> & Partial<PatientRow>>(joined ? SESSION_WITH_PATIENT : SESSION_WITH_LINK, [tokenHash(cred.token)]);
+    // One clock reading for the statement (which writes the audit row of a success) and the checks below: they agree.
+    const now = Date.now();
+    const hash = tokenHash(cred.token);
+    const row = await this.sql.row<SessionRow & Partial<LinkRow> & Partial<PatientRow>>(
+      joined ? SESSION_WITH_PATIENT : SESSION_WITH_LINK,
+      joined ? [hash, cred.user, currentRequestId() ?? null, now] : [hash],
+    );
     if (!row || row.user_id !== cred.user) throw EhrErrors.notAuthorized(NO_SESSION);
-    if (row.expires_ms <= Date.now()) throw EhrErrors.authExpired('session expired');
+    if (row.expires_ms <= now) throw EhrErrors.authExpired('session expired');
     // The link was removed since the session was stored.
     if (!row.patient_id) throw EhrErrors.notAuthorized(NO_SESSION);
     const link = { user_id: row.user_id, patient_id: row.patient_id, user_sign_sealed: row.user_sign_sealed! };
-    if (!joined) return { link, patient: await this.patients.findById(row.patient_id) };
+    if (!joined) return { link, patient: await this.patients.findById(row.patient_id), successAudited: false };
     // A link to a patient the table does not hold (any more) reads as an inactive patient.
-    return { link, patient: row.id ? toPatient(row as PatientRow) : undefined };
+    return { link, patient: row.id ? toPatient(row as PatientRow) : undefined, successAudited: true };
   }
 
   readonly getPatient = async (_params: Record<string, unknown>, { cred }: CallContext): Promise<PatientGetPatientResult> => {
-    const { link, patient } = await this.sessionPatient(cred);
-    if (!patient?.active) throw EhrErrors.patientNotFound('patient no longer active in the patient source');
+    const { link, patient, successAudited } = await this.sessionPatient(cred);
+    const event = { action: 'patient.get_patient', internalUserId: link.patient_id };
+    if (!patient?.active) {
+      const error = EhrErrors.patientNotFound('patient no longer active in the patient source');
+      await this.audit.record({ ...event, outcome: outcomeOf(error) });
+      throw recorded(error);
+    }
     const userSign = openUserSign(this.userSignKey, link.user_id, link.user_sign_sealed);
+    // A read changes nothing: its row went with the session query, or goes with the others being recorded (AuditTrail), before the answer.
+    if (!successAudited) await this.audit.record({ ...event, outcome: 'ok' });
     return { patient, user_sign: userSign, userSign };
   };
 
   readonly removeAuthInfo = async (_params: Record<string, unknown>, { cred }: CallContext): Promise<EmbeddedStorageRemoveAuthInfoResult> => {
     const session = await this.sessionOf(cred);
-    const removed = await this.sql.run(DELETE_SESSION, [session.token_hash, session.user_id]);
+    const { removed } = (await this.sql.row<{ removed: number }>(DELETE_SESSION, [session.token_hash, session.user_id, currentRequestId() ?? null]))!;
     if (removed === 0) throw EhrErrors.notAuthorized(NO_SESSION);
     return { success: true };
   };
@@ -307,20 +374,38 @@ class EhrMethods {
   readonly removeAuthentication = async (_params: Record<string, unknown>, { cred }: CallContext): Promise<EmbeddedStorageRemoveAuthenticationResult> => {
     const session = await this.liveSessionOf(cred);
     // Sessions go with the link (foreign key, on delete cascade); the sealed user_sign is in the link row.
-    await this.sql.run(DELETE_LINK, [session.user_id]);
+    await this.sql.run(DELETE_LINK, [session.user_id, currentRequestId() ?? null]);
     return { success: true };
   };
 }
 
 /** The JSON-RPC methods of interface A by name. */
 export async function createEhrHandlers(dependencies: EhrDependencies): Promise<Record<string, MethodHandler>> {
-  const methods = new EhrMethods(dependencies.sql, dependencies.config, await resolveDataKey(dependencies.config), dependencies.patientSource);
+  const audit = dependencies.audit ?? new AuditTrail(dependencies.sql);
+  const methods = new EhrMethods(dependencies.sql, dependencies.config, await resolveDataKey(dependencies.config), dependencies.patientSource, audit);
+  const audited = (method: string, handler: MethodHandler) => auditFailures(method, handler, audit);
   return {
     'embedded_storage.save_exchange_token': methods.saveExchangeToken,
     'embedded_storage.save_auth_info': methods.saveAuthInfo,
-    'embedded_storage.authenticate': methods.authenticate,
-    'patient.get_patient': methods.getPatient,
-    'embedded_storage.remove_auth_info': methods.removeAuthInfo,
-    'embedded_storage.remove_authentication': methods.removeAuthentication,
+    'embedded_storage.authenticate': audited('embedded_storage.authenticate', methods.authenticate),
+    'patient.get_patient': audited('patient.get_patient', methods.getPatient),
+    'embedded_storage.remove_auth_info': audited('embedded_storage.remove_auth_info', methods.removeAuthInfo),
+    'embedded_storage.remove_authentication': audited('embedded_storage.remove_authentication', methods.removeAuthentication),
+  };
+}
+
+/**
+ * The accesses to patient data leave an audit row whatever their outcome: a success writes its own
+ * (with its change), a failure that did not is recorded here with its code. A row that cannot be
+ * written (the database is down) does not hide the failure itself.
+ */
+function auditFailures(method: string, handler: MethodHandler, audit: AuditTrail): MethodHandler {
+  return async (params, context) => {
+    try {
+      return await handler(params, context);
+    } catch (error) {
+      if (!(error instanceof Error && recordedErrors.has(error))) await audit.record({ action: method, outcome: outcomeOf(error) }).catch(() => undefined);
+      throw error;
+    }
   };
 }

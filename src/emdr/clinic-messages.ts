@@ -11,7 +11,7 @@ import type { OperationHandler, OperationRequest } from './intake/router.js';
 import { MESSAGE_COLUMNS, messageStateOf, type MessageRow } from './messages.js';
 import { replayFailedCallbacks } from './pipeline/callbacks.js';
 import { FileGoneError, refetchDroppedFile, RegistryUnavailableError } from './pipeline/fulfil.js';
-import { WORK_CHANNEL } from './pipeline/workers.js';
+import { WORK, WORK_CHANNEL } from './pipeline/workers.js';
 import type { RegistryPort } from './registry/port.js';
 
 type MessageList = components['schemas']['MessageList'];
@@ -45,7 +45,7 @@ const LIST = statement(
 );
 
 const REQUEST_OF = statement('emdr_request_of_clinic', 'select 1 from emdr_requests where queue_message_id = $1 and ($2::bigint is null or client_id = $2)');
-const ANNOUNCE_WORK = statement('emdr_announce_work', "select pg_notify($1, '')");
+const ANNOUNCE_WORK = statement('emdr_announce_work', 'select pg_notify($1, $2)');
 
 /**
  * A cursor is the position after the last request of a page: its creation time in microseconds
@@ -84,7 +84,7 @@ export async function replayRequestCallbacks(dependencies: ClinicMessageDependen
   await refetchDroppedFile(sql, registry, queueMessageId);
   const replayed = await replayFailedCallbacks(sql, queueMessageId);
   // The running workers (in any process) send them at once.
-  if (replayed.length > 0) await sql.row(ANNOUNCE_WORK, [WORK_CHANNEL]);
+  if (replayed.length > 0) await sql.row(ANNOUNCE_WORK, [WORK_CHANNEL, WORK.callbacks]);
   return replayed;
 }
 

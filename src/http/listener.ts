@@ -1,6 +1,8 @@
 import http, { STATUS_CODES, type IncomingMessage, type RequestListener, type ServerResponse } from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { randomUUID } from 'node:crypto';
+import { requestIdFrom, runInRequest } from '../logging/request-context.js';
 
 export interface Listener {
   port: number;
@@ -48,21 +50,43 @@ export function announcesBody(request: IncomingMessage): boolean {
 /** The security headers every answer carries (API answers are never cached; /docs assets override Cache-Control). */
 export const SECURITY_HEADERS: Readonly<Record<string, string>> = { 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'no-store' };
 
+const SECURITY_HEADER_LIST = Object.entries(SECURITY_HEADERS);
+
 export async function startListener(handler: RequestListener, host: string, port: number, options: ListenerOptions = {}): Promise<Listener> {
   const limits = options.limits ?? DEFAULT_CONNECTION_LIMITS;
   const errorBody = options.errorBody ?? ((status: number) => ({ error: STATUS_CODES[status] ?? 'error' }));
   let draining = false;
+  /**
+   * An answer sent while the listener drains, or before the request's body was read (an early
+   * refusal: the rest of the body is not worth reading, and the connection cannot carry another
+   * request until it is), says `Connection: close`. One function per listener, set on each answer
+   * as its own property: Express re-prototypes the answers it handles, which would drop a method
+   * of the class below.
+   */
+  function writeHead(this: ServerResponse, ...args: Parameters<ServerResponse['writeHead']>): ServerResponse {
+    if (draining || (announcesBody(this.req) && !this.req.complete)) this.setHeader('Connection', 'close');
+    return (Object.getPrototypeOf(this) as ServerResponse).writeHead.apply(this, args);
+  }
+  /** The listener's answers: SECURITY_HEADERS on every one, and the rule above, with nothing allocated per request. */
+  class GatewayResponse extends http.ServerResponse {
+    constructor(request: IncomingMessage) {
+      super(request);
+      for (const [name, value] of SECURITY_HEADER_LIST) this.setHeader(name, value);
+      (this as ServerResponse).writeHead = writeHead as ServerResponse['writeHead'];
+    }
+  }
   const server = http.createServer(
     {
       headersTimeout: limits.headersTimeoutMs,
       requestTimeout: limits.requestTimeoutMs,
       // Node checks both timeouts on this interval (30 s by default, which would stretch a 10 s bound to 40 s).
       connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
+      ServerResponse: GatewayResponse,
     },
     (request, response) => {
-      for (const [name, value] of Object.entries(SECURITY_HEADERS)) response.setHeader(name, value);
-      closeWhenDone(request, response, () => draining);
-      handler(request, response);
+      const requestId = requestIdFrom(request.headers['x-request-id']);
+      response.setHeader('x-request-id', requestId);
+      runInRequest(requestId, () => handler(request, response));
     },
   );
   server.maxConnections = limits.maxConnections;
@@ -93,19 +117,6 @@ export async function startListener(handler: RequestListener, host: string, port
   };
 }
 
-/**
- * `Connection: close` on an answer sent while draining, or before the request's body was read
- * (an early refusal: the rest of the body is not worth reading, and the connection cannot carry
- * another request until it is).
- */
-function closeWhenDone(request: IncomingMessage, response: ServerResponse, draining: () => boolean): void {
-  const writeHead = response.writeHead;
-  response.writeHead = function (this: ServerResponse, ...args: Parameters<ServerResponse['writeHead']>) {
-    if (draining() || (announcesBody(request) && !request.complete)) this.setHeader('Connection', 'close');
-    return writeHead.apply(this, args);
-  } as ServerResponse['writeHead'];
-}
-
 /** Node's own answers (unparsable request, headers too large, HEADERS_TIMEOUT or REQUEST_TIMEOUT) in JSON. */
 function answerClientError(error: NodeJS.ErrnoException, socket: Duplex, errorBody: (status: number) => unknown): void {
   const inFlight = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage;
@@ -115,7 +126,7 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex, errorBo
   }
   const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
   const body = JSON.stringify(errorBody(status));
-  const headers = { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(Buffer.byteLength(body)), ...SECURITY_HEADERS, Connection: 'close' };
+  const headers = { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(Buffer.byteLength(body)), ...SECURITY_HEADERS, 'x-request-id': randomUUID(), Connection: 'close' };
   socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${Object.entries(headers).map(([name, value]) => `${name}: ${value}`).join('\r\n')}\r\n\r\n${body}`);
 }
 

@@ -1,4 +1,5 @@
 import { pino, type Logger } from 'pino';
+import { currentRequestId } from './request-context.js';
 
 export type { Logger };
 
@@ -65,6 +66,8 @@ function serializeError(error: unknown): unknown {
   return { type: error.name, message: error.message, ...(code === undefined ? {} : { code }), stack: error.stack };
 }
 
+const NO_FIELDS = {};
+
 export function createLogger(level: string, destination: NodeJS.WritableStream = process.stdout): Logger {
   return pino(
     {
@@ -73,6 +76,11 @@ export function createLogger(level: string, destination: NodeJS.WritableStream =
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
       serializers: { err: serializeError },
       timestamp: pino.stdTimeFunctions.isoTime,
+      // Every line logged while a request is served names it.
+      mixin: () => {
+        const requestId = currentRequestId();
+        return requestId === undefined ? NO_FIELDS : { requestId };
+      },
     },
     destination,
   );

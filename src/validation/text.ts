@@ -52,7 +52,23 @@ export function textPaths(value: unknown, isBad: (text: string) => boolean): str
   return paths.sort();
 }
 
+/** Whether any string in `value` is flagged by `isBad` (the common answer, no, without building a path). */
+function anyText(value: unknown, isBad: (text: string) => boolean): boolean {
+  const pending: unknown[] = [value];
+  while (pending.length > 0) {
+    const node = pending.pop();
+    if (typeof node === 'string') {
+      if (isBad(node)) return true;
+    } else if (node !== null && typeof node === 'object') {
+      for (const inner of Object.values(node)) pending.push(inner);
+    }
+  }
+  return false;
+}
+
+const isUnstorable = (text: string) => !isStorableText(text);
+
 /** JSON pointers of every string in `value` that is not storable text (at most MAX_REPORTED). */
 export function unstorableTextPaths(value: unknown): string[] {
-  return textPaths(value, (text) => !isStorableText(text));
+  return anyText(value, isUnstorable) ? textPaths(value, isUnstorable) : [];
 }

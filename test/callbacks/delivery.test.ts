@@ -135,7 +135,8 @@ describe('a worker killed between acknowledgement and delivery', () => {
   it('loses nothing: after kill -9 and a restart every callback is delivered, in order, under the same webhook-id', async () => {
     const clinic = await addClinic(api, receiver.url);
     receiver.signingSecret = clinic.signingSecret;
-    const workerEnv = { ...api.env, CALLBACK_RETRY_SCHEDULE: SCHEDULE, JOB_EXPIRY: '2s', LOG_LEVEL: 'silent' };
+    // Every role has an internal listener (health, /metrics): the workers' on ports of their own.
+    const workerEnv = { ...api.env, CALLBACK_RETRY_SCHEDULE: SCHEDULE, JOB_EXPIRY: '2s', LOG_LEVEL: 'silent', INTERNAL_PORT: '0' };
     // The first delivery attempt never gets an answer: the worker is killed while it waits.
     receiver.reply = (callback) => (receiver.received.filter((item) => item.name === callback.name).length === 0 ? 'hang' : SUCCESS);
 

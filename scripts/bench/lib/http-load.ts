@@ -1,4 +1,5 @@
 import net from 'node:net';
+import { cpuMs } from './processes.js';
 
 /**
  * The benchmark's HTTP/1.1 load generators, on raw keep-alive connections: the cheapest client
@@ -44,6 +45,8 @@ export interface LoadResult {
   p99: number;
   max: number;
   mean: number;
+  /** CPU milliseconds of `cpuOf`'s process per measured request, when asked. */
+  cpuMsPerRequest?: number;
 }
 
 /** The text of an HTTP/1.1 request with a Content-Length body. */
@@ -183,11 +186,13 @@ async function exchange(options: LoadOptions, connection: Connection, dueAt: num
  * `connections` clients in a closed loop for `warmupMs` (not counted), then `durationMs`; or,
  * with `count`, until that many requests were answered (durationMs then caps the run).
  */
-export async function closedLoop(options: LoadOptions & { connections: number; durationMs: number; warmupMs?: number; count?: number }): Promise<LoadResult> {
+export async function closedLoop(options: LoadOptions & { connections: number; durationMs: number; warmupMs?: number; count?: number; cpuOf?: number }): Promise<LoadResult> {
   const host = options.host ?? '127.0.0.1';
   const warmupEnds = nowMs() + (options.warmupMs ?? 0);
   const latencies = new Latencies();
   let measuring = (options.warmupMs ?? 0) === 0;
+  const cpu = () => (options.cpuOf === undefined ? Promise.resolve(NaN) : cpuMs(options.cpuOf));
+  let cpuAtStart = measuring ? cpu() : Promise.resolve(NaN);
   let started = measuring ? nowMs() : 0;
   let ends = measuring ? started + options.durationMs : Infinity;
   let issued = 0;
@@ -197,6 +202,7 @@ export async function closedLoop(options: LoadOptions & { connections: number; d
     while (!measuring || more()) {
       if (!measuring && nowMs() >= warmupEnds) {
         measuring = true;
+        cpuAtStart = cpu();
         started = nowMs();
         ends = started + options.durationMs;
       }
@@ -207,7 +213,9 @@ export async function closedLoop(options: LoadOptions & { connections: number; d
     connection.close();
   };
   await Promise.all(Array.from({ length: options.connections }, client));
-  return latencies.summary(nowMs() - started);
+  const summary = latencies.summary(nowMs() - started);
+  if (options.cpuOf === undefined) return summary;
+  return { ...summary, cpuMsPerRequest: ((await cpu()) - (await cpuAtStart)) / summary.requests };
 }
 
 /** Requests started at `ratePerSecond` for `durationMs`, on up to `maxConnections` connections. */

@@ -26,12 +26,18 @@ export function rpcVersion(root: string): string {
  * profile directory, the process writes a CPU profile there when it stops.
  */
 export async function startService(context: BenchContext, databaseUrl: string, dataKey: string, options: { only?: string; env?: Record<string, string> } = {}): Promise<ServiceProcess> {
-  const nodeOptions = context.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${context.profileDir}`] : [];
-  return startServe(
+  const service = await startServe(
     context.root,
     { DATABASE_URL: databaseUrl, DATA_KEY: dataKey, INTERNAL_USERS: `${INTERNAL_USER}:${INTERNAL_PASSWORD}`, RATE_LIMIT: '0', BYTE_QUOTA: '0', ...options.env },
-    { only: options.only, nodeOptions },
+    { only: options.only, nodeOptions: profileOptions(context) },
   );
+  if (context.profileDir) context.log(`serve${options.only ? ` --only ${options.only}` : ''}: pid ${service.pid}`);
+  return service;
+}
+
+/** `--profile DIR`: a CPU profile of each service and baseline process, named CPU.<date>.<time>.<pid>… (the bench log names the pids). */
+function profileOptions(context: BenchContext): string[] {
+  return context.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${context.profileDir}`] : [];
 }
 
 export interface Baseline extends Child {
@@ -40,8 +46,9 @@ export interface Baseline extends Child {
 
 export async function startBaseline(context: BenchContext, databaseUrl: string, dataKey: string): Promise<Baseline> {
   const port = await freePort();
-  const child = spawnTs(context.benchDir, 'baseline.ts', [], { DATABASE_URL: databaseUrl, DATA_KEY: dataKey, INTERNAL_USERS: `${INTERNAL_USER}:${INTERNAL_PASSWORD}`, PORT: String(port) });
+  const child = spawnTs(context.benchDir, 'baseline.ts', [], { DATABASE_URL: databaseUrl, DATA_KEY: dataKey, INTERNAL_USERS: `${INTERNAL_USER}:${INTERNAL_PASSWORD}`, PORT: String(port) }, profileOptions(context));
   await waitFor(child, 'baseline listening');
+  if (context.profileDir) context.log(`baseline: pid ${child.pid}`);
   return { ...child, port };
 }
 

@@ -41,8 +41,8 @@ export async function interfaceA(context: BenchContext): Promise<Measured[]> {
     const path = `/${rpcVersion(context.root)}/`;
     const onAnswer = expectResult;
     const getPatient = {
-      service: () => closedLoop({ port: service.publicPort, connections: CONNECTIONS, durationMs: context.roundMs, warmupMs: context.warmupMs, onAnswer, next: () => ({ bytes: httpRequest('POST', path, JSON_HEADERS, getPatientBody(seeded)) }) }),
-      baseline: () => closedLoop({ port: baseline.port, connections: CONNECTIONS, durationMs: context.roundMs, warmupMs: context.warmupMs, onAnswer, next: () => ({ bytes: httpRequest('POST', '/rpc', JSON_HEADERS, getPatientBody(seeded)) }) }),
+      service: () => closedLoop({ port: service.publicPort, cpuOf: service.pid, connections: CONNECTIONS, durationMs: context.roundMs, warmupMs: context.warmupMs, onAnswer, next: () => ({ bytes: httpRequest('POST', path, JSON_HEADERS, getPatientBody(seeded)) }) }),
+      baseline: () => closedLoop({ port: baseline.port, cpuOf: baseline.pid, connections: CONNECTIONS, durationMs: context.roundMs, warmupMs: context.warmupMs, onAnswer, next: () => ({ bytes: httpRequest('POST', '/rpc', JSON_HEADERS, getPatientBody(seeded)) }) }),
     };
     context.log('get_patient: maximum throughput');
     const max = await alternate(context.rounds, [
@@ -60,11 +60,11 @@ export async function interfaceA(context: BenchContext): Promise<Measured[]> {
     context.log('save_auth_info: maximum throughput, a fresh token each call');
     const nonce = randomBytes(4).toString('hex');
     let counter = 0;
-    const saving = (port: number, route: string) => () =>
-      closedLoop({ port, connections: CONNECTIONS, durationMs: context.roundMs, warmupMs: context.warmupMs, onAnswer, next: () => ({ bytes: httpRequest('POST', route, JSON_HEADERS, saveAuthInfoBody(seeded, nonce, (counter += 1))) }) });
+    const saving = (port: number, pid: number, route: string) => () =>
+      closedLoop({ port, cpuOf: pid, connections: CONNECTIONS, durationMs: context.roundMs, warmupMs: context.warmupMs, onAnswer, next: () => ({ bytes: httpRequest('POST', route, JSON_HEADERS, saveAuthInfoBody(seeded, nonce, (counter += 1))) }) });
     const save = await alternate(context.rounds, [
-      { name: 'service', run: saving(service.internalPort, path) },
-      { name: 'baseline', run: saving(baseline.port, '/rpc') },
+      { name: 'service', run: saving(service.internalPort, service.pid, path) },
+      { name: 'baseline', run: saving(baseline.port, baseline.pid, '/rpc') },
     ]);
     return [getPatientOutcome(max, half, rate), saveAuthInfoOutcome(save)];
   } finally {
@@ -79,6 +79,18 @@ function errorNote(name: string, results: Record<string, LoadResult[]>): string[
   return Object.entries(results)
     .filter(([, list]) => list.some((result) => result.errors > 0))
     .map(([who, list]) => `${name}: ${who} had ${list.reduce((sum, result) => sum + result.errors, 0)} failed requests`);
+}
+
+/**
+ * CPU of the serving process (service or baseline) per request at maximum throughput: what the
+ * service spends beyond the baseline, and far less sensitive than throughput to what else the
+ * machine is running.
+ */
+function cpuPerRequest(results: Record<string, LoadResult[]>): Row {
+  const perRequest = (list: LoadResult[] | undefined) => (list ?? []).map((result) => Math.round((result.cpuMsPerRequest ?? NaN) * 1000));
+  const service = perRequest(results.service);
+  const baseline = perRequest(results.baseline);
+  return { metric: 'CPU of the serving process per request, at maximum throughput', unit: 'µs', service: median(service), baseline: median(baseline), rounds: { service, baseline } };
 }
 
 function getPatientOutcome(max: Record<string, LoadResult[]>, half: Record<string, LoadResult[]>, rate: number): Measured {
@@ -96,7 +108,7 @@ function getPatientOutcome(max: Record<string, LoadResult[]>, half: Record<strin
   return {
     name: 'get_patient',
     title: 'patient.get_patient',
-    rows: [throughput, p99Max, p99Half, p50Half],
+    rows: [throughput, cpuPerRequest(max), p99Max, p99Half, p50Half],
     chart: { throughput: { label: 'get_patient', unit: 'requests/s', service: throughput.service, baseline: throughput.baseline }, latency: { label: 'get_patient p99 @ half max', unit: 'ms', service: p99Half.service, baseline: p99Half.baseline } },
     notes: [...errorNote('maximum', max), ...errorNote('constant rate', half)],
   };
@@ -108,7 +120,7 @@ function saveAuthInfoOutcome(save: Record<string, LoadResult[]>): Measured {
   return {
     name: 'save_auth_info',
     title: 'embedded_storage.save_auth_info',
-    rows: [throughput, p99],
+    rows: [throughput, cpuPerRequest(save), p99],
     chart: { throughput: { label: 'save_auth_info', unit: 'requests/s', service: throughput.service, baseline: throughput.baseline }, latency: { label: 'save_auth_info p99 @ max', unit: 'ms', service: p99.service, baseline: p99.baseline } },
     notes: errorNote('save_auth_info', save),
   };

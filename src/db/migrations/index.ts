@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { auditMigrations } from '../../audit/migrations.js';
 import { ehrMigrations } from '../../ehr/migrations.js';
 import { emdrMigrations } from '../../emdr/migrations.js';
 
@@ -19,7 +20,7 @@ export type NamedMigration = readonly [name: string, migration: Migration];
  * Every migration; each domain keeps its tables in its own list, in order, with names prefixed by
  * the domain. Names are permanent once released: knex_migrations records them.
  */
-const migrations: readonly NamedMigration[] = [...ehrMigrations, ...emdrMigrations];
+const migrations: readonly NamedMigration[] = [...ehrMigrations, ...emdrMigrations, ...auditMigrations];
 
 /** The migrations for knex, each given `context`; without one (listing only), a migration that asks for the key fails. */
 export function migrationSource(context?: MigrationContext): Knex.MigrationSource<string> {

@@ -1,6 +1,7 @@
 import type { OpenrpcDocument, MethodObject, ContentDescriptorObject } from '@open-rpc/schema-utils-js/build/types.js';
 import type { ValidateFunction, ErrorObject } from 'ajv/dist/2020.js';
 import type { Logger } from '../../logging/logger.js';
+import { secondsSince, type Metrics } from '../../metrics/metrics.js';
 import { createJsonSchemaAjv, errorPath } from '../../validation/json-schema.js';
 import { isDatabaseUnavailable } from '../../db/database.js';
 import { UNSTORABLE_TEXT, unstorableTextPaths } from '../../validation/text.js';
@@ -71,6 +72,7 @@ export class RpcEnvelope {
     private readonly document: OpenrpcDocument,
     handlers: Readonly<Record<string, MethodHandler>>,
     private readonly logger: Logger,
+    private readonly metrics?: Metrics,
   ) {
     const ajv = createJsonSchemaAjv();
     for (const method of document.methods as MethodObject[]) {
@@ -125,21 +127,33 @@ export class RpcEnvelope {
     return { body: response };
   }
 
+  /** One call answered, counted in the metrics by its method (`unknown` for a name the document lacks, `invalid` for no call at all). */
   private async handleCall(raw: unknown, channel: Channel, clientAddress: string): Promise<Response | undefined> {
-    if (!isPlainObject(raw)) return errorResponse(null, StandardErrors.invalidRequest('a call must be an object'));
+    if (!this.metrics) return (await this.answerCall(raw, channel, clientAddress)).response;
+    const started = process.hrtime.bigint();
+    const { method, response, errorCode } = await this.answerCall(raw, channel, clientAddress);
+    this.metrics.rpcCall(method, secondsSince(started), errorCode);
+    return response;
+  }
+
+  private async answerCall(raw: unknown, channel: Channel, clientAddress: string): Promise<{ method: string; response: Response | undefined; errorCode?: number }> {
+    const invalid = (id: Id, error: WireError) => ({ method: 'invalid', response: errorResponse(id, error), errorCode: error.code });
+    if (!isPlainObject(raw)) return invalid(null, StandardErrors.invalidRequest('a call must be an object'));
     const call = withoutNullMembers(raw);
     const id = isValidId(call.id) ? call.id : null;
     const isNotification = !('id' in call);
     const problem = describeInvalidCall(call);
-    if (problem) return errorResponse(id, StandardErrors.invalidRequest(problem));
+    if (problem) return invalid(id, StandardErrors.invalidRequest(problem));
     if (call.cred !== undefined && (!this.credValidator(call.cred) || unstorableTextPaths(call.cred).length > 0)) {
-      return errorResponse(id, StandardErrors.invalidRequest('cred must be an object with string user and token, without NUL characters or lone surrogates'));
+      return invalid(id, StandardErrors.invalidRequest('cred must be an object with string user and token, without NUL characters or lone surrogates'));
     }
 
     const method = call.method as string;
+    const label = method === 'rpc.discover' || this.handlers.has(method) ? method : 'unknown';
     const outcome = await this.dispatch(method, call.params, { cred: call.cred as Credentials | undefined, channel, clientAddress });
-    if (isNotification) return undefined;
-    return 'error' in outcome ? errorResponse(id, outcome.error) : { jsonrpc: '2.0', id, result: outcome.result };
+    const errorCode = 'error' in outcome ? outcome.error.code : undefined;
+    if (isNotification) return { method: label, response: undefined, errorCode };
+    return { method: label, response: 'error' in outcome ? errorResponse(id, outcome.error) : { jsonrpc: '2.0', id, result: outcome.result }, errorCode };
   }
 
   private async dispatch(method: string, rawParams: unknown, context: CallContext): Promise<{ result: unknown } | { error: WireError }> {
@@ -193,7 +207,10 @@ export class RpcEnvelope {
  * except `id`, where null keeps its JSON-RPC meaning: a request, not a notification.
  */
 function withoutNullMembers(call: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(call).filter(([name, value]) => value !== null || name === 'id'));
+  for (const name in call) {
+    if (call[name] === null && name !== 'id') return Object.fromEntries(Object.entries(call).filter(([member, value]) => value !== null || member === 'id'));
+  }
+  return call;
 }
 
 function describeInvalidCall(call: Record<string, unknown>): string | undefined {

@@ -5,6 +5,7 @@ import { Validator as OpenApi31Validator } from '@seriousme/openapi-schema-valid
 import { parse as parseYaml } from 'yaml';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { Logger } from '../../logging/logger.js';
+import { secondsSince, type Metrics } from '../../metrics/metrics.js';
 import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../../db/database.js';
 import { BodyRefusal, ClientGone, readBody, refuseBodyByHeaders } from '../../http/json-body.js';
 import { sendJson, type HotPath } from '../../http/respond.js';
@@ -65,6 +66,14 @@ export interface EmdrRouterOptions {
   /** Per operationId, a top-level body member of large base64 kept out of the parsed body (see base64-member.ts). */
   base64Members?: Readonly<Record<string, string>>;
   logger: Logger;
+  /** Requests, durations and errors per operation (`none`: a path or method the definition lacks). */
+  metrics?: Metrics;
+}
+
+/** What the metrics learn of a request: its operation once routed, its error code when it failed. */
+interface Answered {
+  operation: string;
+  errorCode?: string;
 }
 
 /** The body limit of every operation but RegisterDocument (specs/openapi.yaml, TooLarge). */
@@ -237,12 +246,13 @@ class EmdrRouter {
    * limit (429), then the body's encoding and type (415) and declared length (413); once read and
    * before it is parsed, the byte quota (429).
    */
-  async answer(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async answer(req: IncomingMessage, res: ServerResponse, answered?: Answered): Promise<void> {
     const url = req.url ?? '/';
     const queryAt = url.indexOf('?');
     const path = queryAt < 0 ? url : url.slice(0, queryAt);
     const route = this.route(req.method ?? 'GET', path);
     if ('refusal' in route) throw route.refusal;
+    if (answered) answered.operation = route.operationId;
     const security = await this.authenticate(route, req);
     await this.options.beforeBody?.(route.operationId, security, req);
     const body = await this.readJsonBody(route.operation, route.operationId, security, req);
@@ -269,7 +279,17 @@ export async function createEmdrRouter(options: EmdrRouterOptions): Promise<HotP
   return (req, res) => {
     const url = req.url ?? '';
     if (url.slice(0, 4).toLowerCase() !== '/api' || (url.length > 4 && url[4] !== '/' && url[4] !== '?')) return false;
-    router.answer(req, res).catch((error: unknown) => sendError(res, error, options.logger));
+    const metrics = options.metrics;
+    if (!metrics) {
+      router.answer(req, res).catch((error: unknown) => sendError(res, error, options.logger));
+      return true;
+    }
+    const started = process.hrtime.bigint();
+    const answered: Answered = { operation: 'none' };
+    router
+      .answer(req, res, answered)
+      .catch((error: unknown) => (answered.errorCode = sendError(res, error, options.logger)))
+      .finally(() => metrics.apiRequest(answered.operation, res.statusCode, secondsSince(started), answered.errorCode));
     return true;
   };
 }
@@ -287,17 +307,19 @@ function refusalError(refusal: BodyRefusal): ApiError {
   return ApiError.single(refusal.status, refusal.status === 413 ? 'REQUEST_TOO_LARGE' : 'UNSUPPORTED_MEDIA_TYPE', refusal.message);
 }
 
-function sendError(res: ServerResponse, error: unknown, logger: Logger): void {
-  if (error instanceof ClientGone || res.headersSent) return;
+/** Puts the error on the wire; returns its code (undefined when nothing could be sent). */
+function sendError(res: ServerResponse, error: unknown, logger: Logger): string | undefined {
+  if (error instanceof ClientGone || res.headersSent) return undefined;
   if (error instanceof ApiError) {
     sendJson(res, error.status, errorBody(error.items), error.headers);
-    return;
+    return error.items[0]?.code;
   }
   if (isDatabaseUnavailable(error)) {
     logger.warn({ code: (error as { code?: unknown }).code }, 'interface B: database unavailable');
     sendJson(res, 503, errorBody([{ code: 'SERVICE_UNAVAILABLE', message: 'the service cannot reach its database; retry after the seconds in Retry-After' }]), { 'Retry-After': String(RETRY_AFTER_SECONDS) });
-    return;
+    return 'SERVICE_UNAVAILABLE';
   }
   logger.error({ err: error }, 'interface B request failed');
   sendJson(res, 500, errorBody([{ code: 'INTERNAL_ERROR', message: 'internal error' }]));
+  return 'INTERNAL_ERROR';
 }

@@ -29,6 +29,8 @@ interface ClaimedCallback {
   signing_secret_sealed: Buffer;
   document_size: number | null;
   signature_size: number | null;
+  /** The x-request-id of the request that created the callback. */
+  request_id: string;
 }
 
 const CLAIM = statement(
@@ -41,7 +43,7 @@ const CLAIM = statement(
    update emdr_callbacks c set available_at = now() + $2 * interval '1 millisecond'
      from claimed x, emdr_requests r, emdr_clients k
     where c.id = x.id and r.queue_message_id = c.queue_message_id and k.id = r.client_id
-   returning c.id, c.name, c.url, c.payload::text as payload, c.queue_message_id, c.sequence, c.round_attempts,
+   returning c.id, c.name, c.url, c.payload::text as payload, c.queue_message_id, c.sequence, c.round_attempts, r.request_id,
              k.business_id, k.user_name, k.callback_user, k.callback_token_sealed, k.signing_secret_sealed,
              case when c.name = '${RESULT_CALLBACK.DemandContent}' then octet_length(r.document) end as document_size,
              case when c.name = '${RESULT_CALLBACK.DemandContent}' then octet_length(r.signature) end as signature_size`,
@@ -66,11 +68,20 @@ const RECORD = statement(
             last_error = case when i.delivered then c.last_error else i.error end,
             available_at = case when i.retry_in_ms is null then c.available_at else now() + i.retry_in_ms * interval '1 millisecond' end
        from input i join locked l using (id) where c.id = i.id and c.state = 'pending'
-     returning c.id, c.queue_message_id, c.sequence, c.state, c.attempt_count
+     returning c.id, c.queue_message_id, c.sequence, c.state, c.attempt_count, c.name
    ),
    attempts as (
      insert into emdr_callback_attempts (callback_id, attempt, at, http_status, error, duration_ms)
      select u.id, u.attempt_count, i.at, i.http_status, i.error, i.duration_ms from updated u join input i using (id)
+   ),
+   -- A callback's final outcome in the audit trail (src/audit/trail.ts); the file callback says whether the document was another organization's.
+   audited as (
+     insert into audit_events (request_id, business_id, action, emdr_id, queue_message_id, cross_organization, outcome)
+     select r.request_id, k.business_id, u.name, r.emdr_id, u.queue_message_id,
+            case when u.name = '${RESULT_CALLBACK.DemandContent}' then exists (select 1 from emdr_document_disclosures d where d.queue_message_id = u.queue_message_id) end,
+            u.state
+       from updated u join emdr_requests r on r.queue_message_id = u.queue_message_id join emdr_clients k on k.id = r.client_id
+      where u.state in ('delivered', 'failed')
    )
    select id, queue_message_id, sequence, state from updated`,
 );
@@ -157,7 +168,7 @@ export class CallbackStage {
     return {
       id: row.id,
       url: row.url,
-      headers: { businessId: row.business_id, user: row.callback_user, token: credentials.token },
+      headers: { businessId: row.business_id, user: row.callback_user, token: credentials.token, 'x-request-id': row.request_id },
       signingSecret: credentials.signingSecret,
       body: callbackBody(this.context.sql, row),
       roundAttempts: row.round_attempts,
@@ -168,6 +179,7 @@ export class CallbackStage {
   readonly process = async (batch: ClaimedCallback[]): Promise<{ released: number; retries: number[] }> => {
     const outcomes = await this.sender.attemptAll(batch.map((row) => this.outgoing(row)));
     const settled = await recordOutcomes(this.context.sql, outcomes);
+    this.count(batch, outcomes, settled);
     const acceptanceDelivered = settled.filter((row) => row.sequence === 1 && row.state === 'delivered').map((row) => row.queue_message_id);
     // The file callbacks settled for good: their requests' copies of the file may go.
     const fileCallbacks = new Set(batch.filter((row) => row.name === RESULT_CALLBACK.DemandContent).map((row) => row.id));
@@ -178,6 +190,19 @@ export class CallbackStage {
     const followUp = await retryOnDeadlock(() => this.context.sql.row<{ released: number }>(FOLLOW_UP, [acceptanceDelivered, ended]));
     return { released: followUp!.released, retries };
   };
+
+  /** The attempts in the metrics, by callback name. */
+  private count(batch: readonly ClaimedCallback[], outcomes: readonly AttemptOutcome[], settled: ReadonlyArray<{ id: string; state: string }>): void {
+    const metrics = this.context.metrics;
+    if (!metrics) return;
+    const names = new Map(batch.map((row) => [row.id, row.name]));
+    for (const outcome of outcomes) {
+      const callback = names.get(outcome.id)!;
+      metrics.callbackAttempts.inc({ callback });
+      (outcome.delivered ? metrics.callbackDeliveries : metrics.callbackFailures).inc({ callback });
+    }
+    for (const row of settled) if (row.state === 'failed') metrics.callbacksExhausted.inc({ callback: names.get(row.id)! });
+  }
 
   readonly extend = (batch: ClaimedCallback[]) => this.context.sql.run(EXTEND_CALLBACKS, [batch.map((row) => row.id), this.context.leaseMs]);
 }

@@ -1,5 +1,6 @@
 import type { Sql } from '../../db/sql.js';
 import type { Logger } from '../../logging/logger.js';
+import type { Metrics } from '../../metrics/metrics.js';
 import type { CallbackErrorItem } from '../codes.js';
 import type { RegistryPort } from '../registry/port.js';
 
@@ -62,4 +63,8 @@ export interface PipelineContext {
   xmlCheckTimeoutMs: number;
   /** How long a claim holds a row (JOB_EXPIRY): a row not settled by then goes to another worker. */
   leaseMs: number;
+  /** Loops per stage, each with one batch in hand (WORKER_CONCURRENCY). */
+  loops?: number;
+  /** Callback attempts, deliveries and failures. */
+  metrics?: Metrics;
 }

@@ -9,9 +9,14 @@ import { DocumentCheckPool } from './document-check.js';
 
 /** The NOTIFY channel on which processes announce new work of interface B to the workers. */
 export const WORK_CHANNEL = 'ehr_gateway_emdr_work';
+/**
+ * What a notification on WORK_CHANNEL announces: new requests (the acceptance stage's work) or
+ * callbacks due (the delivery stage's); any other payload, an empty one included, wakes every stage.
+ */
+export const WORK = { requests: 'requests', callbacks: 'callbacks' } as const;
 
 /**
- * Each stage claims up to BATCH rows at a time, in LOOPS loops (one batch in hand each). Idle
+ * Each stage claims up to BATCH rows at a time, in LOOPS loops (WORKER_CONCURRENCY; one batch in hand each). Idle
  * loops look for work nobody announced (a lease that ran out: the rows of a worker that was
  * killed or hangs) every IDLE_POLL_MS: such rows come back within JOB_EXPIRY and that.
  */
@@ -36,7 +41,7 @@ export async function startWorkers(context: PipelineContext & { databaseUrl: str
   const acceptance = new AcceptanceStage(context, documents);
   const registry = new FulfilmentStage(context);
   const delivery = new CallbackStage(context, sender);
-  const common = { loops: LOOPS, idlePollMs: IDLE_POLL_MS, logger: context.logger, leaseMs: context.leaseMs };
+  const common = { loops: context.loops ?? LOOPS, idlePollMs: IDLE_POLL_MS, logger: context.logger, leaseMs: context.leaseMs };
 
   const deliveryStage: Stage<Awaited<ReturnType<CallbackStage['claim']>>[number]> = new Stage({
     name: 'delivery',
@@ -74,7 +79,9 @@ export async function startWorkers(context: PipelineContext & { databaseUrl: str
     },
   });
   const stages = [acceptanceStage, registryStage, deliveryStage];
-  const listening = await listen(context.databaseUrl, WORK_CHANNEL, () => stages.forEach((stage) => stage.wake()), context.logger);
+  // Only the stage the work is for: every woken loop costs a claim statement, and the intake announces new requests up to 200 times a second.
+  const woken = (payload: string) => (payload === WORK.requests ? [acceptanceStage] : payload === WORK.callbacks ? [deliveryStage] : stages);
+  const listening = await listen(context.databaseUrl, WORK_CHANNEL, (payload) => woken(payload).forEach((stage) => stage.wake()), context.logger);
   for (const stage of stages) stage.start();
   return {
     requestsStored: () => acceptanceStage.wake(),

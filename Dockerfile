@@ -1,0 +1,27 @@
+# ehr-gateway: one image for every role (serve, serve --only ehr|emdr|worker, and the CLI commands).
+# The runtime is the Node.js the project pins (tools/node: 24.21.0).
+
+FROM node:24.21.0-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY specs ./specs
+COPY generated ./generated
+COPY src ./src
+COPY scripts ./scripts
+RUN npx --no-install tsc -p tsconfig.build.json && node --import tsx scripts/build-docs.ts && npm prune --omit=dev
+
+FROM node:24.21.0-bookworm-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY --from=build /app/specs ./specs
+# The embedded PostgreSQL is for a single machine; in a container set DATABASE_URL (compose.yaml).
+# 1000 is the image's unprivileged user node.
+USER 1000:1000
+EXPOSE 8080 8081
+ENTRYPOINT ["node", "dist/src/main.js"]
+CMD ["serve"]

@@ -1,0 +1,111 @@
+import client from 'prom-client';
+import type pg from 'pg';
+
+/**
+ * The process's Prometheus metrics (prom-client), served as text by `GET /metrics` on the internal
+ * listener. One registry per running service: counters and histograms are updated on the hot
+ * paths (a label lookup and an add), the gauges of the database pool and of the queues are read
+ * when scraped.
+ */
+
+/** One queue of background work, as the database holds it (src/emdr/queues.ts). */
+export interface QueueDepth {
+  queue: string;
+  /** Rows waiting in the queue's state: due, leased by a worker, or scheduled for later. */
+  depth: number;
+  /** Rows a worker may claim now. */
+  claimable: number;
+  /** Age of the oldest row waiting, in seconds (0 when none waits). */
+  oldestSeconds: number;
+}
+
+/** Seconds: from a fast read to a large document upload. */
+const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+export class Metrics {
+  readonly registry = new client.Registry();
+
+  /** Interface A: one per JSON-RPC call (a batch counts each call). */
+  readonly rpcRequests = new client.Counter({ name: 'ehr_gateway_rpc_requests_total', help: 'JSON-RPC calls of interface A by method', labelNames: ['method'], registers: [this.registry] });
+  readonly rpcErrors = new client.Counter({ name: 'ehr_gateway_rpc_errors_total', help: 'JSON-RPC calls of interface A answered with an error, by method and error code', labelNames: ['method', 'code'], registers: [this.registry] });
+  readonly rpcDuration = new client.Histogram({
+    name: 'ehr_gateway_rpc_request_duration_seconds',
+    help: 'Time to answer a JSON-RPC call of interface A, by method',
+    labelNames: ['method'],
+    buckets: DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+
+  /** Interface B: one per HTTP request under /api. */
+  readonly apiRequests = new client.Counter({ name: 'ehr_gateway_api_requests_total', help: 'HTTP requests of interface B by OpenAPI operation and status', labelNames: ['operation', 'status'], registers: [this.registry] });
+  readonly apiErrors = new client.Counter({ name: 'ehr_gateway_api_errors_total', help: 'Interface B answers with an error, by OpenAPI operation and error code', labelNames: ['operation', 'code'], registers: [this.registry] });
+  readonly apiDuration = new client.Histogram({
+    name: 'ehr_gateway_api_request_duration_seconds',
+    help: 'Time to answer an HTTP request of interface B, by OpenAPI operation',
+    labelNames: ['operation'],
+    buckets: DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+
+  /** Callback delivery, by callback name. */
+  readonly callbackAttempts = new client.Counter({ name: 'ehr_gateway_callback_attempts_total', help: 'Callback attempts by callback', labelNames: ['callback'], registers: [this.registry] });
+  readonly callbackDeliveries = new client.Counter({ name: 'ehr_gateway_callback_deliveries_total', help: 'Callbacks delivered (HTTP 200 with status Success), by callback', labelNames: ['callback'], registers: [this.registry] });
+  readonly callbackFailures = new client.Counter({ name: 'ehr_gateway_callback_failures_total', help: 'Callback attempts that failed (retried, or failed for good), by callback', labelNames: ['callback'], registers: [this.registry] });
+  readonly callbacksExhausted = new client.Counter({ name: 'ehr_gateway_callbacks_failed_total', help: 'Callbacks marked failed: their retry schedule is exhausted (ehr-gateway callbacks replay sends them again), by callback', labelNames: ['callback'], registers: [this.registry] });
+
+  constructor(sources: { pool?: pg.Pool; queues?: () => Promise<QueueDepth[]> } = {}) {
+    client.collectDefaultMetrics({ register: this.registry });
+    const { pool, queues } = sources;
+    if (pool) {
+      new client.Gauge({ name: 'ehr_gateway_db_pool_connections', help: 'Connections of the database pool of this process', registers: [this.registry], collect() { this.set(pool.totalCount); } });
+      new client.Gauge({ name: 'ehr_gateway_db_pool_in_use', help: 'Connections of the database pool checked out now', registers: [this.registry], collect() { this.set(pool.totalCount - pool.idleCount); } });
+      new client.Gauge({ name: 'ehr_gateway_db_pool_waiting', help: 'Queries waiting for a connection of the database pool', registers: [this.registry], collect() { this.set(pool.waitingCount); } });
+    }
+    if (queues) this.queueGauges(queues);
+  }
+
+  /** The three queue gauges, filled by one read of the database per scrape. */
+  private queueGauges(queues: () => Promise<QueueDepth[]>): void {
+    let reading: Promise<QueueDepth[]> | undefined;
+    // The three gauges' collects share one read.
+    const read = () => (reading ??= queues().finally(() => setImmediate(() => (reading = undefined))));
+    const gauge = (name: string, help: string, value: (queue: QueueDepth) => number) =>
+      new client.Gauge({
+        name,
+        help,
+        labelNames: ['queue'],
+        registers: [this.registry],
+        async collect() {
+          this.reset();
+          for (const queue of await read()) this.set({ queue: queue.queue }, value(queue));
+        },
+      });
+    gauge('ehr_gateway_queue_depth', 'Rows waiting in a queue of background work (due, leased or scheduled), read from the database', (queue) => queue.depth);
+    gauge('ehr_gateway_queue_claimable', 'Rows of a queue that a worker may claim now, read from the database', (queue) => queue.claimable);
+    gauge('ehr_gateway_queue_oldest_age_seconds', 'Age of the oldest row waiting in a queue, read from the database', (queue) => queue.oldestSeconds);
+  }
+
+  /** Interface A: one call answered. */
+  rpcCall(method: string, seconds: number, errorCode: number | undefined): void {
+    this.rpcRequests.inc({ method });
+    this.rpcDuration.observe({ method }, seconds);
+    if (errorCode !== undefined) this.rpcErrors.inc({ method, code: String(errorCode) });
+  }
+
+  /** Interface B: one request answered. */
+  apiRequest(operation: string, status: number, seconds: number, errorCode: string | undefined): void {
+    this.apiRequests.inc({ operation, status: String(status) });
+    this.apiDuration.observe({ operation }, seconds);
+    if (errorCode !== undefined) this.apiErrors.inc({ operation, code: errorCode });
+  }
+
+  /** The Prometheus text exposition of everything. */
+  async text(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}
+
+/** Seconds since `startedAt` (process.hrtime.bigint()). */
+export function secondsSince(startedAt: bigint): number {
+  return Number(process.hrtime.bigint() - startedAt) / 1e9;
+}
