@@ -134,7 +134,9 @@ describe('XML_CHECK_TIMEOUT', () => {
   it('turns a check that outlives its budget into XML_VALIDATION_ERROR (and the signature check, on the same budget, into SIGNATURE_VERIFICATION_ERROR)', async () => {
     const clinic = await addClinic(service, receiver.url);
     receiver.signingSecret = clinic.signingSecret;
-    const { body: ack } = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody());
+    // A 4 MiB signed document: its check takes far longer than 1 ms on any machine (a small one may not).
+    const document = largeXml(4 * 1024 * 1024).toString('base64');
+    const { body: ack } = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody({ document }));
     expect((await acceptanceOf(receiver, ack.queueMessageId)).body).toMatchObject({
       status: 'error',
       errors: [
