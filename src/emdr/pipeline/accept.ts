@@ -4,7 +4,7 @@ import { retryDelayMs } from '../../work/stage.js';
 import { accessBasis, NO_SUCH_ITEM } from '../access.js';
 import type { CallbackErrorItem } from '../codes.js';
 import { registerDocumentAcceptance, type AcceptanceFindings } from './acceptance.js';
-import { ACCEPTANCE_CALLBACK, callbackUrl, withErrors, type DemandMetadata, type Operation, type PipelineContext, type RegisterMetadata } from './requests.js';
+import { ACCEPTANCE_CALLBACK, callbackUrl, claimRequests, withErrors, type DemandMetadata, type Operation, type PipelineContext, type RegisterMetadata } from './requests.js';
 import type { DocumentCheckPool } from './document-check.js';
 
 /**
@@ -33,24 +33,17 @@ interface ClaimedRequest {
   claims: number;
 }
 
-const CLAIM = statement(
+const CLAIM = claimRequests(
   'emdr_claim_received',
-  `with claimed as (
-     select queue_message_id from emdr_requests
-      where state = 'received' and available_at <= now()
-      order by available_at limit $1 for update skip locked
-   )
-   update emdr_requests r set available_at = now() + $2 * interval '1 millisecond', claims = r.claims + 1
-     from claimed c where r.queue_message_id = c.queue_message_id
-   returning r.queue_message_id, r.client_id, r.operation, r.callback_url, r.metadata, r.intake_errors, r.signature, r.personal_signatures, r.claims,
-             coalesce(octet_length(r.document), 0) as document_size,
-             case when octet_length(r.document) <= $3 then r.document end as document,
-             (select k.organizations from emdr_clients k where k.id = r.client_id) as organizations,
-             (r.local_uid is not null and exists (
-                select 1 from emdr_requests e
-                 where e.client_id = r.client_id and e.operation = 'RegisterDocument' and e.local_uid = r.local_uid
-                   and e.queue_message_id <> r.queue_message_id and e.state <> 'rejected'
-                   and (e.created_at < r.created_at or (e.created_at = r.created_at and e.queue_message_id < r.queue_message_id)))) as duplicate_local_uid`,
+  'received',
+  `r.intake_errors, r.signature, r.personal_signatures,
+   coalesce(octet_length(r.document), 0) as document_size,
+   case when octet_length(r.document) <= $3 then r.document end as document,
+   (r.local_uid is not null and exists (
+      select 1 from emdr_requests e
+       where e.client_id = r.client_id and e.operation = 'RegisterDocument' and e.local_uid = r.local_uid
+         and e.queue_message_id <> r.queue_message_id and e.state <> 'rejected'
+         and (e.created_at < r.created_at or (e.created_at = r.created_at and e.queue_message_id < r.queue_message_id)))) as duplicate_local_uid`,
 );
 
 /**

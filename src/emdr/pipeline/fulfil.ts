@@ -7,7 +7,7 @@ import type { CallbackErrorItem } from '../codes.js';
 import type { RegistryPort } from '../registry/port.js';
 import { snilsDigits } from './acceptance.js';
 import { EXTEND_REQUESTS, RELEASE_REQUESTS } from './accept.js';
-import { callbackUrl, RESULT_CALLBACK, withErrors, type CallbackName, type DemandMetadata, type Operation, type PipelineContext, type RegisterMetadata } from './requests.js';
+import { callbackUrl, claimRequests, RESULT_CALLBACK, withErrors, type CallbackName, type DemandMetadata, type Operation, type PipelineContext, type RegisterMetadata } from './requests.js';
 
 /**
  * The registry stage: a batch of accepted requests claimed in one statement, each registered (or its
@@ -28,18 +28,7 @@ interface ClaimedRequest {
   claims: number;
 }
 
-const CLAIM = statement(
-  'emdr_claim_accepted',
-  `with claimed as (
-     select queue_message_id from emdr_requests
-      where state = 'accepted' and available_at <= now()
-      order by available_at limit $1 for update skip locked
-   )
-   update emdr_requests r set available_at = now() + $2 * interval '1 millisecond', claims = r.claims + 1
-     from claimed c where r.queue_message_id = c.queue_message_id
-   returning r.queue_message_id, r.client_id, r.operation, r.callback_url, r.metadata, r.claims,
-             (select k.organizations from emdr_clients k where k.id = r.client_id) as organizations`,
-);
+const CLAIM = claimRequests('emdr_claim_accepted', 'accepted', '');
 
 const SETTLE = statement(
   'emdr_settle_accepted',

@@ -1,4 +1,4 @@
-import type { Sql } from '../../db/sql.js';
+import { statement, type Sql, type Statement } from '../../db/sql.js';
 import type { Logger } from '../../logging/logger.js';
 import type { Metrics } from '../../metrics/metrics.js';
 import type { CallbackErrorItem } from '../codes.js';
@@ -12,6 +12,27 @@ import type { RegistryPort } from '../registry/port.js';
  */
 
 /** What the request row keeps besides the files (`metadata`). */
+/**
+ * A stage's claim: up to $1 requests in `state` whose time has come, oldest first, leased for $2 ms
+ * (rows another worker holds are skipped), each returned with the stage's `returning` columns
+ * (`r` is the request, `k`-subqueries may follow).
+ */
+export function claimRequests(name: string, state: 'received' | 'accepted', returning: string): Statement {
+  return statement(
+    name,
+    `with claimed as (
+       select queue_message_id from emdr_requests
+        where state = '${state}' and available_at <= now()
+        order by available_at limit $1 for update skip locked
+     )
+     update emdr_requests r set available_at = now() + $2 * interval '1 millisecond', claims = r.claims + 1
+       from claimed c where r.queue_message_id = c.queue_message_id
+     returning r.queue_message_id, r.client_id, r.operation, r.callback_url, r.metadata, r.claims,
+               (select k.organizations from emdr_clients k where k.id = r.client_id) as organizations${returning ? `,
+               ${returning}` : ''}`,
+  );
+}
+
 export interface RegisterMetadata {
   localUid: string;
   kind: string;
