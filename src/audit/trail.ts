@@ -30,16 +30,19 @@ export interface AuditEvent {
 export const AUDIT_COLUMNS = 'request_id, internal_account, internal_user_id, business_id, action, emdr_id, queue_message_id, cross_organization, outcome';
 
 /**
- * Without waiting for the WAL flush (synchronous_commit off for this statement's own transaction):
- * a read's row is committed, and visible, before the answer goes out, so a crash of the service
- * loses none; only a crash of PostgreSQL itself within its WAL writer's delay (about 0.6 s at most)
- * can. Waiting for the flush made every get_patient wait for a disk sync (0.20x of its baseline).
- * Rows of changes are written by the change's own statement and keep its durability.
+ * A FROM item that commits the statement's own transaction without waiting for the WAL flush
+ * (synchronous_commit off), for the audit rows of reads: a read's row is committed, and visible,
+ * before the answer goes out, so a crash of the service loses none; only a crash of PostgreSQL
+ * itself within its WAL writer's delay (about 0.6 s at most) can. Waiting for the flush made every
+ * get_patient wait for a disk sync (0.20x of its baseline). Rows of changes are written by the
+ * change's own statement and keep its durability.
  */
+export const WITHOUT_WAL_FLUSH = `(select set_config('synchronous_commit', 'off', true)) as unflushed`;
+
 const INSERT_EVENTS = statement(
   'audit_insert_events',
   `insert into audit_events (${AUDIT_COLUMNS})
-   select t.* from (select set_config('synchronous_commit', 'off', true)) as unflushed,
+   select t.* from ${WITHOUT_WAL_FLUSH},
           unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::uuid[], $8::bool[], $9::text[]) as t`,
 );
 

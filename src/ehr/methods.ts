@@ -14,7 +14,7 @@ import type {
 import type { Config } from '../config/config.js';
 import type { Logger } from '../logging/logger.js';
 import { statement, type Queryable, type Sql } from '../db/sql.js';
-import { AuditTrail } from '../audit/trail.js';
+import { AuditTrail, WITHOUT_WAL_FLUSH } from '../audit/trail.js';
 import { currentRequestId } from '../logging/request-context.js';
 import { RpcError } from './rpc/errors.js';
 import { birthDateOf, instantOf } from './dates.js';
@@ -84,11 +84,11 @@ const SESSION_WITH_PATIENT = statement(
    ),
    -- The read's audit row when it succeeds (the user's live session, an active patient: what
    -- getPatient answers with), in the same statement: no round trip of its own. Committed without
-   -- waiting for the WAL flush, as AuditTrail's rows of reads (src/audit/trail.ts).
+   -- waiting for the WAL flush, as every audit row of a read (WITHOUT_WAL_FLUSH).
    audited as (
      insert into audit_events (request_id, internal_user_id, action, outcome)
      select $3, f.patient_id, 'patient.get_patient', 'ok'
-       from found f, (select set_config('synchronous_commit', 'off', true)) as unflushed
+       from found f, ${WITHOUT_WAL_FLUSH}
       where f.user_id = $2 and f.expires_ms > $4 and f.active
    )
    select * from found`,

@@ -4,7 +4,7 @@ import { retryDelayMs } from '../../work/stage.js';
 import { accessBasis, NO_SUCH_ITEM } from '../access.js';
 import type { CallbackErrorItem } from '../codes.js';
 import { registerDocumentAcceptance, type AcceptanceFindings } from './acceptance.js';
-import { ACCEPTANCE_CALLBACK, callbackUrl, claimRequests, withErrors, type DemandMetadata, type Operation, type PipelineContext, type RegisterMetadata } from './requests.js';
+import { ACCEPTANCE_CALLBACK, callbackUrl, claimRequests, type ClaimedRequestRow, withErrors, type DemandMetadata, type PipelineContext, type RegisterMetadata } from './requests.js';
 import type { DocumentCheckPool } from './document-check.js';
 
 /**
@@ -17,20 +17,13 @@ import type { DocumentCheckPool } from './document-check.js';
 /** Documents up to this size come with the claim; larger ones are read in slices by the document check. */
 const INLINE_DOCUMENT_BYTES = 64 * 1024;
 
-interface ClaimedRequest {
-  queue_message_id: string;
-  client_id: string;
-  operation: Operation;
-  callback_url: string;
-  metadata: RegisterMetadata | DemandMetadata;
+interface ClaimedRequest extends ClaimedRequestRow {
   intake_errors: CallbackErrorItem[] | null;
   signature: Buffer | null;
   personal_signatures: Array<{ signature: string }> | null;
   document_size: number;
   document: Buffer | null;
-  organizations: string[] | null;
   duplicate_local_uid: boolean;
-  claims: number;
 }
 
 const CLAIM = claimRequests(

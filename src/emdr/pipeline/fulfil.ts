@@ -7,7 +7,7 @@ import type { CallbackErrorItem } from '../codes.js';
 import type { RegistryPort } from '../registry/port.js';
 import { snilsDigits } from './acceptance.js';
 import { EXTEND_REQUESTS, RELEASE_REQUESTS } from './accept.js';
-import { callbackUrl, claimRequests, RESULT_CALLBACK, withErrors, type CallbackName, type DemandMetadata, type Operation, type PipelineContext, type RegisterMetadata } from './requests.js';
+import { callbackUrl, claimRequests, RESULT_CALLBACK, type ClaimedRequestRow, withErrors, type CallbackName, type DemandMetadata, type PipelineContext, type RegisterMetadata } from './requests.js';
 
 /**
  * The registry stage: a batch of accepted requests claimed in one statement, each registered (or its
@@ -18,15 +18,7 @@ import { callbackUrl, claimRequests, RESULT_CALLBACK, withErrors, type CallbackN
  * after this commits (callbacks.ts).
  */
 
-interface ClaimedRequest {
-  queue_message_id: string;
-  client_id: string;
-  operation: Operation;
-  callback_url: string;
-  metadata: RegisterMetadata | DemandMetadata;
-  organizations: string[] | null;
-  claims: number;
-}
+type ClaimedRequest = ClaimedRequestRow;
 
 const CLAIM = claimRequests('emdr_claim_accepted', 'accepted', '');
 

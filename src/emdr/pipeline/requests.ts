@@ -18,6 +18,7 @@ import type { RegistryPort } from '../registry/port.js';
  * (`r` is the request, `k`-subqueries may follow).
  */
 export function claimRequests(name: string, state: 'received' | 'accepted', returning: string): Statement {
+  // The columns every claim returns: ClaimedRequestRow.
   return statement(
     name,
     `with claimed as (
@@ -31,6 +32,17 @@ export function claimRequests(name: string, state: 'received' | 'accepted', retu
                (select k.organizations from emdr_clients k where k.id = r.client_id) as organizations${returning ? `,
                ${returning}` : ''}`,
   );
+}
+
+/** What every stage's claim returns of a request (claimRequests); a stage's `returning` adds to it. */
+export interface ClaimedRequestRow {
+  queue_message_id: string;
+  client_id: string;
+  operation: Operation;
+  callback_url: string;
+  metadata: RegisterMetadata | DemandMetadata;
+  organizations: string[] | null;
+  claims: number;
 }
 
 export interface RegisterMetadata {
