@@ -3,6 +3,7 @@ import { ConfigError, type Config } from './config/config.js';
 import { openApiSpecPath } from './config/paths.js';
 import { isReady, migrateToLatest, openDatabase } from './db/database.js';
 import { Notifier } from './db/notify.js';
+import { MIGRATIONS } from './migrations.js';
 import { startRetention, type Retention } from './db/retention.js';
 import { ehrPurgeSteps } from './ehr/retention.js';
 import { ehrRoutes, rpcHotPath } from './ehr/http.js';
@@ -87,10 +88,10 @@ export async function startService(config: Config, logger: Logger, roles: Readon
     await workers?.stop();
   };
   try {
-    const applied = await migrateToLatest(database);
+    const applied = await migrateToLatest(database, MIGRATIONS);
     if (applied.length > 0) logger.info({ applied }, 'migrations applied');
 
-    const ready = () => isReady(database.knex);
+    const ready = () => isReady(database.knex, MIGRATIONS);
     const metrics = new Metrics({ pool: database.sql.pool, queues: () => emdrQueueDepths(database.sql) });
     const audit = new AuditTrail(database.sql);
     let publicPort: number | undefined;

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { printJson, UsageError, withDatabase } from '../cli/program.js';
+import { printJson, UsageError, type CommandKit } from '../cli/kit.js';
 import { parseDuration } from '../config/config.js';
 
 const AUDIT_HELP = `
@@ -57,7 +57,7 @@ function sinceArgument(value: string): number {
 }
 
 /** `ehr-gateway audit`: the audit trail, filtered. */
-export function registerAuditCommand(program: Command): void {
+export function registerAuditCommand(program: Command, { withDatabase }: CommandKit): void {
   program
     .command('audit')
     .description('print the audit trail: who accessed which patient data or document, when, with what outcome')

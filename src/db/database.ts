@@ -4,7 +4,7 @@ import type { Config } from '../config/config.js';
 import type { Logger } from '../logging/logger.js';
 import { EmbeddedPostgres } from './embedded-postgres.js';
 import { resolveDataKey } from './encryption.js';
-import { migrationSource } from './migrations/index.js';
+import { migrationSource, type NamedMigration } from './migrations/index.js';
 import { Sql } from './sql.js';
 
 export type { Knex };
@@ -35,7 +35,6 @@ export async function openDatabase(config: Config, logger: Logger, options: { ad
     connection: { connectionString: url, connectionTimeoutMillis: 10_000 },
     // Migrations, /readyz and the CLI only: the runtime's queries go through `pool` (DATABASE_POOL_SIZE).
     pool: { min: 0, max: 2 },
-    migrations: { migrationSource: migrationSource(), tableName: MIGRATIONS_TABLE },
     log: knexLog(logger),
   });
   const pool = new pg.Pool({ connectionString: url, connectionTimeoutMillis: 10_000, max: config.databasePoolSize });
@@ -100,15 +99,15 @@ function describeConnectionError(error: unknown): string {
   return [err.code, err.message].filter(Boolean).join(' ').replace(/\/\/[^@/]*@/g, '//***@');
 }
 
-export async function migrateToLatest(database: Pick<Database, 'knex' | 'dataKey'>): Promise<string[]> {
-  const [, applied] = (await database.knex.migrate.latest({ migrationSource: migrationSource({ dataKey: database.dataKey }), tableName: MIGRATIONS_TABLE })) as [number, string[]];
+export async function migrateToLatest(database: Pick<Database, 'knex' | 'dataKey'>, migrations: readonly NamedMigration[]): Promise<string[]> {
+  const [, applied] = (await database.knex.migrate.latest({ migrationSource: migrationSource(migrations, { dataKey: database.dataKey }), tableName: MIGRATIONS_TABLE })) as [number, string[]];
   return applied;
 }
 
 /** Ready: the database answers and every migration this build knows is applied. */
-export async function isReady(knex: Knex): Promise<boolean> {
+export async function isReady(knex: Knex, migrations: readonly NamedMigration[]): Promise<boolean> {
   try {
-    const [, pending] = (await knex.migrate.list()) as [unknown[], unknown[]];
+    const [, pending] = (await knex.migrate.list({ migrationSource: migrationSource(migrations), tableName: MIGRATIONS_TABLE })) as [unknown[], unknown[]];
     return pending.length === 0;
   } catch {
     return false;

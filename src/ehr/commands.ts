@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises';
 import type { Command } from 'commander';
-import { printJson, UsageError, withDatabase } from '../cli/program.js';
+import { printJson, UsageError, type CommandKit } from '../cli/kit.js';
 import { IMPORT_FIELDS, readImportRecords, validateImportRecords } from './patient-import.js';
 import { upsertPatients } from './patients.js';
 
@@ -17,7 +17,7 @@ rejected row's number (1 = first record), field and reason, never the values; ex
 On success prints {"imported":N}.`;
 
 /** Interface A's commands: `patients import FILE`. */
-export function registerEhrCommands(program: Command): void {
+export function registerEhrCommands(program: Command, { withDatabase }: CommandKit): void {
   const patients = program.command('patients').description('the built-in patient source (the МИС) of interface A');
   patients
     .command('import')

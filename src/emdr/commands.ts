@@ -2,7 +2,7 @@ import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Option, type Command } from 'commander';
-import { printJson, UsageError, withDatabase } from '../cli/program.js';
+import { printJson, UsageError, type CommandKit } from '../cli/kit.js';
 import { decodeBase64Strict } from './pipeline/acceptance.js';
 import { isCallbackUrl } from './callback-url.js';
 import { replayRequestCallbacks } from './clinic-messages.js';
@@ -64,7 +64,7 @@ async function verifyDocumentPair(documentPath: string, signaturePath: string, o
 }
 
 /** `clients add`, `messages show`, `callbacks replay`, `document sample`, `document save`, `document verify`: interface B's commands. */
-export function registerEmdrCommands(program: Command): void {
+export function registerEmdrCommands(program: Command, { withDatabase }: CommandKit): void {
   const clients = program.command('clients').description('clinic accounts of interface B');
   clients
     .command('add')

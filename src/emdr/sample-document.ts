@@ -9,7 +9,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Command } from 'commander';
 import type { components } from '../../generated/emdr-api.js';
-import { printJson, UsageError } from '../cli/program.js';
+import { printJson, UsageError } from '../cli/kit.js';
 import { isCallbackUrl } from './callback-url.js';
 import { DEMO_CLINIC } from './demo.js';
 import { certificatePem, createTestSigner, type TestCertificateOptions } from './signatures/test-signer.js';

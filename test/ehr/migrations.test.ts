@@ -1,11 +1,12 @@
 import knexFactory from 'knex';
 import { describe, expect, it } from 'vitest';
 import { migrationSource } from '../../src/db/migrations/index.js';
+import { MIGRATIONS } from '../../src/migrations.js';
 import { createTestDatabase } from '../support/database.js';
 
 describe('interface A migrations', () => {
   it('ehr_003 moves stored genders from 0..3 (male, female, other, unknown) to the peer SDK enum 1..4', async () => {
-    const knex = knexFactory({ client: 'pg', connection: await createTestDatabase(), migrations: { migrationSource: migrationSource(), tableName: 'knex_migrations' } });
+    const knex = knexFactory({ client: 'pg', connection: await createTestDatabase(), migrations: { migrationSource: migrationSource(MIGRATIONS), tableName: 'knex_migrations' } });
     try {
       // Interface A's first two migrations: the database as 1.0.0-alpha left it.
       await knex.migrate.up();

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config.js';
 import { DATA_KEY_FILE, OLD_DATA_KEY_FILE, resolveDataKey } from '../../src/db/encryption.js';
 import { migrationSource } from '../../src/db/migrations/index.js';
+import { MIGRATIONS } from '../../src/migrations.js';
 import { hashToken } from '../../src/emdr/clients.js';
 import { runCli } from '../support/cli.js';
 import { startCallbackReceiver, type CallbackReceiver } from '../support/callback-receiver.js';
@@ -147,7 +148,7 @@ describe('a database whose clinic secrets were stored in clear', () => {
     try {
       // The schema as it was before the secrets were sealed: every migration up to emdr_0001.
       for (;;) {
-        const [, applied] = (await knex.migrate.up({ migrationSource: migrationSource() })) as [number, string[]];
+        const [, applied] = (await knex.migrate.up({ migrationSource: migrationSource(MIGRATIONS) })) as [number, string[]];
         if (applied.includes('emdr_0001_clients_requests_callbacks_registry')) break;
       }
       await knex('emdr_clients').insert({

@@ -1,7 +1,4 @@
 import type { Knex } from 'knex';
-import { auditMigrations } from '../../audit/migrations.js';
-import { ehrMigrations } from '../../ehr/migrations.js';
-import { emdrMigrations } from '../../emdr/migrations.js';
 
 /** What a migration may need beyond the database. */
 export interface MigrationContext {
@@ -17,13 +14,10 @@ export interface Migration {
 export type NamedMigration = readonly [name: string, migration: Migration];
 
 /**
- * Every migration; each domain keeps its tables in its own list, in order, with names prefixed by
- * the domain. Names are permanent once released: knex_migrations records them.
+ * `migrations` (the list src/migrations.ts assembles) for knex, each given `context`; without one
+ * (listing only), a migration that asks for the key fails.
  */
-const migrations: readonly NamedMigration[] = [...ehrMigrations, ...emdrMigrations, ...auditMigrations];
-
-/** The migrations for knex, each given `context`; without one (listing only), a migration that asks for the key fails. */
-export function migrationSource(context?: MigrationContext): Knex.MigrationSource<string> {
+export function migrationSource(migrations: readonly NamedMigration[], context?: MigrationContext): Knex.MigrationSource<string> {
   const noKey: MigrationContext = {
     dataKey: () => Promise.reject(new Error('this migration needs the data key: run it with ehr-gateway migrate or serve')),
   };

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { algorithm, bitString, boolean, contextTagged, integer, octetString, oid, retagged, sequence, setOf, time, utf8String } from './cms/der-writer.ts';
 import { generateGostKeyPair, gostPublicKeyBytes, gostSign, type GostKeyPair } from './crypto/gost-sign.ts';
-import { CURVES } from './crypto/gost3410.ts';
+import { CURVES } from './crypto/curves.ts';
 import { streebog } from './crypto/streebog.ts';
 
 const OID = {

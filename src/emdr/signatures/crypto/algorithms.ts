@@ -6,7 +6,8 @@
 import { createHash, createPublicKey, publicDecrypt, verify as cryptoVerify, constants, type KeyObject } from 'node:crypto';
 import type { AlgorithmIdentifier, SubjectPublicKey } from '../cms/cms.ts';
 import { childrenOf, DerError, oidOf, readElement, TAG } from '../cms/der.ts';
-import { CURVES, gostVerify, littleEndianInteger } from './gost3410.ts';
+import { CURVES } from './curves.ts';
+import { gostVerify, littleEndianInteger } from './gost3410.ts';
 import { Streebog } from './streebog.ts';
 
 export interface Digest {

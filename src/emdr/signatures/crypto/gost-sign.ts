@@ -4,7 +4,8 @@
  * it must never hold a real key.
  */
 import { randomBytes } from 'node:crypto';
-import { littleEndianInteger, multiplyBase, type Curve } from './gost3410.ts';
+import type { Curve } from './curves.ts';
+import { littleEndianInteger, multiplyBase } from './gost3410.ts';
 
 export interface GostKeyPair {
   curve: Curve;

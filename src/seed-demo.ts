@@ -1,15 +1,15 @@
 import type { Command } from 'commander';
-import { loadConfig } from '../config/config.js';
-import { seedDemoPatients } from '../ehr/patients.js';
-import { DEMO_CLINIC, seedDemoClinic } from '../emdr/demo.js';
-import { printJson, UsageError, withDatabase } from './program.js';
+import { printJson, UsageError, type CommandKit } from './cli/kit.js';
+import { loadConfig } from './config/config.js';
+import { seedDemoPatients } from './ehr/patients.js';
+import { DEMO_CLINIC, seedDemoClinic } from './emdr/demo.js';
 
 /**
  * `seed-demo`: idempotent demo data for local runs. Each domain adds its seeding here and
  * reports what it wrote under its own key. The demo clinic's token is public (README), so on a
  * database of DATABASE_URL, which may be a shared or production one, it takes `--force`.
  */
-export function registerSeedDemoCommand(program: Command): void {
+export function registerSeedDemoCommand(program: Command, { withDatabase }: CommandKit): void {
   program
     .command('seed-demo')
     .description('write demo data (idempotent): demo patients of interface A, the demo clinic of interface B')

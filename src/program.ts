@@ -1,45 +1,14 @@
 import { Command, CommanderError, Option } from 'commander';
-import { CONFIG_VARIABLES, ConfigError, loadConfig, type Config } from '../config/config.js';
-import { migrateToLatest, openDatabase, type Database } from '../db/database.js';
-import { registerAuditCommand } from '../audit/commands.js';
-import { registerEmdrCommands } from '../emdr/commands.js';
-import { createLogger, type Logger } from '../logging/logger.js';
-import { registerEhrCommands } from '../ehr/commands.js';
-import { ROLES, startService, type Role } from '../service.js';
+import { registerAuditCommand } from './audit/commands.js';
+import { commandContext, commandKit, printJson, USAGE_EXIT_CODE, UsageError } from './cli/kit.js';
+import { CONFIG_VARIABLES, ConfigError, loadConfig } from './config/config.js';
+import { migrateToLatest, openDatabase } from './db/database.js';
+import { registerEhrCommands } from './ehr/commands.js';
+import { registerEmdrCommands } from './emdr/commands.js';
+import { createLogger } from './logging/logger.js';
+import { MIGRATIONS } from './migrations.js';
 import { registerSeedDemoCommand } from './seed-demo.js';
-
-/** Exit code for bad arguments or bad configuration. */
-export const USAGE_EXIT_CODE = 2;
-
-/** Thrown by commands for an input problem the user can fix: one line, exit code 2. */
-export class UsageError extends Error {}
-
-export interface CommandContext {
-  config: Config;
-  /** Logs go to stderr so that a command's stdout carries only its JSON answer. */
-  logger: Logger;
-}
-
-function commandContext(): CommandContext {
-  const config = loadConfig();
-  return { config, logger: createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, process.stderr) };
-}
-
-/** Runs `work` against the service database (migrated), then closes it. */
-export async function withDatabase<T>(work: (database: Database, context: CommandContext) => Promise<T>): Promise<T> {
-  const context = commandContext();
-  const database = await openDatabase(context.config, context.logger, { adopt: false });
-  try {
-    await migrateToLatest(database);
-    return await work(database, context);
-  } finally {
-    await database.close();
-  }
-}
-
-export function printJson(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value)}\n`);
-}
+import { ROLES, startService, type Role } from './service.js';
 
 const ENVIRONMENT_HELP = [
   '',
@@ -100,16 +69,17 @@ export function buildProgram(): Command {
       const context = commandContext();
       const database = await openDatabase(context.config, context.logger, { adopt: false });
       try {
-        printJson({ applied: await migrateToLatest(database) });
+        printJson({ applied: await migrateToLatest(database, MIGRATIONS) });
       } finally {
         await database.close();
       }
     });
 
-  registerSeedDemoCommand(program);
-  registerEhrCommands(program);
-  registerEmdrCommands(program);
-  registerAuditCommand(program);
+  const kit = commandKit(MIGRATIONS);
+  registerSeedDemoCommand(program, kit);
+  registerEhrCommands(program, kit);
+  registerEmdrCommands(program, kit);
+  registerAuditCommand(program, kit);
 
   for (const command of program.commands) {
     command.exitOverride().configureOutput(program.configureOutput());

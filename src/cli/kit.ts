@@ -1,0 +1,52 @@
+import { loadConfig, type Config } from '../config/config.js';
+import { migrateToLatest, openDatabase, type Database } from '../db/database.js';
+import type { NamedMigration } from '../db/migrations/index.js';
+import { createLogger, type Logger } from '../logging/logger.js';
+
+/**
+ * What every command of the CLI shares: its errors, its output, and the database it opens. The
+ * domains' commands import this module only; the program that assembles them (src/program.ts)
+ * sits above the domains and hands them the migrated database through `CommandKit`.
+ */
+
+/** Exit code for bad arguments or bad configuration. */
+export const USAGE_EXIT_CODE = 2;
+
+/** Thrown by commands for an input problem the user can fix: one line, exit code 2. */
+export class UsageError extends Error {}
+
+export interface CommandContext {
+  config: Config;
+  /** Logs go to stderr so that a command's stdout carries only its JSON answer. */
+  logger: Logger;
+}
+
+export function commandContext(): CommandContext {
+  const config = loadConfig();
+  return { config, logger: createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, process.stderr) };
+}
+
+export function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value)}\n`);
+}
+
+/** What the program gives each domain's commands. */
+export interface CommandKit {
+  /** Runs `work` against the service database (migrated), then closes it. */
+  withDatabase<T>(work: (database: Database, context: CommandContext) => Promise<T>): Promise<T>;
+}
+
+export function commandKit(migrations: readonly NamedMigration[]): CommandKit {
+  return {
+    async withDatabase(work) {
+      const context = commandContext();
+      const database = await openDatabase(context.config, context.logger, { adopt: false });
+      try {
+        await migrateToLatest(database, migrations);
+        return await work(database, context);
+      } finally {
+        await database.close();
+      }
+    },
+  };
+}
