@@ -47,6 +47,12 @@ export const recordMigrations: readonly NamedMigration[] = [
             finished_at timestamptz,
             summary jsonb
           );
+          -- The patients whose items an import run must assemble again (emptied when it ends).
+          create table record_import_patients (
+            import_run bigint not null,
+            patient_id text not null,
+            primary key (import_run, patient_id)
+          );
 
           -- The organizations (OIDs) whose back-office api keys may see a patient: the --organization of
           -- each import that brought the patient's resources.
@@ -59,7 +65,7 @@ export const recordMigrations: readonly NamedMigration[] = [
         `);
       },
       async down(knex) {
-        await knex.raw('drop table record_patient_organizations; drop table record_import_runs; drop table record_aliases; drop table record_resources;');
+        await knex.raw('drop table record_patient_organizations; drop table record_import_patients; drop table record_import_runs; drop table record_aliases; drop table record_resources;');
       },
     },
   ],

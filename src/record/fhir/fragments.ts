@@ -41,6 +41,8 @@ export interface MedicationFragment {
 export interface EncounterFragment {
   hidden: boolean;
   status: string;
+  /** Its start, else its end, else the time of the import: the appointment's time. */
+  at: string;
   start?: string;
   end?: string;
   minutes?: number;
@@ -68,6 +70,8 @@ export interface ObservationFragment {
 }
 export interface ProcedureFragment {
   hidden: boolean;
+  /** When performed, else the time of the import. */
+  at: string;
   encounter?: string;
   title: string;
   services: Service[];
@@ -77,6 +81,8 @@ export interface ProcedureFragment {
 }
 export interface DiagnosticReportFragment {
   hidden: boolean;
+  /** issued, else the effective time, else the time of the import: the report's issuedDate. */
+  at: string;
   encounter?: string;
   status: string;
   category: string;
@@ -92,6 +98,8 @@ export interface DiagnosticReportFragment {
 }
 export interface MedicationRequestFragment {
   hidden: boolean;
+  /** authoredOn, else the time of the import: the prescription's created. */
+  at: string;
   encounter?: string;
   /** 0 recommended, 2 cancelled or stopped, 3 completed (as a recommendation's status). */
   status: 0 | 2 | 3;
@@ -113,6 +121,8 @@ export interface MedicationRequestFragment {
 }
 export interface ServiceRequestFragment {
   hidden: boolean;
+  /** authoredOn, else the time of the import. */
+  at: string;
   encounter?: string;
   title: string;
   service: Service;
@@ -215,7 +225,7 @@ function medication(resource: Json): MedicationFragment {
 
 const DOCTOR_PARTICIPATION = ['pprf', 'atnd'];
 
-function encounter(resource: Json): EncounterFragment {
+function encounter(resource: Json, context: MappingContext): EncounterFragment {
   const { start, end } = periodOf(resource.period);
   const participants = list(resource.participant).filter((participant) => aliasOf(participant.individual)?.startsWith('Practitioner'));
   const chosen = participants.find((participant) => hasCode(participant.type, DOCTOR_PARTICIPATION)) ?? participants[0];
@@ -226,6 +236,7 @@ function encounter(resource: Json): EncounterFragment {
   return {
     hidden: resource.status === ENTERED_IN_ERROR,
     status: text(resource.status),
+    at: start ?? end ?? context.importedAt,
     ...(start ? { start } : {}),
     ...(end ? { end } : {}),
     ...(minutes === undefined ? {} : { minutes }),
@@ -343,11 +354,12 @@ function observation(resource: Json, context: MappingContext): ObservationFragme
 
 const PROCEDURE_STATUS: Record<string, 0 | 1 | 2 | 3> = { 'in-progress': 1, 'not-done': 2, stopped: 2, completed: 3 };
 
-function procedure(resource: Json): ProcedureFragment {
+function procedure(resource: Json, context: MappingContext): ProcedureFragment {
   const encounter = aliasOf(resource.encounter);
   const performed = instant(resource.performedDateTime) ? { start: instant(resource.performedDateTime) } : periodOf(resource.performedPeriod);
   return {
     hidden: resource.status === ENTERED_IN_ERROR,
+    at: performed.start ?? performed.end ?? context.importedAt,
     ...(encounter ? { encounter } : {}),
     title: conceptText(resource.code),
     services: [codeService(resource.code)],
@@ -356,13 +368,14 @@ function procedure(resource: Json): ProcedureFragment {
   };
 }
 
-function diagnosticReport(resource: Json): DiagnosticReportFragment {
+function diagnosticReport(resource: Json, context: MappingContext): DiagnosticReportFragment {
   const encounter = aliasOf(resource.encounter);
   const effective = instant(resource.effectiveDateTime) ? { start: instant(resource.effectiveDateTime) } : periodOf(resource.effectivePeriod);
   const issued = instant(resource.issued);
   const category = list(resource.category)[0];
   return {
     hidden: resource.status === ENTERED_IN_ERROR,
+    at: issued ?? effective.start ?? effective.end ?? context.importedAt,
     ...(encounter ? { encounter } : {}),
     status: text(resource.status),
     category: category ? conceptText(category) : '',
@@ -413,7 +426,7 @@ function dosageOf(dosage: Json): Dosage {
   };
 }
 
-function medicationRequest(resource: Json): MedicationRequestFragment {
+function medicationRequest(resource: Json, context: MappingContext): MedicationRequestFragment {
   const encounter = aliasOf(resource.encounter);
   const dispense = isObject(resource.dispenseRequest) ? resource.dispenseRequest : {};
   const dosage = list(resource.dosageInstruction).map(dosageOf);
@@ -427,6 +440,7 @@ function medicationRequest(resource: Json): MedicationRequestFragment {
   const amount = isObject(dispense.quantity) && typeof dispense.quantity.value === 'number' ? dispense.quantity.value : undefined;
   return {
     hidden: resource.status === ENTERED_IN_ERROR,
+    at: authoredOn ?? context.importedAt,
     ...(encounter ? { encounter } : {}),
     status: REQUEST_STATUS[text(resource.status)] ?? 0,
     ...(authoredOn ? { authoredOn } : {}),
@@ -447,12 +461,13 @@ function medicationRequest(resource: Json): MedicationRequestFragment {
   };
 }
 
-function serviceRequest(resource: Json): ServiceRequestFragment {
+function serviceRequest(resource: Json, context: MappingContext): ServiceRequestFragment {
   const encounter = aliasOf(resource.encounter);
   const authoredOn = instant(resource.authoredOn);
   const occurrence = instant(resource.occurrenceDateTime) ? { start: instant(resource.occurrenceDateTime) } : periodOf(resource.occurrencePeriod);
   return {
     hidden: resource.status === ENTERED_IN_ERROR,
+    at: authoredOn ?? occurrence.start ?? context.importedAt,
     ...(encounter ? { encounter } : {}),
     title: conceptText(resource.code),
     service: codeService(resource.code),

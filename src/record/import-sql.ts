@@ -1,0 +1,113 @@
+import { statement } from '../db/sql.js';
+
+/** The statements of the FHIR import (src/record/import.ts): staging, resolving, assembling. */
+
+const SHARED_TYPES = `('Practitioner', 'Organization', 'Location', 'Medication')`;
+
+export const START_RUN = statement('record_start_run', 'insert into record_import_runs (source) values ($1) returning id::text');
+export const FINISH_RUN = statement('record_finish_run', 'update record_import_runs set finished_at = now(), summary = $2 where id = $1');
+
+/** A batch of mapped resources, upserted by (source, type, id); answers which rows are new. */
+export const STAGE_RESOURCES = statement(
+  'record_stage_resources',
+  `insert into record_resources (source, resource_type, fhir_id, origin, fragment, refs, subject, patient_id, import_run)
+   select $1, t.resource_type, t.fhir_id, t.origin, t.fragment::jsonb, string_to_array(t.refs, E'\\n'), t.subject,
+          case when t.resource_type = 'Patient' then t.fhir_id end, $7
+     from unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $8::text[]) as t(resource_type, fhir_id, origin, fragment, refs, subject)
+   on conflict (source, resource_type, fhir_id) do update
+      set origin = excluded.origin, fragment = excluded.fragment, refs = excluded.refs, subject = excluded.subject,
+          patient_id = excluded.patient_id, import_run = excluded.import_run, updated_at = now()
+   returning (xmax = 0) as inserted`,
+);
+
+export const STAGE_ALIASES = statement(
+  'record_stage_aliases',
+  `insert into record_aliases (source, alias, resource_type, fhir_id)
+   select $1, t.alias, t.resource_type, t.fhir_id from unnest($2::text[], $3::text[], $4::text[]) as t(alias, resource_type, fhir_id)
+   on conflict (source, alias) do update set resource_type = excluded.resource_type, fhir_id = excluded.fhir_id`,
+);
+
+/** The patients of a run belong to the import's organization (what its api keys may see). */
+export const STAGE_PATIENT_ORGANIZATIONS = statement(
+  'record_stage_patient_organizations',
+  `insert into record_patient_organizations (patient_id, organization) select unnest($1::text[]), $2 on conflict do nothing`,
+);
+
+/** Each resource of the run takes its subject's patient. */
+export const RESOLVE_SUBJECTS = statement(
+  'record_resolve_subjects',
+  `update record_resources r set patient_id = p.fhir_id
+     from record_aliases a
+     join record_resources p on p.source = a.source and p.resource_type = a.resource_type and p.fhir_id = a.fhir_id
+    where r.import_run = $1 and r.subject is not null and a.source = r.source and a.alias = r.subject and a.resource_type = 'Patient'`,
+);
+
+/** Resources of the run whose subject names no imported patient: taken out again, and reported. */
+export const DROP_UNRESOLVED = statement(
+  'record_drop_unresolved',
+  `delete from record_resources where import_run = $1 and subject is not null and patient_id is null returning resource_type, fhir_id, origin`,
+);
+
+/** The patients to assemble again: those of the run's resources, and those whose resources name a shared resource of the run. */
+export const COLLECT_PATIENTS = statement(
+  'record_collect_patients',
+  `insert into record_import_patients (import_run, patient_id)
+   select $1, patient_id from record_resources where import_run = $1 and patient_id is not null
+   union
+   select $1, r.patient_id
+     from record_resources r
+    where r.patient_id is not null and r.source = $2
+      and r.refs && (select coalesce(array_agg(a.alias), '{}') from record_aliases a
+                       join record_resources s on s.source = a.source and s.resource_type = a.resource_type and s.fhir_id = a.fhir_id
+                      where s.import_run = $1 and s.resource_type in ${SHARED_TYPES})
+   on conflict do nothing`,
+);
+
+export const NEXT_PATIENTS = statement(
+  'record_next_patients',
+  'select patient_id from record_import_patients where import_run = $1 and patient_id > $2 order by patient_id limit $3',
+);
+
+export const FORGET_PATIENTS = statement('record_forget_patients', 'delete from record_import_patients where import_run = $1');
+
+export const PATIENT_RESOURCES = statement(
+  'record_patient_resources',
+  'select id::text, source, resource_type, fhir_id, fragment from record_resources where patient_id = $1 order by id',
+);
+
+/** What the aliases (per source) name; a shared resource with its fragment. */
+export const RESOLVE_ALIASES = statement(
+  'record_resolve_aliases',
+  `select q.source, q.alias, r.id::text, r.resource_type, r.fhir_id, case when r.patient_id is null then r.fragment end as fragment
+     from unnest($1::text[], $2::text[]) as q(source, alias)
+     join record_aliases a on a.source = q.source and a.alias = q.alias
+     join record_resources r on r.source = a.source and r.resource_type = a.resource_type and r.fhir_id = a.fhir_id`,
+);
+
+// A patient's items are replaced whole: their ids are those of their resources, so they stay.
+export const CLEAR_APPOINTMENTS = statement('record_clear_appointments', 'delete from record_appointments where patient_id = $1');
+export const CLEAR_RESULTS = statement('record_clear_results', 'delete from record_appointment_results where patient_id = $1');
+export const CLEAR_REPORTS = statement('record_clear_reports', 'delete from record_diagnostic_reports where patient_id = $1');
+export const CLEAR_PRESCRIPTIONS = statement('record_clear_prescriptions', 'delete from record_prescriptions where patient_id = $1');
+
+export const INSERT_APPOINTMENTS = statement(
+  'record_insert_appointments',
+  `insert into record_appointments (id, patient_id, created, start, business_id, message)
+   select t.id, $1, t.created, t.start, t.business_id, t.message::jsonb from unnest($2::bigint[], $3::timestamptz[], $4::timestamptz[], $5::text[], $6::text[]) as t(id, created, start, business_id, message)`,
+);
+export const INSERT_RESULTS = statement(
+  'record_insert_results',
+  `insert into record_appointment_results (id, patient_id, created, start, business_id, message)
+   select t.id, $1, t.created, t.start, t.business_id, t.message::jsonb from unnest($2::bigint[], $3::timestamptz[], $4::timestamptz[], $5::text[], $6::text[]) as t(id, created, start, business_id, message)`,
+);
+export const INSERT_REPORTS = statement(
+  'record_insert_reports',
+  `insert into record_diagnostic_reports (id, patient_id, created, business_id, message)
+   select t.id, $1, t.created, t.business_id, t.message::jsonb from unnest($2::bigint[], $3::timestamptz[], $4::text[], $5::text[]) as t(id, created, business_id, message)`,
+);
+export const INSERT_PRESCRIPTIONS = statement(
+  'record_insert_prescriptions',
+  `insert into record_prescriptions (id, patient_id, created, business_id, cd10, message)
+   select t.id, $1, t.created, t.business_id, string_to_array(t.cd10, E'\\n'), t.message::jsonb
+     from unnest($2::bigint[], $3::timestamptz[], $4::text[], $5::text[], $6::text[]) as t(id, created, business_id, cd10, message)`,
+);
