@@ -9,7 +9,8 @@ import { ehrPurgeSteps } from './ehr/retention.js';
 import { ehrRoutes, rpcHotPath } from './ehr/http.js';
 import { createEhrHandlers } from './ehr/methods.js';
 import { RpcEnvelope } from './ehr/rpc/envelope.js';
-import { loadOpenRpcDocument } from './ehr/spec.js';
+import { createRecordHandlers } from './ehr/record-methods.js';
+import { loadOpenRpcDocument, servedVersions } from './ehr/spec.js';
 import { clinicMessageHandlers } from './emdr/clinic-messages.js';
 import { clinicSecurityHandlers, emdrHandlers } from './emdr/intake/handlers.js';
 import { clinicByteQuota, clinicRateLimit } from './emdr/intake/limits.js';
@@ -115,12 +116,20 @@ export async function startService(config: Config, logger: Logger, roles: Readon
     }
 
     const document = roles.has('ehr') ? await loadOpenRpcDocument() : undefined;
-    const fallback = fallbackBody(document ? [document.info.version] : []);
+    const versions = document ? servedVersions(document) : [];
+    const fallback = fallbackBody(versions);
     const listenerOptions = { limits: config.connectionLimits, errorBody: fallback };
-    const envelope = document && new RpcEnvelope(document, await createEhrHandlers({ sql: database.sql, config, logger, audit }), logger, metrics);
+    const envelope =
+      document &&
+      new RpcEnvelope(
+        document,
+        { ...(await createEhrHandlers({ sql: database.sql, config, logger, audit })), ...createRecordHandlers({ sql: database.sql, config, audit, version: document.info.version }) },
+        logger,
+        metrics,
+      );
     // Every role has the internal listener: health and /metrics; the ehr role also the internal channel of interface A.
-    const internalHotPaths = envelope ? [rpcHotPath(envelope, 'internal', document.info.version, logger)] : [];
-    const internalRouters = [healthRoutes(ready, fallback), metricsRoutes(metrics, fallback), ...(envelope ? [ehrRoutes(envelope, 'internal', document.info.version)] : [])];
+    const internalHotPaths = envelope ? [rpcHotPath(envelope, 'internal', versions, logger)] : [];
+    const internalRouters = [healthRoutes(ready, fallback), metricsRoutes(metrics, fallback), ...(envelope ? [ehrRoutes(envelope, 'internal', versions)] : [])];
     const internal = await listen(withHotPaths(internalHotPaths, restApp(internalRouters, logger, fallback)), config.internalHost, config.internalPort, 'INTERNAL_PORT', listenerOptions);
     listeners.push(internal);
     const internalPort = internal.port;
@@ -149,9 +158,8 @@ export async function startService(config: Config, logger: Logger, roles: Readon
         );
       }
       if (envelope) {
-        const version = document.info.version;
-        hotPaths.push(rpcHotPath(envelope, 'public', version, logger));
-        publicRouters.push(ehrRoutes(envelope, 'public', version));
+        hotPaths.push(rpcHotPath(envelope, 'public', versions, logger));
+        publicRouters.push(ehrRoutes(envelope, 'public', versions));
       }
       const publicListener = await listen(withHotPaths(hotPaths, restApp(publicRouters, logger, fallback)), config.host, config.port, 'PORT', listenerOptions);
       listeners.push(publicListener);

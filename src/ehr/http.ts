@@ -10,18 +10,51 @@ import { StandardErrors } from './rpc/errors.js';
 /** Large enough for a batch of 100 calls; patient payloads are small. */
 export const RPC_BODY_LIMIT_BYTES = 1024 * 1024;
 
+/** The one method a text/plain body may call: it takes no credentials and changes nothing (the SDK's browser app posts it with fetch and no Content-Type). */
+const PLAIN_TEXT_METHOD = 'api_info.healthcheck';
+const PLAIN_TEXT_LIMIT_BYTES = 4096;
+
+function isPlainTextUtf8(req: IncomingMessage): boolean {
+  const [type, ...parameters] = (req.headers['content-type'] ?? '').split(';');
+  return type!.trim().toLowerCase() === 'text/plain' && parameters.every((parameter) => !/^\s*charset\s*=/i.test(parameter) || /=\s*"?utf-8"?\s*$/i.test(parameter));
+}
+
+/** Whether a text/plain body is exactly one call of PLAIN_TEXT_METHOD (anything else keeps its 415). */
+function isLonePlainTextCall(text: string): boolean {
+  try {
+    const call = JSON.parse(text) as unknown;
+    return typeof call === 'object' && call !== null && !Array.isArray(call) && (call as { method?: unknown }).method === PLAIN_TEXT_METHOD;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The body of one JSON-RPC POST, or BodyRefusal: application/json (UTF-8), identity-encoded and at
+ * most RPC_BODY_LIMIT_BYTES, checked before it is read; a text/plain body of at most 4 KiB is read
+ * and taken only when it is one call of PLAIN_TEXT_METHOD.
+ */
+async function rpcBody(req: IncomingMessage): Promise<string> {
+  const refusal = refuseBodyByHeaders(req, RPC_BODY_LIMIT_BYTES, { typeRequired: true });
+  if (!refusal) return (await readBody(req, RPC_BODY_LIMIT_BYTES)).toString('utf8');
+  const plain = refusal.status === 415 && req.headers['content-encoding'] === undefined && isPlainTextUtf8(req) && Number(req.headers['content-length'] ?? 0) <= PLAIN_TEXT_LIMIT_BYTES;
+  if (!plain) throw refusal;
+  const text = (await readBody(req, PLAIN_TEXT_LIMIT_BYTES).catch((error: unknown) => Promise.reject(error instanceof BodyRefusal ? refusal : error))).toString('utf8');
+  if (!isLonePlainTextCall(text)) throw refusal;
+  return text;
+}
+
 /**
  * One JSON-RPC POST: the body must be application/json (UTF-8), identity-encoded and at most
  * RPC_BODY_LIMIT_BYTES, checked before it is read: else 415 or 413 with a JSON-RPC error (id null),
- * so browsers cannot send it a simple cross-site request. Every JSON-RPC answer is HTTP 200; a lone
+ * so browsers cannot send it a simple cross-site request (the one exception, rpcBody's text/plain
+ * healthcheck, reads nothing of anybody's). Every JSON-RPC answer is HTTP 200; a lone
  * notification (or a batch of them) gets 204.
  */
 async function answerRpcPost(envelope: RpcEnvelope, channel: Channel, req: IncomingMessage, res: ServerResponse): Promise<void> {
   let text: string;
   try {
-    const refusal = refuseBodyByHeaders(req, RPC_BODY_LIMIT_BYTES, { typeRequired: true });
-    if (refusal) throw refusal;
-    text = (await readBody(req, RPC_BODY_LIMIT_BYTES)).toString('utf8');
+    text = await rpcBody(req);
   } catch (error) {
     if (error instanceof BodyRefusal) sendJson(res, error.status, { jsonrpc: '2.0', id: null, error: StandardErrors.invalidRequest(error.message) });
     else if (!(error instanceof ClientGone)) throw error;
@@ -34,9 +67,12 @@ async function answerRpcPost(envelope: RpcEnvelope, channel: Channel, req: Incom
   } else sendJson(res, 200, outcome.body);
 }
 
-/** The hot path of interface A: exactly `POST /<version>/` (or without the slash, or with a query), straight to the envelope. */
-export function rpcHotPath(envelope: RpcEnvelope, channel: Channel, version: string, logger: Logger): HotPath {
-  const paths = new Set([`/${version}/`, `/${version}`]);
+/**
+ * The hot path of interface A: exactly `POST /<version>/` (or without the slash, or with a query)
+ * for each served version (the spec's own and the compatible ones it lists), straight to the envelope.
+ */
+export function rpcHotPath(envelope: RpcEnvelope, channel: Channel, versions: readonly string[], logger: Logger): HotPath {
+  const paths = new Set(versions.flatMap((version) => [`/${version}/`, `/${version}`]));
   return (req, res) => {
     if (req.method !== 'POST') return false;
     const url = req.url ?? '';
@@ -44,7 +80,7 @@ export function rpcHotPath(envelope: RpcEnvelope, channel: Channel, version: str
     if (!paths.has(query < 0 ? url : url.slice(0, query))) return false;
     answerRpcPost(envelope, channel, req, res).catch((error: unknown) => {
       logger.error({ err: error }, 'interface A request failed');
-      if (!res.headersSent) sendJson(res, 500, fallbackBody([version])(500));
+      if (!res.headersSent) sendJson(res, 500, fallbackBody(versions)(500));
       else res.destroy();
     });
     return true;
@@ -55,17 +91,17 @@ export function rpcHotPath(envelope: RpcEnvelope, channel: Channel, version: str
  * Interface A's other answers under /<version>: an unknown version gets 404 and another method 405,
  * both `{error, supportedVersions}` (a POST of the version itself takes the hot path).
  */
-export function ehrRoutes(envelope: RpcEnvelope, channel: Channel, version: string): Router {
+export function ehrRoutes(envelope: RpcEnvelope, channel: Channel, versions: readonly string[]): Router {
   const router = Router();
-  const httpError = fallbackBody([version]);
-  const unknownVersion = (res: Response) => res.status(404).json(httpError(404, `unknown API version; supported: ${version}`));
+  const httpError = fallbackBody(versions);
+  const unknownVersion = (res: Response) => res.status(404).json(httpError(404, `unknown API version; supported: ${versions.join(', ')}`));
 
   router.post('/:version', async (req, res) => {
-    if (req.params.version !== version) unknownVersion(res);
+    if (!versions.includes(req.params.version)) unknownVersion(res);
     else await answerRpcPost(envelope, channel, req, res);
   });
   router.all('/:version', (req, res) => {
-    if (req.params.version !== version) unknownVersion(res);
+    if (!versions.includes(req.params.version)) unknownVersion(res);
     else res.status(405).setHeader('Allow', 'POST').json(httpError(405, 'JSON-RPC calls are POSTed'));
   });
   return router;

@@ -47,8 +47,8 @@ beforeAll(async () => {
   const document = await parseOpenRPCDocument(raw, { validate: true, dereference: true });
   const logger = createLogger('info', { write: (line: string) => logLines.push(line) } as unknown as NodeJS.WritableStream);
   const envelope = new RpcEnvelope(document, handlers, logger);
-  publicListener = await startListener(express().use(ehrRoutes(envelope, 'public', '0.0.0-test')), '127.0.0.1', 0);
-  internalListener = await startListener(express().use(ehrRoutes(envelope, 'internal', '0.0.0-test')), '127.0.0.1', 0);
+  publicListener = await startListener(express().use(ehrRoutes(envelope, 'public', ['0.0.0-test'])), '127.0.0.1', 0);
+  internalListener = await startListener(express().use(ehrRoutes(envelope, 'internal', ['0.0.0-test'])), '127.0.0.1', 0);
   publicUrl = `http://127.0.0.1:${publicListener.port}/0.0.0-test/`;
   internalUrl = `http://127.0.0.1:${internalListener.port}/0.0.0-test/`;
 });
