@@ -18,7 +18,7 @@ TSX := node --import tsx
 export REDOCLY_TELEMETRY := off
 export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
 
-.PHONY: help node install browser gost-engine clients generate check-specs check-generated check-breaking typecheck lint-docker unit test contract fuzz build run bench mock
+.PHONY: help node install browser gost-engine clients synthea generate check-specs check-generated check-breaking typecheck lint-docker unit test contract fuzz build run bench mock
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
@@ -82,6 +82,20 @@ $(JAVA_PARTNER): $(JAVA_CLIENT) test/partner/java/pom.xml $(wildcard test/partne
 	$(MAVEN) -f test/partner/java/pom.xml compile
 	@touch $@
 
+# Synthea, for the FHIR R4 test and benchmark data made at test time: Maven resolves it with its
+# libraries into .tools/m2 and writes their classpath; the jar is checked against tools/synthea.
+SYNTHEA_VERSION := 3.3.0
+SYNTHEA_JAR := .tools/m2/org/mitre/synthea/synthea/$(SYNTHEA_VERSION)/synthea-$(SYNTHEA_VERSION).jar
+SYNTHEA_CLASSPATH := .tools/synthea/classpath.txt
+
+$(SYNTHEA_CLASSPATH): tools/synthea/pom.xml tools/synthea/synthea.sha256
+	@mkdir -p $(dir $@)
+	$(MAVEN) -f tools/synthea/pom.xml org.apache.maven.plugins:maven-dependency-plugin:3.11.0:build-classpath -Dmdep.outputFile=$(CURDIR)/$@.partial
+	cd $(dir $(SYNTHEA_JAR)) && sha256sum --check --quiet $(CURDIR)/tools/synthea/synthea.sha256 || { rm -f $(CURDIR)/$@.partial; exit 1; }
+	mv $@.partial $@
+
+synthea: $(SYNTHEA_CLASSPATH) ## Synthea and its libraries from Maven Central (.tools/m2), for the FHIR test and benchmark data
+
 clients: $(PYTHON_CLIENT) $(JAVA_PARTNER) ## the Python client (.venv, .clients/python) and the Java client (.clients/java, built with Maven) of interface B
 
 generate: $(INSTALLED) ## write generated/ from specs/
@@ -118,7 +132,7 @@ typecheck: $(INSTALLED) ## TypeScript, strict (the service, and the scripts of t
 	npx --no-install tsc -p src/docs/client/tsconfig.json
 	npx --no-install tsc -p src/console/client/tsconfig.json
 
-unit: $(INSTALLED) browser gost-engine clients ## the vitest suite alone
+unit: $(INSTALLED) browser gost-engine clients synthea ## the vitest suite alone
 	npx --no-install vitest run
 
 test: check-specs check-generated check-breaking typecheck lint-docker unit ## every check CI runs
@@ -142,5 +156,5 @@ run: build ## start the whole service on the embedded PostgreSQL under ./.data, 
 mock: $(INSTALLED) ## mocks from the specs: interface B (Prism behind a relay that signs its callbacks) on :4010, interface A on :4011
 	scripts/mock.sh
 
-bench: $(INSTALLED) ## every benchmark scenario against its bare baseline → docs/benchmarks.md and .svg (BENCH_ARGS=--help for options)
+bench: $(INSTALLED) synthea ## every benchmark scenario against its bare baseline → docs/benchmarks.md and .svg (BENCH_ARGS=--help for options)
 	$(TSX) scripts/bench/run.ts $(BENCH_ARGS)
