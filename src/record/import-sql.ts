@@ -10,9 +10,9 @@ export const FINISH_RUN = statement('record_finish_run', 'update record_import_r
 /** A batch of mapped resources, upserted by (source, type, id); answers which rows are new. */
 export const STAGE_RESOURCES = statement(
   'record_stage_resources',
-  `insert into record_resources (source, resource_type, fhir_id, origin, fragment, refs, subject, patient_id, import_run)
+  `insert into record_resources (source, resource_type, fhir_id, origin, fragment, refs, subject, patient_id, import_run, first_run)
    select $1, t.resource_type, t.fhir_id, t.origin, t.fragment::jsonb, string_to_array(t.refs, E'\\n'), t.subject,
-          case when t.resource_type = 'Patient' then t.fhir_id end, $7
+          case when t.resource_type = 'Patient' then t.fhir_id end, $7, $7
      from unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $8::text[]) as t(resource_type, fhir_id, origin, fragment, refs, subject)
    on conflict (source, resource_type, fhir_id) do update
       set origin = excluded.origin, fragment = excluded.fragment, refs = excluded.refs, subject = excluded.subject,
@@ -45,7 +45,7 @@ export const RESOLVE_SUBJECTS = statement(
 /** Resources of the run whose subject names no imported patient: taken out again, and reported. */
 export const DROP_UNRESOLVED = statement(
   'record_drop_unresolved',
-  `delete from record_resources where import_run = $1 and subject is not null and patient_id is null returning resource_type, fhir_id, origin`,
+  `delete from record_resources where import_run = $1 and subject is not null and patient_id is null returning resource_type, fhir_id, origin, first_run = $1 as new`,
 );
 
 /** The patients to assemble again: those of the run's resources, and those whose resources name a shared resource of the run. */

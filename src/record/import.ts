@@ -133,7 +133,10 @@ export async function importFhirFiles(sql: Sql, files: readonly string[], option
   report('reading');
 
   await sql.run(Q.RESOLVE_SUBJECTS, [runId]);
-  for (const orphan of await sql.rows<{ resource_type: string; fhir_id: string; origin: string }>(Q.DROP_UNRESOLVED, [runId])) {
+  for (const orphan of await sql.rows<{ resource_type: string; fhir_id: string; origin: string; new: boolean }>(Q.DROP_UNRESOLVED, [runId])) {
+    // Staged, then taken out again: it counts as rejected only.
+    if (orphan.new) summary.imported -= 1;
+    else summary.updated -= 1;
     reject({ file: orphan.origin.split(/[:#]/)[0]!, entry: orphan.origin, path: `${orphan.resource_type}.subject`, message: 'references no imported Patient' });
   }
   await sql.run(Q.COLLECT_PATIENTS, [runId, options.source]);

@@ -23,6 +23,8 @@ export const recordMigrations: readonly NamedMigration[] = [
             -- the patient it belongs to (ehr_patients.id), once its subject resolved
             patient_id text,
             import_run bigint not null,
+            -- the run that first brought it (its later runs update it)
+            first_run bigint not null,
             updated_at timestamptz not null default now(),
             unique (source, resource_type, fhir_id)
           );
