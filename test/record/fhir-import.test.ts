@@ -29,9 +29,11 @@ const idOf = (reference: string) => reference.replace(/^urn:uuid:/, '').replace(
 const ofType = (type: string) => resources.filter((resource) => resource.resourceType === type);
 const ofPatient = (type: string, patientId: string) => ofType(type).filter((resource) => idOf(resource.subject?.reference ?? '') === patientId);
 const conceptText = (concept: any) => concept?.text || concept?.coding?.[0]?.display || concept?.coding?.[0]?.code || '';
-const byIdentifier = (type: string, reference: string) => {
+const byIdentifier = (type: string, reference: string): Record<string, any> => {
   const [system, value] = decodeURIComponent(reference.split('identifier=')[1]!).split('|');
-  return ofType(type).find((resource) => resource.identifier?.some((identifier: any) => identifier.system === system && identifier.value === value));
+  const found = ofType(type).find((resource) => resource.identifier?.some((identifier: any) => identifier.system === system && identifier.value === value));
+  if (!found) throw new Error(`no ${type} of ${reference} in the generated data`);
+  return found;
 };
 const sorted = <T>(values: T[]) => values.map((value) => JSON.stringify(value)).sort();
 
@@ -236,7 +238,7 @@ describe('rejected entries', () => {
   });
 
   it('names file, line or entry and FHIR path of each; imports the rest; exit code 1', async () => {
-    const patient = { ...ofType('Patient')[0]!, id: 'rejects-patient' };
+    const patient: Record<string, any> = { ...ofType('Patient')[0]!, id: 'rejects-patient' };
     const observation = ofType('Observation').find((candidate) => candidate.valueQuantity)!;
     const good = { ...observation, id: 'rejects-good', subject: { reference: 'Patient/rejects-patient' }, encounter: undefined };
     const badValue = { ...good, id: 'rejects-bad-value', valueQuantity: { ...observation.valueQuantity, value: 'high' } };
