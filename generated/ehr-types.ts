@@ -986,38 +986,6 @@ export interface EmbeddedStorageSaveAuthInfoResult {
   expiresAt: Timestamp2;
 }
 /**
- * Params of embedded_storage.remove_auth_info, by name.
- *
- * This interface was referenced by `EhrApi`'s JSON-Schema
- * via the `definition` "EmbeddedStorageRemoveAuthInfoParams".
- */
-export interface EmbeddedStorageRemoveAuthInfoParams {}
-/**
- * Result of embedded_storage.remove_auth_info.
- *
- * This interface was referenced by `EhrApi`'s JSON-Schema
- * via the `definition` "EmbeddedStorageRemoveAuthInfoResult".
- */
-export interface EmbeddedStorageRemoveAuthInfoResult {
-  success: true;
-}
-/**
- * Params of embedded_storage.remove_authentication, by name.
- *
- * This interface was referenced by `EhrApi`'s JSON-Schema
- * via the `definition` "EmbeddedStorageRemoveAuthenticationParams".
- */
-export interface EmbeddedStorageRemoveAuthenticationParams {}
-/**
- * Result of embedded_storage.remove_authentication.
- *
- * This interface was referenced by `EhrApi`'s JSON-Schema
- * via the `definition` "EmbeddedStorageRemoveAuthenticationResult".
- */
-export interface EmbeddedStorageRemoveAuthenticationResult {
-  success: true;
-}
-/**
  * Params of api_info.healthcheck, by name.
  *
  * This interface was referenced by `EhrApi`'s JSON-Schema
@@ -1650,4 +1618,36 @@ export interface PatientCountResult {
   count: number;
   support: true;
   cursorType: CursorType;
+}
+/**
+ * Params of embedded_storage.remove_auth_info, by name.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "EmbeddedStorageRemoveAuthInfoParams".
+ */
+export interface EmbeddedStorageRemoveAuthInfoParams {}
+/**
+ * Result of embedded_storage.remove_auth_info.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "EmbeddedStorageRemoveAuthInfoResult".
+ */
+export interface EmbeddedStorageRemoveAuthInfoResult {
+  success: true;
+}
+/**
+ * Params of embedded_storage.remove_authentication, by name.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "EmbeddedStorageRemoveAuthenticationParams".
+ */
+export interface EmbeddedStorageRemoveAuthenticationParams {}
+/**
+ * Result of embedded_storage.remove_authentication.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "EmbeddedStorageRemoveAuthenticationResult".
+ */
+export interface EmbeddedStorageRemoveAuthenticationResult {
+  success: true;
 }
