@@ -15,6 +15,7 @@ import { growth } from './scenarios/growth.js';
 import { interfaceA } from './scenarios/interface-a.js';
 import { largeDocument } from './scenarios/large-document.js';
 import { pipeline } from './scenarios/pipeline.js';
+import { record } from './scenarios/record.js';
 import { registerDocument } from './scenarios/register-document.js';
 
 const HELP = `usage: tsx scripts/bench/run.ts [options]
@@ -30,6 +31,8 @@ Scenarios (--only, comma-separated; default all):
   pipeline           N documents until both callbacks of each arrived; ack → result when idle
   growth             get_patient and RegisterDocument on 1,000 vs --growth-rows sessions and documents
   large-document     peak RSS growth of serve for one --large-mib document through everything
+  record             the medical record: records import of --record-import-mib of FHIR NDJSON (rate,
+                     peak RSS); a patient's 100 reports against the baseline; 100 vs 10,000 reports
 
 options:
   --smoke                tiny counts and short rounds (seconds in all): checks the suite works
@@ -43,6 +46,7 @@ options:
   --pipeline-documents N documents per pipeline round (default 3000; smoke 20)
   --growth-rows N        rows of the large growth database (default 200000; smoke 2000)
   --large-mib N          size of the large document (default 20; smoke 1)
+  --record-import-mib N  size of the FHIR NDJSON the record scenario imports (default 1024; smoke 2)
   --profile DIR          write a CPU profile of each service and baseline process there (node --cpu-prof)
   -h, --help             this text`;
 
@@ -52,6 +56,7 @@ const SCENARIOS: Record<string, Scenario> = {
   pipeline,
   growth,
   'large-document': largeDocument,
+  record,
 };
 
 function options() {
@@ -68,6 +73,7 @@ function options() {
       'pipeline-documents': { type: 'string' },
       'growth-rows': { type: 'string' },
       'large-mib': { type: 'string' },
+      'record-import-mib': { type: 'string' },
       profile: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -129,6 +135,7 @@ async function main(): Promise<void> {
     pipelineDocuments: number(values['pipeline-documents'], smoke ? 20 : 3000, '--pipeline-documents'),
     growthRows: number(values['growth-rows'], smoke ? 2000 : 200_000, '--growth-rows'),
     largeDocumentBytes: number(values['large-mib'], smoke ? 1 : 20, '--large-mib') * 1024 * 1024,
+    recordImportMiB: number(values['record-import-mib'], smoke ? 2 : 1024, '--record-import-mib'),
     profileDir: values.profile && path.resolve(values.profile),
     log,
   };

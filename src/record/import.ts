@@ -85,7 +85,7 @@ class Batch {
 }
 
 export async function importFhirFiles(sql: Sql, files: readonly string[], options: ImportOptions): Promise<ImportSummary> {
-  loadDefinitions();
+  await loadDefinitions();
   const started = Date.now();
   const importedAt = new Date().toISOString();
   const runId = (await sql.row<{ id: string }>(Q.START_RUN, [options.source]))!.id;

