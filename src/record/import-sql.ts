@@ -72,7 +72,7 @@ export const FORGET_PATIENTS = statement('record_forget_patients', 'delete from 
 
 export const PATIENT_RESOURCES = statement(
   'record_patient_resources',
-  'select id::text, source, resource_type, fhir_id, fragment from record_resources where patient_id = $1 order by id',
+  'select id::text, source, resource_type, fhir_id, fragment, refs from record_resources where patient_id = $1 order by id',
 );
 
 /** What the aliases (per source) name; a shared resource with its fragment. */

@@ -107,17 +107,22 @@ export async function importFhirFiles(sql: Sql, files: readonly string[], option
   };
 
   let batch = new Batch();
+  // One batch is written while the next is read: the database's work overlaps the parsing and validating.
+  let writing: Promise<void> = Promise.resolve();
   const flush = async () => {
     if (batch.size === 0 && batch.patients.size === 0) return;
     const current = batch;
     batch = new Batch();
-    await stageBatch(sql, options, runId, current, summary);
+    await writing;
+    writing = stageBatch(sql, options, runId, current, summary);
+    // Awaited at the next flush; a failure meanwhile must not count as unhandled.
+    writing.catch(() => undefined);
   };
 
   for (const file of files) {
     const name = path.basename(file);
     try {
-      for await (const entry of readFhirFile(file)) {
+      for await (const entry of readFhirFile(file, isImportedType)) {
         stageEntry(entry, name, batch, { importedAt, reject, skipped: summary.skipped });
         resources += 1;
         if (batch.size >= batchSize) await flush();
@@ -130,6 +135,7 @@ export async function importFhirFiles(sql: Sql, files: readonly string[], option
     filesDone += 1;
   }
   await flush();
+  await writing;
   report('reading');
 
   await sql.run(Q.RESOLVE_SUBJECTS, [runId]);
@@ -166,6 +172,10 @@ interface EntryContext {
 /** One entry validated and mapped into the batch, or rejected (with its FHIR path), or skipped (a type the record does not use). */
 function stageEntry(entry: FhirEntry, file: string, batch: Batch, context: EntryContext): void {
   const rejectEntry = (problemPath: string, message: string) => context.reject({ file, entry: entry.origin, path: problemPath, message });
+  if (entry.skippedType) {
+    context.skipped[entry.skippedType] = (context.skipped[entry.skippedType] ?? 0) + 1;
+    return;
+  }
   const resource = entry.resource;
   if (!resource) return rejectEntry('', entry.problem ?? 'no resource');
   const type = resource.resourceType;
@@ -223,10 +233,10 @@ async function stageBatch(sql: Sql, options: ImportOptions, runId: string, batch
 
 /** One patient's items rebuilt from the store and replaced, in one transaction. */
 export async function assembleAndStore(sql: Sql, patientId: string): Promise<AssembledRecord> {
-  const rows = await sql.rows<ResourceRow & { refs?: string[] }>(Q.PATIENT_RESOURCES, [patientId]);
+  const rows = await sql.rows<ResourceRow & { refs: string[] }>(Q.PATIENT_RESOURCES, [patientId]);
   const wanted = new Map<string, { source: string; alias: string }>();
   for (const row of rows) {
-    for (const alias of referencedAliases(row.fragment)) wanted.set(`${row.source}\u0000${alias}`, { source: row.source, alias });
+    for (const alias of row.refs) wanted.set(`${row.source}\u0000${alias}`, { source: row.source, alias });
   }
   const resolved = new Map<string, Resolved>();
   if (wanted.size > 0) {
@@ -238,31 +248,6 @@ export async function assembleAndStore(sql: Sql, patientId: string): Promise<Ass
   await sql.transaction((trx) => storeRecord(trx, patientId, record));
   return record;
 }
-
-/** Every alias a fragment names (references are kept as strings in `…` members or Ref objects). */
-function referencedAliases(fragment: unknown): string[] {
-  const found: string[] = [];
-  const visit = (value: unknown, key: string) => {
-    if (typeof value === 'string') {
-      if (REFERENCE_MEMBERS.has(key)) found.push(value);
-      return;
-    }
-    if (Array.isArray(value)) {
-      for (const item of value) visit(item, key);
-      return;
-    }
-    if (value && typeof value === 'object') {
-      if ('alias' in value && typeof (value as { alias: unknown }).alias === 'string') found.push((value as { alias: string }).alias);
-      // Observations inside fragments hold no references.
-      for (const [member, inner] of Object.entries(value)) if (member !== 'observation') visit(inner, member);
-    }
-  };
-  visit(fragment, '');
-  return found;
-}
-
-/** The members of fragments that hold aliases as plain strings (src/record/fhir/fragments.ts). */
-const REFERENCE_MEMBERS = new Set(['encounter', 'condition', 'results', 'reasonRefs']);
 
 async function storeRecord(trx: Queryable, patientId: string, record: AssembledRecord): Promise<void> {
   await trx.run(Q.CLEAR_APPOINTMENTS, [patientId]);

@@ -1,4 +1,5 @@
 import { createReadStream } from 'node:fs';
+import { StringDecoder } from 'node:string_decoder';
 import path from 'node:path';
 
 /**
@@ -16,7 +17,12 @@ export interface FhirEntry {
   fullUrl?: string;
   /** Why the entry cannot be read, when it cannot. */
   problem?: string;
+  /** The resource type of an NDJSON line left unparsed because the reader's caller does not want it. */
+  skippedType?: string;
 }
+
+/** Which resource types the caller wants parsed (NDJSON lines of other types are only counted). */
+export type WantedType = (type: string) => boolean;
 
 /** A file the reader refuses as a whole (not NDJSON, not a Bundle, an unknown Bundle type). */
 export class UnreadableFile extends Error {}
@@ -29,56 +35,55 @@ const CHUNK_BYTES = 1024 * 1024;
 export const MAX_ENTRY_BYTES = 16 * 1024 * 1024;
 
 /** Entries of an NDJSON file (.ndjson) or a Bundle (anything else, told apart by its first character). */
-export async function* readFhirFile(file: string): AsyncGenerator<FhirEntry> {
+export async function* readFhirFile(file: string, wanted: WantedType = () => true): AsyncGenerator<FhirEntry> {
   const name = path.basename(file);
-  if (/\.ndjson$/i.test(file)) yield* readNdjson(file, name);
+  if (/\.ndjson$/i.test(file)) yield* readNdjson(file, name, wanted);
   else yield* readBundle(file, name);
 }
 
-async function* readNdjson(file: string, name: string): AsyncGenerator<FhirEntry> {
+/** A line's resourceType when it comes first, as Bulk Data exports write it. */
+const LEADING_TYPE = /^\s*\{\s*"resourceType"\s*:\s*"([A-Za-z]{1,64})"/;
+
+async function* readNdjson(file: string, name: string, wanted: WantedType): AsyncGenerator<FhirEntry> {
+  // Each chunk is decoded once (StringDecoder keeps a character split between chunks) and cut into
+  // lines as text: no buffer per line, whose native allocations would grow the resident memory.
+  const decoder = new StringDecoder('utf8');
   let line = 0;
-  let pending: Buffer[] = [];
-  let pendingBytes = 0;
+  let carry = '';
   let oversized = false;
-  const finishLine = (): FhirEntry | undefined => {
+  const lineOf = (text: string, tooLong: boolean): FhirEntry | undefined => {
     line += 1;
-    const bytes = pending.length === 1 ? pending[0]! : Buffer.concat(pending, pendingBytes);
-    const wasOversized = oversized;
-    pending = [];
-    pendingBytes = 0;
-    oversized = false;
     const origin = `${name}:${line}`;
-    if (wasOversized) return { resource: undefined, origin, problem: `line longer than ${MAX_ENTRY_BYTES} bytes` };
-    const text = bytes.toString('utf8').trim();
-    if (text === '') return undefined;
-    return parseEntry(text, origin);
+    if (tooLong) return { resource: undefined, origin, problem: `line longer than ${MAX_ENTRY_BYTES} bytes` };
+    const trimmed = text.trim();
+    if (trimmed === '') return undefined;
+    // A line of a type nobody wants is counted, not parsed (Claims and ExplanationOfBenefits are a third of a Synthea export).
+    const type = LEADING_TYPE.exec(trimmed.slice(0, 128))?.[1];
+    if (type !== undefined && !wanted(type)) return { resource: undefined, origin, skippedType: type };
+    return parseEntry(trimmed, origin);
   };
   for await (const chunk of createReadStream(file, { highWaterMark: CHUNK_BYTES }) as AsyncIterable<Buffer>) {
+    const text = decoder.write(chunk);
     let start = 0;
-    for (let newline = chunk.indexOf(10, start); newline >= 0; newline = chunk.indexOf(10, start)) {
-      append(chunk.subarray(start, newline));
-      const entry = finishLine();
+    for (let newline = text.indexOf('\n'); newline >= 0; newline = text.indexOf('\n', start)) {
+      const whole = oversized ? '' : carry + text.slice(start, newline);
+      const entry = lineOf(whole, oversized || whole.length > MAX_ENTRY_BYTES);
+      carry = '';
+      oversized = false;
       if (entry) yield entry;
       start = newline + 1;
     }
-    append(chunk.subarray(start));
-  }
-  if (pendingBytes > 0 || pending.length > 0) {
-    const entry = finishLine();
-    if (entry) yield entry;
-  }
-
-  function append(part: Buffer): void {
-    if (part.length === 0 || oversized) return;
-    if (pendingBytes + part.length > MAX_ENTRY_BYTES) {
+    if (!oversized) carry += text.slice(start);
+    // A line is measured in UTF-16 units here: at most twice its bytes, never less than a third.
+    if (carry.length > MAX_ENTRY_BYTES) {
       oversized = true;
-      pending = [];
-      pendingBytes = 0;
-      return;
+      carry = '';
     }
-    // The chunk is reused by the stream only after this iteration; a copy keeps the line intact.
-    pending.push(Buffer.from(part));
-    pendingBytes += part.length;
+  }
+  const rest = carry + decoder.end();
+  if (oversized || rest.trim() !== '') {
+    const entry = lineOf(rest, oversized);
+    if (entry) yield entry;
   }
 }
 
