@@ -239,10 +239,18 @@ export async function assembleAndStore(sql: Sql, patientId: string): Promise<Ass
     for (const alias of row.refs) wanted.set(`${row.source}\u0000${alias}`, { source: row.source, alias });
   }
   const resolved = new Map<string, Resolved>();
-  if (wanted.size > 0) {
+  // Shared resources name others in turn (a Location its organization, an organization its parent): a few rounds.
+  for (let round = 0; round < 3 && wanted.size > 0; round += 1) {
     const queries = [...wanted.values()];
+    wanted.clear();
     const found = await sql.rows<Resolved & { source: string; alias: string }>(Q.RESOLVE_ALIASES, [queries.map((query) => query.source), queries.map((query) => query.alias)]);
-    for (const row of found) resolved.set(`${row.source}\u0000${row.alias}`, row);
+    for (const row of found) {
+      resolved.set(`${row.source}\u0000${row.alias}`, row);
+      const next = (row.fragment as { organization?: { alias: string }; partOf?: { alias: string } } | null) ?? {};
+      for (const reference of [next.organization, next.partOf]) {
+        if (reference && !resolved.has(`${row.source}\u0000${reference.alias}`)) wanted.set(`${row.source}\u0000${reference.alias}`, { source: row.source, alias: reference.alias });
+      }
+    }
   }
   const record = assemblePatient(patientId, rows, (source, alias) => resolved.get(`${source}\u0000${alias}`));
   await sql.transaction((trx) => storeRecord(trx, patientId, record));
