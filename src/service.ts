@@ -21,6 +21,7 @@ import { BuiltInRegistry } from './emdr/registry/built-in.js';
 import { loadTrustStore, TrustStoreError } from './emdr/signatures/trust-store.js';
 import { errorHandler, fallbackBody, notFound } from './http/fallback.js';
 import { emdrPurgeSteps } from './emdr/retention.js';
+import { accountPurgeSteps } from './emdr/accounts/rotation.js';
 import { healthRoutes } from './http/health.js';
 import { metricsRoutes } from './http/metrics-route.js';
 import { Metrics } from './metrics/metrics.js';
@@ -98,7 +99,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
     const registry = new BuiltInRegistry(database.sql, { latencyMs: config.registryLatencyMs, fail: config.registryFail });
     // Workers first, so that requests stored by this process wake them directly; other processes hear a NOTIFY.
     if (roles.has('worker')) {
-      retention = startRetention(database.sql, { retentionMs: config.retentionMs, steps: [...emdrPurgeSteps, ...ehrPurgeSteps, auditPurgeStep(config.auditRetentionMs)], logger });
+      retention = startRetention(database.sql, { retentionMs: config.retentionMs, steps: [...emdrPurgeSteps, ...ehrPurgeSteps, auditPurgeStep(config.auditRetentionMs), ...accountPurgeSteps], logger });
       workers = await startWorkers({
         sql: database.sql,
         databaseUrl: database.url,
