@@ -9,11 +9,12 @@ import { emdrSealedColumns } from './emdr/clients.js';
 export const SEALED_COLUMNS: readonly SealedColumn[] = [...ehrSealedColumns, ...emdrSealedColumns];
 
 const ROTATE_HELP = `
-A rotation of DATA_KEY without downtime (docs/operations.md, "Rotating the data key"):
-  1. every process gets the new key as DATA_KEY and the old one as DATA_KEY_PREVIOUS (a rolling restart);
-  2. ehr-gateway data-key rotate (this command, with the same two variables) re-seals every secret under DATA_KEY;
-  3. ehr-gateway data-key check answers "previous": 0 and "unreadable": 0 for every column;
-  4. DATA_KEY_PREVIOUS is removed everywhere (a rolling restart).
+A rotation of DATA_KEY without downtime (docs/operations.md, section 4):
+  1. with several processes: every process gets DATA_KEY=old, DATA_KEY_PREVIOUS=new (a rolling restart);
+  2. every process gets DATA_KEY=new, DATA_KEY_PREVIOUS=old (a rolling restart);
+  3. ehr-gateway data-key rotate (this command, with the variables of step 2) re-seals every secret under DATA_KEY;
+  4. ehr-gateway data-key check answers "previous": 0 and "unreadable": 0 for every column;
+  5. DATA_KEY_PREVIOUS is removed everywhere (a rolling restart).
 It may run again at any time: values already under DATA_KEY are left as they are.`;
 
 function totals(reports: readonly SealedColumnReport[]) {
