@@ -2,6 +2,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { registerAuditCommand } from './audit/commands.js';
 import { commandContext, commandKit, printJson, USAGE_EXIT_CODE, UsageError } from './cli/kit.js';
 import { CONFIG_VARIABLES, ConfigError, loadConfig } from './config/config.js';
+import { registerDataKeyCommands } from './data-key.js';
 import { migrateToLatest, openDatabase } from './db/database.js';
 import { registerApiKeyCommands } from './ehr/api-key-commands.js';
 import { registerEhrCommands } from './ehr/commands.js';
@@ -84,6 +85,7 @@ export function buildProgram(): Command {
   registerRecordCommands(program, kit, patientWriter);
   registerEmdrCommands(program, kit);
   registerAuditCommand(program, kit);
+  registerDataKeyCommands(program, kit);
 
   for (const command of program.commands) {
     command.exitOverride().configureOutput(program.configureOutput());
