@@ -90,16 +90,15 @@ export const CLEAR_RESULTS = statement('record_clear_results', 'delete from reco
 export const CLEAR_REPORTS = statement('record_clear_reports', 'delete from record_diagnostic_reports where patient_id = $1');
 export const CLEAR_PRESCRIPTIONS = statement('record_clear_prescriptions', 'delete from record_prescriptions where patient_id = $1');
 
-export const INSERT_APPOINTMENTS = statement(
-  'record_insert_appointments',
-  `insert into record_appointments (id, patient_id, created, start, business_id, message)
-   select t.id, $1, t.created, t.start, t.business_id, t.message::jsonb from unnest($2::bigint[], $3::timestamptz[], $4::timestamptz[], $5::text[], $6::text[]) as t(id, created, start, business_id, message)`,
-);
-export const INSERT_RESULTS = statement(
-  'record_insert_results',
-  `insert into record_appointment_results (id, patient_id, created, start, business_id, message)
-   select t.id, $1, t.created, t.start, t.business_id, t.message::jsonb from unnest($2::bigint[], $3::timestamptz[], $4::timestamptz[], $5::text[], $6::text[]) as t(id, created, start, business_id, message)`,
-);
+/** A patient's appointments or results ($1 the patient; ids, created, start, business ids, messages). */
+const insertWithStart = (table: string) =>
+  statement(
+    `${table}_insert`,
+    `insert into ${table} (id, patient_id, created, start, business_id, message)
+     select t.id, $1, t.created, t.start, t.business_id, t.message::jsonb from unnest($2::bigint[], $3::timestamptz[], $4::timestamptz[], $5::text[], $6::text[]) as t(id, created, start, business_id, message)`,
+  );
+export const INSERT_APPOINTMENTS = insertWithStart('record_appointments');
+export const INSERT_RESULTS = insertWithStart('record_appointment_results');
 export const INSERT_REPORTS = statement(
   'record_insert_reports',
   `insert into record_diagnostic_reports (id, patient_id, created, business_id, message)

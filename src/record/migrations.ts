@@ -1,5 +1,13 @@
 import type { NamedMigration } from '../db/migrations/index.js';
 
+/** The item tables and their own columns: appointments and results have a start; prescriptions keep their ICD-10 codes (the byDiagnosisCd10 filter). */
+const ITEM_TABLES: ReadonlyArray<readonly [table: string, extra: string]> = [
+  ['record_appointments', 'start timestamptz not null,'],
+  ['record_appointment_results', 'start timestamptz not null,'],
+  ['record_diagnostic_reports', ''],
+  ['record_prescriptions', 'cd10 text[] not null,'],
+];
+
 /** The patient's medical record: FHIR resources as imported, and the items interface A serves, in order. */
 export const recordMigrations: readonly NamedMigration[] = [
   [
@@ -78,50 +86,22 @@ export const recordMigrations: readonly NamedMigration[] = [
       // id is the record_resources id of the FHIR resource it comes from (an appointment and its result
       // share their Encounter's); created is the keyset, unique within a patient's list.
       async up(knex) {
-        await knex.raw(`
-          create table record_appointments (
-            id bigint primary key,
-            patient_id text not null,
-            created timestamptz not null,
-            start timestamptz not null,
-            business_id text not null,
-            message jsonb not null
-          );
-          create unique index record_appointments_patient_created on record_appointments (patient_id, created);
-
-          create table record_appointment_results (
-            id bigint primary key,
-            patient_id text not null,
-            created timestamptz not null,
-            start timestamptz not null,
-            business_id text not null,
-            message jsonb not null
-          );
-          create unique index record_appointment_results_patient_created on record_appointment_results (patient_id, created);
-
-          create table record_diagnostic_reports (
-            id bigint primary key,
-            patient_id text not null,
-            created timestamptz not null,
-            business_id text not null,
-            message jsonb not null
-          );
-          create unique index record_diagnostic_reports_patient_created on record_diagnostic_reports (patient_id, created);
-
-          create table record_prescriptions (
-            id bigint primary key,
-            patient_id text not null,
-            created timestamptz not null,
-            business_id text not null,
-            -- ICD-10 codes of its diagnoses, for the byDiagnosisCd10 filter
-            cd10 text[] not null,
-            message jsonb not null
-          );
-          create unique index record_prescriptions_patient_created on record_prescriptions (patient_id, created);
-        `);
+        for (const [table, extra] of ITEM_TABLES) {
+          await knex.raw(`
+            create table ${table} (
+              id bigint primary key,
+              patient_id text not null,
+              created timestamptz not null,
+              ${extra}
+              business_id text not null,
+              message jsonb not null
+            );
+            create unique index ${table}_patient_created on ${table} (patient_id, created);
+          `);
+        }
       },
       async down(knex) {
-        await knex.raw('drop table record_prescriptions; drop table record_diagnostic_reports; drop table record_appointment_results; drop table record_appointments;');
+        for (const [table] of [...ITEM_TABLES].reverse()) await knex.raw(`drop table ${table}`);
       },
     },
   ],
