@@ -119,7 +119,7 @@ export async function importFhirFiles(sql: Sql, files: readonly string[], option
     writing.catch(() => undefined);
   };
 
-  for (const file of files) {
+  for (const file of patientsFirst(files)) {
     const name = path.basename(file);
     try {
       for await (const entry of readFhirFile(file, isImportedType)) {
@@ -161,6 +161,12 @@ export async function importFhirFiles(sql: Sql, files: readonly string[], option
   summary.seconds = Math.round((Date.now() - started) / 100) / 10;
   await sql.run(Q.FINISH_RUN, [runId, JSON.stringify({ ...summary, rejected: summary.rejected.slice(0, 20) })]);
   return summary;
+}
+
+/** Bulk Data files are named by resource type: the patients' and the shared resources' files go first, so that the others resolve as they are staged. */
+function patientsFirst(files: readonly string[]): string[] {
+  const rank = (file: string) => (/^(Patient|Practitioner|Organization|Location|Medication)[.]/.test(path.basename(file)) && file.endsWith('.ndjson') ? 0 : 1);
+  return [...files].sort((a, b) => rank(a) - rank(b));
 }
 
 interface EntryContext {
@@ -211,6 +217,8 @@ async function stageBatch(sql: Sql, options: ImportOptions, runId: string, batch
   const staged = [...batch.resources.values()];
   const aliases = [...batch.aliases.entries()];
   await sql.transaction(async (trx) => {
+    // Aliases first: a resource of this batch whose patient is in it too takes its patient on insert.
+    await trx.run(Q.STAGE_ALIASES, [options.source, aliases.map(([alias]) => alias), aliases.map(([, target]) => target.type), aliases.map(([, target]) => target.id)]);
     const rows = await trx.rows<{ inserted: boolean }>(Q.STAGE_RESOURCES, [
       options.source,
       staged.map((row) => row.type),
@@ -226,7 +234,6 @@ async function stageBatch(sql: Sql, options: ImportOptions, runId: string, batch
       else summary.updated += 1;
     }
     summary.updated += batch.replacedInBatch;
-    await trx.run(Q.STAGE_ALIASES, [options.source, aliases.map(([alias]) => alias), aliases.map(([, target]) => target.type), aliases.map(([, target]) => target.id)]);
     if (batch.patients.size > 0) await trx.run(Q.STAGE_PATIENT_ORGANIZATIONS, [[...batch.patients.keys()], options.organization]);
   });
 }

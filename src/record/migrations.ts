@@ -25,7 +25,7 @@ export const recordMigrations: readonly NamedMigration[] = [
             -- where its latest version came from: FILE:LINE (NDJSON) or FILE#entry[N] (Bundle)
             origin text not null,
             fragment jsonb not null,
-            -- the references it holds, as aliases (record_aliases); its subject's among them
+            -- the references it holds, as aliases (record_aliases); its subject's among them: what the assembly looks up
             refs text[] not null default '{}',
             subject text,
             -- the patient it belongs to (ehr_patients.id), once its subject resolved
@@ -38,7 +38,6 @@ export const recordMigrations: readonly NamedMigration[] = [
           );
           create index record_resources_patient on record_resources (patient_id) where patient_id is not null;
           create index record_resources_run on record_resources (import_run, patient_id);
-          create index record_resources_refs on record_resources using gin (refs);
 
           -- What a reference may name, per source: Type/id, the fullUrl of its Bundle entry, and
           -- Type?identifier=system|value for each identifier (src/record/fhir/references.ts).
