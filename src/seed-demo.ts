@@ -6,7 +6,6 @@ import { createApiKey } from './ehr/api-keys.js';
 import { seedDemoPatients, upsertPatients } from './ehr/patients.js';
 import { DEMO_CLINIC, seedDemoClinic } from './emdr/demo.js';
 import type { PatientWriter } from './record/fhir/patient.js';
-import { DEMO_ORGANIZATION, seedDemoRecord } from './record/demo.js';
 
 /** The record's imports write their patients into interface A's patient source (ehr_patients). */
 export function patientWriter(database: Database): PatientWriter {
@@ -35,6 +34,8 @@ export function registerSeedDemoCommand(program: Command, { withDatabase }: Comm
       }
       const seeded = await withDatabase(async (database) => {
         const patients = await seedDemoPatients(database.knex);
+        // Loaded here: the FHIR import is seed-demo's and records import's alone, not every command's start.
+        const { DEMO_ORGANIZATION, seedDemoRecord } = await import('./record/demo.js');
         const record = await seedDemoRecord(database.sql, patientWriter(database));
         const apiKey = await createApiKey(database.sql, { name: 'demo', organizations: [DEMO_ORGANIZATION], key: DEMO_API_KEY });
         return {

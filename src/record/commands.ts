@@ -5,7 +5,7 @@ import type { Command } from 'commander';
 import { printJson, UsageError, type CommandKit } from '../cli/kit.js';
 import type { Database } from '../db/database.js';
 import type { PatientWriter } from './fhir/patient.js';
-import { importFhirFiles, type ImportProgress } from './import.js';
+import type { ImportProgress } from './import.js';
 
 const OID = /^[0-2](\.(0|[1-9][0-9]*))+$/;
 const SOURCE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
@@ -83,6 +83,8 @@ export function registerRecordCommands(program: Command, { withDatabase }: Comma
       if (!SOURCE.test(options.source)) throw new UsageError(`--source "${options.source}" must be 1-64 letters, digits, dots, dashes or underscores`);
       const files = await filesOf(paths);
       if (await inBoundedHeap()) return;
+      // Loaded here: the FHIR definitions and validator are this command's alone, not every command's start.
+      const { importFhirFiles } = await import('./import.js');
       const onTerminal = process.stderr.isTTY;
       const summary = await withDatabase((database) =>
         importFhirFiles(database.sql, files, { source: options.source, organization: options.organization, writePatients: patientWriter(database), ...(onTerminal ? { progress: progressLine } : {}) }),
