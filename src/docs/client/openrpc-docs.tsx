@@ -2,6 +2,7 @@
 import React from 'react';
 import { createRoot } from 'react-dom/client';
 import { Documentation } from '@open-rpc/docs-react';
+import { inlineLocalRefs } from '../../validation/inline-refs.js';
 
 interface ErrorCode {
   code: number;
@@ -70,7 +71,9 @@ function ErrorCodes({ codes }: { codes: ErrorCode[] }) {
 async function render(): Promise<void> {
   const container = document.getElementById('openrpc-docs')!;
   const response = await fetch(container.dataset.spec!);
-  const spec = (await response.json()) as OpenRpcDocument;
+  // docs-react reads no $ref: a method's tags (`#/components/tags/…`) reached it as objects without a
+  // name, and expanding a method threw ("Input string is required"), blanking the whole page.
+  const spec = inlineLocalRefs((await response.json()) as object) as OpenRpcDocument;
   const schema = { ...spec, servers: servedServers(spec, container.dataset.internalPort) };
   createRoot(container).render(
     <>
