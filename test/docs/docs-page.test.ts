@@ -176,7 +176,7 @@ describe('published documentation at /docs', () => {
   it('opens on a getting-started page whose two sequence diagrams render, and loads nothing from outside the service', async () => {
     const page = await openPage('/docs/');
     const links = await page.locator('main a').evaluateAll((anchors) => anchors.map((anchor) => anchor.getAttribute('href')));
-    expect(links).toEqual(expect.arrayContaining(['/docs/openrpc', '/docs/openapi', '/docs/openrpc.json', '/docs/openapi.yaml', '/console']));
+    expect(links).toEqual(expect.arrayContaining(['/docs/openrpc?lang=en', '/docs/openapi?lang=en', '/docs/openrpc.json', '/docs/openapi.yaml', '/console?lang=en']));
     const diagrams = page.locator('svg.sequence-diagram');
     expect(await diagrams.count()).toBe(2);
     const expected: Record<string, string[]> = {
