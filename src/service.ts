@@ -19,7 +19,7 @@ import { createEmdrRouter, SMALL_BODY_LIMIT_BYTES } from './emdr/intake/router.j
 import { startWorkers, WORK, WORK_CHANNEL, type Workers } from './emdr/pipeline/workers.js';
 import { BuiltInRegistry } from './emdr/registry/built-in.js';
 import { loadTrustStore, TrustStoreError } from './emdr/signatures/trust-store.js';
-import { errorHandler, fallbackBody, notFound } from './http/fallback.js';
+import { errorHandler, fallbackBody, notFound, onAnotherListener } from './http/fallback.js';
 import { emdrPurgeSteps } from './emdr/retention.js';
 import { healthRoutes } from './http/health.js';
 import { metricsRoutes } from './http/metrics-route.js';
@@ -55,13 +55,22 @@ async function listen(handler: RequestListener, host: string, port: number, vari
   }
 }
 
-/** An Express app for what is not a hot path: health, docs, and the fallback answers. */
-function restApp(routers: express.RequestHandler[], logger: Logger, fallback: ReturnType<typeof fallbackBody>): express.Express {
+/** An Express app for what is not a hot path: health, docs, and the fallback answers (`notFoundMessage`: what else this listener answers). */
+function restApp(routers: express.RequestHandler[], logger: Logger, fallback: ReturnType<typeof fallbackBody>, notFoundMessage?: string): express.Express {
   const app = express();
   app.disable('x-powered-by');
   for (const router of routers) app.use(router);
-  app.use(notFound(fallback), errorHandler(logger, fallback));
+  app.use(notFound(fallback, notFoundMessage), errorHandler(logger, fallback));
   return app;
+}
+
+/** The internal listener's answers to paths of the public one: the listener was wrong, not the path. */
+function internalListenerFallbacks(fallback: ReturnType<typeof fallbackBody>, version: string | undefined): { elsewhere: express.RequestHandler; notFoundMessage: string } {
+  const served = [...(version ? [`interface A's internal methods at /${version}/`] : []), '/healthz', '/readyz', '/metrics'];
+  return {
+    elsewhere: onAnotherListener(['/api', '/docs', '/console'], 'this is the internal listener (INTERNAL_PORT); interface B (/api/*), /docs and /console answer on the public listener (PORT)', fallback),
+    notFoundMessage: `no such path on the internal listener (INTERNAL_PORT); it answers ${served.join(', ')}`,
+  };
 }
 
 /** SIGNATURE_TRUST_STORE's certificates (DER), read and checked once, at start; undefined when it is not set. */
@@ -120,8 +129,10 @@ export async function startService(config: Config, logger: Logger, roles: Readon
     const envelope = document && new RpcEnvelope(document, await createEhrHandlers({ sql: database.sql, config, logger, audit }), logger, metrics);
     // Every role has the internal listener: health and /metrics; the ehr role also the internal channel of interface A.
     const internalHotPaths = envelope ? [rpcHotPath(envelope, 'internal', document.info.version, logger)] : [];
-    const internalRouters = [healthRoutes(ready, fallback), metricsRoutes(metrics, fallback), ...(envelope ? [ehrRoutes(envelope, 'internal', document.info.version)] : [])];
-    const internal = await listen(withHotPaths(internalHotPaths, restApp(internalRouters, logger, fallback)), config.internalHost, config.internalPort, 'INTERNAL_PORT', listenerOptions);
+    const internalFallbacks = internalListenerFallbacks(fallback, document?.info.version);
+    const internalRouters = [healthRoutes(ready, fallback), metricsRoutes(metrics, fallback), internalFallbacks.elsewhere, ...(envelope ? [ehrRoutes(envelope, 'internal', document.info.version)] : [])];
+    const internalApp = restApp(internalRouters, logger, fallback, internalFallbacks.notFoundMessage);
+    const internal = await listen(withHotPaths(internalHotPaths, internalApp), config.internalHost, config.internalPort, 'INTERNAL_PORT', listenerOptions);
     listeners.push(internal);
     const internalPort = internal.port;
 
