@@ -27,6 +27,7 @@ import { Metrics } from './metrics/metrics.js';
 import { AuditTrail, auditPurgeStep } from './audit/trail.js';
 import { emdrQueueDepths } from './emdr/queues.js';
 import { startListener, type Listener, type ListenerOptions } from './http/listener.js';
+import { withAccessLog } from './http/access-log.js';
 import { withHotPaths, type HotPath } from './http/respond.js';
 import type { Logger } from './logging/logger.js';
 import type { RequestListener } from 'node:http';
@@ -53,6 +54,20 @@ async function listen(handler: RequestListener, host: string, port: number, vari
     if (code === 'EACCES' || code === 'EADDRNOTAVAIL') throw new Error(`${variable}: cannot listen on ${host}:${port} (${code})`);
     throw error;
   }
+}
+
+/** Where a listener bound to `host` is reached from this machine: a wildcard address by localhost. */
+function listenerUrl(host: string, port: number): string {
+  const reachable = host === '0.0.0.0' || host === '::' || host === '' ? 'localhost' : host.includes(':') ? `[${host}]` : host;
+  return `http://${reachable}:${port}`;
+}
+
+/** The start line, for the terminal of `make run`: both URLs and what each serves. */
+function startLine(urls: { publicUrl: string | undefined; internalUrl: string }, version: string | undefined, roles: ReadonlySet<Role>): string {
+  const publicServes = [...(version ? [`interface A at /${version}/`] : []), ...(roles.has('emdr') ? ['interface B at /api/*'] : []), '/docs', '/console'];
+  const internalServes = [...(version ? ['the internal methods of interface A'] : []), '/metrics'];
+  const publicPart = urls.publicUrl ? `${urls.publicUrl} (public: ${publicServes.join(', ')}), ` : '';
+  return `ehr-gateway started: ${publicPart}${urls.internalUrl} (internal: ${internalServes.join(', ')})`;
 }
 
 /** An Express app for what is not a hot path: health, docs, and the fallback answers (`notFoundMessage`: what else this listener answers). */
@@ -132,7 +147,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
     const internalFallbacks = internalListenerFallbacks(fallback, document?.info.version);
     const internalRouters = [healthRoutes(ready, fallback), metricsRoutes(metrics, fallback), internalFallbacks.elsewhere, ...(envelope ? [ehrRoutes(envelope, 'internal', document.info.version)] : [])];
     const internalApp = restApp(internalRouters, logger, fallback, internalFallbacks.notFoundMessage);
-    const internal = await listen(withHotPaths(internalHotPaths, internalApp), config.internalHost, config.internalPort, 'INTERNAL_PORT', listenerOptions);
+    const internal = await listen(withAccessLog(withHotPaths(internalHotPaths, internalApp), logger, 'internal'), config.internalHost, config.internalPort, 'INTERNAL_PORT', listenerOptions);
     listeners.push(internal);
     const internalPort = internal.port;
 
@@ -164,11 +179,12 @@ export async function startService(config: Config, logger: Logger, roles: Readon
         hotPaths.push(rpcHotPath(envelope, 'public', version, logger));
         publicRouters.push(ehrRoutes(envelope, 'public', version));
       }
-      const publicListener = await listen(withHotPaths(hotPaths, restApp(publicRouters, logger, fallback)), config.host, config.port, 'PORT', listenerOptions);
+      const publicListener = await listen(withAccessLog(withHotPaths(hotPaths, restApp(publicRouters, logger, fallback)), logger, 'public'), config.host, config.port, 'PORT', listenerOptions);
       listeners.push(publicListener);
       publicPort = publicListener.port;
     }
-    logger.info({ roles: [...roles], publicPort, internalPort }, 'ehr-gateway started');
+    const urls = { publicUrl: publicPort === undefined ? undefined : listenerUrl(config.host, publicPort), internalUrl: listenerUrl(config.internalHost, internalPort) };
+    logger.info({ roles: [...roles], publicPort, internalPort, ...urls }, startLine(urls, document?.info.version, roles));
 
     return {
       publicPort,

@@ -67,13 +67,26 @@ const receiver = await startClinicReceiver({
   port,
   host: values.host,
 });
+/** `errors` or `warnings` of a callback body as `CODE: message; CODE: message`. */
+function codes(items: unknown): string | undefined {
+  if (!Array.isArray(items) || items.length === 0) return undefined;
+  return items.map((item: { code?: unknown; message?: unknown }) => `${String(item.code)}${typeof item.message === 'string' ? `: ${item.message}` : ''}`).join('; ');
+}
+
+/** What a callback says: its status, emdrId, and every error and warning with its code. */
+function summary(body: Record<string, unknown>): string {
+  const { status, emdrId } = body;
+  if (typeof status !== 'string') return '';
+  const errors = codes(body.errors);
+  const warnings = codes(body.warnings);
+  return ` (status ${status}${typeof emdrId === 'string' ? `, emdrId ${emdrId}` : ''})${errors ? ` errors: ${errors}` : ''}${warnings ? ` warnings: ${warnings}` : ''}`;
+}
+
 const defaultReply = receiver.reply;
 receiver.reply = (callback) => {
   const reply = defaultReply(callback);
   const outcome = reply === 'hang' ? 'no answer' : reply.status === 200 ? (callback.duplicate ? 'duplicate, acknowledged' : 'accepted') : 'rejected: bad signature or headers';
-  const { status, emdrId } = callback.body;
-  const detail = typeof status === 'string' ? ` (status ${status}${typeof emdrId === 'string' ? `, emdrId ${emdrId}` : ''})` : '';
-  console.log(`${new Date().toISOString()} ${callback.name} ${String(callback.headers['webhook-id'] ?? '')} ${outcome}${detail}`);
+  console.log(`${new Date().toISOString()} ${callback.name} ${String(callback.headers['webhook-id'] ?? '')} ${outcome}${summary(callback.body)}`);
   return reply;
 };
 console.log(`clinic-receiver: listening on ${receiver.url}, saving documents to ${values.out}`);
