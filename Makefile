@@ -133,10 +133,13 @@ build: $(INSTALLED) ## compile to dist/, and build the /docs and /console pages 
 	npx --no-install tsc -p tsconfig.build.json
 	$(TSX) scripts/build-docs.ts
 
-# Demo only: the stand-in authorization server's account (examples/auth-server uses the same).
+# Demo only: the stand-in authorization server's account (examples/auth-server uses the same), and a
+# short retry schedule: a callback to a stopped receiver fails for good within 20 s, and the console
+# offers its Replay (README, step 6). DEMO_CALLBACK_URL moves the demo clinic's callbacks off :9090.
 run: export INTERNAL_USERS ?= demo-auth:demo-auth-password
-run: build ## start the whole service on the embedded PostgreSQL under ./.data, with demo data
-	node dist/src/main.js seed-demo
+run: export CALLBACK_RETRY_SCHEDULE ?= 0,5s,15s
+run: build ## start the whole service on the embedded PostgreSQL under ./.data, with demo data (DEMO_CALLBACK_URL=URL: the demo clinic's callback URL)
+	node dist/src/main.js seed-demo $(if $(DEMO_CALLBACK_URL),--callback-url '$(DEMO_CALLBACK_URL)')
 	node dist/src/main.js serve
 
 mock: $(INSTALLED) ## mocks from the specs: interface B (Prism behind a relay that signs its callbacks) on :4010, interface A on :4011

@@ -4,6 +4,7 @@ import { exitOf, runCli, spawnCli } from '../support/cli.js';
 import { startCallbackReceiver, SUCCESS, type CallbackReceiver, type ReceivedCallback } from '../support/callback-receiver.js';
 import { addClinic, authHeaders, post, registerBody } from '../support/emdr.js';
 import { startTestService, type TestService } from '../support/service.js';
+import { until } from '../support/until.js';
 
 const SCHEDULE = '0,200ms,200ms';
 
@@ -88,11 +89,7 @@ describe('callback retries in one service', () => {
     receiver.reply = (callback) => (refusing && callback.body.localUid === body.localUid ? { status: 500, body: {} } : SUCCESS);
     const { body: ack } = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), body);
     await receiver.waitFor((received) => forRequest(ack.queueMessageId)(received).length >= 3);
-    let state = await messageState(service, clinic, ack.queueMessageId);
-    for (let i = 0; i < 50 && state.callbacks[0].state !== 'failed'; i += 1) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      state = await messageState(service, clinic, ack.queueMessageId);
-    }
+    const state = await until('the acceptance callback failed', () => messageState(service, clinic, ack.queueMessageId), (answer) => answer.callbacks[0]?.state === 'failed');
     expect(state.callbacks[0]).toMatchObject({ state: 'failed', lastError: 'HTTP 500' });
     expect(state.callbacks[0].attempts).toHaveLength(3);
     // The registration went on, but its callback waits for the acceptance callback.
@@ -115,6 +112,37 @@ describe('callback retries in one service', () => {
   it('sent only callback bodies that match their schemas in specs/openapi.yaml', () => {
     expect(receiver.received.length).toBeGreaterThan(0);
     expect(receiver.schemaViolations).toEqual([]);
+  });
+});
+
+describe("the retry schedule's first entry", () => {
+  let service: TestService;
+  let receiver: CallbackReceiver;
+  let clinic: CreatedClinicAccount;
+
+  beforeAll(async () => {
+    receiver = await startCallbackReceiver();
+    receiver.reply = () => ({ status: 503, body: { status: 'Error' } });
+    service = await startTestService({ CALLBACK_RETRY_SCHEDULE: '1500ms,200ms' });
+    clinic = await addClinic(service, receiver.url);
+    receiver.signingSecret = clinic.signingSecret;
+  });
+
+  afterAll(async () => {
+    await service?.stop();
+    await receiver?.close();
+  });
+
+  it('is the delay of the first attempt: 1500ms,200ms tries 1.5 s after the callback is due, once more 0.2 s later, then fails', async () => {
+    const acknowledged = Date.now();
+    const { body: ack } = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody());
+    const state = await until('the acceptance callback failed', () => messageState(service, clinic, ack.queueMessageId), (answer) => answer.callbacks[0]?.state === 'failed');
+    const attempts = state.callbacks[0].attempts as Array<{ at: string }>;
+    expect(attempts).toHaveLength(2);
+    // Lower bounds only: a busy machine may be later, never earlier.
+    expect(Date.parse(attempts[0]!.at) - acknowledged).toBeGreaterThanOrEqual(1500);
+    expect(Date.parse(attempts[1]!.at) - Date.parse(attempts[0]!.at)).toBeGreaterThanOrEqual(200);
+    expect(forRequest(ack.queueMessageId)(receiver.received)).toHaveLength(2);
   });
 });
 

@@ -34,11 +34,16 @@ interface ClaimedCallback {
   request_id: string;
 }
 
+/**
+ * Due callbacks: a retry at its time; the first attempt of a round (a new callback, a released
+ * result, a replay) CALLBACK_RETRY_SCHEDULE's first entry ($3) after it became due.
+ */
 const CLAIM = statement(
   'emdr_claim_callbacks',
   `with claimed as (
      select id from emdr_callbacks
       where state = 'pending' and available_at <= now()
+        and (round_attempts > 0 or available_at <= now() - $3 * interval '1 millisecond')
       order by available_at limit $1 for update skip locked
    )
    update emdr_callbacks c set available_at = now() + $2 * interval '1 millisecond'
@@ -145,7 +150,7 @@ export class CallbackStage {
       this.lastSweep = Date.now();
       await this.context.sql.run(RELEASE_STRANDED);
     }
-    return this.context.sql.rows<ClaimedCallback>(CLAIM, [limit, this.context.leaseMs]);
+    return this.context.sql.rows<ClaimedCallback>(CLAIM, [limit, this.context.leaseMs, this.context.retryScheduleMs[0] ?? 0]);
   };
 
   private opened(row: ClaimedCallback): OpenedCredentials {
