@@ -18,7 +18,7 @@ TSX := node --import tsx
 export REDOCLY_TELEMETRY := off
 export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
 
-.PHONY: help node install browser gost-engine clients generate check-specs check-generated check-breaking typecheck lint-docker unit test contract fuzz build run bench mock
+.PHONY: help node install browser gost-engine clients generate check-specs check-generated check-breaking typecheck lint-docker unit unit-under-load test contract fuzz build run bench mock
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
@@ -122,6 +122,11 @@ unit: $(INSTALLED) browser gost-engine clients ## the vitest suite alone
 	npx --no-install vitest run
 
 test: check-specs check-generated check-breaking typecheck lint-docker unit ## every check CI runs
+
+# The flaky-test hunt: the suite while a busy loop spins on every core (HOG_CORES, default all), as on
+# a busy CI machine. CPU-heavy for as long as the suite runs: not on a shared machine without need.
+unit-under-load: $(INSTALLED) browser gost-engine clients ## the vitest suite with a busy loop on every core beside it (HOG_CORES=N for fewer)
+	scripts/under-cpu-hog.sh npx --no-install vitest run
 
 contract: $(INSTALLED) clients ## long Schemathesis run (CONTRACT_EXAMPLES per operation, default 500) and the Java client, against a live service
 	CONTRACT_EXAMPLES=$${CONTRACT_EXAMPLES:-500} npx --no-install vitest run test/partner/schemathesis.test.ts test/partner/java-client.test.ts

@@ -27,7 +27,7 @@ describe('interface B: checks before the body', () => {
   beforeAll(async () => {
     serve = await startServeProcess({ RATE_LIMIT: '30' });
     clinic = await addClinic({ databaseUrl: serve.env.DATABASE_URL!, dataKey: Buffer.from(serve.env.DATA_KEY!, 'hex') }, 'http://127.0.0.1:9');
-    port = Number(serve.env.PORT);
+    port = Number(new URL(serve.publicUrl).port);
   });
 
   afterAll(async () => {
