@@ -2,10 +2,9 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCallbackReceiver, type CallbackReceiver } from '../support/callback-receiver.js';
 import { addClinic, authHeaders, post, registerBody, VALID_SNILS } from '../support/emdr.js';
-import { startTestService, type TestService } from '../support/service.js';
+import type { TestService } from '../support/service.js';
 import { until } from '../support/until.js';
-import { seedDemoPatients } from '../../src/ehr/patients.js';
-import { authenticatedUser, databaseOf, INTERNAL_USERS, MARIA } from '../ehr/support/fixtures.js';
+import { authenticatedUser, MARIA, startEhrTestService } from '../ehr/support/fixtures.js';
 import { VERSION } from '../ehr/support/rpc.js';
 
 interface LogLine {
@@ -47,10 +46,7 @@ describe('the log a newcomer reads', () => {
   beforeAll(async () => {
     receiver = await startCallbackReceiver();
     receiver.reply = () => ({ status: 503, body: { status: 'Error' } });
-    service = await startTestService({ INTERNAL_USERS, LOG_LEVEL: 'debug', CALLBACK_RETRY_SCHEDULE: '0,50ms' }, undefined, log.stream);
-    const database = await databaseOf(service);
-    await seedDemoPatients(database.knex);
-    await database.close();
+    service = await startEhrTestService({ LOG_LEVEL: 'debug', CALLBACK_RETRY_SCHEDULE: '0,50ms' }, undefined, log.stream);
   });
 
   afterAll(async () => {
