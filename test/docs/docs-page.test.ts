@@ -153,7 +153,7 @@ describe('published documentation at /docs', () => {
       if (!(await item.isVisible())) await page.locator('.menu-content label.-depth1', { hasText: new RegExp(`^${operation.tags[0]}$`) }).click();
       await item.click();
       const section = page.locator(`[data-section-id="operation/${operation.operationId}"]`);
-      await expect.poll(() => section.evaluate((element) => element.getBoundingClientRect().top), { message: `${operation.operationId} scrolled into view` }).toBeLessThan(200);
+      await expect.poll(() => section.evaluate((element) => element.getBoundingClientRect().top), { message: `${operation.operationId} scrolled into view`, timeout: 20_000 }).toBeLessThan(200);
       const shown = await section.innerText();
       expect(shown, operation.operationId).toContain(operation.summary);
       expect(shown, operation.operationId).toContain('Responses');
@@ -163,7 +163,7 @@ describe('published documentation at /docs', () => {
         const before = await bodySchemas.count();
         await section.locator('button', { hasText: post.summary }).click();
         // Expanded: one more request body (the callback's payload), with the members of its schema.
-        await expect.poll(() => bodySchemas.count(), { message: `${operation.operationId} callback ${name} expanded` }).toBe(before + 1);
+        await expect.poll(() => bodySchemas.count(), { message: `${operation.operationId} callback ${name} expanded`, timeout: 20_000 }).toBe(before + 1);
         const payload = resolveRef(document, post.requestBody!.content['application/json']!.schema) as { properties: Record<string, unknown> };
         const expanded = await bodySchemas.nth(before).locator('xpath=../..').innerText();
         for (const member of Object.keys(payload.properties)) expect(expanded, `${operation.operationId} callback ${name}`).toContain(member);

@@ -25,8 +25,9 @@ describe('clients update', () => {
 
   beforeAll(async () => {
     receiver = await startCallbackReceiver();
-    // The old receiver is gone: attempts fail until the account points elsewhere, and keep trying meanwhile.
-    service = await startTestService({ CALLBACK_RETRY_SCHEDULE: '0,300ms,300ms,300ms,300ms,300ms,300ms,300ms,300ms,300ms,300ms,300ms' });
+    // The old receiver is gone: attempts fail until the account points elsewhere, and keep trying
+    // meanwhile (every half second for two minutes: `clients update` may take seconds on a busy machine).
+    service = await startTestService({ CALLBACK_RETRY_SCHEDULE: ['0', ...Array<string>(240).fill('500ms')].join(',') });
   });
 
   afterAll(async () => {
@@ -60,7 +61,7 @@ describe('clients update', () => {
       moved: { callbacks: 2, requests: 0 },
     });
     // Both arrive at the new URL.
-    await receiver.waitFor((received) => received.filter((callback) => callback.body.queueMessageId === ack.queueMessageId).length >= 2, 30_000);
+    await receiver.waitFor((received) => received.filter((callback) => callback.body.queueMessageId === ack.queueMessageId).length >= 2, 60_000);
     expect(receiver.received.filter((callback) => callback.body.queueMessageId === ack.queueMessageId).every((callback) => callback.signatureValid)).toBe(true);
     // The new organization is the account's now; a URL it no longer lists is refused in a request.
     expect((await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody({ organization: OTHER_ORGANIZATION }))).status).toBe(200);
