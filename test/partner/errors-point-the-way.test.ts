@@ -35,6 +35,19 @@ describe('errors that point the right way', () => {
     expect((await rpc(service.publicUrl, 'patient.get_patients', {})).error!.data!.reason).toBe('no method patient.get_patients on this endpoint');
   });
 
+  it("keeps every error's message English on the wire, whatever language the client prefers (they are for logs)", async () => {
+    const ask = async (language: string) => {
+      const rpcAnswer = await fetch(`${service.publicUrl}/${VERSION}/`, { method: 'POST', headers: { 'content-type': 'application/json', 'accept-language': language }, body: '{"jsonrpc":"2.0","id":1,"method":"no.such"}' });
+      const restAnswer = await fetch(`${service.publicUrl}/api/messages`, { headers: { 'accept-language': language } });
+      return { rpc: await rpcAnswer.json(), rest: await restAnswer.json(), contentLanguage: [rpcAnswer.headers.get('content-language'), restAnswer.headers.get('content-language')] };
+    };
+    const [russian, english] = [await ask('ru-RU,ru;q=0.9'), await ask('en')];
+    expect(russian.rpc).toEqual(english.rpc);
+    expect(russian.rest).toEqual(english.rest);
+    expect(russian.rest).toMatchObject({ status: 'Error', errors: [{ code: 'ACCESS_DENIED', message: expect.stringMatching(/^[\x20-\x7e]+$/) }] });
+    expect(russian.contentLanguage).toEqual([null, null]);
+  });
+
   it('answers /api/*, /docs and /console on the internal listener by naming the public one', async () => {
     for (const route of ['/api/RegisterDocument', '/api/messages', '/docs', '/console']) {
       const answer = await fetch(`${service.internalUrl}${route}`, { method: route === '/api/RegisterDocument' ? 'POST' : 'GET' });
