@@ -28,8 +28,8 @@ afterAll(async () => {
 
 const of = (queueMessageId: string) => (received: ReceivedCallback[]) => received.filter((callback) => callback.body.queueMessageId === queueMessageId);
 
-async function callbacksOf(queueMessageId: string, count: number): Promise<ReceivedCallback[]> {
-  await receiver.waitFor((received) => of(queueMessageId)(received).length >= count);
+async function callbacksOf(queueMessageId: string, count: number, timeoutMs?: number): Promise<ReceivedCallback[]> {
+  await receiver.waitFor((received) => of(queueMessageId)(received).length >= count, timeoutMs);
   return of(queueMessageId)(receiver.received);
 }
 
@@ -306,13 +306,14 @@ describe('request errors', () => {
 });
 
 describe('a 20 MiB document', () => {
-  it('goes through registration and comes back byte-identical', async () => {
+  it('goes through registration and comes back byte-identical', { timeout: 420_000 }, async () => {
     const xml = largeXml(20 * 1024 * 1024);
     const { queueMessageId } = await register({ document: xml.toString('base64') });
-    const result = (await callbacksOf(queueMessageId, 2))[1]!.body;
+    // 20 MiB checked, registered, then sent back in base64: minutes on a loaded machine.
+    const result = (await callbacksOf(queueMessageId, 2, 180_000))[1]!.body;
     expect(result.status).toBe('success');
     const demand = await post(service.publicUrl, '/api/DemandContent', authHeaders(clinic), { emdrId: result.emdrId });
-    const file = (await callbacksOf(demand.body.queueMessageId, 2))[1]!;
+    const file = (await callbacksOf(demand.body.queueMessageId, 2, 180_000))[1]!;
     expect(file.signatureValid).toBe(true);
     expect(Buffer.from((file.body.document as { content: string }).content, 'base64').equals(xml)).toBe(true);
   });
