@@ -10,7 +10,9 @@ COPY specs ./specs
 COPY generated ./generated
 COPY src ./src
 COPY scripts ./scripts
-RUN npx --no-install tsc -p tsconfig.build.json && node --import tsx scripts/build-docs.ts && npm prune --omit=dev
+RUN node --import tsx scripts/build-wasm.ts && npx --no-install tsc -p tsconfig.build.json \
+  && cp src/emdr/signatures/crypto/gost.wasm dist/src/emdr/signatures/crypto/ \
+  && node --import tsx scripts/build-docs.ts && npm prune --omit=dev
 
 FROM node:24.21.0-bookworm-slim
 ENV NODE_ENV=production
