@@ -7,7 +7,7 @@
 import { createHash, createPublicKey, publicDecrypt, verify as cryptoVerify, constants, type KeyObject } from 'node:crypto';
 import type { AlgorithmIdentifier, SubjectPublicKey } from '../cms/cms.ts';
 import { childrenOf, DerError, oidOf, readElement, TAG } from '../cms/der.ts';
-import { CURVES } from './curves.ts';
+import { CURVES, type Curve } from './curves.ts';
 import { WasmStreebog, wasmGostVerify } from './gost-wasm.ts';
 
 export interface Digest {
@@ -86,7 +86,7 @@ export interface SignedBytes {
 }
 
 /** A GOST public key: x ‖ y, each little-endian, in an OCTET STRING (RFC 4491, 2.3.2), and its parameter set. */
-function gostPublicKey(publicKey: SubjectPublicKey, bits: 256 | 512) {
+export function gostPublicKey(publicKey: SubjectPublicKey, bits: 256 | 512): { curve: Curve; key: Uint8Array } {
   const parameters = publicKey.algorithm.parameters;
   if (!parameters) throw new UnsupportedAlgorithm('a GOST public key without its parameter set');
   const sequence = readElement(parameters, 0, parameters.length);
