@@ -75,6 +75,72 @@ function montgomery(n: number, square: boolean): string {
   return lines.join('\n');
 }
 
+/**
+ * out = a·b mod p (or a² mod p) for p = 2^k − c with c < 2^10 (k = 256 for 9 limbs, 512 for 18):
+ * the full product by columns, then x = low + high·c twice (2^k ≡ c), below 2^k + 2^21 < 2p, then
+ * one conditional subtraction of p. Half the products of the Montgomery multiplication, for the
+ * parameter sets whose p has that form (CryptoPro-A, tc26-256-A, tc26-512-A and C).
+ */
+function pseudoMersenne(n: number, square: boolean): string {
+  const k = n === 9 ? 256 : 512;
+  const limb = Math.floor(k / 29);
+  const shift = k % 29;
+  const lines: string[] = [];
+  lines.push(`export function ${square ? 'square' : 'multiply'}Special${n}(out: usize, a: usize, ${square ? '' : 'b: usize, '}m: usize, c: u64): void {`);
+  for (let i = 0; i < n; i += 1) lines.push(`  const a${i} = <u64>load<u32>(a, ${4 * i});${square ? '' : ` const b${i} = <u64>load<u32>(b, ${4 * i});`}`);
+  lines.push('  let sum: u64 = 0;');
+  for (let column = 0; column < 2 * n - 1; column += 1) {
+    const terms: string[] = [];
+    const low = Math.max(0, column - n + 1);
+    const high = Math.min(column, n - 1);
+    if (square) {
+      const pairs: string[] = [];
+      for (let i = low; i < column - i; i += 1) pairs.push(`a${i} * a${column - i}`);
+      if (pairs.length > 0) terms.push(`((${pairs.join(' + ')}) << 1)`);
+      if (column % 2 === 0) terms.push(`a${column / 2} * a${column / 2}`);
+    } else {
+      for (let i = low; i <= high; i += 1) terms.push(`a${i} * b${column - i}`);
+    }
+    lines.push(`  sum += ${terms.join(' + ')};`);
+    lines.push(`  const r${column} = sum & 0x1fffffff;`);
+    lines.push('  sum >>= 29;');
+  }
+  lines.push(`  const r${2 * n - 1} = sum;`);
+  // t = (r mod 2^k) + (r >> k)·c
+  const highLimbs = 2 * n - limb;
+  const highPart = (j: number) => `((r${limb + j} >> ${shift}) | ((${limb + j + 1 < 2 * n ? `r${limb + j + 1}` : '0'} << ${29 - shift}) & 0x1fffffff))`;
+  lines.push('  sum = 0;');
+  for (let j = 0; j < highLimbs; j += 1) {
+    const lowPart = j < limb ? `r${j}` : j === limb ? `(r${limb} & ${(1 << shift) - 1})` : '0';
+    lines.push(`  sum += ${lowPart} + ${highPart(j)} * c;`);
+    lines.push(`  const t${j} = sum & 0x1fffffff;`);
+    lines.push('  sum >>= 29;');
+  }
+  // t < 2^(k+11): fold its bits from k on once more.
+  const above = [`(t${limb} >> ${shift})`, `(t${limb + 1} << ${29 - shift})`];
+  if (limb + 2 < highLimbs) above.push(`(t${limb + 2} << ${58 - shift})`);
+  lines.push(`  sum = (${above.join(' | ')} | (sum << ${29 * highLimbs - k})) * c;`);
+  const result: string[] = [];
+  for (let j = 0; j < n; j += 1) {
+    const lowPart = j < limb ? `t${j}` : `(t${limb} & ${(1 << shift) - 1})`;
+    lines.push(`  sum += ${lowPart};`);
+    lines.push(`  const u${j} = <i32>(sum & 0x1fffffff);`);
+    if (j < n - 1) lines.push('  sum >>= 29;');
+    result.push(`u${j}`);
+  }
+  lines.push('  let borrow: i32 = 0;');
+  for (let i = 0; i < n; i += 1) {
+    lines.push(`  const d${i} = u${i} - load<i32>(m, ${4 * i}) - borrow;`);
+    lines.push(`  borrow = d${i} >>> 31;`);
+  }
+  lines.push('  if (borrow == 0) {');
+  for (let i = 0; i < n; i += 1) lines.push(`    store<i32>(out, d${i} & 0x1fffffff, ${4 * i});`);
+  lines.push('  } else {');
+  for (let i = 0; i < n; i += 1) lines.push(`    store<i32>(out, u${i}, ${4 * i});`);
+  lines.push('  }', '}');
+  return lines.join('\n');
+}
+
 /** out = a + b mod m (a, b < m), then one conditional subtraction of m. */
 function modularAdd(n: number): string {
   const lines = [`export function add${n}(out: usize, a: usize, b: usize, m: usize): void {`, '  let carry: i32 = 0;'];
@@ -120,7 +186,7 @@ const generated = [
   '// Written by scripts/build-wasm.ts: do not edit. The Montgomery multiplication of curve.ts for 9',
   '// and 18 limbs of 29 bits written out in full; m points at a modulus block (m, then −m⁻¹ mod 2^29).',
   '',
-  ...[9, 18].flatMap((n) => [montgomery(n, false), '', montgomery(n, true), '', modularAdd(n), '', modularSubtract(n), '']),
+  ...[9, 18].flatMap((n) => [montgomery(n, false), '', montgomery(n, true), '', pseudoMersenne(n, false), '', pseudoMersenne(n, true), '', modularAdd(n), '', modularSubtract(n), '']),
 ].join('\n');
 fs.writeFileSync(path.join(assembly, 'field.generated.ts'), generated);
 

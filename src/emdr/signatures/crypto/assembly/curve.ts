@@ -1,4 +1,4 @@
-import { add18, add9, multiply18, multiply9, square18, square9, subtract18, subtract9 } from './field.generated';
+import { add18, add9, multiply18, multiply9, multiplySpecial18, multiplySpecial9, square18, square9, squareSpecial18, squareSpecial9, subtract18, subtract9 } from './field.generated';
 
 /**
  * GOST R 34.10-2012 verification arithmetic in WebAssembly, compiled by AssemblyScript (`make
@@ -22,13 +22,18 @@ import { add18, add9, multiply18, multiply9, square18, square9, subtract18, subt
 // @ts-ignore: decorator
 @inline const SLOT: usize = 72;
 
-/** Byte offsets in a modulus block: m, −m⁻¹ mod 2^29, R² mod m, R mod m (1 in Montgomery form). */
+/**
+ * Byte offsets in a modulus block: m, −m⁻¹ mod 2^29, R² mod m, R mod m (1 in Montgomery form), and
+ * c when m = 2^k − c is multiplied without Montgomery (then R is 1: R² and "R mod m" are 1), else 0.
+ */
 // @ts-ignore: decorator
 @inline function minvAt(block: usize): usize { return block + L; }
 // @ts-ignore: decorator
 @inline function r2At(block: usize): usize { return block + L + 4; }
 // @ts-ignore: decorator
 @inline function oneAt(block: usize): usize { return block + 2 * L + 4; }
+// @ts-ignore: decorator
+@inline function specialAt(block: usize): usize { return block + 3 * L + 4; }
 
 /** Limbs per number and bytes per number of the selected curve. */
 let N: i32 = 9;
@@ -73,15 +78,15 @@ export function heapBase(): usize {
 
 /** The size of a curve block for `limbs` limbs: the blocks of p and q, then a, b. */
 export function curveBlockBytes(limbs: i32): i32 {
-  return 2 * (12 * limbs + 4) + 8 * limbs;
+  return 2 * (12 * limbs + 8) + 8 * limbs;
 }
 
 function selectCurve(curve: usize, limbs: i32): void {
   N = limbs;
   L = <usize>limbs << 2;
   P = curve;
-  Q = curve + 3 * L + 4;
-  CURVE_A = Q + 3 * L + 4;
+  Q = curve + 3 * L + 8;
+  CURVE_A = Q + 3 * L + 8;
   CURVE_B = CURVE_A + L;
   MOD = P;
   A_IS_MINUS_3 = false;
@@ -181,13 +186,21 @@ function storeBytes(bytes: usize, a: usize, size: i32): void {
 
 /** out = a·b·R⁻¹ mod m; out may be a or b. */
 function multiply(out: usize, a: usize, b: usize): void {
-  if (N == 9) multiply9(out, a, b, MOD);
+  const c = <u64>load<u32>(specialAt(MOD));
+  if (N == 9) {
+    if (c != 0) multiplySpecial9(out, a, b, MOD, c);
+    else multiply9(out, a, b, MOD);
+  } else if (c != 0) multiplySpecial18(out, a, b, MOD, c);
   else multiply18(out, a, b, MOD);
 }
 
 /** out = a²·R⁻¹ mod m; out may be a. */
 function square(out: usize, a: usize): void {
-  if (N == 9) square9(out, a, MOD);
+  const c = <u64>load<u32>(specialAt(MOD));
+  if (N == 9) {
+    if (c != 0) squareSpecial9(out, a, MOD, c);
+    else square9(out, a, MOD);
+  } else if (c != 0) squareSpecial18(out, a, MOD, c);
   else square18(out, a, MOD);
 }
 
