@@ -1,15 +1,17 @@
 /**
  * Builds the GOST check's WebAssembly module, src/emdr/signatures/crypto/gost.wasm, from the
  * AssemblyScript in src/emdr/signatures/crypto/assembly/ (compiler: the `assemblyscript` npm
- * package, options in its asconfig.json). First it writes field.generated.ts there: the Montgomery
- * multiplication and squaring, the modular addition and subtraction, for 9 and 18 limbs written
- * out in full, every limb in a local, which runs about twice as fast in V8 as the same loops
- * (loads and stores of an accumulator).
+ * package, options in its asconfig.json). First it writes two sources there: field.generated.ts,
+ * the Montgomery multiplication and squaring (and the plain ones for p = 2^k − c), the modular
+ * addition and subtraction, for 9 and 18 limbs written out in full, every limb in a local, which
+ * runs about twice as fast in V8 as the same loops (loads and stores of an accumulator); and
+ * streebog-constants.generated.ts, the standard's constants of ../src/emdr/signatures/crypto/streebog.ts.
  *   tsx scripts/build-wasm.ts
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import asc from 'assemblyscript/asc';
+import { A, C, PI } from '../src/emdr/signatures/crypto/streebog.ts';
 
 if (process.argv.includes('--help') || process.argv.includes('-h')) {
   console.log('usage: tsx scripts/build-wasm.ts\n\nBuilds src/emdr/signatures/crypto/gost.wasm (Streebog and GOST R 34.10-2012 verification) with AssemblyScript.');
@@ -18,8 +20,11 @@ if (process.argv.includes('--help') || process.argv.includes('-h')) {
 
 const assembly = path.resolve(import.meta.dirname, '../src/emdr/signatures/crypto/assembly');
 
-/** The products of column k: a_i·b_(k−i) and f_i·p_(k−i) for every i of the column (f: the multiples of m chosen so far). */
-function columnTerms(n: number, k: number, square: boolean): string[] {
+/**
+ * The products of column k: a_i·b_(k−i) (a_i·a_(k−i) when squaring, each pair once, doubled) and,
+ * for Montgomery, f_i·p_(k−i) for every i of the column (f: the multiples of m chosen so far).
+ */
+function columnTerms(n: number, k: number, square: boolean, montgomery = true): string[] {
   const terms: string[] = [];
   const low = Math.max(0, k - n + 1);
   const high = Math.min(k, n - 1);
@@ -31,8 +36,26 @@ function columnTerms(n: number, k: number, square: boolean): string[] {
   } else {
     for (let i = low; i <= high; i += 1) terms.push(`a${i} * b${k - i}`);
   }
-  for (let i = low; i <= Math.min(high, k < n ? k - 1 : high); i += 1) terms.push(`f${i} * p${k - i}`);
+  if (montgomery) for (let i = low; i <= Math.min(high, k < n ? k - 1 : high); i += 1) terms.push(`f${i} * p${k - i}`);
   return terms;
+}
+
+/**
+ * The end of each operation: the result's limbs (named `result` + i, i32, value below 2m) stored to
+ * out, less m when they are not below m (limb i of m: `modulus(i)`).
+ */
+function subtractOnceAndStore(n: number, result: string, modulus: (i: number) => string): string[] {
+  const lines = ['  let borrow: i32 = 0;'];
+  for (let i = 0; i < n; i += 1) {
+    lines.push(`  const d${i} = ${result}${i} - ${modulus(i)} - borrow;`);
+    lines.push(`  borrow = d${i} >>> 31;`);
+  }
+  lines.push('  if (borrow == 0) {');
+  for (let i = 0; i < n; i += 1) lines.push(`    store<i32>(out, d${i} & 0x1fffffff, ${4 * i});`);
+  lines.push('  } else {');
+  for (let i = 0; i < n; i += 1) lines.push(`    store<i32>(out, ${result}${i}, ${4 * i});`);
+  lines.push('  }', '}');
+  return lines;
 }
 
 /**
@@ -60,18 +83,7 @@ function montgomery(n: number, square: boolean): string {
     lines.push('  sum >>= 29;');
   }
   lines.push(`  const r${n - 1} = <i32>sum;`);
-  // The result is below 2m: subtract m once if it is not below m.
-  lines.push('  let borrow: i32 = 0;');
-  for (let i = 0; i < n; i += 1) {
-    lines.push(`  const d${i} = r${i} - <i32>p${i} - borrow;`);
-    lines.push(`  borrow = d${i} >>> 31;`);
-  }
-  lines.push('  if (borrow == 0) {');
-  for (let i = 0; i < n; i += 1) lines.push(`    store<i32>(out, d${i} & 0x1fffffff, ${4 * i});`);
-  lines.push('  } else {');
-  for (let i = 0; i < n; i += 1) lines.push(`    store<i32>(out, r${i}, ${4 * i});`);
-  lines.push('  }');
-  lines.push('}');
+  lines.push(...subtractOnceAndStore(n, 'r', (i) => `<i32>p${i}`));
   return lines.join('\n');
 }
 
@@ -90,18 +102,7 @@ function pseudoMersenne(n: number, square: boolean): string {
   for (let i = 0; i < n; i += 1) lines.push(`  const a${i} = <u64>load<u32>(a, ${4 * i});${square ? '' : ` const b${i} = <u64>load<u32>(b, ${4 * i});`}`);
   lines.push('  let sum: u64 = 0;');
   for (let column = 0; column < 2 * n - 1; column += 1) {
-    const terms: string[] = [];
-    const low = Math.max(0, column - n + 1);
-    const high = Math.min(column, n - 1);
-    if (square) {
-      const pairs: string[] = [];
-      for (let i = low; i < column - i; i += 1) pairs.push(`a${i} * a${column - i}`);
-      if (pairs.length > 0) terms.push(`((${pairs.join(' + ')}) << 1)`);
-      if (column % 2 === 0) terms.push(`a${column / 2} * a${column / 2}`);
-    } else {
-      for (let i = low; i <= high; i += 1) terms.push(`a${i} * b${column - i}`);
-    }
-    lines.push(`  sum += ${terms.join(' + ')};`);
+    lines.push(`  sum += ${columnTerms(n, column, square, false).join(' + ')};`);
     lines.push(`  const r${column} = sum & 0x1fffffff;`);
     lines.push('  sum >>= 29;');
   }
@@ -128,16 +129,7 @@ function pseudoMersenne(n: number, square: boolean): string {
     if (j < n - 1) lines.push('  sum >>= 29;');
     result.push(`u${j}`);
   }
-  lines.push('  let borrow: i32 = 0;');
-  for (let i = 0; i < n; i += 1) {
-    lines.push(`  const d${i} = u${i} - load<i32>(m, ${4 * i}) - borrow;`);
-    lines.push(`  borrow = d${i} >>> 31;`);
-  }
-  lines.push('  if (borrow == 0) {');
-  for (let i = 0; i < n; i += 1) lines.push(`    store<i32>(out, d${i} & 0x1fffffff, ${4 * i});`);
-  lines.push('  } else {');
-  for (let i = 0; i < n; i += 1) lines.push(`    store<i32>(out, u${i}, ${4 * i});`);
-  lines.push('  }', '}');
+  lines.push(...subtractOnceAndStore(n, 'u', (i) => `load<i32>(m, ${4 * i})`));
   return lines.join('\n');
 }
 
@@ -149,16 +141,7 @@ function modularAdd(n: number): string {
     lines.push(`  carry = s${i} >>> 29;`);
     lines.push(`  const r${i} = s${i} & 0x1fffffff;`);
   }
-  lines.push('  let borrow: i32 = 0;');
-  for (let i = 0; i < n; i += 1) {
-    lines.push(`  const d${i} = r${i} - load<i32>(m, ${4 * i}) - borrow;`);
-    lines.push(`  borrow = d${i} >>> 31;`);
-  }
-  lines.push('  if (borrow == 0) {');
-  for (let i = 0; i < n; i += 1) lines.push(`    store<i32>(out, d${i} & 0x1fffffff, ${4 * i});`);
-  lines.push('  } else {');
-  for (let i = 0; i < n; i += 1) lines.push(`    store<i32>(out, r${i}, ${4 * i});`);
-  lines.push('  }', '}');
+  lines.push(...subtractOnceAndStore(n, 'r', (i) => `load<i32>(m, ${4 * i})`));
   return lines.join('\n');
 }
 
@@ -189,6 +172,25 @@ const generated = [
   ...[9, 18].flatMap((n) => [montgomery(n, false), '', montgomery(n, true), '', pseudoMersenne(n, false), '', pseudoMersenne(n, true), '', modularAdd(n), '', modularSubtract(n), '']),
 ].join('\n');
 fs.writeFileSync(path.join(assembly, 'field.generated.ts'), generated);
+
+/** C's big-endian hex as eight 64-bit words, least significant first (the block's word order). */
+const words = (hex: string) => Array.from({ length: 8 }, (_, i) => `0x${hex.slice(128 - 16 * (i + 1), 128 - 16 * i)}`).join(', ');
+const constants = [
+  '// Written by scripts/build-wasm.ts from src/emdr/signatures/crypto/streebog.ts: do not edit.',
+  '',
+  '/** The substitution π (RFC 6986, 6.2). */',
+  `export const PI: usize = memory.data<u8>([${PI.join(', ')}]);`,
+  '',
+  '/** The matrix A of the linear transformation l (RFC 6986, 6.4), row i applying to bit 63 − i. */',
+  `export const A: usize = memory.data<u64>([${A.map((row) => `0x${row}`).join(', ')}]);`,
+  '',
+  '/** The iteration constants C1..C12 (RFC 6986, 6.5), each as eight words, least significant first. */',
+  'export const C: usize = memory.data<u64>([',
+  ...C.map((constant) => `  ${words(constant)},`),
+  ']);',
+  '',
+].join('\n');
+fs.writeFileSync(path.join(assembly, 'streebog-constants.generated.ts'), constants);
 
 const { error, stderr } = await asc.main(['--config', path.join(assembly, 'asconfig.json')]);
 if (error) {

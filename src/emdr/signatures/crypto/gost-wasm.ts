@@ -15,6 +15,7 @@
 import fs from 'node:fs';
 import type { Curve } from './curves.ts';
 import { inverse } from './point-arithmetic.ts';
+import { StreebogBlocks } from './streebog.ts';
 
 interface GostExports {
   memory: WebAssembly.Memory;
@@ -102,67 +103,40 @@ function gostModule(): GostModule {
 const STATE_BYTES = 192;
 
 /** GOST R 34.11-2012, 256 or 512 bits, in the engine's byte order (as streebog.ts). */
-export class WasmStreebog {
+export class WasmStreebog extends StreebogBlocks {
   private readonly module = gostModule();
   /** h, N and Σ between calls. */
   private readonly state = new Uint8Array(STATE_BYTES);
-  private readonly pending = new Uint8Array(64);
-  private pendingLength = 0;
-  private finished = false;
-  readonly bits: 256 | 512;
 
   constructor(bits: 256 | 512) {
-    this.bits = bits;
+    super(bits);
     // The initial vector: 0^512 for the 512-bit hash, (00000001)^64 for the 256-bit one.
     if (bits === 256) this.state.fill(1, 0, 64);
   }
 
-  update(bytes: Uint8Array): this {
-    if (this.finished) throw new Error('Streebog: update after digest');
-    let offset = 0;
-    if (this.pendingLength > 0) {
-      offset = Math.min(64 - this.pendingLength, bytes.length);
-      this.pending.set(bytes.subarray(0, offset), this.pendingLength);
-      this.pendingLength += offset;
-      if (this.pendingLength < 64) return this;
+  protected absorb(bytes: Uint8Array, offset: number, blocks: number): void {
+    const { exports, streebogInputBytes } = this.module;
+    const memory = this.module.bytes();
+    const state = exports.streebogState();
+    const input = exports.streebogInput();
+    memory.set(this.state, state);
+    for (let done = 0; done < 64 * blocks; ) {
+      const take = Math.min(64 * blocks - done, streebogInputBytes);
+      memory.set(bytes.subarray(offset + done, offset + done + take), input);
+      exports.streebogAbsorb(take / 64);
+      done += take;
     }
-    const whole = (bytes.length - offset) & ~63;
-    if (this.pendingLength === 64 || whole > 0) {
-      const { exports } = this.module;
-      const input = exports.streebogInput();
-      const memory = this.module.bytes();
-      memory.set(this.state, exports.streebogState());
-      if (this.pendingLength === 64) {
-        memory.set(this.pending, input);
-        exports.streebogAbsorb(1);
-        this.pendingLength = 0;
-      }
-      for (let done = 0; done < whole; ) {
-        const take = Math.min(whole - done, this.module.streebogInputBytes);
-        memory.set(bytes.subarray(offset + done, offset + done + take), input);
-        exports.streebogAbsorb(take / 64);
-        done += take;
-      }
-      this.state.set(memory.subarray(exports.streebogState(), exports.streebogState() + STATE_BYTES));
-      offset += whole;
-    }
-    this.pending.set(bytes.subarray(offset), this.pendingLength);
-    this.pendingLength += bytes.length - offset;
-    return this;
+    this.state.set(memory.subarray(state, state + STATE_BYTES));
   }
 
-  /** The hash, in the engine's (little-endian) byte order. */
-  digest(): Buffer {
-    if (this.finished) throw new Error('Streebog: digest called twice');
-    this.finished = true;
+  protected finish(last: Uint8Array, length: number): Buffer {
     const { exports } = this.module;
     const memory = this.module.bytes();
     const state = exports.streebogState();
     memory.set(this.state, state);
-    memory.set(this.pending.subarray(0, this.pendingLength), exports.streebogInput());
-    exports.streebogFinish(this.pendingLength);
-    const h = Buffer.from(memory.subarray(state, state + 64));
-    return this.bits === 512 ? h : h.subarray(32);
+    memory.set(last.subarray(0, length), exports.streebogInput());
+    exports.streebogFinish(length);
+    return Buffer.from(memory.subarray(state, state + 64));
   }
 }
 

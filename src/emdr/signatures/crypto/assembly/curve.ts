@@ -9,7 +9,7 @@ import { add18, add9, multiply18, multiply9, multiplySpecial18, multiplySpecial9
  * Montgomery multiplication adds products without carry checks and normalizes once at the end
  * (WebAssembly has no 64×64→128-bit multiply). Field elements are in Montgomery form, fully
  * reduced. Points are Jacobian (X/Z², Y/Z³; Z = 0 is the point at infinity), coordinates side by
- * side; table points are affine. The caller (../wasm.ts) lays out each curve's constants, the base
+ * side; table points are affine. The caller (../gost-wasm.ts) lays out each curve's constants, the base
  * point's table and the signers' key tables in memory above __heap_base and passes their addresses.
  * Nothing here is constant-time: verification handles no secret.
  */
