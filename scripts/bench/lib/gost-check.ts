@@ -4,7 +4,7 @@
  * - ours: DocumentSignatureCheck (what the document-check worker runs) fed the document in 48 KiB
  *   slices, then finish(): parse the CMS, Streebog over the document, compare the messageDigest,
  *   Streebog over the signed attributes, GOST R 34.10-2012 verification in WebAssembly;
- * - the TypeScript reference (streebog.ts, gost3410.ts) doing the same steps;
+ * - the TypeScript reference (crypto/reference/) doing the same steps;
  * - the engine: .tools/gost-engine-bench (scripts/bench/gost-engine-bench.c), a loop of d2i_CMS_bio
  *   and CMS_verify over the same signature and document in memory, timed inside that process.
  * The engine keeps nothing between its runs (it decodes the certificate's key and builds its
@@ -19,8 +19,8 @@ import path from 'node:path';
 import { FILE_SLICE_BYTES } from '../../../src/emdr/pipeline/request-files.js';
 import { gostPublicKey } from '../../../src/emdr/signatures/crypto/algorithms.js';
 import { WasmStreebog } from '../../../src/emdr/signatures/crypto/gost-wasm.js';
-import { gostVerify, littleEndianInteger } from '../../../src/emdr/signatures/crypto/gost3410.js';
-import { Streebog, streebog } from '../../../src/emdr/signatures/crypto/streebog.js';
+import { gostVerify, littleEndianInteger } from '../../../src/emdr/signatures/crypto/reference/gost3410.js';
+import { Streebog, streebog } from '../../../src/emdr/signatures/crypto/reference/streebog.js';
 import { parseSignedData } from '../../../src/emdr/signatures/cms/cms.js';
 import { DocumentSignatureCheck } from '../../../src/emdr/signatures/verify.js';
 import { TestPki } from '../../../test/support/signing.js';

@@ -40,7 +40,7 @@ export async function gostCheck(context: BenchContext): Promise<Measured[]> {
       chart: { latency: { label: 'GOST-256 check, 10 KiB, new key', unit: 'µs', service: Math.round(small.oursNewKey), baseline: Math.round(small.engine) } },
       notes: [
         'Both in-process, without process start: ours is DocumentSignatureCheck as the document-check worker runs it (the CMS parsed, Streebog over the document in 48 KiB slices, the messageDigest compared, Streebog over the signed attributes, GOST R 34.10-2012 in WebAssembly); the engine is scripts/bench/gost-engine-bench.c, a loop of d2i_CMS_bio + CMS_verify (certificate chain not checked, as ours without a trust store) with Debian\'s libcrypto and gost engine, timed inside its own process. Medians of every run, ours and the engine\'s in alternating batches.',
-        'The engine decodes the key and builds its curve group anew for each document: its yardstick is ours with a new key each document. A clinic signs its documents with one certificate, so the service usually checks a key it has seen: from its second document the key has a table (point-arithmetic.ts, gost-wasm.ts).',
+        'The engine decodes the key and builds its curve group anew for each document: its yardstick is ours with a new key each document. A clinic signs its documents with one certificate, so the service usually checks a key it has seen: from its second document the key has a table (gost-wasm.ts).',
         `Runs: ${runs}. Keys and signatures made by the engine (parameter set A).`,
       ],
     },

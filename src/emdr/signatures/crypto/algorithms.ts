@@ -1,8 +1,8 @@
 /**
  * The algorithms a signature may use, by OID: GOST R 34.11-2012 and GOST R 34.10-2012 by our own
- * code (Node's OpenSSL has no GOST) in WebAssembly (gost-wasm.ts; streebog.ts and gost3410.ts are
- * its TypeScript reference), SHA-2 with RSA or ECDSA by Node's crypto, so that test signatures
- * made with other tools verify too.
+ * code (Node's OpenSSL has no GOST) in WebAssembly (gost-wasm.ts; reference/ is its TypeScript
+ * reference), SHA-2 with RSA or ECDSA by Node's crypto, so that test signatures made with other
+ * tools verify too.
  */
 import { createHash, createPublicKey, publicDecrypt, verify as cryptoVerify, constants, type KeyObject } from 'node:crypto';
 import type { AlgorithmIdentifier, SubjectPublicKey } from '../cms/cms.ts';

@@ -1,6 +1,6 @@
 /**
  * The GOST R 34.10-2012 parameter sets (RFC 4357, RFC 7836) in short Weierstrass form, by OID: the
- * data both the verification (gost3410.ts) and the point arithmetic read.
+ * data both verifications (gost-wasm.ts, and the reference in reference/) read.
  */
 
 export interface Curve {

@@ -1,6 +1,6 @@
 /**
  * The fast path of the GOST check: Streebog and GOST R 34.10-2012 verification in WebAssembly
- * (assembly/, compiled by AssemblyScript into gost.wasm by `make build`). streebog.ts and
+ * (assembly/, compiled by AssemblyScript into gost.wasm by `make build`). reference/streebog.ts and
  * gost3410.ts compute the same in TypeScript: the reference the tests compare this with.
  *
  * Memory above the module's own data is laid out here: each curve's constants and its base point's
@@ -14,8 +14,8 @@
  */
 import fs from 'node:fs';
 import type { Curve } from './curves.ts';
-import { inverse } from './point-arithmetic.ts';
-import { StreebogBlocks } from './streebog.ts';
+import { inverse } from './reference/point-arithmetic.ts';
+import { StreebogBlocks } from './reference/streebog.ts';
 
 interface GostExports {
   memory: WebAssembly.Memory;
@@ -102,7 +102,7 @@ function gostModule(): GostModule {
 
 const STATE_BYTES = 192;
 
-/** GOST R 34.11-2012, 256 or 512 bits, in the engine's byte order (as streebog.ts). */
+/** GOST R 34.11-2012, 256 or 512 bits, in the engine's byte order (as reference/streebog.ts). */
 export class WasmStreebog extends StreebogBlocks {
   private readonly module = gostModule();
   /** h, N and Σ between calls. */

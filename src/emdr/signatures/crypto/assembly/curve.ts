@@ -2,7 +2,7 @@ import { add18, add9, multiply18, multiply9, multiplySpecial18, multiplySpecial9
 
 /**
  * GOST R 34.10-2012 verification arithmetic in WebAssembly, compiled by AssemblyScript (`make
- * build`); ../point-arithmetic.ts and ../gost3410.ts are the reference the tests compare it with.
+ * build`); ../reference/point-arithmetic.ts and gost3410.ts are the reference the tests compare it with.
  *
  * Numbers are little-endian arrays of 29-bit limbs in 32-bit words (9 limbs for 256-bit curves, 18
  * for 512-bit ones): a product of two limbs and the sum of 2·18 of them fit in 64 bits, so the

@@ -1,9 +1,9 @@
 /**
  * GOST R 34.11-2012 (Streebog, RFC 6986) compression in WebAssembly, compiled by AssemblyScript
- * (`make build`). The same algorithm and byte order as ../streebog.ts, the reference the tests
+ * (`make build`). The same algorithm and byte order as ../reference/streebog.ts, the reference the tests
  * compare it with: a 64-byte block is eight 64-bit words, least significant first. The caller
  * (../gost-wasm.ts) keeps each hash's state and its unfinished block; here are only whole blocks.
- * The standard's constants π, A and C come from ../streebog.ts, written into
+ * The standard's constants π, A and C come from ../reference/streebog.ts, written into
  * streebog-constants.generated.ts by scripts/build-wasm.ts.
  */
 import { A, C, PI } from './streebog-constants.generated';

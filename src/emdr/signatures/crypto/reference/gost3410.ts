@@ -5,7 +5,7 @@
  * documents with throw-away keys.
  */
 
-import type { Curve } from './curves.ts';
+import type { Curve } from '../curves.ts';
 import { arithmeticOf, inverse, mod } from './point-arithmetic.ts';
 
 export function isOnCurve(curve: Curve, x: bigint, y: bigint): boolean {
