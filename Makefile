@@ -136,7 +136,7 @@ typecheck: $(INSTALLED) ## TypeScript, strict (the service, and the scripts of t
 	npx --no-install tsc -p src/docs/client/tsconfig.json
 	npx --no-install tsc -p src/console/client/tsconfig.json
 
-unit: $(INSTALLED) $(GOST_WASM) browser gost-engine clients ## the vitest suite alone
+unit: $(INSTALLED) $(GOST_WASM) browser gost-engine gost-engine-bench clients ## the vitest suite alone (the bench smoke test runs the engine timing program too)
 	npx --no-install vitest run
 
 test: check-specs check-generated check-breaking typecheck lint-docker unit ## every check CI runs

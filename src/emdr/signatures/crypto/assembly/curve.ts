@@ -6,9 +6,10 @@ import { add18, add9, multiply18, multiply9, multiplySpecial18, multiplySpecial9
  *
  * Numbers are little-endian arrays of 29-bit limbs in 32-bit words (9 limbs for 256-bit curves, 18
  * for 512-bit ones): a product of two limbs and the sum of 2·18 of them fit in 64 bits, so the
- * Montgomery multiplication adds products without carry checks and normalizes once at the end
- * (WebAssembly has no 64×64→128-bit multiply). Field elements are in Montgomery form, fully
- * reduced. Points are Jacobian (X/Z², Y/Z³; Z = 0 is the point at infinity), coordinates side by
+ * multiplication (field.generated.ts, written out by scripts/build-wasm.ts) adds products without
+ * carry checks and normalizes once at the end (WebAssembly has no 64×64→128-bit multiply). Field
+ * elements are in Montgomery form (plain where p = 2^k − c, multiplied without Montgomery: R = 1
+ * there), fully reduced. Points are Jacobian (X/Z², Y/Z³; Z = 0 is the point at infinity), coordinates side by
  * side; table points are affine. The caller (../gost-wasm.ts) lays out each curve's constants, the base
  * point's table and the signers' key tables in memory above __heap_base and passes their addresses.
  * Nothing here is constant-time: verification handles no secret.
@@ -38,7 +39,7 @@ import { add18, add9, multiply18, multiply9, multiplySpecial18, multiplySpecial9
 /** Limbs per number and bytes per number of the selected curve. */
 let N: i32 = 9;
 let L: usize = 36;
-/** The modulus blocks of p and q, the modulus of the field operations now, a and b (Montgomery form). */
+/** The modulus blocks of p and q, the modulus of the field operations now, a and b (in the field's form). */
 let P: usize = 0;
 let Q: usize = 0;
 let MOD: usize = 0;
