@@ -17,6 +17,7 @@ import type { Curve } from './curves.ts';
 import { inverse } from './reference/point-arithmetic.ts';
 import { StreebogBlocks } from './reference/streebog.ts';
 
+/** The module's exports: functions, and its codes and input offsets as globals (assembly/curve.ts). */
 interface GostExports {
   memory: WebAssembly.Memory;
   heapBase(): number;
@@ -25,7 +26,6 @@ interface GostExports {
   streebogInput(): number;
   streebogAbsorb(blocks: number): void;
   streebogFinish(pending: number): void;
-  STREEBOG_INPUT_BYTES: WebAssembly.Global;
   curveInput(): number;
   curveBlockBytes(limbs: number): number;
   verify(curve: number, limbs: number, aIsMinus3: number, baseTable: number, baseWidth: number, baseRows: number, keyTable: number, keyWidth: number, keyRows: number, check: number): number;
@@ -33,18 +33,20 @@ interface GostExports {
   fieldOperation(curve: number, limbs: number, modulus: number, operation: number): void;
 }
 
-/** Codes of assembly/curve.ts. */
-const VERIFIED = 1;
-const KEY_NOT_ON_CURVE = 2;
-const KEY_OUTSIDE_SUBGROUP = 3;
-const CHECK_NONE = 0;
-const CHECK_ON_CURVE = 1;
-const CHECK_SUBGROUP = 2;
-/** Input offsets of assembly/curve.ts. */
-const INPUT_KEY_X = 0;
-const INPUT_KEY_Y = 64;
-const INPUT_DIGEST = 128;
-const INPUT_SIGNATURE = 192;
+const CONSTANTS = [
+  'STREEBOG_INPUT_BYTES',
+  'VERIFIED',
+  'KEY_NOT_ON_CURVE',
+  'KEY_OUTSIDE_SUBGROUP',
+  'CHECK_ON_CURVE',
+  'CHECK_SUBGROUP',
+  'CHECK_NONE',
+  'INPUT_KEY_X',
+  'INPUT_KEY_Y',
+  'INPUT_DIGEST',
+  'INPUT_SIGNATURE',
+] as const;
+type Constants = Record<(typeof CONSTANTS)[number], number>;
 
 const LIMB_BITS = 29n;
 const BASE_TABLE_WIDTH = 6;
@@ -57,9 +59,9 @@ const PAGE = 65536;
 
 class GostModule {
   readonly exports: GostExports;
+  readonly constants: Constants;
   private top: number;
   private view: Uint8Array;
-  readonly streebogInputBytes: number;
 
   constructor() {
     let code: Uint8Array<ArrayBuffer>;
@@ -68,11 +70,12 @@ class GostModule {
     } catch (error) {
       throw new Error(`${WASM_FILE.pathname} is missing (${(error as Error).message}): it is built by \`make build\``);
     }
-    this.exports = new WebAssembly.Instance(new WebAssembly.Module(code), {}).exports as unknown as GostExports;
+    const exports = new WebAssembly.Instance(new WebAssembly.Module(code), {}).exports;
+    this.exports = exports as unknown as GostExports;
+    this.constants = Object.fromEntries(CONSTANTS.map((name) => [name, (exports[name] as WebAssembly.Global).value as number])) as Constants;
     this.exports.streebogSetUp();
     this.top = this.exports.heapBase();
     this.view = new Uint8Array(this.exports.memory.buffer);
-    this.streebogInputBytes = this.exports.STREEBOG_INPUT_BYTES.value as number;
   }
 
   /** The module's memory as bytes (a fresh view after the memory grew). */
@@ -115,13 +118,13 @@ export class WasmStreebog extends StreebogBlocks {
   }
 
   protected absorb(bytes: Uint8Array, offset: number, blocks: number): void {
-    const { exports, streebogInputBytes } = this.module;
+    const { exports, constants } = this.module;
     const memory = this.module.bytes();
     const state = exports.streebogState();
     const input = exports.streebogInput();
     memory.set(this.state, state);
     for (let done = 0; done < 64 * blocks; ) {
-      const take = Math.min(64 * blocks - done, streebogInputBytes);
+      const take = Math.min(64 * blocks - done, constants.STREEBOG_INPUT_BYTES);
       memory.set(bytes.subarray(offset + done, offset + done + take), input);
       exports.streebogAbsorb(take / 64);
       done += take;
@@ -247,10 +250,11 @@ class GostVerifier {
   }
 
   private writeKey(x: Uint8Array, y: Uint8Array): void {
+    const layout = this.module.constants;
     const input = this.module.exports.curveInput();
     const memory = this.module.bytes();
-    memory.set(x, input + INPUT_KEY_X);
-    memory.set(y, input + INPUT_KEY_Y);
+    memory.set(x, input + layout.INPUT_KEY_X);
+    memory.set(y, input + layout.INPUT_KEY_Y);
   }
 
   private buildTable(curve: WasmCurve, out: number, width: number, rows: number): boolean {
@@ -281,6 +285,7 @@ class GostVerifier {
     const size = curve.bits / 8;
     if (key.length !== 2 * size || digest.length !== size || signature.length !== 2 * size) return false;
     const setUp = this.setUp(curve);
+    const layout = this.module.constants;
     const id = `${curve.name}:${Buffer.from(key).toString('latin1')}`;
     let entry = this.keys.get(id);
     if (entry === 'invalid') {
@@ -289,38 +294,39 @@ class GostVerifier {
     }
     const input = this.module.exports.curveInput();
     this.writeKey(key.subarray(0, size), key.subarray(size));
-    let check = CHECK_NONE;
-    if (!entry) check = setUp.checkSubgroup ? CHECK_SUBGROUP : CHECK_ON_CURVE;
+    let check = layout.CHECK_NONE;
+    if (!entry) check = setUp.checkSubgroup ? layout.CHECK_SUBGROUP : layout.CHECK_ON_CURVE;
     // Seen before, so checked: the second sight builds its table.
     else if (!entry.table) {
       const table = this.keyTable(setUp);
       if (table) entry = { curve: setUp, table };
     }
     const memory = this.module.bytes();
-    memory.set(digest, input + INPUT_DIGEST);
-    memory.set(signature, input + INPUT_SIGNATURE);
+    memory.set(digest, input + layout.INPUT_DIGEST);
+    memory.set(signature, input + layout.INPUT_SIGNATURE);
     const table = entry?.table;
     const result = this.module.exports.verify(
       setUp.address, setUp.limbs, setUp.aIsMinus3, setUp.baseTable, BASE_TABLE_WIDTH, setUp.baseRows,
       table?.address ?? 0, KEY_TABLE_WIDTH, setUp.keyRows, check,
     );
-    if (result === KEY_NOT_ON_CURVE || result === KEY_OUTSIDE_SUBGROUP) {
+    if (result === layout.KEY_NOT_ON_CURVE || result === layout.KEY_OUTSIDE_SUBGROUP) {
       this.remember(id, 'invalid');
       return false;
     }
     this.remember(id, entry ?? { curve: setUp });
-    return result === VERIFIED;
+    return result === layout.VERIFIED;
   }
 
   /** For the tests: a op b modulo p (modulus 0) or q (1); see fieldOperation in assembly/curve.ts. */
   fieldOperation(curve: Curve, modulus: 0 | 1, operation: 0 | 1 | 2 | 3, a: bigint, b: bigint): bigint {
     const setUp = this.setUp(curve);
+    const layout = this.module.constants;
     const input = this.module.exports.curveInput();
     const memory = this.module.bytes();
-    memory.set(littleEndian(a, setUp.size), input + INPUT_KEY_X);
-    memory.set(littleEndian(b, setUp.size), input + INPUT_KEY_Y);
+    memory.set(littleEndian(a, setUp.size), input + layout.INPUT_KEY_X);
+    memory.set(littleEndian(b, setUp.size), input + layout.INPUT_KEY_Y);
     this.module.exports.fieldOperation(setUp.address, setUp.limbs, modulus, operation);
-    const out = this.module.bytes().subarray(input + INPUT_DIGEST, input + INPUT_DIGEST + setUp.size);
+    const out = this.module.bytes().subarray(input + layout.INPUT_DIGEST, input + layout.INPUT_DIGEST + setUp.size);
     return BigInt(`0x${Buffer.from(out).reverse().toString('hex')}`);
   }
 }
