@@ -5,7 +5,8 @@ import type { BenchContext, Measured, Row } from '../lib/scenario.js';
  * The GOST check of one 10 KiB and one 5 MiB document, GOST-256 and GOST-512: ours (WebAssembly)
  * against the OpenSSL gost engine doing the same work in-process (scripts/bench/lib/gost-check.ts).
  * The target, within 2× of the engine, is judged on GOST-256 with a new key each document (the
- * engine keeps nothing between documents either); the rest is shown beside it.
+ * engine keeps nothing between documents either); the rest is shown beside it. In-process, so it
+ * measures this checkout's code, whatever --root names.
  */
 
 const TARGET_RATIO = 2;
