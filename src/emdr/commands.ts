@@ -5,8 +5,9 @@ import { Option, type Command } from 'commander';
 import { printJson, UsageError, type CommandKit } from '../cli/kit.js';
 import { decodeBase64Strict } from './pipeline/acceptance.js';
 import { checkCallbackUrls, checkOrganizations, collect } from './client-options.js';
-import { registerClientsUpdateCommand } from './clients-update-command.js';
+import { registerClientsUpdateCommand } from './accounts/update-command.js';
 import { replayRequestCallbacks } from './clinic-messages.js';
+import { registerAccountCommands } from './accounts/commands.js';
 import { createClinicAccount, DuplicateClinicAccountError } from './clients.js';
 import { messageState } from './messages.js';
 import { registerSampleCommand } from './sample-document.js';
@@ -60,7 +61,8 @@ async function verifyDocumentPair(documentPath: string, signaturePath: string, o
 }
 
 /** `clients add`, `messages show`, `callbacks replay`, `document sample`, `document save`, `document verify`: interface B's commands. */
-export function registerEmdrCommands(program: Command, { withDatabase }: CommandKit): void {
+export function registerEmdrCommands(program: Command, kit: CommandKit): void {
+  const { withDatabase } = kit;
   const clients = program.command('clients').description('clinic accounts of interface B');
   clients
     .command('add')
@@ -90,6 +92,7 @@ export function registerEmdrCommands(program: Command, { withDatabase }: Command
       });
       printJson(created);
     });
+  registerAccountCommands(clients, kit);
 
   registerClientsUpdateCommand(clients, withDatabase);
 

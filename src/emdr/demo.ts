@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
-import { createClinicAccount, DuplicateClinicAccountError } from './clients.js';
-import { updateClinicAccount } from './clients-update.js';
+import { replaceSigningSecret } from './accounts/store.js';
+import { updateClinicAccount } from './accounts/update.js';
+import { createClinicAccount, DuplicateClinicAccountError, sealClinicSecret } from './clients.js';
 
 /**
  * The demo clinic account: documented credentials for trying interface B locally (README,
@@ -43,10 +44,9 @@ export async function seedDemoClinic(knex: Knex, dataKey: Buffer, settings: Demo
   } catch (error) {
     if (!(error instanceof DuplicateClinicAccountError)) throw error;
   }
-  const updated = await updateClinicAccount(
-    knex,
-    { businessId: DEMO_CLINIC.businessId, user: DEMO_CLINIC.user, signingSecret: settings.signingSecret, ...(settings.callbackUrl === undefined ? {} : { callbackUrls }) },
-    dataKey,
-  );
+  // The data directory's secret alone (a rotation's overlap, if one ran, ends).
+  const sealed = sealClinicSecret(dataKey, 'signing_secret', DEMO_CLINIC.businessId, DEMO_CLINIC.user, settings.signingSecret);
+  await knex.transaction((trx) => replaceSigningSecret(trx, DEMO_CLINIC.businessId, DEMO_CLINIC.user, sealed, undefined));
+  const updated = await updateClinicAccount(knex, { businessId: DEMO_CLINIC.businessId, user: DEMO_CLINIC.user, ...(settings.callbackUrl === undefined ? {} : { callbackUrls }) });
   return { created: false, callbackUrls: updated.callbackUrls };
 }

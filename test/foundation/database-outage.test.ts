@@ -69,8 +69,12 @@ describe('while the database is unreachable', () => {
       expect(rpc.status).toBe(200);
       expect(rpc.body.error).toMatchObject({ code: -32001, data: { reason: expect.stringMatching(/retry later/) } });
     }
+    // /metrics still answers, and says the database is down (the alert DatabaseDown of deploy/prometheus).
+    const scrape = async () => (await (await fetch(`${serve.internalUrl}/metrics`)).text()).match(/^ehr_gateway_database_up (\d)$/m)?.[1];
+    expect(await scrape()).toBe('0');
     await proxy.restore();
     await until('interface B recovered', async () => (await demand(authHeaders(clinic))).status, (status) => status === 200, 60_000);
+    expect(await scrape()).toBe('1');
     // Back to judging the call itself (no session for these credentials), not the outage.
     expect([-32001, -32603]).not.toContain((await getPatient()).body.error?.code);
 

@@ -1,11 +1,11 @@
 import type { Knex } from 'knex';
-import { CALLBACK_USER, sealClinicSecret } from './clients.js';
+import { CALLBACK_USER } from '../clients.js';
 
 /**
  * Changes to an existing clinic account of interface B (`clients update`, and `seed-demo` for the
- * demo clinic): its callback URLs, the organizations it acts for, its signing secret. Callbacks
- * not yet delivered to a URL the account no longer has, and requests that will still call back,
- * move to its new default URL: a clinic that moved its receiver gets them there.
+ * demo clinic): its callback URLs and the organizations it acts for. Callbacks not yet delivered to
+ * a URL the account no longer has, and requests that will still call back, move to its new default
+ * URL: a clinic that moved its receiver gets them there.
  */
 
 export interface ClinicAccountChanges {
@@ -16,8 +16,6 @@ export interface ClinicAccountChanges {
   callbackUrls?: readonly string[];
   /** The new list, or null for every organization; unchanged when absent. */
   organizations?: readonly string[] | null;
-  /** A new Standard Webhooks signing secret (`whsec_…`); unchanged when absent. */
-  signingSecret?: string;
 }
 
 export interface UpdatedClinicAccount {
@@ -36,9 +34,8 @@ export class ClinicAccountChoiceError extends Error {}
 
 const base = (url: string) => url.replace(/\/+$/, '');
 
-/** Applies `changes` in one transaction; `dataKey` seals a new signing secret (needed only with one). */
-export async function updateClinicAccount(knex: Knex, changes: ClinicAccountChanges, dataKey?: Buffer): Promise<UpdatedClinicAccount> {
-  if (changes.signingSecret !== undefined && !dataKey) throw new Error('a new signing secret needs the data key');
+/** Applies `changes` in one transaction. */
+export async function updateClinicAccount(knex: Knex, changes: ClinicAccountChanges): Promise<UpdatedClinicAccount> {
   return knex.transaction(async (trx) => {
     const accounts = await trx('emdr_clients')
       .where({ business_id: changes.businessId, ...(changes.user === undefined ? {} : { user_name: changes.user }) })
@@ -51,11 +48,7 @@ export async function updateClinicAccount(knex: Knex, changes: ClinicAccountChan
     const organizations = changes.organizations === undefined ? account.organizations : changes.organizations && [...changes.organizations];
     await trx('emdr_clients')
       .where({ id: account.id })
-      .update({
-        callback_urls: callbackUrls,
-        organizations,
-        ...(changes.signingSecret === undefined ? {} : { signing_secret_sealed: sealClinicSecret(dataKey!, 'signing_secret', changes.businessId, account.user_name, changes.signingSecret) }),
-      });
+      .update({ callback_urls: callbackUrls, organizations });
     const moved = changes.callbackUrls ? await moveToDefaultUrl(trx, account.id, callbackUrls) : { callbacks: 0, requests: 0 };
     return { businessId: changes.businessId, user: account.user_name, callbackUrls, organizations, callbackUser: CALLBACK_USER, moved };
   });

@@ -1,7 +1,7 @@
 import { Option, type Command } from 'commander';
-import { printJson, UsageError, type CommandKit } from '../cli/kit.js';
-import { checkCallbackUrls, checkOrganizations, collect } from './client-options.js';
-import { ClinicAccountChoiceError, updateClinicAccount } from './clients-update.js';
+import { printJson, UsageError, type CommandKit } from '../../cli/kit.js';
+import { checkCallbackUrls, checkOrganizations, collect } from '../client-options.js';
+import { ClinicAccountChoiceError, updateClinicAccount } from './update.js';
 
 const UPDATE_HELP = `
 Each list given replaces the account's: --callback-url URL (repeatable; the first is the default),
