@@ -20,7 +20,7 @@ import { createEmdrRouter, SMALL_BODY_LIMIT_BYTES } from './emdr/intake/router.j
 import { startWorkers, WORK, WORK_CHANNEL, type Workers } from './emdr/pipeline/workers.js';
 import { BuiltInRegistry } from './emdr/registry/built-in.js';
 import { loadTrustStore, TrustStoreError, trustStoreSummary } from './emdr/signatures/trust-store.js';
-import { errorHandler, fallbackBody, notFound } from './http/fallback.js';
+import { errorHandler, fallbackBody, notFound, onAnotherListener } from './http/fallback.js';
 import { emdrPurgeSteps } from './emdr/retention.js';
 import { accountPurgeSteps } from './emdr/accounts/rotation.js';
 import { healthRoutes } from './http/health.js';
@@ -29,6 +29,7 @@ import { Metrics } from './metrics/metrics.js';
 import { AuditTrail, auditPurgeStep } from './audit/trail.js';
 import { emdrQueueDepths } from './emdr/queues.js';
 import { startListener, type Listener, type ListenerOptions } from './http/listener.js';
+import { withAccessLog } from './http/access-log.js';
 import { withHotPaths, type HotPath } from './http/respond.js';
 import type { Logger } from './logging/logger.js';
 import type { RequestListener } from 'node:http';
@@ -57,13 +58,36 @@ async function listen(handler: RequestListener, host: string, port: number, vari
   }
 }
 
-/** An Express app for what is not a hot path: health, docs, and the fallback answers. */
-function restApp(routers: express.RequestHandler[], logger: Logger, fallback: ReturnType<typeof fallbackBody>): express.Express {
+/** Where a listener bound to `host` is reached from this machine: a wildcard address by localhost. */
+function listenerUrl(host: string, port: number): string {
+  const reachable = host === '0.0.0.0' || host === '::' || host === '' ? 'localhost' : host.includes(':') ? `[${host}]` : host;
+  return `http://${reachable}:${port}`;
+}
+
+/** The start line, for the terminal of `make run`: both URLs and what each serves. */
+function startLine(urls: { publicUrl: string | undefined; internalUrl: string }, version: string | undefined, roles: ReadonlySet<Role>): string {
+  const publicServes = [...(version ? [`interface A at /${version}/`] : []), ...(roles.has('emdr') ? ['interface B at /api/*'] : []), '/docs', '/console'];
+  const internalServes = [...(version ? ['the internal methods of interface A'] : []), '/metrics'];
+  const publicPart = urls.publicUrl ? `${urls.publicUrl} (public: ${publicServes.join(', ')}), ` : '';
+  return `ehr-gateway started: ${publicPart}${urls.internalUrl} (internal: ${internalServes.join(', ')})`;
+}
+
+/** An Express app for what is not a hot path: health, docs, and the fallback answers (`notFoundMessage`: what else this listener answers). */
+function restApp(routers: express.RequestHandler[], logger: Logger, fallback: ReturnType<typeof fallbackBody>, notFoundMessage?: string): express.Express {
   const app = express();
   app.disable('x-powered-by');
   for (const router of routers) app.use(router);
-  app.use(notFound(fallback), errorHandler(logger, fallback));
+  app.use(notFound(fallback, notFoundMessage), errorHandler(logger, fallback));
   return app;
+}
+
+/** The internal listener's answers to paths of the public one: the listener was wrong, not the path. */
+function internalListenerFallbacks(fallback: ReturnType<typeof fallbackBody>, version: string | undefined): { elsewhere: express.RequestHandler; notFoundMessage: string } {
+  const served = [...(version ? [`interface A's internal methods at /${version}/`] : []), '/healthz', '/readyz', '/metrics'];
+  return {
+    elsewhere: onAnotherListener(['/api', '/docs', '/console'], 'this is the internal listener (INTERNAL_PORT); interface B (/api/*), /docs and /console answer on the public listener (PORT)', fallback),
+    notFoundMessage: `no such path on the internal listener (INTERNAL_PORT); it answers ${served.join(', ')}`,
+  };
 }
 
 /** SIGNATURE_TRUST_STORE's certificates (DER), read and checked once, at start; undefined when it is not set. */
@@ -131,8 +155,10 @@ export async function startService(config: Config, logger: Logger, roles: Readon
       );
     // Every role has the internal listener: health and /metrics; the ehr role also the internal channel of interface A.
     const internalHotPaths = envelope ? [rpcHotPath(envelope, 'internal', versions, logger)] : [];
-    const internalRouters = [healthRoutes(ready, fallback), metricsRoutes(metrics, fallback), ...(envelope ? [ehrRoutes(envelope, 'internal', versions)] : [])];
-    const internal = await listen(withHotPaths(internalHotPaths, restApp(internalRouters, logger, fallback)), config.internalHost, config.internalPort, 'INTERNAL_PORT', listenerOptions);
+    const internalFallbacks = internalListenerFallbacks(fallback, document?.info.version);
+    const internalRouters = [healthRoutes(ready, fallback), metricsRoutes(metrics, fallback), internalFallbacks.elsewhere, ...(envelope ? [ehrRoutes(envelope, 'internal', versions)] : [])];
+    const internalApp = restApp(internalRouters, logger, fallback, internalFallbacks.notFoundMessage);
+    const internal = await listen(withAccessLog(withHotPaths(internalHotPaths, internalApp), logger, 'internal'), config.internalHost, config.internalPort, 'INTERNAL_PORT', listenerOptions);
     listeners.push(internal);
     const internalPort = internal.port;
 
@@ -163,11 +189,12 @@ export async function startService(config: Config, logger: Logger, roles: Readon
         hotPaths.push(rpcHotPath(envelope, 'public', versions, logger));
         publicRouters.push(ehrRoutes(envelope, 'public', versions));
       }
-      const publicListener = await listen(withHotPaths(hotPaths, restApp(publicRouters, logger, fallback)), config.host, config.port, 'PORT', listenerOptions);
+      const publicListener = await listen(withAccessLog(withHotPaths(hotPaths, restApp(publicRouters, logger, fallback)), logger, 'public'), config.host, config.port, 'PORT', listenerOptions);
       listeners.push(publicListener);
       publicPort = publicListener.port;
     }
-    logger.info({ roles: [...roles], publicPort, internalPort }, 'ehr-gateway started');
+    const urls = { publicUrl: publicPort === undefined ? undefined : listenerUrl(config.host, publicPort), internalUrl: listenerUrl(config.internalHost, internalPort) };
+    logger.info({ roles: [...roles], publicPort, internalPort, ...urls }, startLine(urls, document?.info.version, roles));
 
     return {
       publicPort,

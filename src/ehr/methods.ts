@@ -23,7 +23,7 @@ import { FailureLimit } from './failure-limit.js';
 import { PATIENT_COLUMNS, TablePatientSource, toE164, toPatient, type MatchCriteria, type PatientRow, type PatientSource } from './patients.js';
 import type { CallContext, MethodHandler } from './rpc/envelope.js';
 import { resolveDataKey } from '../db/encryption.js';
-import { internalCredentialToken, newUserSign, openUserSign, sameSecret, sealUserSign, tokenHash } from './secrets.js';
+import { internalCredentialHint, internalCredentialToken, newUserSign, type CredentialSecondValue, openUserSign, sameSecret, sealUserSign, tokenHash } from './secrets.js';
 
 /** Failed authenticate attempts after which an exchange token is burned. */
 export const MAX_FAILED_ATTEMPTS = 5;
@@ -43,6 +43,13 @@ export interface EhrDependencies {
   patientSource?: PatientSource;
   /** The audit trail's writer for what changes nothing (a read, a refusal); by default one of its own on `sql`. */
   audit?: AuditTrail;
+}
+
+/** The internal account a call names: its password, its key in the failure limit, and the hint a rejection carries. */
+interface InternalAccount {
+  password: string;
+  failureKey: string;
+  hint: string;
 }
 
 interface LinkRow {
@@ -186,22 +193,23 @@ class EhrMethods {
    * The internal account of `cred` and its password, unless that account has failed too often from
    * this address. Unknown accounts share one count per address, so made-up names cannot fill memory.
    */
-  private internalAccount({ cred, clientAddress }: CallContext): { password: string; failureKey: string } {
+  private internalAccount({ cred, clientAddress }: CallContext, secondValue: CredentialSecondValue): InternalAccount {
     const password = cred ? this.config.internalUsers.get(cred.user) : undefined;
     const failureKey = JSON.stringify([password === undefined ? null : cred!.user, clientAddress]);
+    const account = { password: password ?? '', failureKey, hint: internalCredentialHint(cred?.token, secondValue) };
     if (this.failureLimit.isRefused(failureKey)) throw EhrErrors.notAuthorized(TOO_MANY_FAILURES);
-    if (password === undefined) this.rejectCredentials(failureKey);
-    return { password, failureKey };
+    if (password === undefined) this.rejectCredentials(account);
+    return account;
   }
 
-  private rejectCredentials(failureKey: string): never {
-    this.failureLimit.recordFailure(failureKey);
-    throw EhrErrors.notAuthorized(CREDENTIALS_REJECTED);
+  private rejectCredentials(account: InternalAccount): never {
+    this.failureLimit.recordFailure(account.failureKey);
+    throw EhrErrors.notAuthorized(CREDENTIALS_REJECTED, account.hint);
   }
 
   /** cred.token must be sha1hex(password + secondValue). */
-  private checkInternalToken(context: CallContext, account: { password: string; failureKey: string }, secondValue: string): void {
-    if (!sameSecret(context.cred!.token, internalCredentialToken(account.password, secondValue))) this.rejectCredentials(account.failureKey);
+  private checkInternalToken(context: CallContext, account: InternalAccount, secondValue: string): void {
+    if (!sameSecret(context.cred!.token, internalCredentialToken(account.password, secondValue))) this.rejectCredentials(account);
   }
 
   /** The live or expired session of `cred`: -33000 when there is none for exactly this user and token. */
@@ -264,7 +272,7 @@ class EhrMethods {
 
   readonly saveExchangeToken = async (raw: Record<string, unknown>, context: CallContext): Promise<EmbeddedStorageSaveExchangeTokenResult> => {
     const params = raw as unknown as EmbeddedStorageSaveExchangeTokenParams;
-    this.checkInternalToken(context, this.internalAccount(context), params.exchangeToken);
+    this.checkInternalToken(context, this.internalAccount(context, 'params.exchangeToken'), params.exchangeToken);
     const now = Date.now();
     const sessionExpiresAt = this.sessionExpiry(params.authInfo, now);
     const phone = params.authInfo.phone === undefined ? null : toE164(params.authInfo.phone);
@@ -281,7 +289,7 @@ class EhrMethods {
 
   readonly saveAuthInfo = async (raw: Record<string, unknown>, context: CallContext): Promise<EmbeddedStorageSaveAuthInfoResult> => {
     const { authInfo } = raw as unknown as EmbeddedStorageSaveAuthInfoParams;
-    const account = this.internalAccount(context);
+    const account = this.internalAccount(context, 'the user_sign that authenticate answered for authInfo.user');
     const link = await this.linkOf(authInfo.user);
     if (!link) throw EhrErrors.userNotFound('no internalUserId for this user');
     this.checkInternalToken(context, account, openUserSign(this.userSignKey, link.user_id, link.user_sign_sealed));
