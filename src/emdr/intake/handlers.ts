@@ -5,7 +5,7 @@ import { statement, type Sql } from '../../db/sql.js';
 import { AuditTrail } from '../../audit/trail.js';
 import { currentRequestId } from '../../logging/request-context.js';
 import { streamedBytes } from '../../memory/garbage.js';
-import { isStrictBase64, snilsDigits } from '../pipeline/acceptance.js';
+import { isStrictBase64, snilsDigits } from '../values.js';
 import { base64MemberOf } from './base64-member.js';
 import { bodyHash } from './body-hash.js';
 import { authenticateClinic, type ClinicAccount } from '../clients.js';
