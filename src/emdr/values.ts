@@ -41,3 +41,6 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export function isUuid(text: string): boolean {
   return UUID.test(text);
 }
+
+/** The length of the base64 of `bytes` bytes (padded). */
+export const base64Length = (bytes: number) => 4 * Math.ceil(bytes / 3);

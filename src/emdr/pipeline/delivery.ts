@@ -3,7 +3,8 @@ import { retryOnDeadlock, statement, type Sql } from '../../db/sql.js';
 import type { AttemptOutcome, CallbackBody, CallbackSender, OutgoingCallback } from '../../callbacks/delivery.js';
 import { openClinicSecret } from '../clients.js';
 import { CALLBACKS, ENDED_STATES, FILE_CALLBACKS, sqlList, type Operation } from './lifecycle.js';
-import { base64Length, requestFileBase64Slices } from './request-files.js';
+import { requestFileBase64Slices } from './request-files.js';
+import { base64Length } from '../values.js';
 import type { PipelineContext } from './requests.js';
 
 /**
