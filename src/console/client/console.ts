@@ -48,6 +48,7 @@ const FILTERS: Array<[label: string, query: string]> = [
   ['with a callback pending', 'callbackState=pending'],
   ['received', 'state=received'],
   ['accepted', 'state=accepted'],
+  ['waiting for the registry', 'state=submitted'],
   ['completed', 'state=completed'],
   ['rejected', 'state=rejected'],
   ['failed', 'state=failed'],
