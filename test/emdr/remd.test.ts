@@ -165,6 +165,11 @@ describe('interface B against РЭМД', () => {
     await until('a failed attempt', async () => logText, (text) => text.includes(queueMessageId) && text.includes('the registry did not take the request'));
     expect((await stateOf(queueMessageId)).state).toBe('accepted');
     expect(standIn.taken.some((taken) => taken.messageId === queueMessageId)).toBe(false);
+    // A search, which needs the registry at once, is answered 503 with Retry-After meanwhile.
+    const search = await fetch(`${service.publicUrl}/api/SearchRegistryItem`, { method: 'POST', headers: authHeaders(clinic), body: '{}' });
+    expect(search.status).toBe(503);
+    expect(search.headers.get('retry-after')).toBe('30');
+    expect((await search.json()).errors[0].code).toBe('SERVICE_UNAVAILABLE');
     standIn.up();
     const [, result] = await callbacksOf(queueMessageId, 2);
     expect(result!.body.status).toBe('success');
