@@ -54,11 +54,12 @@ async function quiesce(receiver: Receiver, quietMs: number): Promise<void> {
 
 /**
  * A backend reports its counters to pg_stat_database when it goes idle, at most every second, and an
- * idle one within 10 s (PGSTAT_IDLE_INTERVAL): counters are read after this long without work.
+ * idle one within 10 s (PGSTAT_IDLE_INTERVAL): counters are read after this long without work (a
+ * smoke run waits less: its figures are not read).
  */
-const STATS_SETTLE_MS = 11_000;
+const statsSettleMs = (context: BenchContext) => (context.smoke ? 1500 : 11_000);
 /** How long the idle service's transactions are counted. */
-const IDLE_WINDOW_MS = 30_000;
+const idleWindowMs = (context: BenchContext) => (context.smoke ? 3000 : 30_000);
 
 /** Transactions committed or rolled back in the database so far. */
 function transactions(databaseUrl: string): Promise<number> {
@@ -138,7 +139,7 @@ async function throughputRun(
   // Generous: the pipeline of before issue 10 took a quarter of a second per document.
   const complete = await waitForCallbacks(receiver, 2 * documents, Math.max(120_000, documents * 1000), 50);
   const after = await cpu();
-  await sleep(STATS_SETTLE_MS);
+  await sleep(statsSettleMs(context));
   const transactionsAfter = await transactions(databaseUrl);
   const arrivals = (await receiver.arrivals()).filter(([, id]) => acks.at.has(id));
   const last = Math.max(...arrivals.map(([, , at]) => at));
@@ -194,8 +195,8 @@ export async function pipeline(context: BenchContext): Promise<Measured[]> {
     context.log(`pipeline: ${idleCount} documents one at a time (idle)`);
     const idle = await idleRun(context, receiver, clinic, `http://127.0.0.1:${intake.publicPort}`, idleCount);
     const stats = await receiver.stats();
-    context.log(`pipeline: counting the idle service's transactions for ${IDLE_WINDOW_MS / 1000} s`);
-    const idleTransactionsPerSecond = await idleTransactions(databaseUrl);
+    context.log(`pipeline: counting the idle service's transactions for ${idleWindowMs(context) / 1000} s`);
+    const idleTransactionsPerSecond = await idleTransactions(context, databaseUrl);
     return [outcome(context, runs, idle, idleTransactionsPerSecond, stats, context.database.postmasterPid !== undefined)];
   } finally {
     await intake.stop();
@@ -205,11 +206,11 @@ export async function pipeline(context: BenchContext): Promise<Measured[]> {
 }
 
 /** Transactions per second of the service with nothing to do (its measurement's own two included, negligible). */
-async function idleTransactions(databaseUrl: string): Promise<number> {
-  await sleep(STATS_SETTLE_MS);
+async function idleTransactions(context: BenchContext, databaseUrl: string): Promise<number> {
+  await sleep(statsSettleMs(context));
   const before = await transactions(databaseUrl);
-  await sleep(IDLE_WINDOW_MS);
-  return ((await transactions(databaseUrl)) - before) / (IDLE_WINDOW_MS / 1000);
+  await sleep(idleWindowMs(context));
+  return ((await transactions(databaseUrl)) - before) / (idleWindowMs(context) / 1000);
 }
 
 const RSA_REFERENCE = 'pipeline without the GOST arithmetic';

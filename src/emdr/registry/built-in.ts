@@ -56,26 +56,35 @@ const REGISTERED = (row: string) =>
 const NOT_UNIQUE: RegistryErrorItem = { code: 'NOT_UNIQUE_PROVIDED_ID', message: 'a document with this localUid is already registered for the organization' };
 
 /**
- * Registers a document with the files of gateway request $1 = $10 (copied by the database), and
- * queues the answer (due in $11 ms): the registration, or the earlier one of the same message (a
- * repeated submission), or NOT_UNIQUE_PROVIDED_ID when the organization registered the localUid.
+ * Registers documents ($1 to $9, one element each) with the files of the gateway requests that
+ * submitted them (the message id is the queueMessageId; copied by the database), and queues each
+ * answer (due in $10 ms): the registration, or the earlier one of the same message (a repeated
+ * submission), or $11, NOT_UNIQUE_PROVIDED_ID, when the organization registered the localUid.
  */
 const REGISTER = statement(
   'registry_register',
-  `with inserted as (
+  `with input as (
+     select * from unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::float8[], $8::int[], $9::text[])
+         as t(message_id, local_uid, kind, organization, patient_snils, document_number, creation_ms, version, replaces)
+   ),
+   inserted as (
      insert into emdr_registry_documents
        (emdr_id, request_key, local_uid, kind, organization, patient_snils, document_number, creation_date_time,
         registration_date_time, version, replaces, file_name, content, signature, personal_signatures)
-     select n.id, $1, $2, $3, $4, $5, $6, to_timestamp($7 / 1000.0), now(), $8, $9, n.id || '.xml', r.document, r.signature, r.personal_signatures
-       from (select to_char(now(), 'YY.MM.') || lpad(nextval('emdr_registry_number')::text, 9, '0') as id) n,
-            emdr_requests r
-      where r.queue_message_id = $10::uuid
+     select n.id, i.message_id::text, i.local_uid, i.kind, i.organization, i.patient_snils, i.document_number, to_timestamp(i.creation_ms / 1000.0),
+            now(), i.version, i.replaces, n.id || '.xml', r.document, r.signature, r.personal_signatures
+       from input i join emdr_requests r on r.queue_message_id = i.message_id,
+            lateral (select to_char(now(), 'YY.MM.') || lpad(nextval('emdr_registry_number')::text, 9, '0') as id) n
      on conflict do nothing
-     returning emdr_id, registration_date_time
+     returning request_key, emdr_id, registration_date_time
    ),
-   earlier as (select emdr_id, registration_date_time from emdr_registry_documents where request_key = $1)
+   earlier as (select d.request_key, d.emdr_id, d.registration_date_time from emdr_registry_documents d join input i on d.request_key = i.message_id::text)
    insert into emdr_registry_answers (message_id, outcome, available_at)
-   select $10::uuid, coalesce((select ${REGISTERED('i')} from inserted i), (select ${REGISTERED('e')} from earlier e), $12::jsonb), now() + $11 * interval '1 millisecond'
+   select i.message_id,
+          coalesce((select ${REGISTERED('x')} from inserted x where x.request_key = i.message_id::text),
+                   (select ${REGISTERED('e')} from earlier e where e.request_key = i.message_id::text), $11::jsonb),
+          now() + $10 * interval '1 millisecond'
+     from input i
    on conflict (message_id) do nothing`,
 );
 const EARLIER = statement('registry_earlier', 'select emdr_id from emdr_registry_documents where request_key = $1');
@@ -145,6 +154,9 @@ const FAILING: RegistryErrorItem[] = [{ code: 'RUNTIME_ERROR', message: 'the reg
  */
 export class BuiltInRegistry implements RegistryPort {
   private answering: Stage<{ message_id: string; outcome: StoredAnswer }> | undefined;
+  /** Registrations submitted in this turn of the event loop: registered together, in one statement. */
+  private queued: Array<{ submission: RegistrationSubmission; done: (error?: unknown) => void }> = [];
+  private flushScheduled = false;
 
   constructor(
     private readonly sql: Sql,
@@ -177,26 +189,51 @@ export class BuiltInRegistry implements RegistryPort {
     if (input.replaces !== undefined) {
       const refusal = await this.registerVersion(input);
       if (refusal) return this.answer(input.messageId, refusal);
+      this.answered();
     } else {
-      await this.register(this.sql, input, 1);
+      await this.registerTogether(input);
     }
-    this.answered();
     return { accepted: true };
   }
 
-  /** Registers the document (REGISTER), which queues the answer itself. */
-  private register(sql: Pick<Sql, 'run'>, input: RegistrationSubmission, version: number): Promise<number> {
+  /**
+   * Registers a document with the others submitted in the same turn of the event loop (a
+   * submission stage's batch), in one statement, then wakes the answer loop once for them all.
+   */
+  private registerTogether(submission: RegistrationSubmission): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.queued.push({ submission, done: (error) => (error === undefined ? resolve() : reject(error)) });
+      if (this.flushScheduled) return;
+      this.flushScheduled = true;
+      setImmediate(() => {
+        this.flushScheduled = false;
+        const batch = this.queued.splice(0);
+        this.register(this.sql, batch.map((item) => ({ submission: item.submission, version: 1 }))).then(
+          () => {
+            for (const item of batch) item.done();
+            this.answered();
+          },
+          (error: unknown) => {
+            for (const item of batch) item.done(error);
+          },
+        );
+      });
+    });
+  }
+
+  /** Registers the documents (REGISTER), which queues their answers itself. */
+  private register(sql: Pick<Sql, 'run'>, registrations: ReadonlyArray<{ submission: RegistrationSubmission; version: number }>): Promise<number> {
+    const column = <T>(value: (submission: RegistrationSubmission, version: number) => T) => registrations.map((item) => value(item.submission, item.version));
     return sql.run(REGISTER, [
-      input.messageId,
-      input.localUid,
-      input.kind,
-      input.organization,
-      input.patientSnils,
-      input.documentNumber ?? null,
-      instantMs(input.creationDateTime),
-      version,
-      input.replaces ?? null,
-      input.messageId,
+      column((input) => input.messageId),
+      column((input) => input.localUid),
+      column((input) => input.kind),
+      column((input) => input.organization),
+      column((input) => input.patientSnils),
+      column((input) => input.documentNumber ?? null),
+      column((input) => instantMs(input.creationDateTime)),
+      column((_input, version) => version),
+      column((input) => input.replaces ?? null),
       this.answerDelayMs,
       JSON.stringify({ ok: false, errors: [NOT_UNIQUE] }),
     ]);
@@ -210,7 +247,7 @@ export class BuiltInRegistry implements RegistryPort {
     return this.sql.transaction(async (trx) => {
       // Registered for this message before (a repeated submission): REGISTER answers with the earlier registration.
       if (await trx.row(EARLIER, [input.messageId])) {
-        await this.register(trx, input, 0);
+        await this.register(trx, [{ submission: input, version: 0 }]);
         return undefined;
       }
       const replaced = await trx.row<{ organization: string; superseded_by: string | null; version: number }>(LOCK_REPLACED, [input.replaces]);
@@ -219,7 +256,7 @@ export class BuiltInRegistry implements RegistryPort {
         return { ok: false, errors: [{ code: 'REGISTRY_ITEM_NOT_FOUND', message: 'the document named in replaces is not registered' }] };
       }
       if (replaced.superseded_by !== null) return { ok: false, errors: [{ code: 'CANT_REG_VERSION', message: 'the document named in replaces is not the current version' }] };
-      await this.register(trx, input, replaced.version + 1);
+      await this.register(trx, [{ submission: input, version: replaced.version + 1 }]);
       const registered = await trx.row<{ emdr_id: string }>(EARLIER, [input.messageId]);
       if (registered) await trx.run(SUPERSEDE, [input.replaces, registered.emdr_id]);
       return undefined;
@@ -274,9 +311,8 @@ export class BuiltInRegistry implements RegistryPort {
       process: async (batch) => {
         const outcomes = await Promise.all(batch.map((row) => this.outcomeOf(row.message_id, row.outcome)));
         await sink.record(outcomes);
+        // The rows answered go with the next claim (the next answers, or the idle poll): no statement of their own.
         answered = batch.map((row) => row.message_id);
-        // The rows answered go with the next claim, at once.
-        stage.wake();
       },
     });
     this.answering = stage;
