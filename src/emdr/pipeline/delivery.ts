@@ -123,7 +123,8 @@ const RELEASE_STRANDED = statement(
     where w.state = 'waiting'
       and exists (select 1 from emdr_callbacks a where a.queue_message_id = w.queue_message_id and a.sequence = w.sequence - 1 and a.state = 'delivered')`,
 );
-const STRANDED_SWEEP_MS = 5000;
+/** A stranded callback needs a worker stopped between two statements: looked for as rarely as a lease runs out. */
+const STRANDED_SWEEP_MS = 30_000;
 
 const EXTEND_CALLBACKS = statement('emdr_extend_callbacks', `update emdr_callbacks set available_at = now() + $2 * interval '1 millisecond' where id = any($1::text[]) and state = 'pending'`);
 
