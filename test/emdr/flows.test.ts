@@ -106,6 +106,13 @@ describe('RegisterDocument then DemandContent', () => {
     });
   });
 
+  it('registers documents sent together (one batch of the registry) each under an emdrId of its own', async () => {
+    const sent = await Promise.all(Array.from({ length: 6 }, () => register()));
+    const results = await Promise.all(sent.map(async ({ queueMessageId }) => (await callbacksOf(queueMessageId, 2))[1]!.body));
+    expect(results.every((result) => result.status === 'success')).toBe(true);
+    expect(new Set(results.map((result) => result.emdrId)).size).toBe(6);
+  });
+
   it('serves the current version when a newer version replaced the demanded one', async () => {
     const first = await register();
     const firstId = (await callbacksOf(first.queueMessageId, 2))[1]!.body.emdrId as string;

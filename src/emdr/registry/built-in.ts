@@ -67,14 +67,17 @@ const REGISTER = statement(
      select * from unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::float8[], $8::int[], $9::text[])
          as t(message_id, local_uid, kind, organization, patient_snils, document_number, creation_ms, version, replaces)
    ),
+   numbered as (
+     -- nextval in the select list: a number per row
+     select i.*, to_char(now(), 'YY.MM.') || lpad(nextval('emdr_registry_number')::text, 9, '0') as emdr_id from input i
+   ),
    inserted as (
      insert into emdr_registry_documents
        (emdr_id, request_key, local_uid, kind, organization, patient_snils, document_number, creation_date_time,
         registration_date_time, version, replaces, file_name, content, signature, personal_signatures)
-     select n.id, i.message_id::text, i.local_uid, i.kind, i.organization, i.patient_snils, i.document_number, to_timestamp(i.creation_ms / 1000.0),
-            now(), i.version, i.replaces, n.id || '.xml', r.document, r.signature, r.personal_signatures
-       from input i join emdr_requests r on r.queue_message_id = i.message_id,
-            lateral (select to_char(now(), 'YY.MM.') || lpad(nextval('emdr_registry_number')::text, 9, '0') as id) n
+     select n.emdr_id, n.message_id::text, n.local_uid, n.kind, n.organization, n.patient_snils, n.document_number, to_timestamp(n.creation_ms / 1000.0),
+            now(), n.version, n.replaces, n.emdr_id || '.xml', r.document, r.signature, r.personal_signatures
+       from numbered n join emdr_requests r on r.queue_message_id = n.message_id
      on conflict do nothing
      returning request_key, emdr_id, registration_date_time
    ),
