@@ -18,7 +18,7 @@ export const requesterOf = (request: ClaimedRequestRow): DocumentRequester => {
  */
 export const demandContent: OperationHandler = {
   expects: 'file',
-  keepsFilesWhileSubmitted: false,
+  registryPullsDocument: false,
 
   async accept(request, context) {
     const owner = await context.registry.currentVersionOwner((request.metadata as DemandMetadata).emdrId);

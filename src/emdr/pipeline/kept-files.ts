@@ -12,7 +12,7 @@ import { isUuid } from '../values.js';
  * refused it.
  */
 
-const KEEPING = OPERATIONS.filter((operation) => OPERATION_HANDLERS[operation].keepsFilesWhileSubmitted);
+const KEEPING = OPERATIONS.filter((operation) => OPERATION_HANDLERS[operation].registryPullsDocument);
 
 const FIND = statement(
   'emdr_kept_document',

@@ -18,8 +18,8 @@ export interface OperationHandler {
   acceptancePayload(request: ClaimedRequestRow, findings: AcceptanceFindings): Record<string, unknown>;
   /** Sends the request to the registry (under its queueMessageId as the message id). */
   submit(registry: RegistryPort, request: ClaimedForSubmission): Promise<Submission>;
-  /** Whether the request keeps its files while the registry works on it (a document it may pull). */
-  keepsFilesWhileSubmitted: boolean;
+  /** Whether the registry pulls the request's document while it works on it (getDocumentFile, kept-files.ts). */
+  registryPullsDocument: boolean;
   /** The request's result from the registry's outcome (a refusal, the deadline's timeout: `ok: false`). */
   result(request: ClaimedRequestRow, outcome: RegistryOutcome): Result;
 }

@@ -9,7 +9,7 @@ import { withErrors, type RegisterMetadata } from './requests.js';
  */
 export const registerDocument: OperationHandler = {
   expects: 'registration',
-  keepsFilesWhileSubmitted: true,
+  registryPullsDocument: true,
 
   accept(request, context) {
     return registerDocumentAcceptance(context, {

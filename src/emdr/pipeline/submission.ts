@@ -45,7 +45,8 @@ export class SubmissionStage {
             queueMessageId: request.queue_message_id,
             operation: request.operation,
             state: 'submitted',
-            keepFiles: handler.keepsFilesWhileSubmitted,
+            // A registration's document, for the registry to pull; or a file that overtook this settle (a registry that answers at once).
+            keepFiles: true,
             availableInMs: this.context.deadlineMs,
             callbackBase: request.callback_url,
           });
