@@ -18,7 +18,7 @@ TSX := node --import tsx
 export REDOCLY_TELEMETRY := off
 export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
 
-.PHONY: help node install browser gost-engine clients generate check-specs check-generated check-breaking typecheck lint-docker unit test contract fuzz build run bench mock
+.PHONY: help node install browser gost-engine clients generate check-specs check-generated check-breaking typecheck lint-docker promtool deploy-tools check-deploy unit test contract fuzz build run bench mock
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
@@ -113,15 +113,67 @@ $(HADOLINT): tools/hadolint/requirements.txt
 lint-docker: $(HADOLINT) ## lint the Dockerfile (hadolint, pinned in tools/hadolint)
 	$(HADOLINT) Dockerfile
 
+# The deployment files' checkers (deploy/). promtool from Debian's prometheus package, unpacked into
+# .tools/prometheus rather than installed (installing it would start a Prometheus server).
+PROMTOOL := .tools/prometheus/usr/bin/promtool
+$(PROMTOOL):
+	mkdir -p .tools/prometheus
+	cd .tools/prometheus && rm -f prometheus_*.deb && { apt-get download prometheus 2>/dev/null || { apt-get update -qq && apt-get download prometheus 2>/dev/null; }; } \
+	  && dpkg-deb -x prometheus_*.deb . && rm prometheus_*.deb
+	@touch $@
+
+promtool: $(PROMTOOL) ## promtool, from Debian's prometheus package (apt-get download, unpacked into .tools/prometheus)
+
+# helm and kubeconform, built from the Go module proxy into .tools/ (as oasdiff). kubeconform's
+# Kubernetes schemas come from PyPI: the wheel of kubernetes-validate, pinned by hash in
+# tools/kubeconform, unpacked per Kubernetes version the chart is checked against (its kubeVersion
+# floor, and the newest the wheel has). A helm built from source assumes Kubernetes 1.20 unless told.
+HELM := .tools/helm
+KUBECONFORM := .tools/kubeconform
+KUBERNETES_VERSIONS := 1.27.0 1.37.0
+KUBERNETES_SCHEMAS := .tools/kubernetes-schemas/.extract-stamp
+$(HELM):
+	GOBIN=$(CURDIR)/.tools GOFLAGS=-mod=mod go install helm.sh/helm/v3/cmd/helm@v3.22.0
+
+$(KUBECONFORM):
+	GOBIN=$(CURDIR)/.tools GOFLAGS=-mod=mod go install github.com/yannh/kubeconform/cmd/kubeconform@v0.8.0
+
+$(KUBERNETES_SCHEMAS): tools/kubeconform/requirements.txt tools/kubeconform/extract-schemas.py
+	rm -rf .tools/kubernetes-schemas
+	python3 -m pip download --quiet --disable-pip-version-check --no-deps --require-hashes -r tools/kubeconform/requirements.txt -d .tools/kubernetes-schemas/wheel
+	for version in $(KUBERNETES_VERSIONS); do python3 tools/kubeconform/extract-schemas.py .tools/kubernetes-schemas/wheel/*.whl $$version .tools/kubernetes-schemas/v$$version || exit 1; done
+	rm -rf .tools/kubernetes-schemas/wheel
+	@touch $@
+
+# pg_dump and pg_restore (PostgreSQL 18 client programs, from a PyPI wheel pinned by hash in
+# tools/pg-client) for the backup-and-restore drill.
+PG_CLIENT := .tools/pg-client/.install-stamp
+$(PG_CLIENT): tools/pg-client/requirements.txt
+	rm -rf .tools/pg-client
+	python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps --require-hashes --target .tools/pg-client -r tools/pg-client/requirements.txt
+	@touch $@
+
+deploy-tools: $(PROMTOOL) $(HELM) $(KUBECONFORM) $(KUBERNETES_SCHEMAS) $(PG_CLIENT) ## promtool, helm, kubeconform and its Kubernetes schemas, pg_dump and pg_restore, into .tools/
+
+check-deploy: deploy-tools ## the Helm chart (helm lint, helm template, kubeconform) and the Prometheus alerts (promtool check rules, test rules)
+	set -o pipefail; for version in $(KUBERNETES_VERSIONS); do \
+	  $(HELM) lint --strict --quiet --kube-version $$version deploy/helm/ehr-gateway \
+	  && $(HELM) template ehr-gateway deploy/helm/ehr-gateway --kube-version $$version \
+	    | $(KUBECONFORM) -strict -summary -kubernetes-version $$version \
+	      -schema-location '.tools/kubernetes-schemas/{{ .NormalizedKubernetesVersion }}/{{ .ResourceKind }}{{ .KindSuffix }}.json' - \
+	  || exit 1; done
+	$(PROMTOOL) check config deploy/prometheus/prometheus.yml
+	$(PROMTOOL) test rules deploy/prometheus/tests/*.yml
+
 typecheck: $(INSTALLED) ## TypeScript, strict (the service, and the scripts of the docs and console pages)
 	npx --no-install tsc -p tsconfig.json --noEmit
 	npx --no-install tsc -p src/docs/client/tsconfig.json
 	npx --no-install tsc -p src/console/client/tsconfig.json
 
-unit: $(INSTALLED) browser gost-engine clients ## the vitest suite alone
+unit: $(INSTALLED) browser gost-engine clients deploy-tools ## the vitest suite alone
 	npx --no-install vitest run
 
-test: check-specs check-generated check-breaking typecheck lint-docker unit ## every check CI runs
+test: check-specs check-generated check-breaking typecheck lint-docker check-deploy unit ## every check CI runs
 
 contract: $(INSTALLED) clients ## long Schemathesis run (CONTRACT_EXAMPLES per operation, default 500) and the Java client, against a live service
 	CONTRACT_EXAMPLES=$${CONTRACT_EXAMPLES:-500} npx --no-install vitest run test/partner/schemathesis.test.ts test/partner/java-client.test.ts
