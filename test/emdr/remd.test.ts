@@ -46,7 +46,7 @@ describe('a registration through РЭМД, the worker killed (kill -9) while it 
   let api: TestService;
 
   beforeAll(async () => {
-    standIn = await startRemdStandIn({ clientEntityId: CLIENT_ENTITY_ID, answerDelayMs: 2000 });
+    standIn = await startRemdStandIn({ clientEntityId: CLIENT_ENTITY_ID });
     receiver = await startCallbackReceiver();
     // The intake in this process; the workers as processes of their own, to be killed.
     api = await startTestService(await remdEnv(standIn), ['emdr']);
@@ -63,6 +63,8 @@ describe('a registration through РЭМД, the worker killed (kill -9) while it 
     receiver.signingSecret = clinic.signingSecret;
     const workerEnv = { ...(await remdEnv(standIn)), ...api.env, JOB_EXPIRY: '2s', LOG_LEVEL: 'warn', INTERNAL_PORT: String(await freePort()) };
     const body = registerBody();
+    // The registry takes the registration at once and answers only once the worker is gone.
+    standIn.hold();
     const { body: ack } = await post(api.publicUrl, '/api/RegisterDocument', authHeaders(clinic), body);
     const queueMessageId = ack.queueMessageId as string;
 
@@ -72,7 +74,7 @@ describe('a registration through РЭМД, the worker killed (kill -9) while it 
     const state = async () => (await fetch(`${api.publicUrl}/api/messages/${queueMessageId}`, { headers: authHeaders(clinic) })).json();
     try {
       // Submitted, and the acceptance callback delivered (so the kill cuts no delivery short).
-      await until('submitted to the registry', state, (current) => current.state === 'submitted' && current.callbacks[0]?.state === 'delivered', 60_000);
+      await until('submitted to the registry', state, (current) => current.state === 'submitted' && current.callbacks[0]?.state === 'delivered', 90_000);
     } catch (error) {
       first.kill('SIGKILL');
       throw new Error(`${(error as Error).message}; the worker said: ${output}`);
@@ -80,12 +82,13 @@ describe('a registration through РЭМД, the worker killed (kill -9) while it 
     expect(standIn.taken.filter((taken) => taken.operation === 'registerDocument').map((taken) => taken.messageId)).toEqual([queueMessageId]);
     first.kill('SIGKILL');
     expect(await exitOf(first)).toBeNull();
-    // The registry answers while no worker runs; it keeps trying, as the federal one does.
+    // The registry answers while no worker runs (pulling the document, then its result); it keeps trying, as the federal one does.
+    standIn.release();
 
     const second = spawnCli(['serve', '--only', 'worker'], workerEnv);
     try {
-      await waitForOk(`http://127.0.0.1:${workerEnv.INTERNAL_PORT}/readyz`, 60_000);
-      const callbacks = await receiver.waitFor((received) => of(queueMessageId)(received).length >= 2, 60_000);
+      await waitForOk(`http://127.0.0.1:${workerEnv.INTERNAL_PORT}/readyz`, 90_000);
+      const callbacks = await receiver.waitFor((received) => of(queueMessageId)(received).length >= 2, 90_000);
       const mine = of(queueMessageId)(callbacks);
       expect(mine.map((callback) => callback.name)).toEqual(['SendRegisterDocumentResponse', 'SendRegisterDocumentResultResponse']);
       expect(mine.every((callback) => callback.signatureValid)).toBe(true);
@@ -104,7 +107,7 @@ describe('a registration through РЭМД, the worker killed (kill -9) while it 
     expect(of(queueMessageId)(receiver.received)).toHaveLength(2);
     expect(standIn.violations).toEqual([]);
     expect(receiver.schemaViolations).toEqual([]);
-  });
+  }, 240_000);
 });
 
 describe('interface B against РЭМД', () => {

@@ -74,6 +74,9 @@ export interface RemdStandIn {
   calls: Array<{ kind: string; messageId?: string; status: number; body: string }>;
   documents: Map<string, RegisteredDocument>;
   refuseNext(refusal: Refusal): void;
+  /** Keeps its answers (and pulls) until release(): an answer that comes exactly when a test wants it. */
+  hold(): void;
+  release(): void;
   /** Answers 503 until up(): the registry is unreachable. */
   down(): void;
   up(): void;
@@ -204,6 +207,7 @@ export async function startRemdStandIn(options: { clientEntityId: string; gatewa
   let sequence = 0;
   let isDown = false;
   let closed = false;
+  let held: { promise: Promise<void>; resolve: () => void } | undefined;
 
   const post = async (xml: string, contentType = 'application/soap+xml; charset=utf-8'): Promise<{ status: number; body: string }> => {
     const response = await fetch(standIn.gatewayUrl!, { method: 'POST', headers: { 'content-type': contentType }, body: xml });
@@ -228,7 +232,7 @@ export async function startRemdStandIn(options: { clientEntityId: string; gatewa
   const pull = async (fields: Record<string, string>): Promise<{ content: Buffer; signature: Buffer } | { code: string; message: string }> => {
     let answer: { status: number; body: string } | undefined;
     // A providing system that does not listen (restarting) is asked again for a while, as a registry would.
-    for (let attempt = 0; !answer && !closed && attempt < 300; attempt += 1) {
+    for (let attempt = 0; !answer && !closed && attempt < 900; attempt += 1) {
       try {
         answer = await post(soapMessage(cb('getDocumentFileRequest', [cb('localUid', fields.localUid!), cb('organization', fields.organization!)])));
       } catch {
@@ -247,6 +251,7 @@ export async function startRemdStandIn(options: { clientEntityId: string; gatewa
   const later = (work: () => Promise<void>) => {
     const job = (async () => {
       await new Promise((resolve) => setTimeout(resolve, standIn.answerDelayMs));
+      await held?.promise;
       if (!closed && !standIn.silent) await work();
     })().catch(() => undefined);
     pending.add(job);
@@ -370,6 +375,14 @@ export async function startRemdStandIn(options: { clientEntityId: string; gatewa
     calls: [],
     documents: new Map(),
     refuseNext: (refusal) => refusals.push(refusal),
+    hold: () => {
+      let resolve!: () => void;
+      held ??= { promise: new Promise<void>((done) => (resolve = done)), resolve: () => resolve() };
+    },
+    release: () => {
+      held?.resolve();
+      held = undefined;
+    },
     down: () => (isDown = true),
     up: () => (isDown = false),
     post,
@@ -379,6 +392,7 @@ export async function startRemdStandIn(options: { clientEntityId: string; gatewa
     },
     close: async () => {
       closed = true;
+      held?.resolve();
       await Promise.all([...pending]);
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
