@@ -18,7 +18,7 @@ import { consoleRoutes } from './console/routes.js';
 import { docsRoutes } from './docs/routes.js';
 import { createEmdrRouter, SMALL_BODY_LIMIT_BYTES } from './emdr/intake/router.js';
 import { startWorkers, WORK, WORK_CHANNEL, type Workers } from './emdr/pipeline/workers.js';
-import { BuiltInRegistry } from './emdr/registry/built-in.js';
+import { createRegistry } from './emdr/registry/registries.js';
 import { loadTrustStore, TrustStoreError, trustStoreSummary } from './emdr/signatures/trust-store.js';
 import { errorHandler, fallbackBody, notFound, onAnotherListener } from './http/fallback.js';
 import { emdrPurgeSteps } from './emdr/retention.js';
@@ -121,7 +121,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
     const metrics = new Metrics({ pool: database.sql.pool, queues: () => emdrQueueDepths(database.sql) });
     const audit = new AuditTrail(database.sql);
     let publicPort: number | undefined;
-    const registry = new BuiltInRegistry(database.sql, { latencyMs: config.registryLatencyMs, fail: config.registryFail });
+    const registry = createRegistry(config, database.sql, logger);
     // Workers first, so that requests stored by this process wake them directly; other processes hear a NOTIFY.
     if (roles.has('worker')) {
       metrics.trustStore(trustAnchors && trustStoreSummary(trustAnchors));
@@ -135,6 +135,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
         dataKey: await database.dataKey(),
         xmlCheckTimeoutMs: config.xmlCheckTimeoutMs,
         leaseMs: config.jobExpiryMs,
+        deadlineMs: config.registryDeadlineMs,
         loops: config.workerConcurrency,
         metrics,
         ...(trustAnchors ? { signatureTrustAnchors: trustAnchors } : {}),
@@ -172,7 +173,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
             definition: openApiSpecPath,
             handlers: {
               ...emdrHandlers({ sql: database.sql, registry, requestStored: workers ? workers.requestsStored : () => notifier.notify(), audit }),
-              ...clinicMessageHandlers({ sql: database.sql, registry }),
+              ...clinicMessageHandlers({ sql: database.sql }),
             },
             securityHandlers: clinicSecurityHandlers(database.sql),
             beforeBody: clinicRateLimit(config.rateLimitPerMinute),
