@@ -10,7 +10,7 @@ import { seedDemoPatients, upsertPatients } from './ehr/patients.js';
 import { checkCallbackUrls } from './emdr/client-options.js';
 import { newSigningSecret } from './emdr/clients.js';
 import { DEMO_CLINIC, DEMO_SIGNING_SECRET_FILE, seedDemoClinic } from './emdr/demo.js';
-import type { PatientWriter } from './record/fhir/patient.js';
+import type { PatientWriter } from './record/mapping/patient.js';
 
 /** The record's imports write their patients into interface A's patient source (ehr_patients). */
 export function patientWriter(database: Database): PatientWriter {

@@ -12,7 +12,7 @@ import type {
 import type { AuditTrail } from '../audit/trail.js';
 import type { Config } from '../config/config.js';
 import { statement, type Sql } from '../db/sql.js';
-import { RecordQueries, type BackOfficeFilters, type RecordEntity, type RecordScope } from '../record/queries.js';
+import { RecordQueries, type BackOfficeFilters, type RecordEntity, type RecordScope } from '../record/queries/queries.js';
 import { toE164 } from '../validation/phone.js';
 import { birthDateOf, instantOf } from './dates.js';
 import { EhrErrors, invalidParam, itemNotFound } from './errors.js';

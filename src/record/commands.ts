@@ -4,8 +4,8 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { printJson, UsageError, type CommandKit } from '../cli/kit.js';
 import type { Database } from '../db/database.js';
-import type { PatientWriter } from './fhir/patient.js';
-import type { ImportProgress } from './import.js';
+import type { PatientWriter } from './mapping/patient.js';
+import type { ImportProgress } from './import/import.js';
 
 const OID = /^[0-2](\.(0|[1-9][0-9]*))+$/;
 const SOURCE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
@@ -77,17 +77,25 @@ export function registerRecordCommands(program: Command, { withDatabase }: Comma
     .argument('<PATH...>', 'FHIR R4 files (Bundle .json, Bulk Data .ndjson) or folders of them')
     .requiredOption('--organization <oid>', 'OID of the organization the records belong to: its api keys see these patients')
     .option('--source <name>', 'name of the МИС the files come from; resources are unique per source, type and id', 'default')
+    .option('--threads <n>', "threads that validate and map the resources (0: the command's own thread; default: one per core, at most 4)")
     .addHelpText('after', IMPORT_HELP)
-    .action(async (paths: string[], options: { organization: string; source: string }) => {
+    .action(async (paths: string[], options: { organization: string; source: string; threads?: string }) => {
       if (!OID.test(options.organization)) throw new UsageError(`--organization "${options.organization}" is not an OID`);
       if (!SOURCE.test(options.source)) throw new UsageError(`--source "${options.source}" must be 1-64 letters, digits, dots, dashes or underscores`);
+      if (options.threads !== undefined && !/^(0|[1-9][0-9]?)$/.test(options.threads)) throw new UsageError(`--threads "${options.threads}" must be a whole number from 0 to 99`);
       const files = await filesOf(paths);
       if (await inBoundedHeap()) return;
       // Loaded here: the FHIR definitions and validator are this command's alone, not every command's start.
-      const { importFhirFiles } = await import('./import.js');
+      const { importFhirFiles } = await import('./import/import.js');
       const onTerminal = process.stderr.isTTY;
       const summary = await withDatabase((database) =>
-        importFhirFiles(database.sql, files, { source: options.source, organization: options.organization, writePatients: patientWriter(database), ...(onTerminal ? { progress: progressLine } : {}) }),
+        importFhirFiles(database.sql, files, {
+          source: options.source,
+          organization: options.organization,
+          writePatients: patientWriter(database),
+          ...(options.threads === undefined ? {} : { threads: Number(options.threads) }),
+          ...(onTerminal ? { progress: progressLine } : {}),
+        }),
       );
       if (onTerminal) process.stderr.write('\n');
       printJson(summary);

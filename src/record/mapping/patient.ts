@@ -1,7 +1,7 @@
 import type { CountryCode } from 'libphonenumber-js';
 import { getCountries } from 'libphonenumber-js';
-import { toE164 } from '../../validation/phone.js';
-import { humanName, isObject, list, text } from './values.js';
+import { toE164 } from '../../validation/phone.ts';
+import { humanName, isObject, list, text } from './values.ts';
 
 /** A patient of the patient source (ehr_patients), as the import hands it to the PatientWriter. */
 export interface ImportedPatient {

@@ -1,4 +1,4 @@
-import type { Sql } from '../db/sql.js';
+import type { Sql } from '../../db/sql.js';
 import { ENTITY_STATEMENTS, hasCd10, hasStart, PATIENT_IN_ORGANIZATIONS, RECORD_HEALTH, type RecordEntity } from './queries-sql.js';
 
 export type { RecordEntity };

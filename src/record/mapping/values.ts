@@ -1,3 +1,7 @@
+import type { Service } from '../../../generated/ehr-types.js';
+import { aliasOf } from '../fhir/references.ts';
+import type { Ref } from './fragments.ts';
+
 /** Small readers of FHIR R4 datatypes, shared by the mapping of each resource type. */
 
 export type Json = Record<string, unknown>;
@@ -104,3 +108,23 @@ export function oidOf(identifiers: unknown): string | undefined {
   }
   return undefined;
 }
+
+/** A Reference kept for the assembly: its alias and, for a fallback name, its display. */
+export function ref(element: unknown): Ref | undefined {
+  const alias = aliasOf(element);
+  if (!alias) return undefined;
+  const display = isObject(element) ? text(element.display) : '';
+  return display ? { alias, display } : { alias };
+}
+
+/** A CodeableConcept as the SDK's Service: its first code and its text. */
+export function codeService(concept: unknown): Service {
+  const coding = conceptCode(concept);
+  return { id: text(coding?.code), name: conceptText(concept) };
+}
+
+/** A resource marked entered-in-error is stored (a later import may correct it) but never shown. */
+export const ENTERED_IN_ERROR = 'entered-in-error';
+
+/** A MedicationRequest's or ServiceRequest's status as a recommendation's: 0 recommended, 2 cancelled or stopped, 3 completed. */
+export const REQUEST_STATUS: Record<string, 0 | 2 | 3> = { cancelled: 2, stopped: 2, revoked: 2, completed: 3 };

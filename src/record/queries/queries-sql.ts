@@ -1,6 +1,6 @@
-import { statement, type Statement } from '../db/sql.js';
+import { statement, type Statement } from '../../db/sql.js';
 
-/** The reads of the medical record's items (src/record/queries.ts), one set of statements per kind of item. */
+/** The reads of the medical record's items (queries.ts), one set of statements per kind of item. */
 
 export type RecordEntity = 'appointment' | 'appointment_result' | 'diagnostic_report' | 'prescription';
 
