@@ -6,13 +6,13 @@ import { Notifier } from './db/notify.js';
 import { MIGRATIONS } from './migrations.js';
 import { startRetention, type Retention } from './db/retention.js';
 import { ehrPurgeSteps } from './ehr/retention.js';
-import { ehrRoutes, rpcHotPath } from './ehr/http.js';
+import { ehrRoutes, rpcHotPath, type RpcAdmission } from './ehr/http.js';
 import { createEhrHandlers } from './ehr/methods.js';
 import { RpcEnvelope } from './ehr/rpc/envelope.js';
 import { loadOpenRpcDocument } from './ehr/spec.js';
 import { clinicMessageHandlers } from './emdr/clinic-messages.js';
 import { clinicSecurityHandlers, emdrHandlers } from './emdr/intake/handlers.js';
-import { clinicByteQuota, clinicRateLimit } from './emdr/intake/limits.js';
+import { clinicBodyAdmission, clinicRateLimit, LargeBodySlots, QUOTA_UNIT_BYTES } from './emdr/intake/limits.js';
 import { consoleRoutes } from './console/routes.js';
 import { docsRoutes } from './docs/routes.js';
 import { createEmdrRouter, SMALL_BODY_LIMIT_BYTES } from './emdr/intake/router.js';
@@ -28,6 +28,9 @@ import { AuditTrail, auditPurgeStep } from './audit/trail.js';
 import { emdrQueueDepths } from './emdr/queues.js';
 import { startListener, type Listener, type ListenerOptions } from './http/listener.js';
 import { withHotPaths, type HotPath } from './http/respond.js';
+import { clientKey } from './http/client-address.js';
+import { SharedAllowance } from './limits/allowance.js';
+import type { CounterStore } from './limits/counters.js';
 import type { Logger } from './logging/logger.js';
 import type { RequestListener } from 'node:http';
 
@@ -64,6 +67,19 @@ function restApp(routers: express.RequestHandler[], logger: Logger, fallback: Re
   return app;
 }
 
+/** The limits' windows: RATE_LIMIT, BYTE_QUOTA and RPC_RATE_LIMIT are per minute. */
+const LIMIT_WINDOW_MS = 60_000;
+
+/** RPC_RATE_LIMIT: calls per client address (an IPv6 client by its /64), shared by all processes; undefined when off. */
+function rpcAdmission(config: Config, counters: CounterStore): RpcAdmission | undefined {
+  if (config.rpcRateLimitPerMinute === 0) return undefined;
+  const calls = new SharedAllowance(counters, { name: 'rpc-calls', perWindow: config.rpcRateLimitPerMinute, windowMs: LIMIT_WINDOW_MS });
+  return async (clientAddress, count) => {
+    const waitMs = await calls.take(clientKey(clientAddress), count);
+    return waitMs === undefined ? undefined : Math.max(1, Math.ceil(waitMs / 1000));
+  };
+}
+
 /** SIGNATURE_TRUST_STORE's certificates (DER), read and checked once, at start; undefined when it is not set. */
 function signatureTrustAnchors(config: Config): Uint8Array[] | undefined {
   if (config.signatureTrustStore === undefined) return undefined;
@@ -82,7 +98,10 @@ export async function startService(config: Config, logger: Logger, roles: Readon
   const listeners: Listener[] = [];
   let retention: Retention | undefined;
   let workers: Workers | undefined;
+  let stopAudit: (() => Promise<void>) | undefined;
   const stopWork = async () => {
+    // The refusals still counted are written.
+    await stopAudit?.();
     await retention?.stop();
     // Finishes the batches in hand; an unfinished one comes back to another worker after JOB_EXPIRY.
     await workers?.stop();
@@ -94,6 +113,9 @@ export async function startService(config: Config, logger: Logger, roles: Readon
     const ready = () => isReady(database.knex, MIGRATIONS);
     const metrics = new Metrics({ pool: database.sql.pool, queues: () => emdrQueueDepths(database.sql) });
     const audit = new AuditTrail(database.sql);
+    stopAudit = () => audit.stop();
+    // RATE_LIMIT, BYTE_QUOTA, RPC_RATE_LIMIT and the internal failure limit count across every process of the database.
+    const counters: CounterStore = { pool: database.sql.pool };
     let publicPort: number | undefined;
     const registry = new BuiltInRegistry(database.sql, { latencyMs: config.registryLatencyMs, fail: config.registryFail });
     // Workers first, so that requests stored by this process wake them directly; other processes hear a NOTIFY.
@@ -116,8 +138,8 @@ export async function startService(config: Config, logger: Logger, roles: Readon
 
     const document = roles.has('ehr') ? await loadOpenRpcDocument() : undefined;
     const fallback = fallbackBody(document ? [document.info.version] : []);
-    const listenerOptions = { limits: config.connectionLimits, errorBody: fallback };
-    const envelope = document && new RpcEnvelope(document, await createEhrHandlers({ sql: database.sql, config, logger, audit }), logger, metrics);
+    const listenerOptions = { limits: config.connectionLimits, errorBody: fallback, trustedProxies: config.trustedProxies };
+    const envelope = document && new RpcEnvelope(document, await createEhrHandlers({ sql: database.sql, config, logger, audit, counters }), logger, metrics);
     // Every role has the internal listener: health and /metrics; the ehr role also the internal channel of interface A.
     const internalHotPaths = envelope ? [rpcHotPath(envelope, 'internal', document.info.version, logger)] : [];
     const internalRouters = [healthRoutes(ready, fallback), metricsRoutes(metrics, fallback), ...(envelope ? [ehrRoutes(envelope, 'internal', document.info.version)] : [])];
@@ -138,8 +160,11 @@ export async function startService(config: Config, logger: Logger, roles: Readon
               ...clinicMessageHandlers({ sql: database.sql, registry }),
             },
             securityHandlers: clinicSecurityHandlers(database.sql),
-            beforeBody: clinicRateLimit(config.rateLimitPerMinute),
-            bodyRead: clinicByteQuota(config.byteQuotaPerMinute),
+            beforeBody: clinicRateLimit(new SharedAllowance(counters, { name: 'clinic-requests', perWindow: config.rateLimitPerMinute, windowMs: LIMIT_WINDOW_MS })),
+            admitBody: clinicBodyAdmission(
+              config.byteQuotaPerMinute === 0 ? undefined : new SharedAllowance(counters, { name: 'clinic-body-kib', perWindow: Math.floor(config.byteQuotaPerMinute / QUOTA_UNIT_BYTES), windowMs: LIMIT_WINDOW_MS }),
+              new LargeBodySlots(config.largeBodies),
+            ),
             // RegisterDocument carries the document; every other body is a few fields.
             bodyLimits: { default: SMALL_BODY_LIMIT_BYTES, byOperation: { RegisterDocument: config.bodyLimitBytes } },
             base64Members: { RegisterDocument: 'document' },
@@ -150,8 +175,10 @@ export async function startService(config: Config, logger: Logger, roles: Readon
       }
       if (envelope) {
         const version = document.info.version;
-        hotPaths.push(rpcHotPath(envelope, 'public', version, logger));
-        publicRouters.push(ehrRoutes(envelope, 'public', version));
+        // The public listener's calls are limited per client address; the internal channel has its failure limit.
+        const admit = rpcAdmission(config, counters);
+        hotPaths.push(rpcHotPath(envelope, 'public', version, logger, admit));
+        publicRouters.push(ehrRoutes(envelope, 'public', version, admit));
       }
       const publicListener = await listen(withHotPaths(hotPaths, restApp(publicRouters, logger, fallback)), config.host, config.port, 'PORT', listenerOptions);
       listeners.push(publicListener);

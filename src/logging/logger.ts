@@ -1,5 +1,5 @@
 import { pino, type Logger } from 'pino';
-import { currentRequestId } from './request-context.js';
+import { currentRequest } from './request-context.js';
 
 export type { Logger };
 
@@ -78,8 +78,9 @@ export function createLogger(level: string, destination: NodeJS.WritableStream =
       timestamp: pino.stdTimeFunctions.isoTime,
       // Every line logged while a request is served names it.
       mixin: () => {
-        const requestId = currentRequestId();
-        return requestId === undefined ? NO_FIELDS : { requestId };
+        const request = currentRequest();
+        if (request === undefined) return NO_FIELDS;
+        return request.clientRequestId === undefined ? { requestId: request.requestId } : { requestId: request.requestId, clientRequestId: request.clientRequestId };
       },
     },
     destination,

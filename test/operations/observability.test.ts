@@ -159,7 +159,7 @@ describe('metrics, audit trail and request ids', () => {
   it('names the request in every line logged while it is served', () => {
     const lines: string[] = [];
     const logger = createLogger('info', new Writable({ write: (chunk: Buffer, _encoding, done) => (lines.push(chunk.toString()), done()) }));
-    runInRequest('mis-req-9', () => logger.warn({ queueMessageId: 'q' }, 'inside'));
+    runInRequest({ requestId: 'mis-req-9' }, () => logger.warn({ queueMessageId: 'q' }, 'inside'));
     logger.warn('outside');
     expect(JSON.parse(lines[0]!)).toMatchObject({ requestId: 'mis-req-9', msg: 'inside' });
     expect(JSON.parse(lines[1]!).requestId).toBeUndefined();
