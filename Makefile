@@ -133,8 +133,11 @@ build: $(INSTALLED) ## compile to dist/, and build the /docs and /console pages 
 	npx --no-install tsc -p tsconfig.build.json
 	$(TSX) scripts/build-docs.ts
 
-# Demo only: the stand-in authorization server's account (examples/auth-server uses the same).
+# Demo only: the stand-in authorization server's account (examples/auth-server uses the same), and
+# callbacks to a receiver on this host (the walk-throughs' examples/clinic-receiver on 127.0.0.1:9090),
+# which the egress policy refuses unless allowed.
 run: export INTERNAL_USERS ?= demo-auth:demo-auth-password
+run: export CALLBACK_ALLOWED_NETWORKS ?= 127.0.0.0/8,::1/128
 run: build ## start the whole service on the embedded PostgreSQL under ./.data, with demo data
 	node dist/src/main.js seed-demo
 	node dist/src/main.js serve

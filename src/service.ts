@@ -17,6 +17,7 @@ import { consoleRoutes } from './console/routes.js';
 import { docsRoutes } from './docs/routes.js';
 import { createEmdrRouter, SMALL_BODY_LIMIT_BYTES } from './emdr/intake/router.js';
 import { startWorkers, WORK, WORK_CHANNEL, type Workers } from './emdr/pipeline/workers.js';
+import { EgressPolicy } from './callbacks/egress.js';
 import { BuiltInRegistry } from './emdr/registry/built-in.js';
 import { loadTrustStore, TrustStoreError } from './emdr/signatures/trust-store.js';
 import { errorHandler, fallbackBody, notFound } from './http/fallback.js';
@@ -118,6 +119,9 @@ export async function startService(config: Config, logger: Logger, roles: Readon
     const counters: CounterStore = { pool: database.sql.pool };
     let publicPort: number | undefined;
     const registry = new BuiltInRegistry(database.sql, { latencyMs: config.registryLatencyMs, fail: config.registryFail });
+    // Callbacks never reach this service's own listeners (the configured ports now, the bound ones once listening).
+    const callbackEgress = new EgressPolicy(config.callbackAllowedNetworks);
+    for (const port of [config.port, config.internalPort]) if (port !== 0) callbackEgress.ownPorts.add(port);
     // Workers first, so that requests stored by this process wake them directly; other processes hear a NOTIFY.
     if (roles.has('worker')) {
       retention = startRetention(database.sql, { retentionMs: config.retentionMs, steps: [...emdrPurgeSteps, ...ehrPurgeSteps, auditPurgeStep(config.auditRetentionMs)], logger });
@@ -132,6 +136,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
         leaseMs: config.jobExpiryMs,
         loops: config.workerConcurrency,
         metrics,
+        callbackEgress,
         ...(trustAnchors ? { signatureTrustAnchors: trustAnchors } : {}),
       });
     }
@@ -146,6 +151,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
     const internal = await listen(withHotPaths(internalHotPaths, restApp(internalRouters, logger, fallback)), config.internalHost, config.internalPort, 'INTERNAL_PORT', listenerOptions);
     listeners.push(internal);
     const internalPort = internal.port;
+    callbackEgress.ownPorts.add(internalPort);
 
     if (roles.has('ehr') || roles.has('emdr')) {
       const hotPaths: HotPath[] = [];
@@ -183,6 +189,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
       const publicListener = await listen(withHotPaths(hotPaths, restApp(publicRouters, logger, fallback)), config.host, config.port, 'PORT', listenerOptions);
       listeners.push(publicListener);
       publicPort = publicListener.port;
+      callbackEgress.ownPorts.add(publicPort);
     }
     logger.info({ roles: [...roles], publicPort, internalPort }, 'ehr-gateway started');
 

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { freePort } from '../../src/db/embedded-postgres.js';
 import { exitOf, repoRoot, spawnCli, waitForOk } from './cli.js';
 import { createTestDatabase } from './database.js';
+import { LOOPBACK_CALLBACKS } from './service.js';
 
 export interface ServeProcess {
   child: ChildProcess;
@@ -23,6 +24,7 @@ export async function startServeProcess(extraEnv: Record<string, string> = {}, a
     INTERNAL_PORT: String(await freePort()),
     HOST: '127.0.0.1',
     LOG_LEVEL: 'warn',
+    ...LOOPBACK_CALLBACKS,
     ...extraEnv,
   };
   const child = spawnCli(args, env);

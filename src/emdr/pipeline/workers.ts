@@ -1,4 +1,5 @@
 import { CallbackSender } from '../../callbacks/delivery.js';
+import type { EgressPolicy } from '../../callbacks/egress.js';
 import { listen } from '../../db/notify.js';
 import { Stage } from '../../work/stage.js';
 import { AcceptanceStage } from './accept.js';
@@ -34,10 +35,10 @@ export interface Workers {
  * The worker role: the acceptance, registry and delivery stages of interface B, each waking the next
  * as it hands work on, and all woken by notifications from the other processes.
  */
-export async function startWorkers(context: PipelineContext & { databaseUrl: string; signatureTrustAnchors?: readonly Uint8Array[] }): Promise<Workers> {
+export async function startWorkers(context: PipelineContext & { databaseUrl: string; signatureTrustAnchors?: readonly Uint8Array[]; callbackEgress: EgressPolicy }): Promise<Workers> {
   const documents = new DocumentCheckPool(undefined, context.signatureTrustAnchors ? { trustAnchors: context.signatureTrustAnchors } : {});
   documents.start();
-  const sender = new CallbackSender(context.retryScheduleMs);
+  const sender = new CallbackSender(context.retryScheduleMs, context.callbackEgress);
   const acceptance = new AcceptanceStage(context, documents);
   const registry = new FulfilmentStage(context);
   const delivery = new CallbackStage(context, sender);
