@@ -144,11 +144,13 @@ export async function startService(config: Config, logger: Logger, roles: Readon
     const document = roles.has('ehr') ? await loadOpenRpcDocument() : undefined;
     const fallback = fallbackBody(document ? [document.info.version] : []);
     const listenerOptions = { limits: config.connectionLimits, errorBody: fallback, trustedProxies: config.trustedProxies };
+    // The internal listener serves the authorization server (and monitoring), a few clients that may each need many connections.
+    const internalOptions = { ...listenerOptions, limits: { ...config.connectionLimits, maxConnectionsPerClient: 0 } };
     const envelope = document && new RpcEnvelope(document, await createEhrHandlers({ sql: database.sql, config, logger, audit, counters }), logger, metrics);
     // Every role has the internal listener: health and /metrics; the ehr role also the internal channel of interface A.
     const internalHotPaths = envelope ? [rpcHotPath(envelope, 'internal', document.info.version, logger)] : [];
     const internalRouters = [healthRoutes(ready, fallback), metricsRoutes(metrics, fallback), ...(envelope ? [ehrRoutes(envelope, 'internal', document.info.version)] : [])];
-    const internal = await listen(withHotPaths(internalHotPaths, restApp(internalRouters, logger, fallback)), config.internalHost, config.internalPort, 'INTERNAL_PORT', listenerOptions);
+    const internal = await listen(withHotPaths(internalHotPaths, restApp(internalRouters, logger, fallback)), config.internalHost, config.internalPort, 'INTERNAL_PORT', internalOptions);
     listeners.push(internal);
     const internalPort = internal.port;
     callbackEgress.ownPorts.add(internalPort);
