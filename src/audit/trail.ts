@@ -109,28 +109,37 @@ export class AuditTrail {
   }
 
   /**
-   * Counts a refused call that touched nobody's data (unknown credentials, a token that does not
-   * exist, params refused): one row per client address, method, outcome and account each window,
-   * with the count in `occurrences`, instead of a row each (an unauthenticated client could
-   * otherwise write thousands of rows a second, kept a year). Written when the window ends and
-   * when the trail stops; returns at once.
+   * Records a refused call that touched nobody's data (unknown credentials, a token that does not
+   * exist, params refused): the first one of a client address, method, outcome and account in a
+   * window is written at once, like any row; the others of the window are counted and written as
+   * one row when it ends (and when the trail stops), with their count in `occurrences`. So a
+   * flood of refused calls costs two rows a minute, not a row each (an unauthenticated client could
+   * otherwise write thousands a second, kept a year).
    */
-  refused(event: RefusalEvent): void {
+  refused(event: RefusalEvent): Promise<void> {
     const clientAddress = currentRequest()?.clientAddress ?? null;
-    let key = JSON.stringify([event.action, event.outcome, event.internalAccount ?? null, clientAddress]);
-    let counted = this.refusals.get(key);
-    if (!counted && this.refusals.size >= MAX_REFUSAL_KEYS) {
-      key = JSON.stringify([event.action, event.outcome, event.internalAccount ?? null, null]);
-      counted = this.refusals.get(key);
+    const key = JSON.stringify([event.action, event.outcome, event.internalAccount ?? null, clientAddress]);
+    const counted = this.refusals.get(key);
+    if (counted) {
+      counted.occurrences += 1;
+      return Promise.resolve();
     }
-    if (counted) counted.occurrences += 1;
-    else this.refusals.set(key, { event, clientAddress: this.refusals.size >= MAX_REFUSAL_KEYS ? null : clientAddress, occurrences: 1 });
+    // Past the keys a window keeps, refusals are counted under no address.
+    if (this.refusals.size >= MAX_REFUSAL_KEYS) {
+      const overflow = JSON.stringify([event.action, event.outcome, event.internalAccount ?? null, null]);
+      const entry = this.refusals.get(overflow);
+      if (entry) entry.occurrences += 1;
+      else this.refusals.set(overflow, { event, clientAddress: null, occurrences: 1 });
+      return Promise.resolve();
+    }
+    this.refusals.set(key, { event, clientAddress, occurrences: 0 });
+    return this.record({ action: event.action, outcome: event.outcome, internalAccount: event.internalAccount ?? null });
   }
 
   /** The refusals counted so far, as rows (each a window's count). */
   async writeRefusals(): Promise<void> {
     if (this.refusals.size === 0) return;
-    const counted = [...this.refusals.values()];
+    const counted = [...this.refusals.values()].filter((entry) => entry.occurrences > 0);
     this.refusals = new Map();
     await Promise.all(
       counted.map(({ event, clientAddress, occurrences }) =>

@@ -438,16 +438,16 @@ export async function createEhrHandlers(dependencies: EhrDependencies): Promise<
 /**
  * Every call of interface A leaves a trace in the audit trail whatever its outcome: a success
  * writes its row with its change (or before its answer, for a read); a failure that wrote none
- * (nobody's data was touched: unknown credentials or tokens, refused params) is counted per client
- * address, method and outcome (AuditTrail.refused), so that a flood of refused calls costs a row a
- * minute, not a row each.
+ * (nobody's data was touched: unknown credentials or tokens, refused params) is recorded per client
+ * address, method and outcome (AuditTrail.refused): the first of a minute at once, the rest counted
+ * in one row, so that a flood of refused calls costs two rows a minute, not a row each.
  */
 function auditFailures(method: string, handler: MethodHandler, audit: AuditTrail, internalAccount?: (context: CallContext) => string | null): MethodHandler {
   return async (params, context) => {
     try {
       return await handler(params, context);
     } catch (error) {
-      if (!(error instanceof Error && recordedErrors.has(error))) audit.refused({ action: method, outcome: outcomeOf(error), internalAccount: internalAccount?.(context) ?? null });
+      if (!(error instanceof Error && recordedErrors.has(error))) await audit.refused({ action: method, outcome: outcomeOf(error), internalAccount: internalAccount?.(context) ?? null }).catch(() => undefined);
       throw error;
     }
   };
