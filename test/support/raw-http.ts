@@ -98,10 +98,11 @@ export interface RawAnswer {
 
 /**
  * Writes a request on a raw connection (from `localAddress`, e.g. 127.0.0.2 for another client on
- * loopback) in pieces, keeps writing while the server reads, and collects its answer even when the
- * server answers and closes before the body is all sent (which fetch reports as a failed upload).
+ * loopback) in pieces, keeps writing while the server reads (at most `sendAtMost` bytes of the body),
+ * and collects its answer even when the server answers and closes before the body is all sent
+ * (which fetch reports as a failed upload).
  */
-export function rawExchange(port: number, head: string, body: Buffer | undefined, options: { localAddress?: string; waitMs?: number } = {}): Promise<RawAnswer> {
+export function rawExchange(port: number, head: string, body: Buffer | undefined, options: { localAddress?: string; waitMs?: number; sendAtMost?: number } = {}): Promise<RawAnswer> {
   return new Promise((resolve) => {
     const socket = net.connect({ port, host: '127.0.0.1', ...(options.localAddress ? { localAddress: options.localAddress } : {}) });
     const chunks: Buffer[] = [];
@@ -136,8 +137,10 @@ export function rawExchange(port: number, head: string, body: Buffer | undefined
     socket.on('connect', async () => {
       socket.write(head);
       if (!body) return;
-      for (let offset = 0; offset < body.length && !closed && !settled; offset += 64 * 1024) {
-        if (!socket.write(body.subarray(offset, offset + 64 * 1024))) await new Promise((drained) => socket.once('drain', drained).once('close', drained));
+      // sendAtMost: the rest is held back, as a client would that reads the early answer (the server closing with unread bytes resets the connection).
+      const end = Math.min(body.length, options.sendAtMost ?? body.length);
+      for (let offset = 0; offset < end && !closed && !settled; offset += 64 * 1024) {
+        if (!socket.write(body.subarray(offset, Math.min(end, offset + 64 * 1024)))) await new Promise((drained) => socket.once('drain', drained).once('close', drained));
       }
     });
   });
