@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RpcEnvelope } from '../../src/ehr/rpc/envelope.js';
 import { statement } from '../../src/db/sql.js';
 import { createLogger } from '../../src/logging/logger.js';
+import { runCli } from '../support/cli.js';
 import { openSql } from '../support/database.js';
 import { postHead, rawExchange } from '../support/raw-http.js';
 import type { TestService } from '../support/service.js';
@@ -148,6 +149,15 @@ describe('the audit trail of interface A: refusals counted, internal calls recor
     expect(rows).toContainEqual(expect.objectContaining({ action: 'embedded_storage.save_auth_info', outcome: 'ok', internal_account: INTERNAL_USER, internal_user_id: 'demo-1', occurrences: 1 }));
     const failures = rows.filter((row) => row.action === 'embedded_storage.save_exchange_token' && row.outcome === '-33000');
     expect(failures.map((row) => [row.internal_account, row.client_address, row.occurrences])).toEqual([[INTERNAL_USER, '127.0.0.1', 1], [INTERNAL_USER, '127.0.0.1', 2]]);
+  });
+
+  it('prints the counted refusals with ehr-gateway audit', async () => {
+    const printed = await runCli(['audit', '--since', '1h', '--json'], { DATABASE_URL: service.databaseUrl, DATA_KEY: service.env.DATA_KEY, LOG_LEVEL: 'warn' });
+    expect(printed.code, printed.stderr).toBe(0);
+    const lines = printed.stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines).toContainEqual(expect.objectContaining({ action: 'patient.get_patient', outcome: '-33000', clientAddress: '127.0.0.5', occurrences: 299 }));
+    const text = await runCli(['audit', '--since', '1h'], { DATABASE_URL: service.databaseUrl, DATA_KEY: service.env.DATA_KEY, LOG_LEVEL: 'warn' });
+    expect(text.stdout).toMatch(/\taddress:127\.0\.0\.5\tpatient\.get_patient\t-\t-33000 ×299$/m);
   });
 
   it("keeps the gateway's own request id in request_id and the client's in client_request_id", () => {
