@@ -18,7 +18,7 @@ TSX := node --import tsx
 export REDOCLY_TELEMETRY := off
 export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
 
-.PHONY: help node install browser gost-engine clients generate check-specs check-generated check-breaking typecheck lint-docker unit test contract fuzz build run bench mock
+.PHONY: help node install browser gost-engine clients generate check-specs check-generated check-breaking typecheck lint-docker unit test contract fuzz build run bench hostile mock
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
@@ -147,3 +147,6 @@ mock: $(INSTALLED) ## mocks from the specs: interface B (Prism behind a relay th
 
 bench: $(INSTALLED) ## every benchmark scenario against its bare baseline → docs/benchmarks.md and .svg (BENCH_ARGS=--help for options)
 	$(TSX) scripts/bench/run.ts $(BENCH_ARGS)
+
+hostile: $(INSTALLED) ## one abusive clinic beside an honest one, per finding of issue 21 → docs/hostile.md (HOSTILE_ARGS=--help for options)
+	$(TSX) scripts/bench/hostile/run.ts $(HOSTILE_ARGS)
