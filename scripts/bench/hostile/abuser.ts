@@ -28,8 +28,13 @@ export interface AbuseOrder {
 const ABUSER_ADDRESS = '127.0.0.2';
 const order = JSON.parse(process.argv[2] ?? '{}') as AbuseOrder;
 let running = true;
+/** What the gateway answered the abuser, by status (or `none`: the connection ended without an answer). */
+const answers: Record<string, number> = {};
+const count = (status: string) => (answers[status] = (answers[status] ?? 0) + 1);
 process.on('SIGTERM', () => {
   running = false;
+  // The last line: what the abuse was answered.
+  console.log(JSON.stringify({ answers }));
   setTimeout(() => process.exit(0), 200).unref();
 });
 
@@ -39,9 +44,13 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 function sendWhole(head: string, body: Buffer): Promise<void> {
   return new Promise((resolve) => {
     const socket = net.connect({ port: order.port, host: '127.0.0.1', localAddress: ABUSER_ADDRESS });
+    let status: string | undefined;
     socket.on('error', () => undefined);
-    socket.on('data', () => undefined);
-    socket.on('close', () => resolve());
+    socket.on('data', (chunk: Buffer) => (status ??= chunk.toString('latin1', 0, 12).split(' ')[1]));
+    socket.on('close', () => {
+      count(status ?? 'none');
+      resolve();
+    });
     socket.once('connect', async () => {
       socket.write(head);
       for (let offset = 0; offset < body.length && !socket.destroyed; offset += 256 * 1024) {
@@ -104,7 +113,8 @@ const m1: Pattern = () => async () => {
       await new Promise<void>((resolve) => {
         const socket = net.connect({ port: order.port, host: '127.0.0.1', localAddress: ABUSER_ADDRESS });
         socket.on('error', () => undefined);
-        socket.on('data', () => undefined);
+        socket.on('data', () => count('200'));
+        socket.once('close', () => count('connection closed'));
         const ask = () => socket.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
         socket.once('connect', ask);
         const timer = setInterval(ask, 3000);
@@ -126,11 +136,15 @@ const m5: Pattern = () => async () => {
   const call = () =>
     new Promise<void>((resolve) => {
       const request = http.request({ port: order.port, host: '127.0.0.1', path: `/${order.rpcVersion}/`, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (response) => {
+        count(String(response.statusCode));
         response.resume();
         response.on('end', resolve);
         response.on('error', () => resolve());
       });
-      request.on('error', () => setTimeout(resolve, 50));
+      request.on('error', () => {
+        count('error');
+        setTimeout(resolve, 50);
+      });
       request.end(body);
     });
   await Promise.all(

@@ -73,6 +73,8 @@ export interface ScenarioRecord {
   abused: PhaseFigures;
   /** Growth of serve's peak RSS while the abuser ran. */
   peakRssGrowthMiB: number;
+  /** What the gateway answered the abuser, by status. */
+  abuserAnswers: Record<string, number>;
   verdict: { ackWithin2x: boolean; callbackWithin2x: boolean; noFailures: boolean; healthzUnder100ms: boolean };
 }
 
@@ -150,13 +152,19 @@ async function runScenario(scenario: Scenario, options: { root: string; database
     const rssBefore = await peakRssMiB(service.pid);
     abuser = spawn(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'abuser.ts'), JSON.stringify(order)], { stdio: ['ignore', 'pipe', 'pipe'] });
     abuser.stderr!.on('data', (chunk: Buffer) => options.log(`${scenario.name} abuser: ${chunk.toString().trim().slice(0, 300)}`));
+    let abuserOutput = '';
+    abuser.stdout!.on('data', (chunk: Buffer) => (abuserOutput += chunk.toString()));
     await new Promise<void>((resolve) => abuser!.stdout!.once('data', () => resolve()));
     // The abuse under way before the honest clinic is measured beside it.
     await sleep(1000);
     options.log(`${scenario.name}: the honest clinic beside the abuser (${scenario.abuse.pattern}, ${concurrency})`);
     const abused = await phase(service, honest, honestReceiver, options.seconds);
     const peakRssGrowthMiB = Math.round(((await peakRssMiB(service.pid)) - rssBefore) * 10) / 10;
-    return { name: scenario.name, finding: scenario.finding, abuse: `${scenario.abuse.pattern} × ${concurrency}`, alone, abused, peakRssGrowthMiB, verdict: verdict(alone, abused) };
+    const exited = new Promise((resolve) => abuser!.once('exit', resolve));
+    abuser.kill('SIGTERM');
+    await exited;
+    const abuserAnswers = (JSON.parse(abuserOutput.trim().split('\n').at(-1) ?? '{}') as { answers?: Record<string, number> }).answers ?? {};
+    return { name: scenario.name, finding: scenario.finding, abuse: `${scenario.abuse.pattern} × ${concurrency}`, alone, abused, peakRssGrowthMiB, abuserAnswers, verdict: verdict(alone, abused) };
   } finally {
     abuser?.kill('SIGTERM');
     if (abuser && abuser.exitCode === null) await new Promise((resolve) => abuser!.once('exit', resolve));
@@ -194,7 +202,7 @@ function markdown(run: HostileRun, before: HostileRun | undefined): string {
     ...tableRows(run, run.commit === before?.commit ? '' : `(${run.commit})`),
     ...(before ? tableRows(before, `before (${before.commit})`) : []),
     '',
-    ...run.scenarios.map((record) => `- **${record.name}**: ${record.finding} (abuser \`${record.abuse}\`).`),
+    ...run.scenarios.map((record) => `- **${record.name}**: ${record.finding} (abuser \`${record.abuse}\`; the gateway answered it ${Object.entries(record.abuserAnswers ?? {}).map(([status, count]) => `${count} × ${status}`).join(', ') || 'nothing'}).`),
     '',
     `Not yet measured here: ${run.planned.join('; ')}; they come with the pipeline's fair scheduling.`,
     '',
