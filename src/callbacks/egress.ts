@@ -82,7 +82,8 @@ export class EgressPolicy {
   /** Why a connection to `address`:`port` is refused, or undefined when it may go. */
   refusal(address: string, port: number): string | undefined {
     const inner = (net.isIPv6(address) && embeddedIPv4(address)) || address;
-    const local = nonPublicKind(inner) === 'loopback' || nonPublicKind(inner) === 'unspecified' || hostAddresses().has(inner) || hostAddresses().has(address);
+    const innerKind = nonPublicKind(inner);
+    const local = innerKind === 'loopback' || innerKind === 'unspecified' || [inner, address].some((candidate) => hostAddresses().has(candidate));
     if (local && this.ownPorts.has(port)) return `${address}:${port} is a listener of this service`;
     const kind = nonPublicKind(address);
     if (kind === undefined || this.allowed.includes(address) || this.allowed.includes(inner)) return undefined;
