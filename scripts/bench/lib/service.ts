@@ -15,6 +15,11 @@ export const INTERNAL_PASSWORD = 'bench-auth-password';
 
 export const newDataKey = () => randomBytes(32).toString('hex');
 
+/** The per-clinic and per-address limits off (the bench is one clinic, or one app, on one address). */
+const NO_LIMITS = { RATE_LIMIT: '0', BYTE_QUOTA: '0', RPC_RATE_LIMIT: '0' };
+/** `--limits`: every request counted in the shared counters as in production, against allowances it never reaches. */
+const COUNTED_LIMITS = { RATE_LIMIT: '2000000000', BYTE_QUOTA: '1000gb', RPC_RATE_LIMIT: '2000000000' };
+
 /** Interface A's version segment of the checkout measured. */
 export function rpcVersion(root: string): string {
   return (JSON.parse(fs.readFileSync(path.join(root, 'specs/openrpc.json'), 'utf8')) as { info: { version: string } }).info.version;
@@ -29,7 +34,7 @@ export function rpcVersion(root: string): string {
 export async function startService(context: BenchContext, databaseUrl: string, dataKey: string, options: { only?: string; env?: Record<string, string> } = {}): Promise<ServiceProcess> {
   const service = await startServe(
     context.root,
-    { DATABASE_URL: databaseUrl, DATA_KEY: dataKey, INTERNAL_USERS: `${INTERNAL_USER}:${INTERNAL_PASSWORD}`, RATE_LIMIT: '0', BYTE_QUOTA: '0', RPC_RATE_LIMIT: '0', MAX_CONNECTIONS_PER_CLIENT: '0', CALLBACK_ALLOWED_NETWORKS: '127.0.0.0/8', ...options.env },
+    { DATABASE_URL: databaseUrl, DATA_KEY: dataKey, INTERNAL_USERS: `${INTERNAL_USER}:${INTERNAL_PASSWORD}`, ...(context.limits ? COUNTED_LIMITS : NO_LIMITS), MAX_CONNECTIONS_PER_CLIENT: '0', CALLBACK_ALLOWED_NETWORKS: '127.0.0.0/8', ...options.env },
     { only: options.only, nodeOptions: profileOptions(context) },
   );
   if (context.profileDir) context.log(`serve${options.only ? ` --only ${options.only}` : ''}: pid ${service.pid}`);
