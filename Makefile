@@ -18,7 +18,7 @@ TSX := node --import tsx
 export REDOCLY_TELEMETRY := off
 export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
 
-.PHONY: help node install browser gost-engine clients generate check-specs check-generated check-breaking typecheck lint-docker unit test contract fuzz build run bench hostile mock
+.PHONY: help node install wasm browser gost-engine gost-engine-bench clients generate check-specs check-generated check-breaking typecheck lint-docker promtool deploy-tools check-deploy unit test contract fuzz build run bench hostile mock
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
@@ -39,13 +39,31 @@ node: $(NODE) ## the pinned Node.js runtime (tools/node), from the npm registry
 
 install: $(INSTALLED) ## install npm packages (the embedded PostgreSQL among them) with the pinned runtime
 
+# The GOST check's WebAssembly module (Streebog, GOST R 34.10-2012 verification), compiled from
+# src/emdr/signatures/crypto/assembly by AssemblyScript (an npm package) with scripts/build-wasm.ts.
+GOST_WASM := src/emdr/signatures/crypto/gost.wasm
+$(GOST_WASM): $(INSTALLED) scripts/build-wasm.ts src/emdr/signatures/crypto/reference/streebog.ts $(filter-out %.generated.ts,$(wildcard src/emdr/signatures/crypto/assembly/*))
+	$(TSX) scripts/build-wasm.ts
+
+wasm: $(GOST_WASM) ## the GOST check's WebAssembly module (AssemblyScript, from npm)
+
 browser: ## Debian's Chromium, for the test that opens /docs (installs with apt-get as root)
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 # The tests make their GOST R 34.10-2012 keys, certificates and signatures with the openssl CLI and
-# this engine (the service itself does not use it: its GOST verification is TypeScript).
+# this engine (the service itself does not use it: its GOST verification is its own, gost.wasm).
 gost-engine: ## Debian's OpenSSL gost engine, for the tests that make GOST signatures (installs with apt-get as root)
 	@test -e "$$(openssl version -e | sed -E 's/^ENGINESDIR: "(.*)"$$/\1/')/gost.so" || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libengine-gost-openssl >/dev/null; }
+
+# The bench's yardstick for the GOST check: the engine verifying the same CMS signatures in-process
+# (scripts/bench/gost-engine-bench.c, compiled against Debian's libssl-dev).
+GOST_ENGINE_BENCH := .tools/gost-engine-bench
+$(GOST_ENGINE_BENCH): scripts/bench/gost-engine-bench.c
+	@test -e /usr/include/openssl/cms.h || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libssl-dev >/dev/null; }
+	@mkdir -p $(dir $@)
+	cc -O2 -Wall -o $@ $< -lcrypto
+
+gost-engine-bench: gost-engine $(GOST_ENGINE_BENCH) ## the gost engine's in-process timing program for make bench (libssl-dev from Debian as root)
 
 $(VENV_INSTALLED): tools/python/requirements.txt
 	test -x $(VENV)/bin/python || python3 -m venv $(VENV)
@@ -113,24 +131,77 @@ $(HADOLINT): tools/hadolint/requirements.txt
 lint-docker: $(HADOLINT) ## lint the Dockerfile (hadolint, pinned in tools/hadolint)
 	$(HADOLINT) Dockerfile
 
+# The deployment files' checkers (deploy/). promtool from Debian's prometheus package, unpacked into
+# .tools/prometheus rather than installed (installing it would start a Prometheus server).
+PROMTOOL := .tools/prometheus/usr/bin/promtool
+$(PROMTOOL):
+	mkdir -p .tools/prometheus
+	cd .tools/prometheus && rm -f prometheus_*.deb && { apt-get download prometheus 2>/dev/null || { apt-get update -qq && apt-get download prometheus 2>/dev/null; }; } \
+	  && dpkg-deb -x prometheus_*.deb . && rm prometheus_*.deb
+	@touch $@
+
+promtool: $(PROMTOOL) ## promtool, from Debian's prometheus package (apt-get download, unpacked into .tools/prometheus)
+
+# helm and kubeconform, built from the Go module proxy into .tools/ (as oasdiff). kubeconform's
+# Kubernetes schemas come from PyPI: the wheel of kubernetes-validate, pinned by hash in
+# tools/kubeconform, unpacked per Kubernetes version the chart is checked against (its kubeVersion
+# floor, and the newest the wheel has). A helm built from source assumes Kubernetes 1.20 unless told.
+HELM := .tools/helm
+KUBECONFORM := .tools/kubeconform
+KUBERNETES_VERSIONS := 1.27.0 1.37.0
+KUBERNETES_SCHEMAS := .tools/kubernetes-schemas/.extract-stamp
+$(HELM):
+	GOBIN=$(CURDIR)/.tools GOFLAGS=-mod=mod go install helm.sh/helm/v3/cmd/helm@v3.22.0
+
+$(KUBECONFORM):
+	GOBIN=$(CURDIR)/.tools GOFLAGS=-mod=mod go install github.com/yannh/kubeconform/cmd/kubeconform@v0.8.0
+
+$(KUBERNETES_SCHEMAS): tools/kubeconform/requirements.txt tools/kubeconform/extract-schemas.py
+	rm -rf .tools/kubernetes-schemas
+	python3 -m pip download --quiet --disable-pip-version-check --no-deps --require-hashes -r tools/kubeconform/requirements.txt -d .tools/kubernetes-schemas/wheel
+	for version in $(KUBERNETES_VERSIONS); do python3 tools/kubeconform/extract-schemas.py .tools/kubernetes-schemas/wheel/*.whl $$version .tools/kubernetes-schemas/v$$version || exit 1; done
+	rm -rf .tools/kubernetes-schemas/wheel
+	@touch $@
+
+# pg_dump and pg_restore (PostgreSQL 18 client programs, from a PyPI wheel pinned by hash in
+# tools/pg-client) for the backup-and-restore drill.
+PG_CLIENT := .tools/pg-client/.install-stamp
+$(PG_CLIENT): tools/pg-client/requirements.txt
+	rm -rf .tools/pg-client
+	python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-deps --require-hashes --target .tools/pg-client -r tools/pg-client/requirements.txt
+	@touch $@
+
+deploy-tools: $(PROMTOOL) $(HELM) $(KUBECONFORM) $(KUBERNETES_SCHEMAS) $(PG_CLIENT) ## promtool, helm, kubeconform and its Kubernetes schemas, pg_dump and pg_restore, into .tools/
+
+check-deploy: deploy-tools ## the Helm chart (helm lint, helm template, kubeconform) and the Prometheus alerts (promtool check rules, test rules)
+	set -o pipefail; for version in $(KUBERNETES_VERSIONS); do \
+	  $(HELM) lint --strict --quiet --kube-version $$version deploy/helm/ehr-gateway \
+	  && $(HELM) template ehr-gateway deploy/helm/ehr-gateway --kube-version $$version \
+	    | $(KUBECONFORM) -strict -summary -kubernetes-version $$version \
+	      -schema-location '.tools/kubernetes-schemas/{{ .NormalizedKubernetesVersion }}/{{ .ResourceKind }}{{ .KindSuffix }}.json' - \
+	  || exit 1; done
+	$(PROMTOOL) check config deploy/prometheus/prometheus.yml
+	$(PROMTOOL) test rules deploy/prometheus/tests/*.yml
+
 typecheck: $(INSTALLED) ## TypeScript, strict (the service, and the scripts of the docs and console pages)
 	npx --no-install tsc -p tsconfig.json --noEmit
 	npx --no-install tsc -p src/docs/client/tsconfig.json
 	npx --no-install tsc -p src/console/client/tsconfig.json
 
-unit: $(INSTALLED) browser gost-engine clients ## the vitest suite alone
+unit: $(INSTALLED) $(GOST_WASM) browser gost-engine gost-engine-bench clients deploy-tools ## the vitest suite alone (the bench smoke test runs the engine timing program too)
 	npx --no-install vitest run
 
-test: check-specs check-generated check-breaking typecheck lint-docker unit ## every check CI runs
+test: check-specs check-generated check-breaking typecheck lint-docker check-deploy unit ## every check CI runs
 
-contract: $(INSTALLED) clients ## long Schemathesis run (CONTRACT_EXAMPLES per operation, default 500) and the Java client, against a live service
+contract: $(INSTALLED) $(GOST_WASM) clients ## long Schemathesis run (CONTRACT_EXAMPLES per operation, default 500) and the Java client, against a live service
 	CONTRACT_EXAMPLES=$${CONTRACT_EXAMPLES:-500} npx --no-install vitest run test/partner/schemathesis.test.ts test/partner/java-client.test.ts
 
-fuzz: $(INSTALLED) ## long property-based run of both listeners (FUZZ_RUNS, default 50000; FUZZ_SEED, default random; FUZZ_CENSUS=1 counts every failure)
+fuzz: $(INSTALLED) $(GOST_WASM) ## long property-based run of both listeners (FUZZ_RUNS, default 50000; FUZZ_SEED, default random; FUZZ_CENSUS=1 counts every failure)
 	FUZZ_RUNS=$${FUZZ_RUNS:-50000} FUZZ_SEED=$${FUZZ_SEED:-$$RANDOM$$RANDOM} npx --no-install vitest run test/foundation/fuzz.test.ts
 
-build: $(INSTALLED) ## compile to dist/, and build the /docs and /console pages (scripts, diagrams)
+build: $(INSTALLED) $(GOST_WASM) ## compile to dist/ (the GOST check's WebAssembly too), and build the /docs and /console pages (scripts, diagrams)
 	npx --no-install tsc -p tsconfig.build.json
+	cp $(GOST_WASM) dist/$(GOST_WASM)
 	$(TSX) scripts/build-docs.ts
 
 # Demo only: the stand-in authorization server's account (examples/auth-server uses the same), and
@@ -145,8 +216,8 @@ run: build ## start the whole service on the embedded PostgreSQL under ./.data, 
 mock: $(INSTALLED) ## mocks from the specs: interface B (Prism behind a relay that signs its callbacks) on :4010, interface A on :4011
 	scripts/mock.sh
 
-bench: $(INSTALLED) ## every benchmark scenario against its bare baseline → docs/benchmarks.md and .svg (BENCH_ARGS=--help for options)
+bench: $(INSTALLED) $(GOST_WASM) gost-engine-bench ## every benchmark scenario against its bare baseline → docs/benchmarks.md and .svg (BENCH_ARGS=--help for options)
 	$(TSX) scripts/bench/run.ts $(BENCH_ARGS)
 
-hostile: $(INSTALLED) ## one abusive clinic beside an honest one, per finding of issue 21 → docs/hostile.md (HOSTILE_ARGS=--help for options)
+hostile: $(INSTALLED) $(GOST_WASM) ## one abusive clinic beside an honest one, per finding of issue 21 → docs/hostile.md (HOSTILE_ARGS=--help for options)
 	$(TSX) scripts/bench/hostile/run.ts $(HOSTILE_ARGS)

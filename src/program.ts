@@ -2,6 +2,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { registerAuditCommand } from './audit/commands.js';
 import { commandContext, commandKit, printJson, USAGE_EXIT_CODE, UsageError } from './cli/kit.js';
 import { CONFIG_VARIABLES, ConfigError, loadConfig } from './config/config.js';
+import { registerDataKeyCommands } from './data-key.js';
 import { migrateToLatest, openDatabase } from './db/database.js';
 import { registerEhrCommands } from './ehr/commands.js';
 import { registerEmdrCommands } from './emdr/commands.js';
@@ -80,6 +81,7 @@ export function buildProgram(): Command {
   registerEhrCommands(program, kit);
   registerEmdrCommands(program, kit);
   registerAuditCommand(program, kit);
+  registerDataKeyCommands(program, kit);
 
   for (const command of program.commands) {
     command.exitOverride().configureOutput(program.configureOutput());

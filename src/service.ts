@@ -19,9 +19,10 @@ import { createEmdrRouter, SMALL_BODY_LIMIT_BYTES } from './emdr/intake/router.j
 import { startWorkers, WORK, WORK_CHANNEL, type Workers } from './emdr/pipeline/workers.js';
 import { EgressPolicy } from './callbacks/egress.js';
 import { BuiltInRegistry } from './emdr/registry/built-in.js';
-import { loadTrustStore, TrustStoreError } from './emdr/signatures/trust-store.js';
+import { loadTrustStore, TrustStoreError, trustStoreSummary } from './emdr/signatures/trust-store.js';
 import { errorHandler, fallbackBody, notFound } from './http/fallback.js';
 import { emdrPurgeSteps } from './emdr/retention.js';
+import { accountPurgeSteps } from './emdr/accounts/rotation.js';
 import { healthRoutes } from './http/health.js';
 import { metricsRoutes } from './http/metrics-route.js';
 import { Metrics } from './metrics/metrics.js';
@@ -124,7 +125,8 @@ export async function startService(config: Config, logger: Logger, roles: Readon
     for (const port of [config.port, config.internalPort]) if (port !== 0) callbackEgress.ownPorts.add(port);
     // Workers first, so that requests stored by this process wake them directly; other processes hear a NOTIFY.
     if (roles.has('worker')) {
-      retention = startRetention(database.sql, { retentionMs: config.retentionMs, steps: [...emdrPurgeSteps, ...ehrPurgeSteps, auditPurgeStep(config.auditRetentionMs)], logger });
+      metrics.trustStore(trustAnchors && trustStoreSummary(trustAnchors));
+      retention = startRetention(database.sql, { retentionMs: config.retentionMs, steps: [...emdrPurgeSteps, ...ehrPurgeSteps, auditPurgeStep(config.auditRetentionMs), ...accountPurgeSteps], logger });
       workers = await startWorkers({
         sql: database.sql,
         databaseUrl: database.url,

@@ -11,6 +11,7 @@ import { parseArgs } from 'node:util';
 import { startDatabaseServer } from './lib/database.js';
 import { chart, markdown, type RunRecord } from './lib/report.js';
 import { loadAverage, type BenchContext, type Scenario, type ScenarioOutcome } from './lib/scenario.js';
+import { gostCheck } from './scenarios/gost-check.js';
 import { growth } from './scenarios/growth.js';
 import { interfaceA } from './scenarios/interface-a.js';
 import { largeDocument } from './scenarios/large-document.js';
@@ -30,6 +31,8 @@ Scenarios (--only, comma-separated; default all):
   pipeline           N documents until both callbacks of each arrived; ack → result when idle
   growth             get_patient and RegisterDocument on 1,000 vs --growth-rows sessions and documents
   large-document     peak RSS growth of serve for one --large-mib document through everything
+  gost-check         one GOST-signed document (10 KiB, 5 MiB; 256, 512) checked in-process: ours vs the
+                     OpenSSL gost engine (needs make gost-engine-bench)
 
 options:
   --smoke                tiny counts and short rounds (seconds in all): checks the suite works
@@ -54,6 +57,7 @@ const SCENARIOS: Record<string, Scenario> = {
   pipeline,
   growth,
   'large-document': largeDocument,
+  'gost-check': gostCheck,
 };
 
 function options() {

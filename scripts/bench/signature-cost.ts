@@ -4,18 +4,23 @@
  * the acceptance stage does, minus the database reads) for 10 KiB and 5 MiB documents signed with
  * GOST R 34.10-2012 256 and 512 and with RSA, with the signature and without it (the XML check
  * alone): the difference is what verification adds. Each signer signs every run, so from its second
- * document a worker verifies with that key's table (point-arithmetic.ts); the "new key each document"
+ * document a worker verifies with that key's table (gost-wasm.ts); the "new key each document"
  * line is the cost for a key the worker has not seen before. Beside it, the same verification by the openssl
- * CLI with the gost engine as a child process (the option not taken). Needs `make gost-engine`.
+ * CLI with the gost engine as a child process (the option not taken). Then the GOST check alone,
+ * in-process, ours (WebAssembly, and the TypeScript reference) against the engine's own time for the
+ * same work (scripts/bench/lib/gost-check.ts, also `make bench`'s gost-check scenario). Needs `make
+ * gost-engine-bench`.
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import os from 'node:os';
 import { DocumentCheckPool } from '../../src/emdr/pipeline/document-check.js';
 import { FILE_SLICE_BYTES } from '../../src/emdr/pipeline/request-files.js';
 import { largeXml } from '../../test/support/emdr.js';
 import { createTestSigner } from '../../src/emdr/signatures/test-signer.js';
 import { TestPki, type Issued } from '../../test/support/signing.js';
+import { measureGostCheck } from './lib/gost-check.js';
 
 const SIZES = [
   { label: '10 KiB', bytes: 10 * 1024, runs: 300 },
@@ -88,4 +93,13 @@ try {
 } finally {
   await pool.close();
   pki.remove();
+}
+
+console.log(`\nThe GOST check in-process, ours vs the gost engine (medians; load average ${os.loadavg().map((load) => load.toFixed(2)).join(' ')}):`);
+const micro = (value: number) => `${Math.round(value).toLocaleString('en')} µs`;
+for (const figures of measureGostCheck({ smoke: false, rounds: 3, log: () => {} })) {
+  const ratio = (value: number) => `${(value / figures.engine).toFixed(2)}×`;
+  console.log(
+    `GOST-${figures.bits} ${figures.label.padEnd(6)} engine ${micro(figures.engine)} | ours, new key ${micro(figures.oursNewKey)} (${ratio(figures.oursNewKey)}) | ours, key seen before ${micro(figures.oursSeenKey)} (${ratio(figures.oursSeenKey)}) | TypeScript reference ${micro(figures.reference)} (${ratio(figures.reference)}) | Streebog alone: ours ${micro(figures.oursStreebog)}, engine ${micro(figures.engineStreebog)}`,
+  );
 }

@@ -3,9 +3,16 @@ import { createHmac, createSecretKey, type Hmac, type KeyObject } from 'node:cry
 /**
  * Standard Webhooks signatures (https://www.standardwebhooks.com/): HMAC-SHA256 keyed with the
  * base64-decoded part of `whsec_…`, over `${id}.${timestamp}.${body}`, sent as `v1,<base64>`.
+ * `secret` may hold several secrets separated by spaces (a rotation's overlap): the header then
+ * carries one signature per secret, space-separated, as the specification allows, so a receiver
+ * that knows either secret verifies the callback.
  */
-function hmacOf(secret: string, id: string, timestamp: number): Hmac {
-  return createHmac('sha256', keyOf(secret)).update(`${id}.${timestamp}.`);
+function hmacsOf(secret: string, id: string, timestamp: number): Hmac[] {
+  return secret.split(' ').map((one) => createHmac('sha256', keyOf(one)).update(`${id}.${timestamp}.`));
+}
+
+function header(hmacs: readonly Hmac[]): string {
+  return hmacs.map((hmac) => `v1,${hmac.digest('base64')}`).join(' ');
 }
 
 /**
@@ -25,14 +32,16 @@ function keyOf(secret: string): KeyObject {
   return key;
 }
 
-/** The signature of a body held whole. */
+/** The webhook-signature header of a body held whole. */
 export function signWebhook(secret: string, id: string, timestamp: number, body: string | Buffer): string {
-  return `v1,${hmacOf(secret, id, timestamp).update(body).digest('base64')}`;
+  const hmacs = hmacsOf(secret, id, timestamp);
+  for (const hmac of hmacs) hmac.update(body);
+  return header(hmacs);
 }
 
-/** The signature of a body that comes in chunks (signed one after the other, the same as over the bytes joined). */
+/** The webhook-signature header of a body that comes in chunks (signed one after the other, the same as over the bytes joined). */
 export async function signWebhookChunks(secret: string, id: string, timestamp: number, chunks: Iterable<Buffer> | AsyncIterable<Buffer>): Promise<string> {
-  const hmac = hmacOf(secret, id, timestamp);
-  for await (const chunk of chunks) hmac.update(chunk);
-  return `v1,${hmac.digest('base64')}`;
+  const hmacs = hmacsOf(secret, id, timestamp);
+  for await (const chunk of chunks) for (const hmac of hmacs) hmac.update(chunk);
+  return header(hmacs);
 }

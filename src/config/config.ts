@@ -28,6 +28,8 @@ export interface Config {
   internalAuthFailureWindowMs: number;
   /** Key (32 bytes) that encrypts secrets at rest (user_sign, clinic callback secrets); undefined: see resolveDataKey. */
   dataKey: Buffer | undefined;
+  /** The key DATA_KEY replaces, during a rotation: secrets are opened with either, sealed with DATA_KEY only. */
+  dataKeyPrevious: Buffer | undefined;
   /** Largest request body interface B accepts. */
   bodyLimitBytes: number;
   /** What one client may hold of a listener: header and request timeouts, minimum body rate, connection cap. */
@@ -194,6 +196,13 @@ function readDataKey(env: Env): Buffer | undefined {
   return key ?? oldKey;
 }
 
+/** DATA_KEY_PREVIOUS: read besides DATA_KEY while `ehr-gateway data-key rotate` re-seals everything under DATA_KEY. */
+function readPreviousDataKey(env: Env, dataKey: Buffer | undefined): Buffer | undefined {
+  const previous = parseKey(env, 'DATA_KEY_PREVIOUS');
+  if (previous && dataKey?.equals(previous)) throw new ConfigError('DATA_KEY_PREVIOUS', 'is the same key as DATA_KEY');
+  return previous;
+}
+
 function readPositiveInteger(env: Env, variable: string, fallback: string, meaning: string): number {
   const raw = env[variable] || fallback;
   const value = Number(raw);
@@ -292,6 +301,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     throw new ConfigError('REGISTRY_FAIL', `"${env.REGISTRY_FAIL}" is neither true nor false`);
   }
 
+  const dataKey = readDataKey(env);
+
   const logLevel = (env.LOG_LEVEL || 'info') as Config['logLevel'];
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError('LOG_LEVEL', `"${logLevel}" is not one of ${LOG_LEVELS.join(', ')}`);
@@ -311,7 +322,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     birthDateTimeZone: readTimeZone(env, 'BIRTHDATE_TIME_ZONE', 'Europe/Moscow'),
     internalAuthMaxFailures: readPositiveInteger(env, 'INTERNAL_AUTH_MAX_FAILURES', '10', 'a whole number of failures, at least 1'),
     internalAuthFailureWindowMs,
-    dataKey: readDataKey(env),
+    dataKey,
+    dataKeyPrevious: readPreviousDataKey(env, dataKey),
     bodyLimitBytes,
     connectionLimits,
     rateLimitPerMinute,
@@ -361,6 +373,11 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; fallback: string; m
     name: 'DATA_KEY',
     fallback: '(see README)',
     meaning: 'key encrypting secrets at rest (user_sign, clinic callback token and signing secret), 32 bytes as hex or base64; old name USER_SIGN_KEY; required with DATABASE_URL, else generated once into DATA_DIR/data.key',
+  },
+  {
+    name: 'DATA_KEY_PREVIOUS',
+    fallback: '(unset)',
+    meaning: 'during a rotation of DATA_KEY: the key secrets are also opened with (never sealed with) until ehr-gateway data-key rotate has re-sealed them all under DATA_KEY; then unset it (docs/operations.md)',
   },
   { name: 'BODY_LIMIT', fallback: '32mb', meaning: 'largest RegisterDocument body of interface B (its other operations take at most 64 KiB)' },
   { name: 'HEADERS_TIMEOUT', fallback: '10s', meaning: 'time a client has to send the request line and headers (also the limit for a new connection that sends nothing)' },

@@ -28,6 +28,23 @@ function keyObjectOf(key: Buffer): KeyObject {
   return object;
 }
 
+/**
+ * The key a data key replaces (DATA_KEY_PREVIOUS, during a rotation): open() tries it after the key
+ * itself, seal() never uses it. Kept beside the key rather than in every caller, so the code that
+ * opens secrets (the callback sender, interface A) reads both keys without knowing of a rotation.
+ */
+const previousKeys = new WeakMap<Buffer, Buffer>();
+
+/** `key`, remembering `previous` as the key open() falls back to. */
+export function withPreviousKey(key: Buffer, previous: Buffer | undefined): Buffer {
+  if (previous) previousKeys.set(key, previous);
+  return key;
+}
+
+export function previousKeyOf(key: Buffer): Buffer | undefined {
+  return previousKeys.get(key);
+}
+
 /** Layout: iv | tag | ciphertext. */
 export function seal(key: Buffer, context: string, plaintext: string): Buffer {
   const iv = randomBytes(IV_BYTES);
@@ -37,8 +54,19 @@ export function seal(key: Buffer, context: string, plaintext: string): Buffer {
   return Buffer.concat([iv, cipher.getAuthTag(), ciphertext]);
 }
 
-/** The plaintext of `seal(key, context, …)`; throws when the key or the context differ. */
+/** The plaintext of `seal(key, context, …)` or of `seal(previous key, …)`; throws when neither key opens it or the context differs. */
 export function open(key: Buffer, context: string, sealed: Buffer): string {
+  try {
+    return openWith(key, context, sealed);
+  } catch (error) {
+    const previous = previousKeys.get(key);
+    if (!previous) throw error;
+    return openWith(previous, context, sealed);
+  }
+}
+
+/** The plaintext of `seal(key, context, …)`, with this key only. */
+export function openWith(key: Buffer, context: string, sealed: Buffer): string {
   const decipher = createDecipheriv('aes-256-gcm', keyObjectOf(key), sealed.subarray(0, IV_BYTES));
   decipher.setAAD(Buffer.from(context, 'utf8'));
   decipher.setAuthTag(sealed.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
@@ -56,9 +84,13 @@ async function readKeyFile(file: string): Promise<Buffer> {
  * PostgreSQL only, a key generated once into DATA_DIR/data.key (mode 0600) and reused, or the
  * DATA_DIR/user-sign.key an older version generated: the key then lives beside the data it
  * protects, which is acceptable for a developer machine and nowhere else. With DATABASE_URL the
- * key must be configured.
+ * key must be configured. DATA_KEY_PREVIOUS, when set, is remembered as the key it replaces.
  */
 export async function resolveDataKey(config: Config): Promise<Buffer> {
+  return withPreviousKey(await currentDataKey(config), config.dataKeyPrevious);
+}
+
+async function currentDataKey(config: Config): Promise<Buffer> {
   if (config.dataKey) return config.dataKey;
   if (config.databaseUrl) throw new ConfigError('DATA_KEY', 'is required when DATABASE_URL is set');
   const file = path.join(config.dataDir, DATA_KEY_FILE);

@@ -1,5 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { open, seal } from '../db/encryption.js';
+import type { SealedColumn } from '../db/sealed-columns.js';
 
 /** How tokens are kept at rest: SHA-256, so a database dump does not yield usable tokens. */
 export function tokenHash(token: string): Buffer {
@@ -29,3 +30,8 @@ export function sealUserSign(key: Buffer, userId: string, userSign: string): Buf
 export function openUserSign(key: Buffer, userId: string, sealed: Buffer): string {
   return open(key, userId, sealed);
 }
+
+/** Interface A's sealed column, for `ehr-gateway data-key check|rotate`. */
+export const ehrSealedColumns: readonly SealedColumn[] = [
+  { table: 'ehr_user_links', column: 'user_sign_sealed', idColumn: 'user_id', contextColumns: [], context: (row) => row.user_id as string },
+];

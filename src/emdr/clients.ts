@@ -1,6 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Knex } from 'knex';
 import { open, seal } from '../db/encryption.js';
+import type { SealedColumn } from '../db/sealed-columns.js';
 import { statement, type Sql } from '../db/sql.js';
 
 /** A clinic account as the request handlers and the callback sender see it. */
@@ -49,14 +50,23 @@ function randomToken(prefix: string): string {
   return `${prefix}${randomBytes(32).toString('base64url')}`;
 }
 
+/** A clinic's access token (what `clients add` and `clients rotate-token` print once). */
+export function newClinicToken(): string {
+  return randomToken('emdr_');
+}
+
 export function newSigningSecret(): string {
   return `whsec_${randomBytes(32).toString('base64')}`;
 }
 
 export class DuplicateClinicAccountError extends Error {}
 
-/** The secrets of a clinic account that the gateway must use again, so they are sealed with the data key rather than hashed. */
-type SealedSecret = 'callback_token' | 'signing_secret';
+/**
+ * The secrets of a clinic account that the gateway must use again, so they are sealed with the data
+ * key rather than hashed. A sealed signing secret holds the secrets in force, newest first, separated
+ * by a space: two while a rotation's overlap lasts (accounts/rotation.ts), one otherwise.
+ */
+export type SealedSecret = 'callback_token' | 'signing_secret';
 
 /** Authenticated data of a sealed secret: its column and account, so it opens nowhere else. */
 function secretContext(column: SealedSecret, businessId: string, user: string): string {
@@ -68,7 +78,7 @@ export function sealClinicSecret(key: Buffer, column: SealedSecret, businessId: 
 }
 
 export async function createClinicAccount(knex: Knex, dataKey: Buffer, input: NewClinicAccount): Promise<CreatedClinicAccount> {
-  const token = input.token ?? randomToken('emdr_');
+  const token = input.token ?? newClinicToken();
   const callbackToken = input.callbackToken ?? randomToken('cbt_');
   const signingSecret = input.signingSecret ?? newSigningSecret();
   const { organizations } = input;
@@ -98,17 +108,39 @@ export async function createClinicAccount(knex: Knex, dataKey: Buffer, input: Ne
   };
 }
 
-// Compared against when the account does not exist, so that a miss costs what a hit costs.
+// Compared against when the account, or its previous token, does not exist, so that a miss costs what a hit costs.
 const ABSENT_HASH = hashToken(randomBytes(32).toString('hex'));
 
-const ACCOUNT = statement('emdr_clinic_account', 'select id, business_id, user_name, token_hash, organizations, callback_urls from emdr_clients where business_id = $1 and user_name = $2');
+/** The account with its token and, while a rotation's grace lasts (accounts/rotation.ts), its previous token. */
+const ACCOUNT = statement(
+  'emdr_clinic_account',
+  `select id, business_id, user_name, token_hash, organizations, callback_urls, disabled_at is not null as disabled,
+          case when previous_token_expires_at > now() then previous_token_hash end as previous_token_hash
+     from emdr_clients where business_id = $1 and user_name = $2`,
+);
 
-/** The account of the three headers, or undefined; the token hash is compared in constant time. */
+interface AccountRow {
+  id: string;
+  business_id: string;
+  user_name: string;
+  token_hash: Buffer;
+  previous_token_hash: Buffer | null;
+  organizations: string[] | null;
+  callback_urls: string[];
+  disabled: boolean;
+}
+
+/**
+ * The account of the three headers, or undefined: unknown, disabled (`clients disable`), or neither
+ * its token nor its previous one within the grace of a rotation. Both hashes are compared, in
+ * constant time, whatever the outcome.
+ */
 export async function authenticateClinic(sql: Sql, businessId: string, user: string, token: string): Promise<ClinicAccount | undefined> {
-  const row = await sql.row<{ id: string; business_id: string; user_name: string; token_hash: Buffer; organizations: string[] | null; callback_urls: string[] }>(ACCOUNT, [businessId, user]);
+  const row = await sql.row<AccountRow>(ACCOUNT, [businessId, user]);
   const presented = hashToken(token);
-  const matches = timingSafeEqual(presented, row ? row.token_hash : ABSENT_HASH);
-  if (!row || !matches) return undefined;
+  const current = timingSafeEqual(presented, row ? row.token_hash : ABSENT_HASH);
+  const previous = timingSafeEqual(presented, row?.previous_token_hash ?? ABSENT_HASH);
+  if (!row || row.disabled || !(current || previous)) return undefined;
   return {
     id: Number(row.id),
     businessId: row.business_id,
@@ -118,7 +150,24 @@ export async function authenticateClinic(sql: Sql, businessId: string, user: str
   };
 }
 
-/** A clinic's callback token or signing secret, opened with the data key. */
+/** A clinic's callback token or signing secret (the secrets in force: see SealedSecret), opened with the data key. */
 export function openClinicSecret(dataKey: Buffer, column: SealedSecret, account: { businessId: string; user: string }, sealed: Buffer): string {
   return open(dataKey, secretContext(column, account.businessId, account.user), sealed);
 }
+
+function sealedClinicColumn(column: string, secret: SealedSecret): SealedColumn {
+  return {
+    table: 'emdr_clients',
+    column,
+    idColumn: 'id',
+    contextColumns: ['business_id', 'user_name'],
+    context: (row) => secretContext(secret, row.business_id as string, row.user_name as string),
+  };
+}
+
+/** Interface B's sealed columns, for `ehr-gateway data-key check|rotate`; the signing secret's next value (accounts/) is sealed as a signing secret. */
+export const emdrSealedColumns: readonly SealedColumn[] = [
+  sealedClinicColumn('callback_token_sealed', 'callback_token'),
+  sealedClinicColumn('signing_secret_sealed', 'signing_secret'),
+  sealedClinicColumn('signing_secret_next_sealed', 'signing_secret'),
+];

@@ -19,6 +19,9 @@ export interface QueueDepth {
   oldestSeconds: number;
 }
 
+/** A scrape waits this long for the queue read; then the database counts as down for this scrape (Prometheus' own scrape timeout is 10 s by default). */
+const DATABASE_READ_TIMEOUT_MS = 3000;
+
 /** Seconds: from a fast read to a large document upload. */
 const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
@@ -64,11 +67,45 @@ export class Metrics {
     if (queues) this.queueGauges(queues);
   }
 
-  /** The three queue gauges, filled by one read of the database per scrape. */
+  /**
+   * SIGNATURE_TRUST_STORE as the worker role loaded it (set by that role only): without one, signer
+   * certificate chains are not checked and every acceptance callback carries CERTIFICATE_CHAIN_NOT_CHECKED.
+   */
+  trustStore(summary: { certificates: number; earliestNotAfterMs: number } | undefined): void {
+    new client.Gauge({ name: 'ehr_gateway_trust_store_certificates', help: 'Certificates of SIGNATURE_TRUST_STORE loaded by the worker role; 0: certificate chains are not checked (CERTIFICATE_CHAIN_NOT_CHECKED warnings)', registers: [this.registry] }).set(summary?.certificates ?? 0);
+    if (summary) {
+      new client.Gauge({ name: 'ehr_gateway_trust_store_earliest_expiry_timestamp_seconds', help: 'When the first certificate of SIGNATURE_TRUST_STORE expires (Unix time)', registers: [this.registry] }).set(Math.floor(summary.earliestNotAfterMs / 1000));
+    }
+  }
+
+  /**
+   * The three queue gauges and ehr_gateway_database_up, filled by one read of the database per
+   * scrape. A read that fails or takes too long sets database_up to 0 and leaves the queue gauges
+   * empty, so /metrics still answers while the database is down.
+   */
   private queueGauges(queues: () => Promise<QueueDepth[]>): void {
-    let reading: Promise<QueueDepth[]> | undefined;
-    // The three gauges' collects share one read.
-    const read = () => (reading ??= queues().finally(() => setImmediate(() => (reading = undefined))));
+    let reading: Promise<QueueDepth[] | undefined> | undefined;
+    const readOnce = async (): Promise<QueueDepth[] | undefined> => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const timeout = new Promise<undefined>((resolve) => {
+        timer = setTimeout(() => resolve(undefined), DATABASE_READ_TIMEOUT_MS);
+      });
+      try {
+        return await Promise.race([queues().catch(() => undefined), timeout]);
+      } finally {
+        clearTimeout(timer);
+      }
+    };
+    // The gauges' collects share one read.
+    const read = () => (reading ??= readOnce().finally(() => setImmediate(() => (reading = undefined))));
+    new client.Gauge({
+      name: 'ehr_gateway_database_up',
+      help: 'Whether the database answered the queue read of this scrape within 3 s (1) or not (0)',
+      registers: [this.registry],
+      async collect() {
+        this.set((await read()) ? 1 : 0);
+      },
+    });
     const gauge = (name: string, help: string, value: (queue: QueueDepth) => number) =>
       new client.Gauge({
         name,
@@ -77,7 +114,7 @@ export class Metrics {
         registers: [this.registry],
         async collect() {
           this.reset();
-          for (const queue of await read()) this.set({ queue: queue.queue }, value(queue));
+          for (const queue of (await read()) ?? []) this.set({ queue: queue.queue }, value(queue));
         },
       });
     gauge('ehr_gateway_queue_depth', 'Rows waiting in a queue of background work (due, leased or scheduled), read from the database', (queue) => queue.depth);

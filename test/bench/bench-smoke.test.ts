@@ -8,7 +8,7 @@ import { launchChromium } from '../support/browser.js';
 import { outcomeOf, repoRoot } from '../support/cli.js';
 import { spawn } from 'node:child_process';
 
-const SCENARIOS = ['get_patient', 'save_auth_info', 'register_document', 'pipeline', 'growth', 'large_document'];
+const SCENARIOS = ['get_patient', 'save_auth_info', 'register_document', 'pipeline', 'growth', 'large_document', 'gost_check'];
 
 /**
  * `make bench` in smoke mode (tiny counts, short rounds): every scenario runs against the real

@@ -4,10 +4,12 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_CODES } from '../../src/emdr/codes.js';
 import { CURVES, type Curve } from '../../src/emdr/signatures/crypto/curves.js';
-import { gostVerify, isOnCurve } from '../../src/emdr/signatures/crypto/gost3410.js';
-import { CurveArithmetic, type Affine, type Jacobian } from '../../src/emdr/signatures/crypto/point-arithmetic.js';
-import { generateGostKeyPair, gostSign } from '../../src/emdr/signatures/crypto/gost-sign.js';
-import { Streebog, streebog } from '../../src/emdr/signatures/crypto/streebog.js';
+import { gostVerify, inOrderQSubgroup, isOnCurve, littleEndianInteger, multiplyBase } from '../../src/emdr/signatures/crypto/reference/gost3410.js';
+import { wasmGostVerify } from '../../src/emdr/signatures/crypto/gost-wasm.js';
+import { CurveArithmetic, inverse, mod, type Affine, type Jacobian } from '../../src/emdr/signatures/crypto/reference/point-arithmetic.js';
+import { generateGostKeyPair, gostPublicKeyBytes, gostSign } from '../../src/emdr/signatures/crypto/reference/gost-sign.js';
+import { parseSignedData } from '../../src/emdr/signatures/cms/cms.js';
+import { Streebog, streebog } from '../../src/emdr/signatures/crypto/reference/streebog.js';
 import { DocumentSignatureCheck } from '../../src/emdr/signatures/verify.js';
 import { TestPki, type KeyAlgorithm } from '../support/signing.js';
 
@@ -60,7 +62,7 @@ describe('GOST R 34.10-2012 verification', () => {
   const big = (value: string) => BigInt(`0x${value}`);
   // The test parameter sets and examples of GOST R 34.10-2012, appendix A (RFC 7091, 7.1 and 7.2).
   const example256 = {
-    curve: { name: 'test-256', bits: 256, p: big('8000000000000000000000000000000000000000000000000000000000000431'), a: 7n, b: big('5FBFF498AA938CE739B8E022FBAFEF40563F6E6A3472FC2A514C0CE9DAE23B7E'), q: big('8000000000000000000000000000000150FE8A1892976154C59CFC193ACCF5B3'), x: 2n, y: big('08E2A8A0E65147D4BD6316030E16D19C85C97F0A9CA267122B96ABBCEA7E8FC8') } as Curve,
+    curve: { name: 'test-256', bits: 256, p: big('8000000000000000000000000000000000000000000000000000000000000431'), a: 7n, b: big('5FBFF498AA938CE739B8E022FBAFEF40563F6E6A3472FC2A514C0CE9DAE23B7E'), q: big('8000000000000000000000000000000150FE8A1892976154C59CFC193ACCF5B3'), cofactor: 1n, x: 2n, y: big('08E2A8A0E65147D4BD6316030E16D19C85C97F0A9CA267122B96ABBCEA7E8FC8') } as Curve,
     key: { x: big('7F2B49E270DB6D90D8595BEC458B50C58585BA1D4E9B788F6689DBD8E56FD80B'), y: big('26F1B489D6701DD185C8413A977B3CBBAF64D1C593D26627DFFB101A87FF77DA') },
     e: '2DFBC1B372D89A1188C09C52E0EEC61FCE52032AB1022E8E67ECE6672B043EE5',
     r: '41AA28D2F1AB148280CD9ED56FEDA41974053554A42767B83AD043FD39DC0493',
@@ -74,6 +76,7 @@ describe('GOST R 34.10-2012 verification', () => {
       a: 7n,
       b: big('1CFF0806A31116DA29D8CFA54E57EB748BC5F377E49400FDD788B649ECA1AC4361834013B2AD7322480A89CA58E0CF74BC9E540C2ADD6897FAD0A3084F302ADC'),
       q: big('4531ACD1FE0023C7550D267B6B2FEE80922B14B2FFB90F04D4EB7C09B5D2D15DA82F2D7ECB1DBAC719905C5EECC423F1D86E25EDBE23C595D644AAF187E6E6DF'),
+      cofactor: 1n,
       x: big('24D19CC64572EE30F396BF6EBBFD7A6C5213B3B3D7057CC825F91093A68CD762FD60611262CD838DC6B60AA7EEE804E28BC849977FAC33B4B530F1B120248A9A'),
       y: big('2BB312A43BD2CE6E0D020613C857ACDDCFBF061E91E5F2C3F32447C259F39B2C83AB156D77F1496BF7EB3351E1EE4E43DC1A18B91B24640B6DBB92CB1ADD371E'),
     } as Curve,
@@ -179,6 +182,116 @@ describe('GOST R 34.10-2012 verification', () => {
     const signature = pki.openssl(['cms', '-sign', '-binary', '-noattr', '-in', input, '-signer', signer.certificate, '-inkey', signer.key, '-md', 'streebog256', '-outform', 'DER']);
     expect(verdict(signature)).toEqual([]);
     expect(verdict(signature, Buffer.from('<other/>'))).toEqual([{ code: 'SIGNATURE_VERIFICATION_ERROR', message: "signature: the signature value does not verify with the signer's certificate" }]);
+  });
+});
+
+describe('keys outside the order-q subgroup (the small-subgroup forgery)', () => {
+  // tc26-256-A and tc26-512-C have cofactor 4: points of order 2 lie on them. With such a point T as
+  // the public key, z2·T vanishes whenever z2 is even, so (s, r) = (k·e mod q, x(k·G) mod q) verifies
+  // for any digest e once k is picked so that z2 = −r·e⁻¹ mod q is even: anyone can sign anything.
+  const random = (below: bigint) => BigInt(`0x${randomBytes(80).toString('hex')}`) % below;
+  const power = (base: bigint, exponent: bigint, modulus: bigint) => {
+    let result = 1n;
+    for (let b = base % modulus, e = exponent; e > 0n; e >>= 1n, b = (b * b) % modulus) if (e & 1n) result = (result * b) % modulus;
+    return result;
+  };
+
+  /** A random point of the curve (p ≡ 3 mod 4 on both curves: a square root is a power). */
+  function randomPoint(curve: Curve): Affine {
+    for (;;) {
+      const x = random(curve.p);
+      const right = mod(x * x * x + curve.a * x + curve.b, curve.p);
+      const y = power(right, (curve.p + 1n) / 4n, curve.p);
+      if ((y * y) % curve.p === right) return { x, y };
+    }
+  }
+
+  /** A point of order 2: q·R has order 1, 2 or 4 for any point R; its double, if not O, has order 2. */
+  function orderTwoPoint(curve: Curve): Affine {
+    const arithmetic = new CurveArithmetic(curve);
+    for (;;) {
+      const small = arithmetic.nafMultiple(curve.q, randomPoint(curve));
+      if (small.z === 0n) continue;
+      const twice = arithmetic.double(small);
+      return arithmetic.toAffine(twice.z === 0n ? small : twice)!;
+    }
+  }
+
+  /** A signature of `digest` under the order-2 key, made without any private key. */
+  function forge(curve: Curve, digest: Uint8Array): Buffer {
+    const { q } = curve;
+    const size = curve.bits / 8;
+    const e = littleEndianInteger(digest) % q || 1n;
+    for (;;) {
+      const k = 1n + random(q - 1n);
+      const r = multiplyBase(curve, k).x % q;
+      const s = (k * e) % q;
+      if (r === 0n || s === 0n || mod(-r * inverse(e, q), q) % 2n !== 0n) continue;
+      return Buffer.concat([Buffer.from(s.toString(16).padStart(2 * size, '0'), 'hex'), Buffer.from(r.toString(16).padStart(2 * size, '0'), 'hex')]);
+    }
+  }
+
+  const keyBytes = (curve: Curve, point: Affine) => gostPublicKeyBytes({ curve, privateKey: 0n, publicKey: point });
+
+  for (const oid of ['1.2.643.7.1.2.1.1.1', '1.2.643.7.1.2.1.2.3']) {
+    const curve = CURVES.get(oid)!;
+    it(`${curve.name}: a signature forged for a key of order 2 satisfies the verification equation, and both verifiers refuse the key`, () => {
+      const arithmetic = new CurveArithmetic(curve);
+      const key = orderTwoPoint(curve);
+      expect(isOnCurve(curve, key.x, key.y)).toBe(true);
+      expect(key.y).toBe(0n);
+      expect(inOrderQSubgroup(curve, key)).toBe(false);
+      for (let round = 0; round < 3; round += 1) {
+        const digest = randomBytes(curve.bits / 8);
+        const signature = forge(curve, digest);
+        // The equation holds: x(z1·G + z2·Q) mod q = r. Only the subgroup check stands in the way.
+        const size = curve.bits / 8;
+        const s = BigInt(`0x${signature.subarray(0, size).toString('hex')}`);
+        const r = BigInt(`0x${signature.subarray(size).toString('hex')}`);
+        const v = inverse(littleEndianInteger(digest) % curve.q || 1n, curve.q);
+        const c = arithmetic.toAffine(arithmetic.add(arithmetic.baseTable().multiply((s * v) % curve.q), arithmetic.nafMultiple(mod(-r * v, curve.q), key)))!;
+        expect(c.x % curve.q).toBe(r);
+        expect(gostVerify(curve, key, digest, signature)).toBe(false);
+        expect(wasmGostVerify(curve, keyBytes(curve, key), digest, signature)).toBe(false);
+      }
+    });
+
+    it(`${curve.name}: a key of order 2q (a real key plus a point of order 2) is refused even where its signature would verify`, () => {
+      const arithmetic = new CurveArithmetic(curve);
+      const real = generateGostKeyPair(curve);
+      const mixed = arithmetic.toAffine(arithmetic.addAffine({ ...real.publicKey, z: 1n }, orderTwoPoint(curve)))!;
+      const digest = randomBytes(curve.bits / 8);
+      const e = littleEndianInteger(digest) % curve.q || 1n;
+      // A signature by the real key whose z2 is even: z2·(Q + T) = z2·Q, so the equation holds for the mixed key.
+      let signature = gostSign(real, digest);
+      while (mod(-BigInt(`0x${signature.subarray(curve.bits / 8).toString('hex')}`) * inverse(e, curve.q), curve.q) % 2n !== 0n) signature = gostSign(real, digest);
+      expect(gostVerify(curve, real.publicKey, digest, signature)).toBe(true);
+      expect(wasmGostVerify(curve, keyBytes(curve, real.publicKey), digest, signature)).toBe(true);
+      expect(inOrderQSubgroup(curve, mixed)).toBe(false);
+      expect(gostVerify(curve, mixed, digest, signature)).toBe(false);
+      expect(wasmGostVerify(curve, keyBytes(curve, mixed), digest, signature)).toBe(false);
+    });
+  }
+
+  it('refuses a document whose signer certificate carries a key of order 2, with any signature value (SIGNATURE_VERIFICATION_ERROR)', () => {
+    const curve = CURVES.get('1.2.643.7.1.2.1.1.1')!;
+    const document = Buffer.from('<ClinicalDocument xmlns="urn:hl7-org:v3"><title>Чужой документ</title></ClinicalDocument>');
+    // The gost engine's signature with a tc26-256-A key; then the key in its certificate swapped for
+    // a point of order 2 and the signature value for one forged over the same signed attributes.
+    const signature = pki.sign(document, pki.issue({ algorithm: 'gost2012_256', paramset: 'TCA', commonName: 'small subgroup' }));
+    const signedData = parseSignedData(signature);
+    const realKey = signedData.certificates[0]!.publicKey.key.subarray(2);
+    const signer = signedData.signers[0]!;
+    expect(signature.subarray(-64)).toEqual(Buffer.from(signer.signature));
+    const forged = Buffer.from(signature);
+    forged.set(keyBytes(curve, orderTwoPoint(curve)), forged.indexOf(Buffer.from(realKey)));
+    forged.set(forge(curve, streebog(256, signer.signedAttributes!.der)), forged.length - 64);
+    const check = new DocumentSignatureCheck([{ name: 'signature', bytes: forged }], { now: Date.now() });
+    check.update(document);
+    expect(check.finish()).toEqual([{ code: 'SIGNATURE_VERIFICATION_ERROR', message: "signature: the signature value does not verify with the signer's certificate" }]);
+    const genuine = new DocumentSignatureCheck([{ name: 'signature', bytes: signature }], { now: Date.now() });
+    genuine.update(document);
+    expect(genuine.finish()).toEqual([]);
   });
 });
 

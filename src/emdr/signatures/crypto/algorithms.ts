@@ -1,14 +1,14 @@
 /**
  * The algorithms a signature may use, by OID: GOST R 34.11-2012 and GOST R 34.10-2012 by our own
- * code (streebog.ts, gost3410.ts: Node's OpenSSL has no GOST), SHA-2 with RSA or ECDSA by Node's
- * crypto, so that test signatures made with other tools verify too.
+ * code (Node's OpenSSL has no GOST) in WebAssembly (gost-wasm.ts; reference/ is its TypeScript
+ * reference), SHA-2 with RSA or ECDSA by Node's crypto, so that test signatures made with other
+ * tools verify too.
  */
 import { createHash, createPublicKey, publicDecrypt, verify as cryptoVerify, constants, type KeyObject } from 'node:crypto';
 import type { AlgorithmIdentifier, SubjectPublicKey } from '../cms/cms.ts';
 import { childrenOf, DerError, oidOf, readElement, TAG } from '../cms/der.ts';
-import { CURVES } from './curves.ts';
-import { gostVerify, littleEndianInteger } from './gost3410.ts';
-import { Streebog } from './streebog.ts';
+import { CURVES, type Curve } from './curves.ts';
+import { WasmStreebog, wasmGostVerify } from './gost-wasm.ts';
 
 export interface Digest {
   update(bytes: Uint8Array): void;
@@ -26,7 +26,7 @@ const SHA_OID = Object.fromEntries(Object.entries(SHA).map(([oid, name]) => [nam
 
 /** A fresh hash for the digest algorithm `oid`; undefined when we do not support it. */
 export function createDigest(oid: string): Digest | undefined {
-  if (oid === STREEBOG_256 || oid === STREEBOG_512) return new Streebog(oid === STREEBOG_256 ? 256 : 512);
+  if (oid === STREEBOG_256 || oid === STREEBOG_512) return new WasmStreebog(oid === STREEBOG_256 ? 256 : 512);
   const name = SHA[oid];
   if (!name) return undefined;
   const hash = createHash(name);
@@ -85,8 +85,8 @@ export interface SignedBytes {
   data?: Uint8Array;
 }
 
-/** A GOST public key: x ‖ y, each little-endian, in an OCTET STRING (RFC 4491, 2.3.2). */
-function gostPublicKey(publicKey: SubjectPublicKey, bits: 256 | 512) {
+/** A GOST public key: x ‖ y, each little-endian, in an OCTET STRING (RFC 4491, 2.3.2), and its parameter set. */
+export function gostPublicKey(publicKey: SubjectPublicKey, bits: 256 | 512): { curve: Curve; key: Uint8Array } {
   const parameters = publicKey.algorithm.parameters;
   if (!parameters) throw new UnsupportedAlgorithm('a GOST public key without its parameter set');
   const sequence = readElement(parameters, 0, parameters.length);
@@ -99,8 +99,7 @@ function gostPublicKey(publicKey: SubjectPublicKey, bits: 256 | 512) {
   const octets = readElement(publicKey.key, 0, publicKey.key.length);
   const size = bits / 8;
   if (octets.tag !== TAG.OCTET_STRING || octets.end !== publicKey.key.length || octets.end - octets.contentStart !== 2 * size) throw new DerError('bad GOST public key');
-  const key = publicKey.key.subarray(octets.contentStart);
-  return { curve, point: { x: littleEndianInteger(key.subarray(0, size)), y: littleEndianInteger(key.subarray(size)) } };
+  return { curve, key: publicKey.key.subarray(octets.contentStart) };
 }
 
 function nodeKey(publicKey: SubjectPublicKey): KeyObject {
@@ -141,8 +140,8 @@ export function signatureVerifies(publicKey: SubjectPublicKey, signatureAlgorith
     if (!bits) throw new UnsupportedAlgorithm(`a GOST signature by a ${keyOid} key`);
     // A 256-bit key signs a Streebog-256 digest, a 512-bit key a Streebog-512 one (GOST R 34.10-2012).
     if (signed.digestOid !== (bits === 256 ? STREEBOG_256 : STREEBOG_512)) throw new UnsupportedAlgorithm(`a ${bits}-bit GOST key with digest ${signed.digestOid}`);
-    const { curve, point } = gostPublicKey(publicKey, bits);
-    return gostVerify(curve, point, signed.digest, signature);
+    const { curve, key } = gostPublicKey(publicKey, bits);
+    return wasmGostVerify(curve, key, signed.digest, signature);
   }
   const hash = SHA[signed.digestOid];
   if (!hash) throw new UnsupportedAlgorithm(`digest ${signed.digestOid} with ${family.toUpperCase()}`);

@@ -9,8 +9,8 @@
  * public data does not need.
  */
 
-/** The substitution π (RFC 6986, 6.2). */
-const PI = [
+/** The substitution π (RFC 6986, 6.2). scripts/build-wasm.ts writes these constants into the WebAssembly too. */
+export const PI = [
   252, 238, 221, 17, 207, 110, 49, 22, 251, 196, 250, 218, 35, 197, 4, 77, 233, 119, 240, 219, 147, 46, 153, 186, 23, 54, 241, 187, 20, 205, 95, 193,
   249, 24, 101, 90, 226, 92, 239, 33, 129, 28, 60, 66, 139, 1, 142, 79, 5, 132, 2, 174, 227, 106, 143, 160, 6, 11, 237, 152, 127, 212, 211, 31,
   235, 52, 44, 81, 234, 200, 72, 171, 242, 42, 104, 162, 253, 58, 206, 204, 181, 112, 14, 86, 8, 12, 118, 18, 191, 114, 19, 71, 156, 183, 93, 135,
@@ -22,7 +22,7 @@ const PI = [
 ];
 
 /** The matrix A of the linear transformation l (RFC 6986, 6.4), row i applying to bit 63 - i. */
-const A = [
+export const A = [
   '8e20faa72ba0b470', '47107ddd9b505a38', 'ad08b0e0c3282d1c', 'd8045870ef14980e', '6c022c38f90a4c07', '3601161cf205268d', '1b8e0b0e798c13c8', '83478b07b2468764',
   'a011d380818e8f40', '5086e740ce47c920', '2843fd2067adea10', '14aff010bdd87508', '0ad97808d06cb404', '05e23c0468365a02', '8c711e02341b2d01', '46b60f011a83988e',
   '90dab52a387ae76f', '486dd4151c3dfdb9', '24b86a840e90f0d2', '125c354207487869', '092e94218d243cba', '8a174a9ec8121e5d', '4585254f64090fa0', 'accc9ca9328a8950',
@@ -34,7 +34,7 @@ const A = [
 ];
 
 /** The iteration constants C1..C12 (RFC 6986, 6.5), big-endian as the RFC writes them. */
-const C = [
+export const C = [
   'b1085bda1ecadae9ebcb2f81c0657c1f2f6a76432e45d016714eb88d7585c4fc4b7ce09192676901a2422a08a460d31505767436cc744d23dd806559f2a64507',
   '6fa3b58aa99d2f1a4fe39d460f70b5d7f3feea720a232b9861d55e0f16b501319ab5176b12d699585cb561c2db0aa7ca55dda21bd7cbcd56e679047021b19bb7',
   'f574dcac2bce2fc70a39fc286a3d843506f15e5f529c1f8bf2ea7514b1297b7bd3e20fe490359eb1c1c93a376062db09c2b6f443867adb31991e96f50aba0ab2',
@@ -166,11 +166,12 @@ const BLOCK_BITS = (() => {
   return block;
 })();
 
-export class Streebog {
-  private readonly h = new Uint32Array(16);
-  private readonly n = new Uint32Array(16);
-  private readonly sigma = new Uint32Array(16);
-  private readonly message = new Uint32Array(16);
+/**
+ * A Streebog hash fed in slices of any size: update() keeps the unfinished block, absorb() gets
+ * whole 64-byte blocks, finish() the last bytes (fewer than 64). Shared by this reference and the
+ * WebAssembly one (gost-wasm.ts).
+ */
+export abstract class StreebogBlocks {
   private readonly pending = new Uint8Array(64);
   private pendingLength = 0;
   private finished = false;
@@ -178,23 +179,28 @@ export class Streebog {
 
   constructor(bits: 256 | 512) {
     this.bits = bits;
-    // The initial vector: 0^512 for the 512-bit hash, (00000001)^64 for the 256-bit one.
-    if (bits === 256) this.h.fill(0x01010101);
   }
+
+  /** Absorbs `blocks` whole blocks of `bytes` from `offset` on. */
+  protected abstract absorb(bytes: Uint8Array, offset: number, blocks: number): void;
+
+  /** Ends the hash with the first `length` (< 64) bytes of `last`; h, 64 bytes in the engine's order. */
+  protected abstract finish(last: Uint8Array, length: number): Buffer;
 
   update(bytes: Uint8Array): this {
     if (this.finished) throw new Error('Streebog: update after digest');
     let offset = 0;
     if (this.pendingLength > 0) {
-      const take = Math.min(64 - this.pendingLength, bytes.length);
-      this.pending.set(bytes.subarray(0, take), this.pendingLength);
-      this.pendingLength += take;
-      offset = take;
+      offset = Math.min(64 - this.pendingLength, bytes.length);
+      this.pending.set(bytes.subarray(0, offset), this.pendingLength);
+      this.pendingLength += offset;
       if (this.pendingLength < 64) return this;
-      this.absorb(this.pending, 0);
+      this.absorb(this.pending, 0, 1);
       this.pendingLength = 0;
     }
-    for (; offset + 64 <= bytes.length; offset += 64) this.absorb(bytes, offset);
+    const blocks = (bytes.length - offset) >> 6;
+    if (blocks > 0) this.absorb(bytes, offset, blocks);
+    offset += blocks * 64;
     this.pending.set(bytes.subarray(offset), 0);
     this.pendingLength = bytes.length - offset;
     return this;
@@ -204,27 +210,47 @@ export class Streebog {
   digest(): Buffer {
     if (this.finished) throw new Error('Streebog: digest called twice');
     this.finished = true;
+    const h = this.finish(this.pending, this.pendingLength);
+    return this.bits === 512 ? h : h.subarray(32);
+  }
+}
+
+export class Streebog extends StreebogBlocks {
+  private readonly h = new Uint32Array(16);
+  private readonly n = new Uint32Array(16);
+  private readonly sigma = new Uint32Array(16);
+  private readonly message = new Uint32Array(16);
+
+  constructor(bits: 256 | 512) {
+    super(bits);
+    // The initial vector: 0^512 for the 512-bit hash, (00000001)^64 for the 256-bit one.
+    if (bits === 256) this.h.fill(0x01010101);
+  }
+
+  protected absorb(bytes: Uint8Array, offset: number, blocks: number): void {
+    for (let block = 0; block < blocks; block += 1) {
+      loadBlock(bytes, offset + 64 * block, this.message);
+      compress(this.h, this.n, this.message);
+      add512(this.n, BLOCK_BITS);
+      add512(this.sigma, this.message);
+    }
+  }
+
+  protected finish(pending: Uint8Array, length: number): Buffer {
     const last = new Uint8Array(64);
-    last.set(this.pending.subarray(0, this.pendingLength));
-    last[this.pendingLength] = 1;
+    last.set(pending.subarray(0, length));
+    last[length] = 1;
     loadBlock(last, 0, this.message);
     compress(this.h, this.n, this.message);
-    const length = new Uint32Array(16);
-    length[0] = this.pendingLength * 8;
-    add512(this.n, length);
+    const lengthBits = new Uint32Array(16);
+    lengthBits[0] = length * 8;
+    add512(this.n, lengthBits);
     add512(this.sigma, this.message);
     compress(this.h, ZERO, this.n);
     compress(this.h, ZERO, this.sigma);
     const out = Buffer.alloc(64);
     for (let i = 0; i < 16; i += 1) out.writeUInt32LE(this.h[i]!, 4 * i);
-    return this.bits === 512 ? out : out.subarray(32);
-  }
-
-  private absorb(bytes: Uint8Array, offset: number): void {
-    loadBlock(bytes, offset, this.message);
-    compress(this.h, this.n, this.message);
-    add512(this.n, BLOCK_BITS);
-    add512(this.sigma, this.message);
+    return out;
   }
 }
 

@@ -4,7 +4,7 @@
  * it must never hold a real key.
  */
 import { randomBytes } from 'node:crypto';
-import type { Curve } from './curves.ts';
+import type { Curve } from '../curves.ts';
 import { littleEndianInteger, multiplyBase } from './gost3410.ts';
 
 export interface GostKeyPair {

@@ -5,13 +5,22 @@
  * documents with throw-away keys.
  */
 
-import type { Curve } from './curves.ts';
+import type { Curve } from '../curves.ts';
 import { arithmeticOf, inverse, mod } from './point-arithmetic.ts';
 
 export function isOnCurve(curve: Curve, x: bigint, y: bigint): boolean {
   const { p, a, b } = curve;
   if (x < 0n || x >= p || y < 0n || y >= p) return false;
   return mod(y * y - (x * x * x + a * x + b), p) === 0n;
+}
+
+/**
+ * Whether a point of the curve lies in the order-q subgroup: q·Q = O. On a curve with a cofactor
+ * (tc26-256-A and tc26-512-C: 4) a key of order 2 or 4 would make z2·Q vanish or repeat, whatever
+ * the document: such a key lets anyone make a signature that verifies.
+ */
+export function inOrderQSubgroup(curve: Curve, point: { x: bigint; y: bigint }): boolean {
+  return curve.cofactor === 1n || arithmeticOf(curve).nafMultiple(curve.q, point).z === 0n;
 }
 
 /** The integer of bytes stored least significant first (GOST public keys and digests). */
@@ -34,12 +43,13 @@ export function multiplyBase(curve: Curve, k: bigint): { x: bigint; y: bigint } 
 /**
  * Whether `signature` (s ‖ r, big-endian, 2·bits/8 bytes: RFC 4491, 2.2.2) is a GOST R 34.10-2012
  * signature of `digest` (Streebog output in its engine byte order, read as a little-endian
- * integer) under the public key (x, y).
+ * integer) under the public key (x, y). False also for a key off the curve or outside the order-q
+ * subgroup.
  */
 export function gostVerify(curve: Curve, publicKey: { x: bigint; y: bigint }, digest: Uint8Array, signature: Uint8Array): boolean {
   const size = curve.bits / 8;
   if (signature.length !== 2 * size || digest.length !== size) return false;
-  if (!isOnCurve(curve, publicKey.x, publicKey.y)) return false;
+  if (!isOnCurve(curve, publicKey.x, publicKey.y) || !inOrderQSubgroup(curve, publicKey)) return false;
   const { q } = curve;
   const s = bigEndianInteger(signature.subarray(0, size));
   const r = bigEndianInteger(signature.subarray(size));

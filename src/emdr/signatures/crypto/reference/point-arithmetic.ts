@@ -9,7 +9,7 @@
  * - Jacobian coordinates, one inversion at the end; the curves whose a is −3 double with 3M + 5S.
  * Nothing here is constant-time: verification handles no secret.
  */
-import type { Curve } from './curves.ts';
+import type { Curve } from '../curves.ts';
 
 export function mod(value: bigint, modulus: bigint): bigint {
   const result = value % modulus;

@@ -1,0 +1,95 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../src/db/embedded-postgres.js';
+import { seedDemoPatients } from '../../src/ehr/patients.js';
+import { runCli, repoRoot } from '../support/cli.js';
+import { startCallbackReceiver } from '../support/callback-receiver.js';
+import { createTestDatabase } from '../support/database.js';
+import { addClinic, authHeaders, post, registerBody } from '../support/emdr.js';
+import { startTestService, type TestService } from '../support/service.js';
+import { authenticatedUser, databaseOf, getPatient, INTERNAL_USERS } from '../ehr/support/fixtures.js';
+
+const run = promisify(execFile);
+
+/**
+ * The restore drill of docs/operations.md, performed: pg_dump of a live database (the service
+ * running, a callback pending), pg_restore into a fresh database, the service on it with the same
+ * DATA_KEY reads every sealed secret (data-key check) and delivers the pending callback; without
+ * the key, nothing sealed opens.
+ */
+const PG_BIN = path.join(repoRoot, '.tools/pg-client/embedded_postgres/pginstall/bin');
+const DATA_KEY = randomBytes(32).toString('hex');
+
+let folder: string;
+
+beforeAll(() => {
+  expect(fs.existsSync(path.join(PG_BIN, 'pg_dump')), `${PG_BIN}/pg_dump is missing: run make deploy-tools`).toBe(true);
+  folder = fs.mkdtempSync(path.join(os.tmpdir(), 'ehr-gateway-drill-'));
+});
+
+afterAll(() => {
+  fs.rmSync(folder, { recursive: true, force: true });
+});
+
+const startService = (databaseUrl: string) => startTestService({ DATABASE_URL: databaseUrl, DATA_KEY, INTERNAL_USERS, CALLBACK_RETRY_SCHEDULE: `0,${Array(120).fill('1s').join(',')}` });
+
+describe('backup and restore', () => {
+  it('restores a live dump into a fresh database: every sealed secret opens with the key, the pending callback is delivered', async () => {
+    const original = await createTestDatabase();
+    const receiverPort = await freePort();
+    const callbackUrl = `http://127.0.0.1:${receiverPort}`;
+    let service: TestService | undefined = await startService(original);
+    let before;
+    try {
+      const database = await databaseOf(service);
+      await seedDemoPatients(database.knex);
+      await database.close();
+      const user = await authenticatedUser(service);
+      const clinic = await addClinic(service, callbackUrl);
+      // Nothing listens at the clinic's callback URL yet: the acceptance callback waits, pending.
+      const answer = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody());
+      expect(answer.status).toBe(200);
+      before = { user, clinic, queueMessageId: answer.body.queueMessageId as string };
+
+      // 1. The backup, while the service runs: pg_dump's snapshot is consistent without stopping anything.
+      await run(path.join(PG_BIN, 'pg_dump'), ['--format=custom', '--no-owner', `--file=${path.join(folder, 'ehr-gateway.dump')}`, original]);
+    } finally {
+      await service.stop();
+      service = undefined;
+    }
+
+    // 2. The restore, into a database that has never seen the service.
+    const restored = await createTestDatabase();
+    await run(path.join(PG_BIN, 'pg_restore'), ['--no-owner', '--exit-on-error', `--dbname=${restored}`, path.join(folder, 'ehr-gateway.dump')]);
+
+    // 3. Every sealed secret opens with the backup's key, and with no other.
+    const check = await runCli(['data-key', 'check'], { DATABASE_URL: restored, DATA_KEY });
+    expect(check.code, check.stderr).toBe(0);
+    const { total } = JSON.parse(check.stdout) as { total: Record<string, number> };
+    // The user's user_sign, the clinic's callback token and signing secret.
+    expect(total).toEqual({ sealed: 3, current: 3, previous: 0, resealed: 0, unreadable: 0 });
+    const otherKey = await runCli(['data-key', 'check'], { DATABASE_URL: restored, DATA_KEY: randomBytes(32).toString('hex') });
+    expect(otherKey.code).toBe(1);
+    expect((JSON.parse(otherKey.stdout) as { total: Record<string, number> }).total.unreadable).toBe(3);
+
+    // 4. The service on the restored database: the session and its user_sign, and the pending callback delivered, signed with the clinic's secret.
+    const receiver = await startCallbackReceiver({ port: receiverPort, signingSecret: before.clinic.signingSecret });
+    service = await startService(restored);
+    try {
+      const patient = await getPatient(service, before.user.cred);
+      expect((patient.result as { user_sign: string }).user_sign).toBe(before.user.userSign);
+      const [acceptance] = await receiver.waitFor((received) => received.some((callback) => callback.body.queueMessageId === before.queueMessageId), 30_000);
+      expect(acceptance!.name).toBe('SendRegisterDocumentResponse');
+      expect(acceptance!.signatureValid).toBe(true);
+      expect(acceptance!.headers.token).toBe(before.clinic.callbackCredentials.token);
+    } finally {
+      await service.stop();
+      await receiver.close();
+    }
+  }, 180_000);
+});
