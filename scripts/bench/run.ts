@@ -2,13 +2,13 @@
  * `make bench`: every scenario against its baseline, written to docs/benchmarks.md, docs/benchmarks.svg
  * and docs/benchmarks.json. Run `tsx scripts/bench/run.ts --help` for the options.
  */
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs/promises';
 import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { startDatabaseServer } from './lib/database.js';
+import { describeCommit } from './lib/processes.js';
 import { chart, markdown, type RunRecord } from './lib/report.js';
 import { loadAverage, type BenchContext, type Scenario, type ScenarioOutcome } from './lib/scenario.js';
 import { gostCheck } from './scenarios/gost-check.js';
@@ -88,14 +88,6 @@ function number(text: string | undefined, fallback: number, flag: string): numbe
   const value = Number(text);
   if (!Number.isFinite(value) || value <= 0) throw new Error(`${flag} takes a positive number`);
   return value;
-}
-
-function describeCommit(root: string): string {
-  try {
-    return execFileSync('git', ['-C', root, 'describe', '--always', '--dirty', '--abbrev=7'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-  } catch {
-    return 'unknown';
-  }
 }
 
 function machine(): RunRecord['machine'] {

@@ -4,7 +4,7 @@
  * acknowledgement and first-callback latency, and /healthz, without the abuser and then with it.
  * Writes hostile.md and hostile.json into --out. Run `tsx scripts/bench/hostile/run.ts --help`.
  */
-import { execFile, execFileSync, spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
@@ -13,7 +13,7 @@ import path from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import { ORGANIZATION } from '../../../test/support/emdr.js';
 import { startDatabaseServer, type BenchDatabaseServer } from '../lib/database.js';
-import { startServe, type ServiceProcess } from '../lib/processes.js';
+import { describeCommit, startServe, type ServiceProcess } from '../lib/processes.js';
 import { rpcVersion } from '../lib/service.js';
 import type { AbuseOrder } from './abuser.js';
 import { figuresOf, honestClinic, probeHealth, startReceiver, type ClinicHeaders, type PhaseFigures } from './honest.js';
@@ -208,14 +208,6 @@ function markdown(run: HostileRun, before: HostileRun | undefined): string {
     '',
   ];
   return `${lines.join('\n')}`;
-}
-
-function describeCommit(root: string): string {
-  try {
-    return execFileSync('git', ['-C', root, 'describe', '--always', '--dirty', '--abbrev=7'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-  } catch {
-    return 'unknown';
-  }
 }
 
 async function main(): Promise<void> {
