@@ -42,6 +42,7 @@ options:
   --root DIR         the checkout whose serve is measured (default this one), e.g. an older commit
   --label TEXT       what to call the measured code (default: git describe of --root)
   --before FILE      an earlier run's hostile.json, shown as "before"
+  --from FILE        write the report of a recorded run's hostile.json instead of measuring
   -h, --help         this text`;
 
 interface Scenario {
@@ -185,7 +186,7 @@ function tableRows(run: HostileRun, label: string): string[] {
   return run.scenarios.map((record) => {
     const { alone, abused, verdict: judged } = record;
     const met = judged.ackWithin2x && judged.callbackWithin2x && judged.noFailures && judged.healthzUnder100ms;
-    return `| ${record.name} ${label} | ${ms(alone.ackP99Ms)} → ${ms(abused.ackP99Ms)}${ratio(alone.ackP99Ms, abused.ackP99Ms)} | ${ms(alone.firstCallbackP99Ms)} → ${ms(abused.firstCallbackP99Ms)}${ratio(alone.firstCallbackP99Ms, abused.firstCallbackP99Ms)}${abused.callbacksMissing > 0 ? `, ${abused.callbacksMissing} missing` : ''} | ${abused.requests - abused.acknowledged} of ${abused.requests} (${failuresText(abused)}) | ${ms(abused.healthzMaxMs)}${abused.healthzFailures > 0 ? `, ${abused.healthzFailures} failed` : ''} | ${record.peakRssGrowthMiB} MiB | ${met ? '**met**' : '**missed**'} |`;
+    return `| ${record.name} ${label} | ${ms(alone.ackP99Ms)} → ${ms(abused.ackP99Ms)}${ratio(alone.ackP99Ms, abused.ackP99Ms)} | ${ms(alone.firstCallbackP99Ms)} → ${ms(abused.firstCallbackP99Ms)}${ratio(alone.firstCallbackP99Ms, abused.firstCallbackP99Ms)}${abused.callbacksMissing > 0 ? `, ${abused.callbacksMissing} missing` : ''} | ${abused.requests - abused.acknowledged} of ${abused.requests} (${failuresText(abused)}) | ${ms(alone.healthzMaxMs)} → ${ms(abused.healthzMaxMs)}${abused.healthzFailures > 0 ? `, ${abused.healthzFailures} failed` : ''} | ${record.peakRssGrowthMiB} MiB | ${met ? '**met**' : '**missed**'} |`;
   });
 }
 
@@ -197,7 +198,10 @@ function markdown(run: HostileRun, before: HostileRun | undefined): string {
     '',
     `Each scenario: \`serve\` as its own process on a fresh database; the honest clinic sends RegisterDocument at ${HONEST_PER_SECOND} a second, a new connection each, and its receiver answers at once; /healthz is probed every ${PROBE_EVERY_MS} ms from another address. A phase without the abuser, then one with it (its own process, from 127.0.0.2). Latencies are the honest clinic's p99, alone → beside the abuser; the target: both within 2× of the phase alone, no failed request, /healthz under 100 ms.`,
     '',
-    '| scenario | acknowledgement p99 | first callback p99 | honest requests failed | /healthz max | serve peak RSS growth | target |',
+    ...(before ? [`"before" rows: ${before.date}, ${before.commit}, ${before.mode}, load average ${before.machine.loadAverage[0]} at the start and ${before.machine.loadAverage[1]} at the end.`, ''] : []),
+    'On a machine shared with other work (the load averages above), the phases alone vary from run to run by as much as the ratios they are compared with; read the ratios with the load, and the failures, /healthz and memory as they are.',
+    '',
+    '| scenario | acknowledgement p99 | first callback p99 | honest requests failed beside the abuser | /healthz max | serve peak RSS growth | target |',
     '|---|---|---|---|---|---|---|',
     ...tableRows(run, run.commit === before?.commit ? '' : `(${run.commit})`),
     ...(before ? tableRows(before, `before (${before.commit})`) : []),
@@ -220,6 +224,7 @@ async function main(): Promise<void> {
       label: { type: 'string' },
       before: { type: 'string' },
       only: { type: 'string' },
+      from: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -236,6 +241,12 @@ async function main(): Promise<void> {
   const chosen = values.only ? SCENARIOS.filter((scenario) => values.only!.split(',').includes(scenario.name)) : SCENARIOS;
   const out = path.resolve(values.out ?? path.join(repo, 'docs'));
   const before = values.before && existsSync(values.before) ? (JSON.parse(await fs.readFile(values.before, 'utf8')) as HostileRun) : undefined;
+  if (values.from) {
+    const recorded = JSON.parse(await fs.readFile(values.from, 'utf8')) as HostileRun;
+    await fs.mkdir(out, { recursive: true });
+    await fs.writeFile(path.join(out, 'hostile.md'), markdown(recorded, before));
+    return;
+  }
   const started = Date.now();
   const log = (text: string) => console.error(`hostile ${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s  ${text}`);
   const loadAtStart = +os.loadavg()[0]!.toFixed(2);
