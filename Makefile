@@ -18,7 +18,7 @@ TSX := node --import tsx
 export REDOCLY_TELEMETRY := off
 export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
 
-.PHONY: help node install wasm browser gost-engine gost-engine-bench clients generate check-specs check-generated check-breaking typecheck lint-docker promtool deploy-tools check-deploy unit test contract fuzz build run bench hostile mock
+.PHONY: help node install wasm browser gost-engine gost-engine-bench clients generate check-specs check-generated check-breaking typecheck lint-docker promtool deploy-tools check-deploy unit unit-under-load test contract fuzz build run bench hostile mock
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
@@ -193,6 +193,11 @@ unit: $(INSTALLED) $(GOST_WASM) browser gost-engine gost-engine-bench clients de
 
 test: check-specs check-generated check-breaking typecheck lint-docker check-deploy unit ## every check CI runs
 
+# The flaky-test hunt: the suite while a busy loop spins on every core (HOG_CORES, default all), as on
+# a busy CI machine. CPU-heavy for as long as the suite runs: not on a shared machine without need.
+unit-under-load: $(INSTALLED) $(GOST_WASM) browser gost-engine gost-engine-bench clients deploy-tools ## the vitest suite with a busy loop on every core beside it (HOG_CORES=N for fewer)
+	scripts/under-cpu-hog.sh npx --no-install vitest run
+
 contract: $(INSTALLED) $(GOST_WASM) clients ## long Schemathesis run (CONTRACT_EXAMPLES per operation, default 500) and the Java client, against a live service
 	CONTRACT_EXAMPLES=$${CONTRACT_EXAMPLES:-500} npx --no-install vitest run test/partner/schemathesis.test.ts test/partner/java-client.test.ts
 
@@ -204,13 +209,16 @@ build: $(INSTALLED) $(GOST_WASM) ## compile to dist/ (the GOST check's WebAssemb
 	cp $(GOST_WASM) dist/$(GOST_WASM)
 	$(TSX) scripts/build-docs.ts
 
-# Demo only: the stand-in authorization server's account (examples/auth-server uses the same), and
-# callbacks to a receiver on this host (the walk-throughs' examples/clinic-receiver on 127.0.0.1:9090),
-# which the egress policy refuses unless allowed.
+# Demo only: the stand-in authorization server's account (examples/auth-server uses the same), a
+# short retry schedule: a callback to a stopped receiver fails for good within 20 s, and the console
+# offers its Replay (README, step 6), and callbacks allowed to a receiver on this host (the
+# walk-throughs' examples/clinic-receiver), which the egress policy refuses unless allowed.
+# DEMO_CALLBACK_URL moves the demo clinic's callbacks off :9090.
 run: export INTERNAL_USERS ?= demo-auth:demo-auth-password
+run: export CALLBACK_RETRY_SCHEDULE ?= 0,5s,15s
 run: export CALLBACK_ALLOWED_NETWORKS ?= 127.0.0.0/8,::1/128
-run: build ## start the whole service on the embedded PostgreSQL under ./.data, with demo data
-	node dist/src/main.js seed-demo
+run: build ## start the whole service on the embedded PostgreSQL under ./.data, with demo data (DEMO_CALLBACK_URL=URL: the demo clinic's callback URL)
+	node dist/src/main.js seed-demo $(if $(DEMO_CALLBACK_URL),--callback-url '$(DEMO_CALLBACK_URL)')
 	node dist/src/main.js serve
 
 mock: $(INSTALLED) ## mocks from the specs: interface B (Prism behind a relay that signs its callbacks) on :4010, interface A on :4011

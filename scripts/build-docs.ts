@@ -2,14 +2,15 @@
  * Builds what the service's web pages load into dist/docs/ (served at /docs by the service): the
  * OpenRPC docs (React, from @open-rpc/docs-react), Redoc's standalone bundle for OpenAPI, the
  * delivery console's script (/console), and the getting-started page's sequence diagrams, rendered
- * to SVG from src/docs/flows/*.mmd.
+ * to SVG from src/docs/flows/*.mmd (one source per language).
  *   tsx scripts/build-docs.ts
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { build } from 'esbuild';
-import { FLOWS } from '../src/docs/flows.ts';
+import { flowFile, FLOWS } from '../src/docs/flows.ts';
+import { LANGUAGES } from '../src/docs/language.ts';
 import { renderSequenceDiagram } from '../src/docs/sequence-diagram.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
@@ -52,7 +53,9 @@ await writeAtomically(path.join(outDir, 'redoc.standalone.js'), redoc.replace(re
 await writeAtomically(path.join(outDir, 'redoc-init.js'), `Redoc.init('/docs/openapi.yaml', { expandResponses: '200', hideDownloadButton: false }, document.getElementById('redoc'));\n`);
 await fs.mkdir(path.join(outDir, 'flows'), { recursive: true });
 for (const flow of FLOWS) {
-  const source = await fs.readFile(path.join(root, 'src/docs/flows', `${flow.id}.mmd`), 'utf8');
-  await writeAtomically(path.join(outDir, 'flows', `${flow.id}.svg`), renderSequenceDiagram(source, flow.title, flow.id));
+  for (const language of LANGUAGES) {
+    const source = await fs.readFile(path.join(root, 'src/docs/flows', flowFile(flow.id, language, 'mmd')), 'utf8');
+    await writeAtomically(path.join(outDir, 'flows', flowFile(flow.id, language, 'svg')), renderSequenceDiagram(source, flow.title[language], flow.id));
+  }
 }
 console.log(`docs: bundled into ${path.relative(root, outDir)}/`);

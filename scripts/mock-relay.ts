@@ -9,8 +9,9 @@
  *   request's own localUid / clientMessageId, and Prism's callbacks (the spec's example bodies) come
  *   back to the relay, which puts the request's ids in them and delivers them like the service: to
  *   `<callbackUrl>/api/<Name>` (the request's, else the demo clinic's http://127.0.0.1:9090), signed
- *   (Standard Webhooks `webhook-id`, `webhook-timestamp`, `webhook-signature`, with the demo
- *   clinic's secret unless MOCK_SIGNING_SECRET says otherwise) with the callback headers
+ *   (Standard Webhooks `webhook-id`, `webhook-timestamp`, `webhook-signature`, with the mock's
+ *   public secret, MOCK_SIGNING_SECRET in src/emdr/demo.ts, unless the variable MOCK_SIGNING_SECRET
+ *   says otherwise) with the callback headers
  *   `businessId` (the request's), `user` `ehr-gateway` and `token` (MOCK_CALLBACK_TOKEN, default
  *   the demo clinic's `demo-callback-token`); the acceptance callback first, the result only once
  *   it was delivered; a callback not answered 200 `{"status":"Success"}` is retried after 1 s, 5 s
@@ -27,7 +28,7 @@ import { signWebhook } from '../src/callbacks/signing.ts';
 import { freePort } from '../src/db/embedded-postgres.ts';
 import { isCallbackUrl } from '../src/emdr/callback-url.ts';
 import { CALLBACK_USER } from '../src/emdr/clients.ts';
-import { DEMO_CLINIC } from '../src/emdr/demo.ts';
+import { DEMO_CLINIC, MOCK_SIGNING_SECRET } from '../src/emdr/demo.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 const { values } = parseArgs({ options: { port: { type: 'string', default: '4010' }, host: { type: 'string', default: '127.0.0.1' }, help: { type: 'boolean', short: 'h' } } });
@@ -35,7 +36,7 @@ if (values.help) {
   console.log('usage: tsx scripts/mock-relay.ts [--port 4010] [--host 127.0.0.1]\n\nPrism behind a relay that signs its callbacks like ehr-gateway (see the comment at the top).');
   process.exit(0);
 }
-const signingSecret = process.env.MOCK_SIGNING_SECRET ?? DEMO_CLINIC.signingSecret;
+const signingSecret = process.env.MOCK_SIGNING_SECRET ?? MOCK_SIGNING_SECRET;
 const callbackToken = process.env.MOCK_CALLBACK_TOKEN ?? DEMO_CLINIC.callbackToken;
 const RETRY_DELAYS_MS = [1_000, 5_000, 30_000];
 const ACCEPTANCE = new Set(['SendRegisterDocumentResponse', 'SendDemandContentResponse']);
@@ -238,4 +239,4 @@ const server = http.createServer(async (request, response) => {
     response.writeHead(502, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'Error', errors: [{ code: 'INTERNAL_ERROR', message: `mock relay: ${(error as Error).message}` }] }));
   }
 });
-server.listen(Number(values.port), values.host, () => log(`interface B (Prism behind a signing relay) on http://${values.host}:${values.port}`));
+server.listen(Number(values.port), values.host, () => log(`interface B (Prism behind a signing relay) on http://${values.host}:${values.port}, signing callbacks with ${signingSecret}`));

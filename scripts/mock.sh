@@ -4,7 +4,7 @@
 #   it behave like the service: requests validated against specs/openapi.yaml (a 400 names the real
 #   violations), the spec's examples as answers with the request's own ids, and both callbacks of
 #   RegisterDocument and DemandContent delivered to the request's callbackUrl (else the demo clinic's
-#   http://127.0.0.1:9090) in order, signed with the demo clinic's secret (MOCK_SIGNING_SECRET);
+#   http://127.0.0.1:9090) in order, signed with the mock's public secret (printed at start; MOCK_SIGNING_SECRET);
 # - interface A: @open-rpc/mock-server on MOCK_RPC_PORT (default 4011): POST /<info.version>/ answers a
 #   call whose params equal an example's with that example's result.
 # Stop with Ctrl-C. Usage: scripts/mock.sh [--help]

@@ -20,7 +20,7 @@ import { startWorkers, WORK, WORK_CHANNEL, type Workers } from './emdr/pipeline/
 import { EgressPolicy } from './callbacks/egress.js';
 import { BuiltInRegistry } from './emdr/registry/built-in.js';
 import { loadTrustStore, TrustStoreError, trustStoreSummary } from './emdr/signatures/trust-store.js';
-import { errorHandler, fallbackBody, notFound } from './http/fallback.js';
+import { errorHandler, fallbackBody, notFound, onAnotherListener } from './http/fallback.js';
 import { emdrPurgeSteps } from './emdr/retention.js';
 import { accountPurgeSteps } from './emdr/accounts/rotation.js';
 import { healthRoutes } from './http/health.js';
@@ -29,6 +29,7 @@ import { Metrics } from './metrics/metrics.js';
 import { AuditTrail, auditPurgeStep } from './audit/trail.js';
 import { emdrQueueDepths } from './emdr/queues.js';
 import { startListener, type Listener, type ListenerOptions } from './http/listener.js';
+import { withAccessLog } from './http/access-log.js';
 import { withHotPaths, type HotPath } from './http/respond.js';
 import { clientKey } from './http/client-address.js';
 import { SharedAllowance } from './limits/allowance.js';
@@ -60,12 +61,26 @@ async function listen(handler: RequestListener, host: string, port: number, vari
   }
 }
 
-/** An Express app for what is not a hot path: health, docs, and the fallback answers. */
-function restApp(routers: express.RequestHandler[], logger: Logger, fallback: ReturnType<typeof fallbackBody>): express.Express {
+/** Where a listener bound to `host` is reached from this machine: a wildcard address by localhost. */
+function listenerUrl(host: string, port: number): string {
+  const reachable = host === '0.0.0.0' || host === '::' || host === '' ? 'localhost' : host.includes(':') ? `[${host}]` : host;
+  return `http://${reachable}:${port}`;
+}
+
+/** The start line, for the terminal of `make run`: both URLs and what each serves. */
+function startLine(urls: { publicUrl: string | undefined; internalUrl: string }, version: string | undefined, roles: ReadonlySet<Role>): string {
+  const publicServes = [...(version ? [`interface A at /${version}/`] : []), ...(roles.has('emdr') ? ['interface B at /api/*'] : []), '/docs', '/console'];
+  const internalServes = [...(version ? ['the internal methods of interface A'] : []), '/metrics'];
+  const publicPart = urls.publicUrl ? `${urls.publicUrl} (public: ${publicServes.join(', ')}), ` : '';
+  return `ehr-gateway started: ${publicPart}${urls.internalUrl} (internal: ${internalServes.join(', ')})`;
+}
+
+/** An Express app for what is not a hot path: health, docs, and the fallback answers (`notFoundMessage`: what else this listener answers). */
+function restApp(routers: express.RequestHandler[], logger: Logger, fallback: ReturnType<typeof fallbackBody>, notFoundMessage?: string): express.Express {
   const app = express();
   app.disable('x-powered-by');
   for (const router of routers) app.use(router);
-  app.use(notFound(fallback), errorHandler(logger, fallback));
+  app.use(notFound(fallback, notFoundMessage), errorHandler(logger, fallback));
   return app;
 }
 
@@ -79,6 +94,15 @@ function rpcAdmission(config: Config, counters: CounterStore): RpcAdmission | un
   return async (clientAddress, count) => {
     const waitMs = await calls.take(clientKey(clientAddress), count);
     return waitMs === undefined ? undefined : Math.max(1, Math.ceil(waitMs / 1000));
+  };
+}
+
+/** The internal listener's answers to paths of the public one: the listener was wrong, not the path. */
+function internalListenerFallbacks(fallback: ReturnType<typeof fallbackBody>, version: string | undefined): { elsewhere: express.RequestHandler; notFoundMessage: string } {
+  const served = [...(version ? [`interface A's internal methods at /${version}/`] : []), '/healthz', '/readyz', '/metrics'];
+  return {
+    elsewhere: onAnotherListener(['/api', '/docs', '/console'], 'this is the internal listener (INTERNAL_PORT); interface B (/api/*), /docs and /console answer on the public listener (PORT)', fallback),
+    notFoundMessage: `no such path on the internal listener (INTERNAL_PORT); it answers ${served.join(', ')}`,
   };
 }
 
@@ -151,8 +175,10 @@ export async function startService(config: Config, logger: Logger, roles: Readon
     const envelope = document && new RpcEnvelope(document, await createEhrHandlers({ sql: database.sql, config, logger, audit, counters }), logger, metrics);
     // Every role has the internal listener: health and /metrics; the ehr role also the internal channel of interface A.
     const internalHotPaths = envelope ? [rpcHotPath(envelope, 'internal', document.info.version, logger)] : [];
-    const internalRouters = [healthRoutes(ready, fallback), metricsRoutes(metrics, fallback), ...(envelope ? [ehrRoutes(envelope, 'internal', document.info.version)] : [])];
-    const internal = await listen(withHotPaths(internalHotPaths, restApp(internalRouters, logger, fallback)), config.internalHost, config.internalPort, 'INTERNAL_PORT', internalOptions);
+    const internalFallbacks = internalListenerFallbacks(fallback, document?.info.version);
+    const internalRouters = [healthRoutes(ready, fallback), metricsRoutes(metrics, fallback), internalFallbacks.elsewhere, ...(envelope ? [ehrRoutes(envelope, 'internal', document.info.version)] : [])];
+    const internalApp = restApp(internalRouters, logger, fallback, internalFallbacks.notFoundMessage);
+    const internal = await listen(withAccessLog(withHotPaths(internalHotPaths, internalApp), logger, 'internal'), config.internalHost, config.internalPort, 'INTERNAL_PORT', internalOptions);
     listeners.push(internal);
     const internalPort = internal.port;
     callbackEgress.ownPorts.add(internalPort);
@@ -190,12 +216,13 @@ export async function startService(config: Config, logger: Logger, roles: Readon
         hotPaths.push(rpcHotPath(envelope, 'public', version, logger, admit));
         publicRouters.push(ehrRoutes(envelope, 'public', version, admit));
       }
-      const publicListener = await listen(withHotPaths(hotPaths, restApp(publicRouters, logger, fallback)), config.host, config.port, 'PORT', listenerOptions);
+      const publicListener = await listen(withAccessLog(withHotPaths(hotPaths, restApp(publicRouters, logger, fallback)), logger, 'public'), config.host, config.port, 'PORT', listenerOptions);
       listeners.push(publicListener);
       publicPort = publicListener.port;
       callbackEgress.ownPorts.add(publicPort);
     }
-    logger.info({ roles: [...roles], publicPort, internalPort }, 'ehr-gateway started');
+    const urls = { publicUrl: publicPort === undefined ? undefined : listenerUrl(config.host, publicPort), internalUrl: listenerUrl(config.internalHost, internalPort) };
+    logger.info({ roles: [...roles], publicPort, internalPort, ...urls }, startLine(urls, document?.info.version, roles));
 
     return {
       publicPort,

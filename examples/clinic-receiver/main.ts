@@ -1,6 +1,7 @@
 /**
  * Runs the reference clinic receiver: tsx examples/clinic-receiver/main.ts --help
  */
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { startClinicReceiver } from './receiver.js';
 
@@ -9,13 +10,15 @@ const HELP = `usage: tsx examples/clinic-receiver/main.ts --secret whsec_... [op
 Receives ehr-gateway's callbacks as a clinic's system: verifies the Standard Webhooks signature and
 the three headers, deduplicates on webhook-id, answers {"status":"Success"}, and saves received
 documents as NAME.xml + NAME.xml.sig. Register http://HOST:PORT as the clinic's callback URL.
-The demo clinic of \`make run\` and the mock of \`make mock\` both call back http://127.0.0.1:9090
-with --secret whsec_ZGVtby1zaWduaW5nLXNlY3JldC1ub3QtZm9yLXByb2R1Y3Rpb24=
---business-id 4000125 --user ehr-gateway --token demo-callback-token (public demo values).
+The demo clinic of \`make run\` calls back http://127.0.0.1:9090 with --secret-file
+.data/demo-signing-secret --business-id 4000125 --user ehr-gateway --token demo-callback-token;
+the mock of \`make mock\` too, with the --secret it prints when it starts.
+Each callback is printed with its status, emdrId, and every error and warning code.
 
 options:
-  --secret whsec_...     the signing secret printed by \`ehr-gateway clients add\` (required;
-                         also read from RECEIVER_SIGNING_SECRET)
+  --secret whsec_...     the signing secret printed by \`ehr-gateway clients add\` (one of these
+                         two is required; also read from RECEIVER_SIGNING_SECRET)
+  --secret-file FILE     a file holding it, e.g. .data/demo-signing-secret (the demo clinic's)
   --business-id ID       expected businessId header (with --user and --token: check all three)
   --user NAME            expected user header (the callback credentials of \`clients add\`)
   --token TOKEN          expected token header (also read from RECEIVER_TOKEN)
@@ -34,6 +37,7 @@ try {
   ({ values } = parseArgs({
     options: {
       secret: { type: 'string' },
+      'secret-file': { type: 'string' },
       'business-id': { type: 'string' },
       user: { type: 'string' },
       token: { type: 'string' },
@@ -51,8 +55,16 @@ if (values.help) {
   console.log(HELP);
   process.exit(0);
 }
-const secret = values.secret ?? process.env.RECEIVER_SIGNING_SECRET;
-if (!secret?.startsWith('whsec_')) fail('--secret whsec_... is required');
+function secretFromFile(file: string): string {
+  try {
+    return readFileSync(file, 'utf8').trim();
+  } catch (error) {
+    fail(`--secret-file ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message} (the demo clinic's is written by \`make run\`, i.e. ehr-gateway seed-demo)`);
+  }
+}
+if (values.secret !== undefined && values['secret-file'] !== undefined) fail('give --secret or --secret-file, not both');
+const secret = values['secret-file'] !== undefined ? secretFromFile(values['secret-file']) : (values.secret ?? process.env.RECEIVER_SIGNING_SECRET);
+if (!secret?.startsWith('whsec_')) fail('--secret whsec_... or --secret-file FILE is required');
 const port = Number(values.port);
 if (!Number.isInteger(port) || port < 0 || port > 65535) fail('--port takes a TCP port');
 const token = values.token ?? process.env.RECEIVER_TOKEN;
@@ -67,13 +79,26 @@ const receiver = await startClinicReceiver({
   port,
   host: values.host,
 });
+/** `errors` or `warnings` of a callback body as `CODE: message; CODE: message`. */
+function codes(items: unknown): string | undefined {
+  if (!Array.isArray(items) || items.length === 0) return undefined;
+  return items.map((item: { code?: unknown; message?: unknown }) => `${String(item.code)}${typeof item.message === 'string' ? `: ${item.message}` : ''}`).join('; ');
+}
+
+/** What a callback says: its status, emdrId, and every error and warning with its code. */
+function summary(body: Record<string, unknown>): string {
+  const { status, emdrId } = body;
+  if (typeof status !== 'string') return '';
+  const errors = codes(body.errors);
+  const warnings = codes(body.warnings);
+  return ` (status ${status}${typeof emdrId === 'string' ? `, emdrId ${emdrId}` : ''})${errors ? ` errors: ${errors}` : ''}${warnings ? ` warnings: ${warnings}` : ''}`;
+}
+
 const defaultReply = receiver.reply;
 receiver.reply = (callback) => {
   const reply = defaultReply(callback);
   const outcome = reply === 'hang' ? 'no answer' : reply.status === 200 ? (callback.duplicate ? 'duplicate, acknowledged' : 'accepted') : 'rejected: bad signature or headers';
-  const { status, emdrId } = callback.body;
-  const detail = typeof status === 'string' ? ` (status ${status}${typeof emdrId === 'string' ? `, emdrId ${emdrId}` : ''})` : '';
-  console.log(`${new Date().toISOString()} ${callback.name} ${String(callback.headers['webhook-id'] ?? '')} ${outcome}${detail}`);
+  console.log(`${new Date().toISOString()} ${callback.name} ${String(callback.headers['webhook-id'] ?? '')} ${outcome}${summary(callback.body)}`);
   return reply;
 };
 console.log(`clinic-receiver: listening on ${receiver.url}, saving documents to ${values.out}`);

@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { printJson, UsageError, type CommandKit } from '../cli/kit.js';
 import { parseDuration } from '../config/config.js';
 
@@ -70,10 +70,10 @@ export function registerAuditCommand(program: Command, { withDatabase }: Command
   program
     .command('audit')
     .description('print the audit trail: who accessed which patient data or document, when, with what outcome')
-    .option('--since <duration>', 'rows of this last period (e.g. 15m, 1h, 7d)', sinceArgument, 24 * 3_600_000)
+    .addOption(new Option('--since <duration>', 'rows of this last period (e.g. 15m, 1h, 7d)').argParser(sinceArgument).default(24 * 3_600_000, '24h'))
     .option('--user <id>', 'only rows of this internalUserId (the patient id of interface A)')
     .option('--business-id <id>', 'only rows of this clinic (businessId)')
-    .option('--limit <n>', 'at most this many rows, the newest (default 10000)', limitArgument, 10_000)
+    .option('--limit <n>', 'at most this many rows, the newest', limitArgument, 10_000)
     .option('--json', 'one JSON object per line')
     .addHelpText('after', AUDIT_HELP)
     .action(async (options: { since: number; user?: string; businessId?: string; limit: number; json?: boolean }) => {

@@ -96,10 +96,19 @@ async function currentDataKey(config: Config): Promise<Buffer> {
   const file = path.join(config.dataDir, DATA_KEY_FILE);
   const oldFile = path.join(config.dataDir, OLD_DATA_KEY_FILE);
   if (!existsSync(file) && existsSync(oldFile)) return readKeyFile(oldFile);
-  await fs.mkdir(config.dataDir, { recursive: true });
-  // Written aside, then linked into place: a concurrent starter never reads a half-written key.
+  await createFileOnce(file, () => randomBytes(32).toString('hex') + '\n');
+  return readKeyFile(file);
+}
+
+/**
+ * Writes `file` (mode 0600, its folder created) with `content()` unless it exists. Written aside,
+ * then linked into place: a concurrent starter never reads a half-written file, and the first one wins.
+ */
+export async function createFileOnce(file: string, content: () => string): Promise<void> {
+  if (existsSync(file)) return;
+  await fs.mkdir(path.dirname(file), { recursive: true });
   const draft = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
-  await fs.writeFile(draft, randomBytes(32).toString('hex') + '\n', { mode: 0o600 });
+  await fs.writeFile(draft, content(), { mode: 0o600 });
   try {
     await fs.link(draft, file);
   } catch (error) {
@@ -107,5 +116,4 @@ async function currentDataKey(config: Config): Promise<Buffer> {
   } finally {
     await fs.unlink(draft);
   }
-  return readKeyFile(file);
 }

@@ -2,63 +2,76 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import express, { Router } from 'express';
 import { openApiSpecPath, openRpcSpecPath, packageRoot } from '../config/paths.js';
+import { ERROR_CODES } from '../emdr/codes.js';
 import type { FallbackBody } from '../http/fallback.js';
-import { FLOWS } from './flows.js';
-import { CONTENT_SECURITY_POLICY, htmlPage } from './page.js';
+import { REGISTRY_ERROR_MEANINGS_RU } from './error-codes-ru.js';
+import { flowFile } from './flows.js';
+import { GETTING_STARTED_STYLE, GETTING_STARTED_TITLE, gettingStarted } from './getting-started.js';
+import type { Language } from './language.js';
+import { CONTENT_SECURITY_POLICY, FAVICON_SVG, htmlPage, negotiateLanguage } from './page.js';
 
 /** Bundles written by scripts/build-docs.ts (`make build`). */
 const assetsDir = path.join(packageRoot, 'dist', 'docs');
 
-const GUIDE_STYLE = `main.guide{max-width:1100px;padding:8px 24px 48px;line-height:1.5} main.guide h2{margin-top:40px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
-main.guide figure{margin:16px 0;border:1px solid #d0d7de;border-radius:6px;padding:8px;background:#fff} main.guide figure svg{display:block;max-width:100%;height:auto} main.guide figcaption{color:#57606a;font-size:14px;margin-top:6px}
-main.guide code{background:#f6f8fa;padding:1px 4px;border-radius:4px} main.guide pre{background:#f6f8fa;padding:12px;border-radius:6px;overflow-x:auto}`;
+const ERROR_TABLE_STYLE = `nav.page-toc{padding:12px 0} .error-codes{padding:0 0 48px} details.error-codes{padding:8px 24px;border-bottom:1px solid #d0d7de} details.error-codes summary{cursor:pointer} details.error-codes summary h2{display:inline;font-size:18px} .error-codes table{border-collapse:collapse;max-width:1400px} .error-codes th,.error-codes td{border:1px solid #d0d7de;padding:6px 10px;text-align:left;vertical-align:top} .error-codes th{background:#f6f8fa}`;
 
-const ERROR_TABLE_STYLE = `nav.page-toc{padding:12px 0} .error-codes{padding:0 0 48px} .error-codes table{border-collapse:collapse;max-width:1100px} .error-codes th,.error-codes td{border:1px solid #d0d7de;padding:6px 10px;text-align:left;vertical-align:top} .error-codes th{background:#f6f8fa}`;
+/** Redoc pins its badge to the window's bottom (position: fixed), over whatever else the page shows there: it goes to the menu's end. */
+const REDOC_STYLE = '#redoc div:has(> a[href*="redocly.com"]){position:static}';
 
-/** The getting-started page's diagram `id`, built to dist/docs/flows/ (a note in its place when the build is missing). */
-function diagram(id: string): string {
+/** The getting-started page's diagram `id` in `language`, built to dist/docs/flows/ (a note in its place when the build is missing). */
+function diagram(id: string, language: Language): string {
   try {
-    return readFileSync(path.join(assetsDir, 'flows', `${id}.svg`), 'utf8');
+    return readFileSync(path.join(assetsDir, 'flows', flowFile(id, language, 'svg')), 'utf8');
   } catch {
     return `<p>(the diagram ${id} is not built: run <code>make build</code>)</p>`;
   }
 }
 
-function gettingStarted(): string {
-  const [interfaceA, interfaceB] = FLOWS;
-  return `<main class="guide">
-<h1>ehr-gateway: getting started</h1>
-<p>One service, two interfaces. <strong>Interface A</strong>, the EHR server, serves patient data over JSON-RPC 2.0 to apps whose users an authorization server of your own logs in.
-<strong>Interface B</strong>, the ЭМД registry gateway, registers a clinic's electronic medical documents in the national registry and delivers document files, over HTTP/JSON, answering each request at once and calling the clinic back twice.
-Both are described by their specs, the source of truth: <a href="/docs/openrpc.json">openrpc.json</a> and <a href="/docs/openapi.yaml">openapi.yaml</a>.</p>
+const escapeHtml = (text: string) => text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
 
-<h2 id="interface-a">Interface A: the EHR server</h2>
-<p>The authorization server stores exchange tokens and sessions on the EHR server over an internal channel, with SHA-1 credentials; the app sends the user's identifying data to the EHR server only.
-Reference: <a href="/docs/openrpc">methods, params, results, examples and the error codes</a>.</p>
-<figure>${diagram(interfaceA.id)}<figcaption>${interfaceA.title}</figcaption></figure>
+const PAGE_TEXT = {
+  en: { interfaceA: 'Interface A: EHR server', interfaceB: 'Interface B: ЭМД registry gateway' },
+  ru: { interfaceA: 'Интерфейс A: сервер ЭМК', interfaceB: 'Интерфейс B: шлюз реестра ЭМД' },
+} as const;
 
-<h2 id="interface-b">Interface B: the ЭМД registry gateway</h2>
-<p>Every request is acknowledged at once and answered by two callbacks to the clinic's callback URL, acceptance first, then the result; each is retried until the clinic answers <code>200 {"status":"Success"}</code>, and a callback that failed for good can be replayed.
-Reference: <a href="/docs/openapi">operations, callbacks and schemas</a>.</p>
-<figure>${diagram(interfaceB.id)}<figcaption>${interfaceB.title}</figcaption></figure>
-
-<h2 id="try-it">Try it</h2>
-<ol>
-<li><code>make run</code> starts the service with demo data; the README's walk-throughs take both interfaces from there to a first delivered callback, command by command (a test runs exactly those commands).</li>
-<li><code>node dist/src/main.js document sample --out sample</code> writes a document signed with fresh GOST test keys and the RegisterDocument body that sends it for the demo clinic.</li>
-<li><code>make mock</code> starts mocks of both interfaces from the specs; the mock of interface B signs its callbacks like the service.</li>
-<li>The <a href="/console">delivery console</a> shows a clinic its requests and every callback attempt, and replays a failed callback.</li>
-</ol>
-</main>`;
+/**
+ * Interface B's error codes (src/emdr/codes.ts) as a table with their meanings in both languages,
+ * the page's own first; the `message` on the wire stays English.
+ */
+function registryErrorTable(language: Language): string {
+  const english = (code: keyof typeof ERROR_CODES) => ERROR_CODES[code].meaning;
+  const russian = (code: keyof typeof ERROR_CODES) => REGISTRY_ERROR_MEANINGS_RU[code];
+  const columns = language === 'ru' ? [['когда (по-русски)', russian], ['when (English)', english]] as const : [['when (English)', english], ['когда (по-русски)', russian]] as const;
+  const rows = (Object.keys(ERROR_CODES) as Array<keyof typeof ERROR_CODES>).map(
+    (code) => `<tr><td><code>${code}</code></td><td>${ERROR_CODES[code].id ?? '—'}</td>${columns.map(([, meaning]) => `<td>${escapeHtml(meaning(code))}</td>`).join('')}</tr>`,
+  );
+  const intro =
+    language === 'ru'
+      ? 'Каждый код <code>errors[].code</code> интерфейса B: в ответах об ошибке и в обратных вызовах. Коды с номером взяты из классификатора 1.2.643.5.1.13.13.99.2.305; остальные — коды шлюза. Поле <code>message</code> всегда на английском: оно для журналов.'
+      : 'Every <code>errors[].code</code> of interface B, in error answers and in callbacks. Codes with an id are mnemonics of classifier 1.2.643.5.1.13.13.99.2.305; the others are the gateway\'s own. The <code>message</code> is always English: it is for logs.';
+  // Above Redoc, folded, where a reader finds it without scrolling past the whole reference.
+  return `<details id="error-codes" class="error-codes">
+<summary><h2>${language === 'ru' ? 'Коды ошибок' : 'Error codes'}</h2></summary>
+<p>${intro}</p>
+<table>
+<thead><tr><th>code</th><th>${language === 'ru' ? 'номер в классификаторе 305' : 'classifier 305 id'}</th>${columns.map(([title]) => `<th>${title}</th>`).join('')}</tr></thead>
+<tbody>
+${rows.join('\n')}
+</tbody>
+</table>
+</details>`;
 }
 
 /**
  * GET /docs: both specs rendered for reading, served from the package itself (no CDN):
  * Redoc for specs/openapi.yaml, the OpenRPC docs (@open-rpc/docs-react) for specs/openrpc.json,
- * and the raw specs for client generators.
+ * and the raw specs for client generators; each page in Russian or English.
  */
 export function docsRoutes(fallback: (status: number, message?: string) => FallbackBody, internalPort: () => number | undefined = () => undefined): Router {
   const router = Router();
+  router.get(['/favicon.svg', '/favicon.ico'], (_req, res) => {
+    res.type('image/svg+xml').setHeader('Cache-Control', 'max-age=86400').send(FAVICON_SVG);
+  });
   router.use('/docs', (_req, res, next) => {
     res.setHeader('Content-Security-Policy', CONTENT_SECURITY_POLICY);
     next();
@@ -80,31 +93,38 @@ export function docsRoutes(fallback: (status: number, message?: string) => Fallb
     if (req.method !== 'GET' || existsSync(assetsDir)) return next();
     res.status(503).json(fallback(503, 'the documentation pages are not built: run `make build`'));
   });
-  router.get(['/docs', '/docs/'], (_req, res) => {
-    res.type('html').send(htmlPage('ehr-gateway: getting started', gettingStarted(), GUIDE_STYLE));
+  router.get(['/docs', '/docs/'], (req, res) => {
+    const language = negotiateLanguage(req, res);
+    const body = gettingStarted(language, (id) => diagram(id, language));
+    res.type('html').send(htmlPage(GETTING_STARTED_TITLE[language], body, { language, path: '/docs/', style: GETTING_STARTED_STYLE }));
   });
-  router.get('/docs/openapi', (_req, res) => {
+  router.get('/docs/openapi', (req, res) => {
+    const language = negotiateLanguage(req, res);
+    const text = PAGE_TEXT[language];
     res.type('html').send(
       htmlPage(
-        'Interface B: ЭМД registry gateway',
-        `<div id="redoc"></div>
+        text.interfaceB,
+        `${registryErrorTable(language)}
+<div id="redoc"></div>
 <script src="/docs/assets/redoc.standalone.js"></script>
 <script src="/docs/assets/redoc-init.js"></script>`,
+        { language, path: '/docs/openapi', style: `${ERROR_TABLE_STYLE} ${REDOC_STYLE}` },
       ),
     );
   });
-  router.get('/docs/openrpc', (_req, res) => {
+  router.get('/docs/openrpc', (req, res) => {
+    const language = negotiateLanguage(req, res);
     const port = internalPort();
     res.type('html').send(
       htmlPage(
-        'Interface A: EHR server',
+        PAGE_TEXT[language].interfaceA,
         `<div id="openrpc-docs" data-spec="/docs/openrpc.json"${port === undefined ? '' : ` data-internal-port="${port}"`} style="padding:0 24px"></div>\n<script src="/docs/assets/openrpc-docs.js"></script>`,
-        ERROR_TABLE_STYLE,
+        { language, path: '/docs/openrpc', style: ERROR_TABLE_STYLE },
       ),
     );
   });
   // Express would answer OPTIONS on these itself, in text.
-  router.all(['/docs', '/docs/', '/docs/openapi', '/docs/openrpc', '/docs/openapi.yaml', '/docs/openrpc.json'], (_req, res) => {
+  router.all(['/docs', '/docs/', '/docs/openapi', '/docs/openrpc', '/docs/openapi.yaml', '/docs/openrpc.json', '/favicon.svg', '/favicon.ico'], (_req, res) => {
     res.status(405).setHeader('Allow', 'GET, HEAD').json(fallback(405));
   });
   return router;

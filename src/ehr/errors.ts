@@ -2,9 +2,10 @@ import { RpcError } from './rpc/errors.js';
 
 /**
  * The application errors of interface A (codes of the peer SDK), as documented in
- * specs/openrpc.json. `reason` is a fixed phrase: never personal data or a secret.
+ * specs/openrpc.json. `reason` is a fixed phrase: never personal data or a secret; `hint`, when
+ * given, tells the expected form of what was refused, from the spec alone.
  */
-const applicationError = (code: number, message: string) => (reason: string) => new RpcError(code, message, { reason });
+const applicationError = (code: number, message: string) => (reason: string, hint?: string) => new RpcError(code, message, hint === undefined ? { reason } : { reason, hint });
 
 export const EhrErrors = {
   /** Bad internal cred, an unusable exchange token, or an end-user cred without a stored session. */

@@ -25,7 +25,7 @@ import { FailureLimit } from './failure-limit.js';
 import { PATIENT_COLUMNS, TablePatientSource, toE164, toPatient, type MatchCriteria, type PatientRow, type PatientSource } from './patients.js';
 import type { CallContext, MethodHandler } from './rpc/envelope.js';
 import { resolveDataKey } from '../db/encryption.js';
-import { internalCredentialToken, newUserSign, openUserSign, sameSecret, sealUserSign, tokenHash } from './secrets.js';
+import { internalCredentialHint, internalCredentialToken, newUserSign, type CredentialSecondValue, openUserSign, sameSecret, sealUserSign, tokenHash } from './secrets.js';
 
 /** Failed authenticate attempts after which an exchange token is burned. */
 export const MAX_FAILED_ATTEMPTS = 5;
@@ -206,7 +206,7 @@ class EhrMethods {
    * followed by the second value), and the failure is given back unless the credential proved wrong.
    * Unknown accounts share one count per client address, so made-up names cannot add keys.
    */
-  private async withInternalCredential<T>(context: CallContext, work: (check: (secondValue: string) => void, account: string) => Promise<T>): Promise<T> {
+  private async withInternalCredential<T>(context: CallContext, secondValue: CredentialSecondValue, work: (check: (value: string) => void, account: string) => Promise<T>): Promise<T> {
     const { cred } = context;
     const password = cred ? this.config.internalUsers.get(cred.user) : undefined;
     const attempt = await this.failureLimit.attempt(JSON.stringify([password === undefined ? null : cred!.user, clientKey(context.clientAddress)]));
@@ -214,12 +214,12 @@ class EhrMethods {
     let rejected = false;
     const reject = (): never => {
       rejected = true;
-      throw EhrErrors.notAuthorized(CREDENTIALS_REJECTED);
+      throw EhrErrors.notAuthorized(CREDENTIALS_REJECTED, internalCredentialHint(cred?.token, secondValue));
     };
     try {
       if (password === undefined) return reject();
-      return await work((secondValue) => {
-        if (!sameSecret(cred!.token, internalCredentialToken(password, secondValue))) reject();
+      return await work((value) => {
+        if (!sameSecret(cred!.token, internalCredentialToken(password, value))) reject();
       }, cred!.user);
     } finally {
       await (rejected ? attempt.failed() : attempt.succeeded()).catch(() => undefined);
@@ -286,7 +286,7 @@ class EhrMethods {
 
   readonly saveExchangeToken = async (raw: Record<string, unknown>, context: CallContext): Promise<EmbeddedStorageSaveExchangeTokenResult> => {
     const params = raw as unknown as EmbeddedStorageSaveExchangeTokenParams;
-    return this.withInternalCredential(context, async (check, account) => {
+    return this.withInternalCredential(context, 'params.exchangeToken', async (check, account) => {
       check(params.exchangeToken);
       const now = Date.now();
       const sessionExpiresAt = this.sessionExpiry(params.authInfo, now);
@@ -317,7 +317,7 @@ class EhrMethods {
 
   readonly saveAuthInfo = async (raw: Record<string, unknown>, context: CallContext): Promise<EmbeddedStorageSaveAuthInfoResult> => {
     const { authInfo } = raw as unknown as EmbeddedStorageSaveAuthInfoParams;
-    return this.withInternalCredential(context, async (check, account) => {
+    return this.withInternalCredential(context, 'the user_sign that authenticate answered for authInfo.user', async (check, account) => {
       const link = await this.linkOf(authInfo.user);
       if (!link) throw EhrErrors.userNotFound('no internalUserId for this user');
       check(openUserSign(this.userSignKey, link.user_id, link.user_sign_sealed));

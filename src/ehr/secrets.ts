@@ -12,6 +12,21 @@ export function internalCredentialToken(password: string, secondValue: string): 
   return createHash('sha1').update(password + secondValue, 'utf8').digest('hex');
 }
 
+/** What the second value of an internal credential is, per method (the rule is public: specs/openrpc.json). */
+export type CredentialSecondValue = 'params.exchangeToken' | "the user_sign that authenticate answered for authInfo.user";
+
+/**
+ * The expected form of an internal credential, told with every rejected one (data.hint): it depends
+ * only on the method and on the shape of what was presented, never on whether the account or the
+ * token was wrong, so it discloses nothing the spec does not.
+ */
+export function internalCredentialHint(presented: unknown, secondValue: CredentialSecondValue): string {
+  const rule = `cred.token is the lowercase hex SHA-1 (40 characters) of the internal account's password followed by ${secondValue}`;
+  if (typeof presented !== 'string') return `no cred {user, token} was sent; ${rule}`;
+  if (!/^[0-9a-f]{40}$/.test(presented)) return `cred.token is not 40 lowercase hex characters; ${rule}`;
+  return rule;
+}
+
 /** Constant-time equality of two strings (hashed first so lengths do not leak either). */
 export function sameSecret(a: string, b: string): boolean {
   return timingSafeEqual(tokenHash(a), tokenHash(b));

@@ -4,7 +4,8 @@ import path from 'node:path';
 import { Option, type Command } from 'commander';
 import { printJson, UsageError, type CommandKit } from '../cli/kit.js';
 import { decodeBase64Strict } from './pipeline/acceptance.js';
-import { isCallbackUrl } from './callback-url.js';
+import { checkCallbackUrls, checkOrganizations, collect } from './client-options.js';
+import { registerClientsUpdateCommand } from './accounts/update-command.js';
 import { replayRequestCallbacks } from './clinic-messages.js';
 import { registerAccountCommands } from './accounts/commands.js';
 import { createClinicAccount, DuplicateClinicAccountError } from './clients.js';
@@ -17,11 +18,6 @@ import { DocumentSignatureCheck } from './signatures/verify.js';
 import { FILE_SLICE_BYTES } from './pipeline/request-files.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const OID = /^[0-2](\.(0|[1-9][0-9]*))+$/;
-
-function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
-}
 
 function queueMessageIdArgument(value: string): string {
   if (!UUID.test(value)) throw new UsageError(`"${value}" is not a queueMessageId (a UUID)`);
@@ -78,12 +74,9 @@ export function registerEmdrCommands(program: Command, kit: CommandKit): void {
     .option('--all-organizations', 'the clinic may act for every organization, and demand any document without the patient\'s SNILS')
     .action(async (options: { businessId: string; user: string; callbackUrl: string[]; organization: string[]; allOrganizations?: boolean }) => {
       if (options.callbackUrl.length === 0) throw new UsageError('give at least one --callback-url');
-      for (const url of options.callbackUrl) {
-        if (!isCallbackUrl(url)) throw new UsageError(`--callback-url "${url}" is not an http(s) base URL (host, optional port and path; no query or fragment)`);
-      }
+      checkCallbackUrls(options.callbackUrl);
       if (options.organization.length === 0 && !options.allOrganizations) throw new UsageError('give --organization OID (repeatable), or --all-organizations for an account that acts for every organization');
-      if (options.organization.length > 0 && options.allOrganizations) throw new UsageError('give either --organization or --all-organizations, not both');
-      for (const oid of options.organization) if (!OID.test(oid)) throw new UsageError(`--organization "${oid}" is not an OID`);
+      checkOrganizations(options.organization, options.allOrganizations);
       const created = await withDatabase(async (database) => {
         try {
           return await createClinicAccount(database.knex, await database.dataKey(), {
@@ -100,6 +93,8 @@ export function registerEmdrCommands(program: Command, kit: CommandKit): void {
       printJson(created);
     });
   registerAccountCommands(clients, kit);
+
+  registerClientsUpdateCommand(clients, withDatabase);
 
   program
     .command('messages')

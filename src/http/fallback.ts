@@ -26,10 +26,18 @@ export function fallbackBody(supportedVersions: readonly string[]): (status: num
   return (status, message) => ({ error: message ?? MESSAGES[status] ?? MESSAGES[status >= 500 ? 500 : 400]!, supportedVersions: [...supportedVersions] });
 }
 
-/** The last route of an app: anything no route took is a 404 in the fallback shape. */
-export function notFound(body: (status: number) => FallbackBody): RequestHandler {
+/** The last route of an app: anything no route took is a 404 in the fallback shape (`message`: what this listener does answer). */
+export function notFound(body: (status: number, message?: string) => FallbackBody, message?: string): RequestHandler {
   return (_req, res) => {
-    res.status(404).json(body(404));
+    res.status(404).json(body(404, message));
+  };
+}
+
+/** A 404 for the paths under `prefixes` that another listener answers, saying which (e.g. /api/* sent to the internal listener). */
+export function onAnotherListener(prefixes: readonly string[], message: string, body: (status: number, message?: string) => FallbackBody): RequestHandler {
+  return (req, res, next) => {
+    if (!prefixes.some((prefix) => req.path === prefix || req.path.startsWith(`${prefix}/`))) return next();
+    res.status(404).json(body(404, message));
   };
 }
 

@@ -4,6 +4,7 @@ import { exitOf, runCli, spawnCli } from '../support/cli.js';
 import { startCallbackReceiver, SUCCESS, type CallbackReceiver, type ReceivedCallback } from '../support/callback-receiver.js';
 import { addClinic, authHeaders, post, registerBody } from '../support/emdr.js';
 import { LOOPBACK_CALLBACKS, startTestService, type TestService } from '../support/service.js';
+import { until } from '../support/until.js';
 
 const SCHEDULE = '0,200ms,200ms';
 
@@ -88,11 +89,7 @@ describe('callback retries in one service', () => {
     receiver.reply = (callback) => (refusing && callback.body.localUid === body.localUid ? { status: 500, body: {} } : SUCCESS);
     const { body: ack } = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), body);
     await receiver.waitFor((received) => forRequest(ack.queueMessageId)(received).length >= 3);
-    let state = await messageState(service, clinic, ack.queueMessageId);
-    for (let i = 0; i < 50 && state.callbacks[0].state !== 'failed'; i += 1) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      state = await messageState(service, clinic, ack.queueMessageId);
-    }
+    const state = await until('the acceptance callback failed', () => messageState(service, clinic, ack.queueMessageId), (answer) => answer.callbacks[0]?.state === 'failed');
     expect(state.callbacks[0]).toMatchObject({ state: 'failed', lastError: 'HTTP 500' });
     expect(state.callbacks[0].attempts).toHaveLength(3);
     // The registration went on, but its callback waits for the acceptance callback.
@@ -118,6 +115,37 @@ describe('callback retries in one service', () => {
   });
 });
 
+describe("the retry schedule's first entry", () => {
+  let service: TestService;
+  let receiver: CallbackReceiver;
+  let clinic: CreatedClinicAccount;
+
+  beforeAll(async () => {
+    receiver = await startCallbackReceiver();
+    receiver.reply = () => ({ status: 503, body: { status: 'Error' } });
+    service = await startTestService({ CALLBACK_RETRY_SCHEDULE: '1500ms,200ms' });
+    clinic = await addClinic(service, receiver.url);
+    receiver.signingSecret = clinic.signingSecret;
+  });
+
+  afterAll(async () => {
+    await service?.stop();
+    await receiver?.close();
+  });
+
+  it('is the delay of the first attempt: 1500ms,200ms tries 1.5 s after the callback is due, once more 0.2 s later, then fails', async () => {
+    const acknowledged = Date.now();
+    const { body: ack } = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody());
+    const state = await until('the acceptance callback failed', () => messageState(service, clinic, ack.queueMessageId), (answer) => answer.callbacks[0]?.state === 'failed');
+    const attempts = state.callbacks[0].attempts as Array<{ at: string }>;
+    expect(attempts).toHaveLength(2);
+    // Lower bounds only: a busy machine may be later, never earlier.
+    expect(Date.parse(attempts[0]!.at) - acknowledged).toBeGreaterThanOrEqual(1500);
+    expect(Date.parse(attempts[1]!.at) - Date.parse(attempts[0]!.at)).toBeGreaterThanOrEqual(200);
+    expect(forRequest(ack.queueMessageId)(receiver.received)).toHaveLength(2);
+  });
+});
+
 describe('a worker killed between acknowledgement and delivery', () => {
   let api: TestService;
   let receiver: CallbackReceiver;
@@ -132,30 +160,43 @@ describe('a worker killed between acknowledgement and delivery', () => {
     await receiver?.close();
   });
 
-  it('loses nothing: after kill -9 and a restart every callback is delivered, in order, under the same webhook-id', async () => {
+  it('loses nothing: after kill -9 and a restart every callback is delivered, in order, under the same webhook-id', { timeout: 480_000 }, async () => {
     const clinic = await addClinic(api, receiver.url);
     receiver.signingSecret = clinic.signingSecret;
     // Every role has an internal listener (health, /metrics): the workers' on ports of their own.
-    const workerEnv = { ...api.env, ...LOOPBACK_CALLBACKS, CALLBACK_RETRY_SCHEDULE: SCHEDULE, JOB_EXPIRY: '2s', LOG_LEVEL: 'silent', INTERNAL_PORT: '0' };
+    const workerEnv = { ...api.env, ...LOOPBACK_CALLBACKS, CALLBACK_RETRY_SCHEDULE: SCHEDULE, JOB_EXPIRY: '2s', LOG_LEVEL: 'info', INTERNAL_PORT: '0' };
     // The first delivery attempt never gets an answer: the worker is killed while it waits.
     receiver.reply = (callback) => (receiver.received.filter((item) => item.name === callback.name).length === 0 ? 'hang' : SUCCESS);
+    /** A worker's output, for the message of a wait that fails. */
+    const said = (child: ReturnType<typeof spawnCli>) => {
+      let output = '';
+      child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      return () => output.slice(-3000);
+    };
+    const waitOrTell = <T,>(waiting: Promise<T>, name: string, output: () => string) => waiting.catch((error: Error) => Promise.reject(new Error(`${error.message}; ${name} said: ${output()}`)));
 
     const { body: ack } = await post(api.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody());
     expect(ack.queueMessageId).toEqual(expect.any(String));
     const first = spawnCli(['serve', '--only', 'worker'], workerEnv);
-    await receiver.waitFor((received) => received.length >= 1, 60_000);
+    const firstSaid = said(first);
+    // A worker's start takes seconds, or a minute on a loaded machine.
+    await waitOrTell(receiver.waitFor((received) => received.length >= 1, 180_000), 'worker 1', firstSaid);
     first.kill('SIGKILL');
     expect(await exitOf(first)).toBeNull();
 
     const second = spawnCli(['serve', '--only', 'worker'], workerEnv);
+    const secondSaid = said(second);
     try {
-      const callbacks = await receiver.waitFor((received) => received.some((callback) => callback.name === 'SendRegisterDocumentResultResponse'), 60_000);
+      // The second worker starts and takes the callback once its lease (JOB_EXPIRY) ran out.
+      const callbacks = await waitOrTell(receiver.waitFor((received) => received.some((callback) => callback.name === 'SendRegisterDocumentResultResponse'), 180_000), 'worker 2', secondSaid);
       expect(callbacks.map((callback) => callback.name)).toEqual(['SendRegisterDocumentResponse', 'SendRegisterDocumentResponse', 'SendRegisterDocumentResultResponse']);
       expect(callbacks[0]!.headers['webhook-id']).toBe(callbacks[1]!.headers['webhook-id']);
       expect(callbacks.every((callback) => callback.signatureValid)).toBe(true);
     } finally {
+      // The result's first attempt hangs too: the worker finishes it (15 s) before it exits.
       second.kill('SIGTERM');
-      expect(await exitOf(second)).toBe(0);
+      expect(await exitOf(second, 120_000)).toBe(0);
     }
   });
 

@@ -12,9 +12,37 @@ import { startTestService, type TestService } from '../support/service.js';
 const run = promisify(execFile);
 
 interface OpenApiOperation {
-  summary?: string;
-  operationId?: string;
+  summary: string;
+  operationId: string;
+  tags: string[];
+  callbacks?: Record<string, Record<string, { post?: { summary: string; requestBody?: { content: Record<string, { schema: unknown }> } } }>>;
 }
+
+interface OpenRpcDocument {
+  info: { title: string; version: string };
+  methods: Array<{ name: string; tags?: unknown[]; params: unknown[] }>;
+  'x-error-codes': Array<{ code: number; message: string }>;
+}
+
+type OpenApiDocument = { info: { title: string }; paths: Record<string, Record<string, OpenApiOperation>> };
+
+async function openRpcDocument(): Promise<OpenRpcDocument> {
+  return JSON.parse(await fs.readFile(path.join(repoRoot, 'specs/openrpc.json'), 'utf8')) as OpenRpcDocument;
+}
+
+async function openApiDocument(): Promise<OpenApiDocument> {
+  return parseYaml(await fs.readFile(path.join(repoRoot, 'specs/openapi.yaml'), 'utf8')) as OpenApiDocument;
+}
+
+/** A local `$ref` (`#/components/…`) resolved; anything else as it is. */
+function resolveRef(document: unknown, value: unknown): unknown {
+  const ref = (value as { $ref?: unknown } | undefined)?.$ref;
+  if (typeof ref !== 'string') return value;
+  return resolveRef(document, ref.slice(2).split('/').reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], document));
+}
+
+const tagName = (document: unknown, tag: unknown) => (resolveRef(document, tag) as { name: string }).name;
+const contentDescriptorName = (document: unknown, param: unknown) => (resolveRef(document, param) as { name: string }).name;
 
 /** The /docs pages, opened in real headless Chromium, list every method and operation of the specs. */
 describe('published documentation at /docs', () => {
@@ -54,11 +82,7 @@ describe('published documentation at /docs', () => {
   }
 
   it('lists every OpenRPC method of interface A, its error codes as a table, and its servers at the host the page came from', async () => {
-    const document = JSON.parse(await fs.readFile(path.join(repoRoot, 'specs/openrpc.json'), 'utf8')) as {
-      info: { title: string; version: string };
-      methods: Array<{ name: string }>;
-      'x-error-codes': Array<{ code: number; message: string }>;
-    };
+    const document = await openRpcDocument();
     const page = await openPage('/docs/openrpc');
     await page.getByText(document.info.title).first().waitFor({ timeout: 20_000 });
     const text = await page.locator('#openrpc-docs').innerText();
@@ -78,8 +102,32 @@ describe('published documentation at /docs', () => {
     await page.close();
   });
 
+  it('opens every method of interface A: each renders its tags, description, params and result, and the page stays whole', async () => {
+    const document = await openRpcDocument();
+    const page = await openPage('/docs/openrpc');
+    const pageErrors: string[] = [];
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+    await page.getByText(document.info.title).first().waitFor({ timeout: 20_000 });
+    for (const method of document.methods) {
+      const panel = page.locator(`[id="${method.name}"]`);
+      await panel.locator('.MuiAccordionSummary-root').click();
+      // The expanded method: its tag chips by name, its params by name, and its result.
+      const details = panel.locator('.MuiAccordion-region').first();
+      await details.waitFor({ timeout: 10_000 });
+      const shown = await details.innerText();
+      for (const tag of method.tags ?? []) expect(shown, method.name).toContain(tagName(document, tag));
+      for (const param of method.params) expect(shown, method.name).toContain(contentDescriptorName(document, param));
+      expect(shown, method.name).toContain('Result');
+      expect(pageErrors, method.name).toEqual([]);
+      // The rest of the page is still there (an error in one method used to blank the whole page).
+      expect(await page.locator('#error-codes tbody tr').count(), method.name).toBe(document['x-error-codes'].length);
+    }
+    await screenshot(page, 'docs-interface-a-methods-open');
+    await page.close();
+  });
+
   it('lists every OpenAPI operation of interface B', async () => {
-    const document = parseYaml(await fs.readFile(path.join(repoRoot, 'specs/openapi.yaml'), 'utf8')) as { info: { title: string }; paths: Record<string, Record<string, OpenApiOperation>> };
+    const document = await openApiDocument();
     const page = await openPage('/docs/openapi');
     await page.getByText(document.info.title).first().waitFor({ timeout: 20_000 });
     const text = await page.locator('#redoc').innerText();
@@ -93,10 +141,42 @@ describe('published documentation at /docs', () => {
     await page.close();
   });
 
+  it('opens every operation of interface B from the menu, and every callback of each', async () => {
+    const document = await openApiDocument();
+    const page = await openPage('/docs/openapi');
+    const pageErrors: string[] = [];
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+    await page.getByText(document.info.title).first().waitFor({ timeout: 20_000 });
+    for (const operation of Object.values(document.paths).flatMap((item) => Object.values(item))) {
+      // The menu shows an operation once its tag's group is open.
+      const item = page.locator('.menu-content label', { hasText: operation.summary }).first();
+      if (!(await item.isVisible())) await page.locator('.menu-content label.-depth1', { hasText: new RegExp(`^${operation.tags[0]}$`) }).click();
+      await item.click();
+      const section = page.locator(`[data-section-id="operation/${operation.operationId}"]`);
+      await expect.poll(() => section.evaluate((element) => element.getBoundingClientRect().top), { message: `${operation.operationId} scrolled into view`, timeout: 20_000 }).toBeLessThan(200);
+      const shown = await section.innerText();
+      expect(shown, operation.operationId).toContain(operation.summary);
+      expect(shown, operation.operationId).toContain('Responses');
+      for (const [name, callback] of Object.entries(operation.callbacks ?? {})) {
+        const post = Object.values(callback)[0]!.post!;
+        const bodySchemas = section.getByText('Request Body schema');
+        const before = await bodySchemas.count();
+        await section.locator('button', { hasText: post.summary }).click();
+        // Expanded: one more request body (the callback's payload), with the members of its schema.
+        await expect.poll(() => bodySchemas.count(), { message: `${operation.operationId} callback ${name} expanded`, timeout: 20_000 }).toBe(before + 1);
+        const payload = resolveRef(document, post.requestBody!.content['application/json']!.schema) as { properties: Record<string, unknown> };
+        const expanded = await bodySchemas.nth(before).locator('xpath=../..').innerText();
+        for (const member of Object.keys(payload.properties)) expect(expanded, `${operation.operationId} callback ${name}`).toContain(member);
+      }
+    }
+    expect(pageErrors).toEqual([]);
+    await page.close();
+  });
+
   it('opens on a getting-started page whose two sequence diagrams render, and loads nothing from outside the service', async () => {
     const page = await openPage('/docs/');
     const links = await page.locator('main a').evaluateAll((anchors) => anchors.map((anchor) => anchor.getAttribute('href')));
-    expect(links).toEqual(expect.arrayContaining(['/docs/openrpc', '/docs/openapi', '/docs/openrpc.json', '/docs/openapi.yaml', '/console']));
+    expect(links).toEqual(expect.arrayContaining(['/docs/openrpc?lang=en', '/docs/openapi?lang=en', '/docs/openrpc.json', '/docs/openapi.yaml', '/console?lang=en']));
     const diagrams = page.locator('svg.sequence-diagram');
     expect(await diagrams.count()).toBe(2);
     const expected: Record<string, string[]> = {

@@ -133,9 +133,9 @@ describe('ehr-gateway seed-demo', () => {
   it('writes the demo patients and the demo clinic, idempotently', async () => {
     const first = await runCli(['seed-demo', '--force'], { DATABASE_URL: databaseUrl, DATA_KEY: '11'.repeat(32) });
     expect(first.code).toBe(0);
-    expect(JSON.parse(first.stdout)).toEqual({ patients: 3, clinic: { businessId: '4000125', created: true } });
+    expect(JSON.parse(first.stdout)).toEqual({ patients: 3, clinic: { businessId: '4000125', created: true, callbackUrls: ['http://127.0.0.1:9090'], signingSecret: expect.stringMatching(/^whsec_/) } });
     const second = await runCli(['seed-demo', '--force'], { DATABASE_URL: databaseUrl, DATA_KEY: '11'.repeat(32) });
-    expect(JSON.parse(second.stdout)).toEqual({ patients: 3, clinic: { businessId: '4000125', created: false } });
+    expect(JSON.parse(second.stdout)).toMatchObject({ patients: 3, clinic: { businessId: '4000125', created: false } });
     expect(await knex('ehr_patients').where('id', 'like', 'demo-%').count({ n: '*' })).toEqual([{ n: '3' }]);
   });
 });

@@ -30,7 +30,7 @@ describe('H1: a body is bounded in shape while it arrives, and at most 20 errors
   beforeAll(async () => {
     serve = await startServeProcess({ RATE_LIMIT: '0', BYTE_QUOTA: '0' });
     clinic = await addClinic({ databaseUrl: serve.env.DATABASE_URL!, dataKey: Buffer.from(serve.env.DATA_KEY!, 'hex') }, 'http://127.0.0.1:9');
-    port = Number(serve.env.PORT);
+    port = Number(new URL(serve.publicUrl).port);
   });
 
   afterAll(async () => {
@@ -91,7 +91,7 @@ describe('M4: BYTE_QUOTA is taken before a body is read', () => {
     serve = await startServeProcess({ RATE_LIMIT: '0', BODY_LIMIT: '4mb', BYTE_QUOTA: '4mb' });
     const service = { databaseUrl: serve.env.DATABASE_URL!, dataKey: Buffer.from(serve.env.DATA_KEY!, 'hex') };
     clinics = [await addClinic(service, 'http://127.0.0.1:9'), await addClinic(service, 'http://127.0.0.1:9')];
-    port = Number(serve.env.PORT);
+    port = Number(new URL(serve.publicUrl).port);
   });
 
   afterAll(async () => {
@@ -129,7 +129,7 @@ describe('M4: large bodies are read a few at a time per clinic and per process',
     serve = await startServeProcess({ RATE_LIMIT: '0', BYTE_QUOTA: '0', LARGE_BODIES_PER_CLINIC: '2', LARGE_BODIES_PER_PROCESS: '3' });
     const service = { databaseUrl: serve.env.DATABASE_URL!, dataKey: Buffer.from(serve.env.DATA_KEY!, 'hex') };
     clinics = [await addClinic(service, 'http://127.0.0.1:9'), await addClinic(service, 'http://127.0.0.1:9'), await addClinic(service, 'http://127.0.0.1:9')];
-    port = Number(serve.env.PORT);
+    port = Number(new URL(serve.publicUrl).port);
   });
 
   afterAll(async () => {

@@ -27,7 +27,7 @@ describe('interface B: checks before the body', () => {
   beforeAll(async () => {
     serve = await startServeProcess({ RATE_LIMIT: '30' });
     clinic = await addClinic({ databaseUrl: serve.env.DATABASE_URL!, dataKey: Buffer.from(serve.env.DATA_KEY!, 'hex') }, 'http://127.0.0.1:9');
-    port = Number(serve.env.PORT);
+    port = Number(new URL(serve.publicUrl).port);
   });
 
   afterAll(async () => {
@@ -114,10 +114,20 @@ describe('interface B: checks before the body', () => {
   });
 
   it('checks the rate limit before the body: over RATE_LIMIT, 429 with Retry-After while the body is still unsent', async () => {
-    let status = 0;
-    for (let i = 0; i < 40 && status !== 429; i += 1) status = (await send('/api/SearchRegistryItem', { method: 'POST', headers: authHeaders(clinic), body: '{}' })).status;
-    expect(status).toBe(429);
+    // Up to RATE_LIMIT (30) more requests than the window has left: a loaded machine may cross into the next minute's window.
+    const exhaust = async () => {
+      let status = 0;
+      for (let i = 0; i < 70 && status !== 429; i += 1) status = (await send('/api/SearchRegistryItem', { method: 'POST', headers: authHeaders(clinic), body: '{}' })).status;
+      expect(status).toBe(429);
+    };
     const head = `POST /api/SearchRegistryItem HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nbusinessId: ${clinic.businessId}\r\nuser: ${clinic.user}\r\ntoken: ${clinic.token}\r\n\r\n`;
-    expect(await statusLineOf(port, head)).toBe('HTTP/1.1 429 Too Many Requests');
+    await exhaust();
+    let statusLine = await statusLineOf(port, head);
+    // Once more if the minute turned between the last 429 and this request.
+    if (statusLine !== 'HTTP/1.1 429 Too Many Requests') {
+      await exhaust();
+      statusLine = await statusLineOf(port, head);
+    }
+    expect(statusLine).toBe('HTTP/1.1 429 Too Many Requests');
   });
 });

@@ -5,6 +5,7 @@ import { responseProblems } from '../support/contract.js';
 import { createTestDatabase } from '../support/database.js';
 import { addClinic, authHeaders } from '../support/emdr.js';
 import { startServeProcess, type ServeProcess } from '../support/processes.js';
+import { until } from '../support/until.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 
 const isJsonObject = (line: string) => {
@@ -72,12 +73,7 @@ describe('while the database is unreachable', () => {
     const scrape = async () => (await (await fetch(`${serve.internalUrl}/metrics`)).text()).match(/^ehr_gateway_database_up (\d)$/m)?.[1];
     expect(await scrape()).toBe('0');
     await proxy.restore();
-    let status = 0;
-    for (let attempt = 0; attempt < 40 && status !== 200; attempt += 1) {
-      status = (await demand(authHeaders(clinic))).status;
-      if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 500));
-    }
-    expect(status).toBe(200);
+    await until('interface B recovered', async () => (await demand(authHeaders(clinic))).status, (status) => status === 200, 60_000);
     expect(await scrape()).toBe('1');
     // Back to judging the call itself (no session for these credentials), not the outage.
     expect([-32001, -32603]).not.toContain((await getPatient()).body.error?.code);

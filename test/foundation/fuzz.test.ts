@@ -220,7 +220,7 @@ describe('both listeners under arbitrary requests', () => {
     const statuses = new Map<string, number>();
     let broken = 0;
     const started = Date.now();
-    const ports = { public: Number(serve.env.PORT), internal: Number(serve.env.INTERNAL_PORT) };
+    const ports = { public: Number(new URL(serve.publicUrl).port), internal: Number(new URL(serve.internalUrl).port) };
     const property = fc.asyncProperty(fuzzCase, async (testCase) => {
       let problems: string[];
       try {

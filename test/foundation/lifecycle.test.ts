@@ -37,8 +37,11 @@ describe('serve on the embedded PostgreSQL', () => {
     let output = '';
     child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    // Ready means migrated on both listeners; a new cluster takes a minute or more on a loaded machine.
     for (const port of [env.PORT, env.INTERNAL_PORT]) {
-      await waitForOk(`http://127.0.0.1:${port}/healthz`).catch((error: Error) => {
+      await waitForOk(`http://127.0.0.1:${port}/readyz`, 240_000).catch((error: Error) => {
+        // Not left running: the next test starts its own serve on the same DATA_DIR and ports.
+        child.kill('SIGKILL');
         throw new Error(`${error.message}; serve said: ${output}`);
       });
     }

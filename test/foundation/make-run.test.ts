@@ -61,6 +61,16 @@ describe('make run', () => {
     expect(output).toContain('"patients":3');
   });
 
+  it("gives the data directory a demo signing secret of its own, readable by its owner only, and says where", async () => {
+    const file = path.join(dataDir, 'demo-signing-secret');
+    const stat = await fs.stat(file);
+    expect(stat.mode & 0o777).toBe(0o600);
+    const secret = (await fs.readFile(file, 'utf8')).trim();
+    expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(secret).not.toBe('whsec_ZGVtby1zaWduaW5nLXNlY3JldC1ub3QtZm9yLXByb2R1Y3Rpb24=');
+    expect(output).toContain(`"signingSecretFile":"${file}"`);
+  });
+
   it('stops cleanly on SIGTERM, and so does the embedded PostgreSQL it started', async () => {
     // Output closes once every process of the group has exited, the service included.
     const closed = new Promise((resolve) => make.stdout!.on('close', resolve));

@@ -1,11 +1,11 @@
 import net from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { freePort } from '../../src/db/embedded-postgres.js';
 import { exitOf, outcomeOf, spawnCli } from '../support/cli.js';
 import { createTestDatabase } from '../support/database.js';
 import { startServeProcess } from '../support/processes.js';
 import { keepAliveClients } from '../support/raw-http.js';
+import { until } from '../support/until.js';
 
 /** Reads one HTTP/1.1 response (with Content-Length) from a socket that stays open. */
 function readResponse(socket: net.Socket): Promise<string> {
@@ -36,8 +36,9 @@ describe('serve as a process', () => {
     const env = { DATABASE_URL: await createTestDatabase(), USER_SIGN_KEY: randomBytes(32).toString('hex'), HOST: '127.0.0.1', PORT: String(taken), LOG_LEVEL: 'warn' };
     try {
       for (let attempt = 0; attempt < 4; attempt += 1) {
-        // It used to print `listen EADDRINUSE` and hang in most tries; 30 s is far more than an exit takes.
-        const result = await outcomeOf(spawnCli(['serve'], { ...env, INTERNAL_PORT: String(await freePort()) }), 30_000);
+        // It used to print `listen EADDRINUSE` and hang in most tries. A start that gets as far as the
+        // listeners takes seconds, or half a minute on a loaded machine: two minutes tell a hang from that.
+        const result = await outcomeOf(spawnCli(['serve'], { ...env, INTERNAL_PORT: '0' }), 120_000);
         expect(result.code).toBe(1);
         expect(result.stderr.trim().split('\n')).toEqual([`ehr-gateway: PORT: 127.0.0.1:${taken} is already in use (another ehr-gateway serve?)`]);
       }
@@ -47,8 +48,8 @@ describe('serve as a process', () => {
   });
 
   it('drains on SIGTERM without cutting a keep-alive connection a client reuses: the answer says Connection: close', async () => {
-    const serve = await startServeProcess({ LOG_LEVEL: 'info' });
-    const socket = net.connect(Number(serve.env.PORT), '127.0.0.1');
+    const serve = await startServeProcess();
+    const socket = net.connect(Number(new URL(serve.publicUrl).port), '127.0.0.1');
     socket.on('error', () => undefined);
     await new Promise((resolve) => socket.once('connect', resolve));
     const request = 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n';
@@ -56,8 +57,8 @@ describe('serve as a process', () => {
     expect(await readResponse(socket)).toMatch(/^HTTP\/1\.1 200 [^]*connection: keep-alive/i);
 
     serve.child.kill('SIGTERM');
-    for (let waited = 0; !serve.output().includes('shutting down') && waited < 3000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // It says so as it stops accepting (the same tick): from then on every answer says Connection: close.
+    await until('serve began to drain', async () => serve.output(), (output) => output.includes('shutting down'));
     // The connection was idle when the stop began; the client now reuses it.
     expect(socket.destroyed).toBe(false);
     socket.write(request);
@@ -71,9 +72,9 @@ describe('serve as a process', () => {
   it('gives keep-alive clients that keep calling through a SIGTERM no reset connection', async () => {
     const serve = await startServeProcess();
     const clients = keepAliveClients(`${serve.publicUrl}/healthz`, 4);
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await until('the clients are answered', async () => clients.answered(), (answered) => answered >= 8);
     serve.child.kill('SIGTERM');
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await until('serve stopped listening', async () => serve.output(), (output) => output.includes('ehr-gateway stopped'));
     const { answered, failures } = await clients.stop();
     await exitOf(serve.child);
     expect(answered).toBeGreaterThan(0);

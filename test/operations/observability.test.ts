@@ -9,6 +9,7 @@ import { startCallbackReceiver, type CallbackReceiver } from '../support/callbac
 import { openSql } from '../support/database.js';
 import { addClinic, authHeaders, post, registerBody } from '../support/emdr.js';
 import { startTestService, type TestService } from '../support/service.js';
+import { until } from '../support/until.js';
 import { authenticatedUser, databaseOf, getPatient, INTERNAL_USERS, MARIA } from '../ehr/support/fixtures.js';
 import { VERSION } from '../ehr/support/rpc.js';
 
@@ -28,15 +29,9 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
   return undefined;
 }
 
-/** /metrics once `ready` holds for it (a callback's outcome is counted just after the receiver answered), or after 10 s. */
-async function scrapeWhen(url: string, ready: (text: string) => boolean): Promise<string> {
-  let text = '';
-  for (let tries = 0; tries < 100; tries += 1) {
-    text = await (await fetch(`${url}/metrics`)).text();
-    if (ready(text)) break;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  return text;
+/** /metrics once `ready` holds for it (a callback's outcome is counted just after the receiver answered). */
+function scrapeWhen(url: string, ready: (text: string) => boolean): Promise<string> {
+  return until('the metrics', async () => (await fetch(`${url}/metrics`)).text(), ready);
 }
 
 describe('metrics, audit trail and request ids', () => {
@@ -137,12 +132,7 @@ describe('metrics, audit trail and request ids', () => {
     try {
       type Row = { request_id: string; client_request_id: string | null; action: string; outcome: string; queue_message_id: string | null };
       // The callbacks' outcomes are committed just after the receiver answered.
-      let rows: Row[] = [];
-      for (let tries = 0; tries < 100; tries += 1) {
-        rows = await sql.rows<Row>(AUDIT_ROWS);
-        if (rows.filter((row) => row.queue_message_id === body.queueMessageId).length >= 3) break;
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
+      const rows = await until('the callbacks audited', () => sql.rows<Row>(AUDIT_ROWS), (found) => found.filter((row) => row.queue_message_id === body.queueMessageId).length >= 3);
       // The client's id in a column of its own; request_id is the gateway's own (issue 21, L7).
       const read = rows.find((row) => row.client_request_id === 'clinic-trace.42');
       expect(read).toMatchObject({ action: 'patient.get_patient', outcome: 'ok' });

@@ -48,7 +48,7 @@ describe('a clinic integrating with interface B', () => {
     ]);
     receiverProcess.stdout!.on('data', (chunk: Buffer) => (receiverLog += chunk.toString()));
     receiverProcess.stderr!.on('data', (chunk: Buffer) => (receiverLog += chunk.toString()));
-    for (let attempt = 0; attempt < 100 && !receiverLog.includes('listening'); attempt++) await new Promise((resolve) => setTimeout(resolve, 100));
+    await until('the receiver listens', async () => receiverLog, (log) => log.includes('listening') || receiverProcess.exitCode !== null, 60_000);
     expect(receiverLog).toContain('listening');
   });
 
@@ -65,17 +65,12 @@ describe('a clinic integrating with interface B', () => {
     return api;
   }
 
-  /** The first document the receiver saved: NAME.xml and NAME.xml.sig. */
+  /** The first document the receiver saved: NAME.xml and NAME.xml.sig (it logs `saved` once both are written). */
   async function savedDocument(): Promise<{ xml: Buffer; signature: Buffer }> {
-    for (let attempt = 0; attempt < 200; attempt++) {
-      const signature = (await fs.readdir(documentsDir)).find((file) => file.endsWith('.xml.sig'));
-      if (signature) {
-        const base = path.join(documentsDir, signature.slice(0, -'.sig'.length));
-        return { xml: await fs.readFile(base), signature: await fs.readFile(`${base}.sig`) };
-      }
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    throw new Error(`no document saved; receiver said: ${receiverLog}`);
+    await until(`a document saved; the receiver said: ${receiverLog}`, async () => receiverLog, (log) => / saved /.test(log), 60_000);
+    const signature = (await fs.readdir(documentsDir)).find((file) => file.endsWith('.xml.sig'))!;
+    const base = path.join(documentsDir, signature.slice(0, -'.sig'.length));
+    return { xml: await fs.readFile(base), signature: await fs.readFile(`${base}.sig`) };
   }
 
   it('registers a document, finds it, demands it, and the receiver saves it byte-identical', async () => {
@@ -86,13 +81,12 @@ describe('a clinic integrating with interface B', () => {
     expect(registered.data!.localUid).toBe(body.localUid);
 
     const queueMessageId = registered.data!.queueMessageId;
-    let emdrId: string | undefined;
-    for (let attempt = 0; attempt < 100 && !emdrId; attempt++) {
-      const found = await api.POST('/api/SearchRegistryItem', { body: { localUid: body.localUid as string } });
-      emdrId = found.data?.items[0]?.emdrId;
-      if (!emdrId) await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    expect(emdrId).toBeDefined();
+    const emdrId = await until(
+      'the document registered',
+      async () => (await api.POST('/api/SearchRegistryItem', { body: { localUid: body.localUid as string } })).data?.items[0]?.emdrId,
+      (emdrId) => emdrId !== undefined,
+      60_000,
+    );
     const state = await api.GET('/api/messages/{queueMessageId}', { params: { path: { queueMessageId } } });
     expect(state.response.status).toBe(200);
 
@@ -106,6 +100,8 @@ describe('a clinic integrating with interface B', () => {
     // Every callback was accepted on the first attempt: signature and headers verified.
     expect(receiverLog.match(/ accepted \(status success[,)]/gm)).toHaveLength(4);
     expect(receiverLog).not.toContain('rejected');
+    // The acceptance callback's warning is printed with its code: this service has no trust store.
+    expect(receiverLog).toMatch(/SendRegisterDocumentResponse msg_\S+ accepted \(status success\) warnings: CERTIFICATE_CHAIN_NOT_CHECKED: the signatures were verified/);
   });
 
   it('has the receiver refuse a forged callback and acknowledge a redelivered one without processing it twice', async () => {
@@ -133,6 +129,28 @@ describe('a clinic integrating with interface B', () => {
     }
     await logged(`${headers['webhook-id']} accepted`);
     await logged(`${headers['webhook-id']} duplicate, acknowledged`);
+  });
+
+  it("prints an error callback's codes and messages", async () => {
+    const body = JSON.stringify({
+      queueMessageId: randomUUID(),
+      localUid: randomUUID(),
+      status: 'error',
+      errors: [
+        { code: 'XML_VALIDATION_ERROR', message: 'the document is not well-formed XML' },
+        { code: 'SIGNATURE_VERIFICATION_ERROR', message: 'the signature does not verify' },
+      ],
+    });
+    const webhookId = `msg_${randomUUID()}`;
+    const timestamp = Math.floor(Date.now() / 1000);
+    const response = await fetch(`${receiverUrl}/api/SendRegisterDocumentResponse`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...account.callbackCredentials, 'webhook-id': webhookId, 'webhook-timestamp': String(timestamp), 'webhook-signature': signWebhook(account.signingSecret, webhookId, timestamp, body) },
+      body,
+    });
+    expect(response.status).toBe(200);
+    const line = `SendRegisterDocumentResponse ${webhookId} accepted (status error) errors: XML_VALIDATION_ERROR: the document is not well-formed XML; SIGNATURE_VERIFICATION_ERROR: the signature does not verify`;
+    await until(line, async () => receiverLog, (log) => log.includes(line), 10_000);
   });
 
   it('answered every request with a status and body the spec documents', () => {

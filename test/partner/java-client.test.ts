@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/db/embedded-postgres.js';
 import { DEMO_CLINIC } from '../../src/emdr/demo.js';
 import { runCli } from '../support/cli.js';
-import { addCallbackUrl, FIXTURE_SIGNATURE, FIXTURE_XML } from '../support/emdr.js';
+import { FIXTURE_SIGNATURE, FIXTURE_XML } from '../support/emdr.js';
 import { runJavaPartner } from '../support/java.js';
 import { startTestService, type TestService } from '../support/service.js';
 
@@ -14,13 +14,15 @@ import { startTestService, type TestService } from '../support/service.js';
 describe('a clinic integrating in Java through the generated client', () => {
   let service: TestService;
   let callbackUrl: string;
+  let signingSecret: string;
 
   beforeAll(async () => {
     service = await startTestService();
-    const seeded = await runCli(['seed-demo', '--force'], service.env);
-    expect(seeded.code, seeded.stderr).toBe(0);
     callbackUrl = `http://127.0.0.1:${await freePort()}`;
-    await addCallbackUrl(service, DEMO_CLINIC.businessId, callbackUrl);
+    // The demo clinic, calling back the Java program's receiver, with a fresh signing secret it prints.
+    const seeded = await runCli(['seed-demo', '--force', '--callback-url', callbackUrl], service.env);
+    expect(seeded.code, seeded.stderr).toBe(0);
+    signingSecret = (JSON.parse(seeded.stdout) as { clinic: { signingSecret: string } }).clinic.signingSecret;
   });
 
   afterAll(async () => {
@@ -36,7 +38,7 @@ describe('a clinic integrating in Java through the generated client', () => {
         CLINIC_TOKEN: DEMO_CLINIC.token,
         CALLBACK_URL: callbackUrl,
         CALLBACK_TOKEN: DEMO_CLINIC.callbackToken,
-        CLINIC_SIGNING_SECRET: DEMO_CLINIC.signingSecret,
+        CLINIC_SIGNING_SECRET: signingSecret,
         DOCUMENT_BASE64: FIXTURE_XML.toString('base64'),
         SIGNATURE_BASE64: FIXTURE_SIGNATURE.toString('base64'),
       },

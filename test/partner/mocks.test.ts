@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEhrClient } from '../../generated/ehr-client.js';
 import { openRpcSpecPath } from '../../src/config/paths.js';
 import { freePort } from '../../src/db/embedded-postgres.js';
-import { DEMO_CLINIC } from '../../src/emdr/demo.js';
+import { DEMO_CLINIC, MOCK_SIGNING_SECRET } from '../../src/emdr/demo.js';
 import { startCallbackReceiver, type CallbackReceiver } from '../support/callback-receiver.js';
 import { exitOf, repoRoot, runCli, waitForOk } from '../support/cli.js';
 import { responseProblems } from '../support/contract.js';
@@ -35,7 +35,7 @@ describe('make mock', () => {
     mock.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     documentsDir = await fs.mkdtemp(path.join(os.tmpdir(), 'ehr-gateway-mock-documents-'));
     receiver = await startCallbackReceiver({
-      signingSecret: DEMO_CLINIC.signingSecret,
+      signingSecret: MOCK_SIGNING_SECRET,
       expectedHeaders: { businessId: DEMO_CLINIC.businessId, user: 'ehr-gateway', token: DEMO_CLINIC.callbackToken },
       documentsDir,
     });

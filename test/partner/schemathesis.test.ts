@@ -38,7 +38,7 @@ describe('Schemathesis against the live interface B', () => {
     if (workDir) await fs.rm(workDir, { recursive: true, force: true });
   });
 
-  it(`finds no failure in ${maxExamples} examples per operation`, { timeout: longRun ? 3_600_000 : 240_000 }, async () => {
+  it(`finds no failure in ${maxExamples} examples per operation`, { timeout: longRun ? 3_600_000 : 620_000 }, async () => {
     const args = [
       'run', openApiSpecPath,
       '--url', service.publicUrl,
@@ -49,7 +49,7 @@ describe('Schemathesis against the live interface B', () => {
       ...(longRun ? [] : ['--seed', '1']),
     ];
     // Its own working directory: Schemathesis keeps a .hypothesis database there.
-    const result = await runVenvProgram('schemathesis', args, { cwd: workDir, env: { NO_COLOR: '1' }, timeoutMs: longRun ? 3_500_000 : 230_000 });
+    const result = await runVenvProgram('schemathesis', args, { cwd: workDir, env: { NO_COLOR: '1' }, timeoutMs: longRun ? 3_500_000 : 600_000 });
     const output = result.stdout + result.stderr;
     process.stdout.write(`schemathesis: ${output.match(/^\s*\d+ generated, .*$/m)?.[0]?.trim() ?? 'no summary'}\n`);
     expect(output).not.toMatch(/Failures:/);

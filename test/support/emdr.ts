@@ -41,17 +41,6 @@ export async function addClinic(
   }
 }
 
-/** Registers one more callback URL for a clinic account (`clients add` takes them only when it creates one). */
-export async function addCallbackUrl(service: { databaseUrl: string }, businessId: string, url: string): Promise<void> {
-  const knex = openKnex(service.databaseUrl);
-  try {
-    const updated = await knex('emdr_clients').where({ business_id: businessId }).update({ callback_urls: knex.raw('array_append(callback_urls, ?)', [url]) });
-    if (updated !== 1) throw new Error(`no clinic account ${businessId}`);
-  } finally {
-    await knex.destroy();
-  }
-}
-
 export function authHeaders(clinic: CreatedClinicAccount): Record<string, string> {
   return { businessId: clinic.businessId, user: clinic.user, token: clinic.token, 'content-type': 'application/json' };
 }

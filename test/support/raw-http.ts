@@ -52,7 +52,7 @@ export function trickle(port: number, head: string, drip: string, intervalMs: nu
  * `count` clients calling `url` back to back over keep-alive connections until stopped: how many
  * answers came, how many said `Connection: close`, and the error code of every failed call.
  */
-export function keepAliveClients(url: string, count: number): { stop(): Promise<{ answered: number; closeAnnounced: number; failures: string[] }> } {
+export function keepAliveClients(url: string, count: number): { answered(): number; stop(): Promise<{ answered: number; closeAnnounced: number; failures: string[] }> } {
   const agent = new http.Agent({ keepAlive: true, maxSockets: count });
   const tally = { answered: 0, closeAnnounced: 0, failures: [] as string[] };
   let running = true;
@@ -75,6 +75,7 @@ export function keepAliveClients(url: string, count: number): { stop(): Promise<
   };
   const clients = Array.from({ length: count }, client);
   return {
+    answered: () => tally.answered,
     async stop() {
       running = false;
       await Promise.all(clients);

@@ -119,7 +119,8 @@ export async function startServe(root: string, env: Record<string, string>, opti
   const fullEnv = { HOST: '127.0.0.1', LOG_LEVEL: worker ? 'info' : 'warn', ...env, PORT: String(publicPort), INTERNAL_PORT: String(internalPort) };
   const child = spawnTs(root, 'src/main.ts', ['serve', ...(options.only ? ['--only', options.only] : [])], fullEnv, options.nodeOptions);
   if (!worker) await waitForOk(`http://127.0.0.1:${publicPort}/readyz`, 60_000, child);
-  else await waitForOutput(child, '"ehr-gateway started"', 60_000);
+  // The message's prefix: since issue 22 the line goes on with both URLs.
+  else await waitForOutput(child, '"ehr-gateway started', 60_000);
   return { ...child, publicPort, internalPort, env: fullEnv };
 }
 

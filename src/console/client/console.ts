@@ -2,7 +2,10 @@
 // requests of interface B, each callback and every attempt, and replays a failed callback. It uses
 // the public API only (GET /api/messages, GET /api/messages/{id}, POST /api/messages/{id}/replay).
 // The credentials stay in this tab's sessionStorage: gone when the tab closes, never sent elsewhere.
-// Bundled by scripts/build-docs.ts; the page allows no inline script, so this file is the whole of it.
+// Bundled by scripts/build-docs.ts; the page allows no inline script, so this file (and its texts,
+// strings.ts) is the whole of it.
+
+import { pageStrings } from './strings.js';
 
 interface Credentials {
   businessId: string;
@@ -42,16 +45,9 @@ interface Message {
 }
 
 const STORAGE_KEY = 'ehr-gateway-console';
-const FILTERS: Array<[label: string, query: string]> = [
-  ['all requests', ''],
-  ['with a failed callback', 'callbackState=failed'],
-  ['with a callback pending', 'callbackState=pending'],
-  ['received', 'state=received'],
-  ['accepted', 'state=accepted'],
-  ['completed', 'state=completed'],
-  ['rejected', 'state=rejected'],
-  ['failed', 'state=failed'],
-];
+const text = pageStrings();
+const FILTER_QUERIES = ['', 'callbackState=failed', 'callbackState=pending', 'state=received', 'state=accepted', 'state=completed', 'state=rejected', 'state=failed'];
+const FILTERS = FILTER_QUERIES.map((query, index) => [text.filters[index]!, query] as const);
 const PAGE_SIZE = 20;
 
 const root = document.getElementById('console')!;
@@ -90,7 +86,7 @@ async function api<T>(credentials: Credentials, method: 'GET' | 'POST', path: st
   return body as T;
 }
 
-const time = (iso: string) => new Date(iso).toLocaleString();
+const time = (iso: string) => new Date(iso).toLocaleString(document.documentElement.lang);
 
 function showSignIn(problem?: string): void {
   const field = (name: keyof Credentials, label: string, type = 'text') =>
@@ -98,12 +94,12 @@ function showSignIn(problem?: string): void {
   const form = h(
     'form',
     { class: 'sign-in' },
-    h('h1', {}, 'Delivery console'),
-    h('p', {}, 'Sign in with your clinic account of interface B (the values of ehr-gateway clients add). The token stays in this browser tab only.'),
+    h('h1', {}, text.title),
+    h('p', {}, text.signInIntro),
     field('businessId', 'businessId'),
     field('user', 'user'),
     field('token', 'token', 'password'),
-    h('button', { type: 'submit' }, 'Sign in'),
+    h('button', { type: 'submit' }, text.signIn),
     problem ? h('p', { class: 'problem', role: 'alert' }, problem) : undefined,
   );
   form.addEventListener('submit', (event) => {
@@ -115,7 +111,7 @@ function showSignIn(problem?: string): void {
         sessionStorage.setItem(STORAGE_KEY, JSON.stringify(credentials));
         showRequests(credentials);
       },
-      (error: unknown) => showSignIn(error instanceof ApiFailure && error.status === 401 ? 'Unknown clinic account or wrong token.' : `The gateway did not answer: ${(error as Error).message}`),
+      (error: unknown) => showSignIn(error instanceof ApiFailure && error.status === 401 ? text.unknownAccount : text.noAnswer((error as Error).message)),
     );
   });
   root.replaceChildren(form);
@@ -125,7 +121,7 @@ function attemptsTable(callback: Callback): HTMLTableElement {
   return h(
     'table',
     { class: 'attempts' },
-    h('thead', {}, h('tr', {}, ...['#', 'time', 'HTTP status', 'duration', 'error'].map((title) => h('th', {}, title)))),
+    h('thead', {}, h('tr', {}, ...text.attemptColumns.map((title) => h('th', {}, title)))),
     h(
       'tbody',
       {},
@@ -135,7 +131,7 @@ function attemptsTable(callback: Callback): HTMLTableElement {
           {},
           h('td', {}, String(attempt.attempt)),
           h('td', {}, time(attempt.at)),
-          h('td', {}, attempt.httpStatus === undefined ? 'no answer' : String(attempt.httpStatus)),
+          h('td', {}, attempt.httpStatus === undefined ? text.noAnswerStatus : String(attempt.httpStatus)),
           h('td', {}, attempt.durationMs === undefined ? '' : `${attempt.durationMs} ms`),
           h('td', {}, attempt.error ?? ''),
         ),
@@ -150,23 +146,25 @@ function callbackView(credentials: Credentials, message: Message, callback: Call
     { class: `callback state-${callback.state}`, 'data-webhook-id': callback.webhookId },
     h('h4', {}, callback.name, ' ', h('span', { class: `badge ${callback.state}` }, callback.state)),
     callback.url ? h('p', { class: 'url' }, callback.url) : undefined,
-    callback.lastError && callback.state !== 'delivered' ? h('p', { class: 'last-error' }, `last error: ${callback.lastError}`) : undefined,
-    callback.attempts.length > 0 ? attemptsTable(callback) : h('p', {}, 'no attempt yet'),
+    callback.lastError && callback.state !== 'delivered' ? h('p', { class: 'last-error' }, text.lastError(callback.lastError)) : undefined,
+    callback.attempts.length > 0 ? attemptsTable(callback) : h('p', {}, text.noAttemptYet),
+    // Retried by the gateway: no Replay yet, and the reader is told why.
+    callback.state === 'pending' && callback.attempts.length > 0 ? h('p', { class: 'retrying' }, text.retrying) : undefined,
   );
   if (callback.state === 'failed') {
     const status = h('span', { class: 'replay-status', role: 'status' });
-    const button = h('button', { type: 'button', class: 'replay' }, 'Replay');
+    const button = h('button', { type: 'button', class: 'replay' }, text.replay);
     button.addEventListener('click', () => {
       button.disabled = true;
-      status.textContent = 'replaying…';
+      status.textContent = text.replaying;
       api(credentials, 'POST', `/api/messages/${message.queueMessageId}/replay`).then(
         () => {
-          status.textContent = 'replayed: waiting for delivery…';
+          status.textContent = text.replayed;
           refresh();
         },
         (error: unknown) => {
           button.disabled = false;
-          status.textContent = error instanceof ApiFailure && error.status === 409 ? 'nothing to replay any more' : `replay refused: ${(error as Error).message}`;
+          status.textContent = error instanceof ApiFailure && error.status === 409 ? text.nothingToReplay : text.replayRefused((error as Error).message);
         },
       );
     });
@@ -188,7 +186,7 @@ function requestView(credentials: Credentials, initial: Message): HTMLElement {
       h('span', { class: `badge ${message.state}` }, message.state),
       h('code', {}, message.queueMessageId),
       message.emdrId ? h('span', { class: 'emdr-id' }, `emdrId ${message.emdrId}`) : undefined,
-      failed ? h('span', { class: 'badge failed' }, 'callback failed') : undefined,
+      failed ? h('span', { class: 'badge failed' }, text.callbackFailed) : undefined,
     );
     const ids = [message.localUid && `localUid ${message.localUid}`, message.clientMessageId && `clientMessageId ${message.clientMessageId}`].filter(Boolean).join(' · ');
     details.replaceChildren(
@@ -215,12 +213,12 @@ function requestView(credentials: Credentials, initial: Message): HTMLElement {
 }
 
 function showRequests(credentials: Credentials): void {
-  const filter = h('select', { name: 'filter', 'aria-label': 'filter' }, ...FILTERS.map(([label, query]) => h('option', { value: query }, label)));
+  const filter = h('select', { name: 'filter', 'aria-label': text.filter }, ...FILTERS.map(([label, query]) => h('option', { value: query }, label)));
   const list = h('div', { class: 'requests' });
-  const more = h('button', { type: 'button', class: 'more', hidden: '' }, 'Load more');
+  const more = h('button', { type: 'button', class: 'more', hidden: '' }, text.loadMore);
   const status = h('p', { class: 'status', role: 'status' });
-  const refresh = h('button', { type: 'button' }, 'Refresh');
-  const signOut = h('button', { type: 'button' }, 'Sign out');
+  const refresh = h('button', { type: 'button' }, text.refresh);
+  const signOut = h('button', { type: 'button' }, text.signOut);
   let cursor: string | undefined;
 
   const load = async (append: boolean) => {
@@ -232,14 +230,14 @@ function showRequests(credentials: Credentials): void {
       else list.replaceChildren(...views);
       cursor = page.nextCursor;
       more.hidden = cursor === undefined;
-      status.textContent = list.childElementCount === 0 ? 'No requests.' : `${list.childElementCount} request${list.childElementCount === 1 ? '' : 's'}, newest first.`;
+      status.textContent = list.childElementCount === 0 ? text.noRequests : text.requestCount(list.childElementCount);
     } catch (error) {
       if (error instanceof ApiFailure && error.status === 401) {
         sessionStorage.removeItem(STORAGE_KEY);
-        showSignIn('Signed out: the gateway no longer accepts these credentials.');
+        showSignIn(text.signedOut);
         return;
       }
-      status.textContent = `Could not load the requests: ${(error as Error).message}`;
+      status.textContent = text.loadFailed((error as Error).message);
     }
   };
   filter.addEventListener('change', () => void load(false));
@@ -250,8 +248,8 @@ function showRequests(credentials: Credentials): void {
     showSignIn();
   });
   root.replaceChildren(
-    h('header', {}, h('h1', {}, 'Delivery console'), h('span', { class: 'who' }, `${credentials.user} · businessId ${credentials.businessId}`), signOut),
-    h('div', { class: 'toolbar' }, h('label', {}, 'Show ', filter), refresh),
+    h('header', {}, h('h1', {}, text.title), h('span', { class: 'who' }, text.who(credentials.user, credentials.businessId)), signOut),
+    h('div', { class: 'toolbar' }, h('label', {}, text.show, filter), refresh),
     status,
     list,
     more,

@@ -13,6 +13,12 @@ export const MAX_BATCH_SIZE = 100;
 /** Which listener a call came in on: internal methods answer only on the internal channel. */
 export type Channel = 'public' | 'internal';
 
+/** Where each channel's methods answer, for a call that came to the other listener. */
+const LISTENER_OF: Record<Channel, string> = {
+  public: 'the public listener (PORT, default 8080)',
+  internal: 'the internal listener (INTERNAL_PORT, default 8081), for the authorization server',
+};
+
 /** Methods tagged with this name in the OpenRPC document belong to the internal channel. */
 export const INTERNAL_TAG = 'internal-channel';
 
@@ -164,9 +170,9 @@ export class RpcEnvelope {
   private async dispatch(method: string, rawParams: unknown, context: CallContext): Promise<{ result: unknown } | { error: WireError }> {
     if (method === 'rpc.discover') return { result: this.document };
     const validator = this.paramValidators.get(method);
-    if (!validator || this.methodChannel.get(method) !== context.channel) {
-      return { error: StandardErrors.methodNotFound(method) };
-    }
+    if (!validator) return { error: StandardErrors.methodNotFound(method) };
+    const channel = this.methodChannel.get(method)!;
+    if (channel !== context.channel) return { error: StandardErrors.methodOnOtherListener(method, LISTENER_OF[channel]) };
     const params = rawParams ?? {};
     if (Array.isArray(params)) {
       // By-position params are mapped to names so that one validator and one handler signature serve both.

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { retryOnDeadlock, statement, type Sql } from '../../db/sql.js';
 import type { AttemptOutcome, CallbackBody, CallbackSender, OutgoingCallback } from '../../callbacks/delivery.js';
+import { runInRequest } from '../../logging/request-context.js';
 import { openClinicSecret } from '../clients.js';
 import { base64Length, requestFileBase64Slices } from './request-files.js';
 import { RESULT_CALLBACK, type PipelineContext } from './requests.js';
@@ -33,11 +34,16 @@ interface ClaimedCallback {
   request_id: string;
 }
 
+/**
+ * Due callbacks: a retry at its time; the first attempt of a round (a new callback, a released
+ * result, a replay) CALLBACK_RETRY_SCHEDULE's first entry ($3) after it became due.
+ */
 const CLAIM = statement(
   'emdr_claim_callbacks',
   `with claimed as (
      select id from emdr_callbacks
       where state = 'pending' and available_at <= now()
+        and (round_attempts > 0 or available_at <= now() - $3 * interval '1 millisecond')
       order by available_at limit $1 for update skip locked
    )
    update emdr_callbacks c set available_at = now() + $2 * interval '1 millisecond'
@@ -144,7 +150,7 @@ export class CallbackStage {
       this.lastSweep = Date.now();
       await this.context.sql.run(RELEASE_STRANDED);
     }
-    return this.context.sql.rows<ClaimedCallback>(CLAIM, [limit, this.context.leaseMs]);
+    return this.context.sql.rows<ClaimedCallback>(CLAIM, [limit, this.context.leaseMs, this.context.retryScheduleMs[0] ?? 0]);
   };
 
   private opened(row: ClaimedCallback): OpenedCredentials {
@@ -180,16 +186,34 @@ export class CallbackStage {
     const outcomes = await this.sender.attemptAll(batch.map((row) => this.outgoing(row)));
     const settled = await recordOutcomes(this.context.sql, outcomes);
     this.count(batch, outcomes, settled);
+    this.logFailures(batch, outcomes, settled);
     const acceptanceDelivered = settled.filter((row) => row.sequence === 1 && row.state === 'delivered').map((row) => row.queue_message_id);
     // The file callbacks settled for good: their requests' copies of the file may go.
     const fileCallbacks = new Set(batch.filter((row) => row.name === RESULT_CALLBACK.DemandContent).map((row) => row.id));
     const ended = settled.filter((row) => (row.state === 'delivered' || row.state === 'failed') && fileCallbacks.has(row.id)).map((row) => row.queue_message_id);
-    for (const row of settled) if (row.state === 'failed') this.context.logger.warn({ queueMessageId: row.queue_message_id, sequence: row.sequence }, 'callback failed: retry schedule exhausted');
     const retries = outcomes.flatMap((outcome) => (outcome.delivered || outcome.retryInMs === null ? [] : [outcome.retryInMs]));
     if (ended.length === 0 && acceptanceDelivered.length === 0) return { released: 0, retries };
     const followUp = await retryOnDeadlock(() => this.context.sql.row<{ released: number }>(FOLLOW_UP, [acceptanceDelivered, ended]));
     return { released: followUp!.released, retries };
   };
+
+  /**
+   * Each failed attempt at warn, in the request's context (its request id), with when the next one
+   * goes; then, once the schedule ran out, that the callback failed and waits for a replay.
+   */
+  private logFailures(batch: readonly ClaimedCallback[], outcomes: readonly AttemptOutcome[], settled: ReadonlyArray<{ id: string; state: string }>): void {
+    const rows = new Map(batch.map((row) => [row.id, row]));
+    const exhausted = new Set(settled.filter((row) => row.state === 'failed').map((row) => row.id));
+    for (const outcome of outcomes) {
+      if (outcome.delivered) continue;
+      const row = rows.get(outcome.id)!;
+      const fields = { queueMessageId: row.queue_message_id, callback: row.name, webhookId: row.id, url: row.url, httpStatus: outcome.httpStatus, error: outcome.error };
+      runInRequest({ requestId: row.request_id }, () => {
+        this.context.logger.warn({ ...fields, nextAttemptInMs: outcome.retryInMs }, 'callback attempt failed');
+        if (exhausted.has(row.id)) this.context.logger.warn(fields, 'callback failed: retry schedule exhausted; replay it from /console, POST /api/messages/{id}/replay or ehr-gateway callbacks replay');
+      });
+    }
+  }
 
   /** The attempts in the metrics, by callback name. */
   private count(batch: readonly ClaimedCallback[], outcomes: readonly AttemptOutcome[], settled: ReadonlyArray<{ id: string; state: string }>): void {

@@ -27,8 +27,8 @@ export async function databaseOf(service: TestService): Promise<{ knex: Knex; cl
 export const PHONE_OPTIONAL = { EXCHANGE_TOKEN_PHONE: 'optional' } as const;
 
 /** The real service with the test's internal account and the demo patients. */
-export async function startEhrTestService(env: Record<string, string> = {}, roles?: readonly Role[]): Promise<TestService> {
-  const service = await startTestService({ INTERNAL_USERS, ...env }, roles);
+export async function startEhrTestService(env: Record<string, string> = {}, roles?: readonly Role[], logDestination?: NodeJS.WritableStream): Promise<TestService> {
+  const service = await startTestService({ INTERNAL_USERS, ...env }, roles, logDestination);
   const database = await databaseOf(service);
   await seedDemoPatients(database.knex);
   await database.close();
