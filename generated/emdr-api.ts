@@ -14,8 +14,13 @@ export interface paths {
          * Register a document in the registry
          * @description Stores the request and answers at once. Acceptance checks follow asynchronously (base64,
          *     well-formed XML, the signatures, patient SNILS checksum, creation date not in the future,
-         *     `localUid` not used before by this clinic) and end in `SendRegisterDocumentResponse`; a
-         *     registration in the registry follows and ends in `SendRegisterDocumentResultResponse`.
+         *     `localUid` not used before by this clinic) and end in `SendRegisterDocumentResponse`; the
+         *     request is then submitted to the registry, whose answer comes asynchronously (the federal
+         *     registry's up to days later; the request is `submitted` meanwhile) and ends in
+         *     `SendRegisterDocumentResultResponse`: the registration, the registry's refusal with its
+         *     classifier codes, or `ASYNC_RESPONSE_TIMEOUT` when no answer came within the gateway's
+         *     deadline (the document may still have been registered: `SearchRegistryItem` by `localUid`
+         *     tells).
          *
          *     **Signatures.** `signature` and each `personalSignatures[].signature` must be a detached
          *     DER CMS SignedData that verifies over the decoded `document`: the signer's certificate is
@@ -64,8 +69,9 @@ export interface paths {
         /**
          * Request the current version of a registered document
          * @description Stores the request and answers at once. Acceptance ends in `SendDemandContentResponse`; the
-         *     current version of the document, taken from the providing МИС archive, follows in
-         *     `SendDocumentFileResultResponse`.
+         *     current version of the document, taken from the providing МИС archive by the registry,
+         *     follows asynchronously in `SendDocumentFileResultResponse` (or the registry's refusal, or
+         *     `ASYNC_RESPONSE_TIMEOUT` when no file came within the gateway's deadline).
          *
          *     **Who may demand a document.** A document of one of the organizations the clinic account
          *     acts for is delivered as it is (an account created with `--all-organizations` acts for
@@ -182,14 +188,11 @@ export interface paths {
          *     `ehr-gateway callbacks replay` does, and answers at once (202): the attempts follow, and
          *     `GET /api/messages/{queueMessageId}` shows them. Each callback keeps its `webhook-id`, so a
          *     receiver that already processed it dedupes it. A replayed result callback is still sent only
-         *     after its acceptance callback was delivered. A file callback whose copy of the document was
-         *     dropped fetches the current version again, under the same access rule as `DemandContent`.
+         *     after its acceptance callback was delivered. A failed file callback kept its document (see
+         *     **Retention**): the replay sends the version that was delivered to the clinic then.
          *     No body. A request with no failed callback answers 409 `NOTHING_TO_REPLAY` (nothing
-         *     changes: a second click of a replay button gets it); a file callback whose document can no
-         *     longer be fetched for the clinic (the registry's codes, e.g. `REGISTRY_ITEM_NOT_FOUND`)
-         *     answers 409 too, and nothing is replayed; when the archive cannot be reached to fetch it,
-         *     503 `MIS_NOT_AVAILABLE` with `Retry-After`. Another business's `queueMessageId` answers 404
-         *     as an unknown one does.
+         *     changes: a second click of a replay button gets it). Another business's `queueMessageId`
+         *     answers 404 as an unknown one does.
          */
         post: operations["ReplayMessage"];
         delete?: never;
@@ -528,7 +531,7 @@ export interface components {
              */
             operation: string;
             /**
-             * @description `received`, `rejected`, `accepted`, `completed` or `failed` (see **Processing** above). Treat a value you do not know as not ended yet.
+             * @description `received`, `rejected`, `accepted`, `submitted` (since 1.4.0: waiting for the registry's answer), `completed` or `failed` (see **Processing** above). Treat a value you do not know as not ended yet.
              * @example completed
              */
             state: string;
@@ -695,13 +698,29 @@ export interface components {
         };
         /**
          * SendRegisterDocumentResultResponse
-         * @description Body of the registration result callback; `emdrId` and `registrationDateTime` on success.
+         * @description Body of the registration result callback; `emdrId` and `registrationDateTime` on success. On
+         *     `error`, `errors` carries the registry's classifier-305 codes as it reported them (e.g.
+         *     `NOT_UNIQUE_PROVIDED_ID`, `DIGEST_MISMATCH`, `FILE_WAS_NOT_SENT`), or
+         *     `ASYNC_RESPONSE_TIMEOUT` (since 1.4.0) when the registry did not answer within the gateway's
+         *     deadline: the document may still have been registered, so search for it by `localUid`
+         *     before sending it again.
          * @example {
          *       "queueMessageId": "9d2e7c41-5a3b-4f08-b6c1-0e9f8a7b6c5d",
          *       "localUid": "3f1c2a9e-8b7d-4e6f-9a01-2b3c4d5e6f70",
          *       "status": "success",
          *       "emdrId": "26.11.000000154",
          *       "registrationDateTime": "2026-11-20T06:30:04.512Z"
+         *     }
+         * @example {
+         *       "queueMessageId": "9d2e7c41-5a3b-4f08-b6c1-0e9f8a7b6c5d",
+         *       "localUid": "3f1c2a9e-8b7d-4e6f-9a01-2b3c4d5e6f70",
+         *       "status": "error",
+         *       "errors": [
+         *         {
+         *           "code": "ASYNC_RESPONSE_TIMEOUT",
+         *           "message": "the registry did not answer within the deadline (REGISTRY_DEADLINE); the document may still have been registered: search for it by localUid"
+         *         }
+         *       ]
          *     }
          */
         SendRegisterDocumentResultResponse: {
@@ -771,7 +790,7 @@ export interface components {
         };
         /**
          * SendDocumentFileResultResponse
-         * @description Body of the file callback of DemandContent; `document` on success.
+         * @description Body of the file callback of DemandContent; `document` on success. On `error`, `errors` carries the registry's classifier-305 codes as it reported them (e.g. `MIS_NOT_AVAILABLE`, `GET_DOCUMENT_FILE_ERROR`), `REGISTRY_ITEM_NOT_FOUND`, or `ASYNC_RESPONSE_TIMEOUT` (since 1.4.0) when no file came within the gateway's deadline.
          * @example {
          *       "queueMessageId": "0c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f",
          *       "clientMessageId": "5b0f3c1e-7d2a-4c9b-8e6f-1a2b3c4d5e6f",
@@ -847,29 +866,10 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /**
-         * @description Nothing was replayed: no callback of the request has failed (`NOTHING_TO_REPLAY`), or its file
-         *     callback's document, whose copy was dropped, can no longer be fetched for this clinic (the
-         *     registry's codes, e.g. `REGISTRY_ITEM_NOT_FOUND`).
-         */
+        /** @description Nothing was replayed: no callback of the request has failed (`NOTHING_TO_REPLAY`). */
         NothingToReplay: {
             headers: {
                 "x-request-id": components["headers"]["RequestId"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["ErrorResponse"];
-            };
-        };
-        /**
-         * @description The gateway cannot reach its database (`SERVICE_UNAVAILABLE`), or the archive, to fetch a
-         *     dropped file again (`MIS_NOT_AVAILABLE`); nothing was replayed. Retry after the `Retry-After` seconds.
-         */
-        ReplayUnavailable: {
-            headers: {
-                "x-request-id": components["headers"]["RequestId"];
-                /** @description Seconds to wait before retrying. */
-                "Retry-After"?: number;
                 [name: string]: unknown;
             };
             content: {
@@ -1106,7 +1106,7 @@ export interface operations {
                  * @description Only requests in this state (see **Processing** above).
                  * @example completed
                  */
-                state?: "received" | "rejected" | "accepted" | "completed" | "failed";
+                state?: "received" | "rejected" | "accepted" | "submitted" | "completed" | "failed";
                 /**
                  * @description Only requests with at least one callback in this state.
                  * @example failed
@@ -1210,7 +1210,7 @@ export interface operations {
             409: components["responses"]["NothingToReplay"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
-            503: components["responses"]["ReplayUnavailable"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getHealth: {

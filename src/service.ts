@@ -18,7 +18,7 @@ import { docsRoutes } from './docs/routes.js';
 import { createEmdrRouter, SMALL_BODY_LIMIT_BYTES } from './emdr/intake/router.js';
 import { startWorkers, WORK, WORK_CHANNEL, type Workers } from './emdr/pipeline/workers.js';
 import { EgressPolicy } from './callbacks/egress.js';
-import { BuiltInRegistry } from './emdr/registry/built-in.js';
+import { createRegistry } from './emdr/registry/registries.js';
 import { loadTrustStore, TrustStoreError, trustStoreSummary } from './emdr/signatures/trust-store.js';
 import { errorHandler, fallbackBody, notFound, onAnotherListener } from './http/fallback.js';
 import { emdrPurgeSteps } from './emdr/retention.js';
@@ -143,7 +143,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
     // RATE_LIMIT, BYTE_QUOTA, RPC_RATE_LIMIT and the internal failure limit count across every process of the database.
     const counters: CounterStore = { pool: database.sql.pool };
     let publicPort: number | undefined;
-    const registry = new BuiltInRegistry(database.sql, { latencyMs: config.registryLatencyMs, fail: config.registryFail });
+    const registry = createRegistry(config, database.sql, logger);
     // Callbacks never reach this service's own listeners (the configured ports now, the bound ones once listening).
     const callbackEgress = new EgressPolicy(config.callbackAllowedNetworks);
     for (const port of [config.port, config.internalPort]) if (port !== 0) callbackEgress.ownPorts.add(port);
@@ -160,6 +160,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
         dataKey: await database.dataKey(),
         xmlCheckTimeoutMs: config.xmlCheckTimeoutMs,
         leaseMs: config.jobExpiryMs,
+        deadlineMs: config.registryDeadlineMs,
         loops: config.workerConcurrency,
         metrics,
         callbackEgress,
@@ -193,7 +194,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
             definition: openApiSpecPath,
             handlers: {
               ...emdrHandlers({ sql: database.sql, registry, requestStored: workers ? workers.requestsStored : () => notifier.notify(), audit }),
-              ...clinicMessageHandlers({ sql: database.sql, registry }),
+              ...clinicMessageHandlers({ sql: database.sql }),
             },
             securityHandlers: clinicSecurityHandlers(database.sql),
             beforeBody: clinicRateLimit(new SharedAllowance(counters, { name: 'clinic-requests', perWindow: config.rateLimitPerMinute, windowMs: LIMIT_WINDOW_MS })),

@@ -1,3 +1,4 @@
+import net from 'node:net';
 import path from 'node:path';
 import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from '../http/listener.js';
 import { parseNetworks, type Networks } from '../http/networks.js';
@@ -62,11 +63,38 @@ export interface Config {
   xmlCheckTimeoutMs: number;
   /** Folder of PEM roots and intermediates the signers' certificates must chain to; undefined: chains are not checked. */
   signatureTrustStore: string | undefined;
+  /** Which registry interface B works with: the built-in one in the same database, or the federal РЭМД over SOAP. */
+  registry: 'builtin' | 'remd';
+  /** How long a submitted request waits for the registry's answer before it ends with ASYNC_RESPONSE_TIMEOUT. */
+  registryDeadlineMs: number;
   /** Simulated latency of each call to the built-in registry. */
   registryLatencyMs: number;
+  /** How long after a submission the built-in registry answers. */
+  registryAnswerDelayMs: number;
   /** Test switch: the built-in registry refuses every registration and file request. */
   registryFail: boolean;
+  /** РЭМД's address and the gateway's inbound listener for its answers (REGISTRY=remd only). */
+  remd: RemdConfig | undefined;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+}
+
+/** An address or a network (CIDR) that may call the gateway's inbound listener for РЭМД. */
+export interface AddressRange {
+  address: string;
+  prefix: number;
+  family: 'ipv4' | 'ipv6';
+}
+
+export interface RemdConfig {
+  /** The registry's SOAP endpoint (REMD_URL). */
+  url: string;
+  /** The GUID of the gateway as a system registered in the registry (REMD_CLIENT_ENTITY_ID), sent in every message's transportHeader. */
+  clientEntityId: string;
+  /** The inbound listener for the registry's answers and file requests (POST /emdr/callback). */
+  callbackHost: string;
+  callbackPort: number;
+  /** Who may call the inbound listener (REMD_ALLOWED_SOURCES). */
+  allowedSources: readonly AddressRange[];
 }
 
 export class ConfigError extends Error {
@@ -239,6 +267,43 @@ function readTimeZone(env: Env, variable: string, fallback: string): string {
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
+const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** `10.1.2.3`, `10.1.0.0/16`, `2001:db8::/32`, comma-separated; undefined for a malformed entry. */
+export function parseAddressRanges(text: string): AddressRange[] | undefined {
+  const ranges: AddressRange[] = [];
+  for (const entry of text.split(',').map((part) => part.trim()).filter(Boolean)) {
+    const [address, prefixText, ...rest] = entry.split('/');
+    const version = net.isIP(address ?? '');
+    if (version === 0 || rest.length > 0) return undefined;
+    const bits = version === 4 ? 32 : 128;
+    const prefix = prefixText === undefined ? bits : /^\d{1,3}$/.test(prefixText) ? Number(prefixText) : NaN;
+    if (!(prefix >= 0 && prefix <= bits)) return undefined;
+    ranges.push({ address: address!, prefix, family: version === 4 ? 'ipv4' : 'ipv6' });
+  }
+  return ranges;
+}
+
+/** REMD_*: required with REGISTRY=remd, each checked. */
+function readRemd(env: Env): RemdConfig {
+  const url = env.REMD_URL ?? '';
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(url);
+  } catch {
+    parsed = undefined;
+  }
+  if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) throw new ConfigError('REMD_URL', 'must be the http(s) URL of the registry\'s SOAP endpoint (required with REGISTRY=remd)');
+  const clientEntityId = env.REMD_CLIENT_ENTITY_ID ?? '';
+  if (!GUID.test(clientEntityId)) throw new ConfigError('REMD_CLIENT_ENTITY_ID', 'must be the GUID the registry gave this system (required with REGISTRY=remd)');
+  const sourcesText = env.REMD_ALLOWED_SOURCES ?? '';
+  const allowedSources = parseAddressRanges(sourcesText);
+  if (!allowedSources || allowedSources.length === 0) {
+    throw new ConfigError('REMD_ALLOWED_SOURCES', 'must list the addresses or networks (e.g. 10.1.2.3,10.2.0.0/16) that may call the inbound listener (required with REGISTRY=remd)');
+  }
+  return { url, clientEntityId, callbackHost: env.REMD_CALLBACK_HOST || '127.0.0.1', callbackPort: readPort(env, 'REMD_CALLBACK_PORT', 8082), allowedSources };
+}
+
 /**
  * Reads and validates the configuration. Throws ConfigError naming the first bad variable.
  * Tests pass their own env and overrides instead of touching process.env.
@@ -301,6 +366,11 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     throw new ConfigError('REGISTRY_FAIL', `"${env.REGISTRY_FAIL}" is neither true nor false`);
   }
 
+  const registry = env.REGISTRY || 'builtin';
+  if (registry !== 'builtin' && registry !== 'remd') throw new ConfigError('REGISTRY', `"${registry}" is neither builtin nor remd`);
+  const registryDeadlineMs = readDuration(env, 'REGISTRY_DEADLINE', '14d');
+  if (registryDeadlineMs < 1000) throw new ConfigError('REGISTRY_DEADLINE', 'must be at least 1s');
+
   const dataKey = readDataKey(env);
 
   const logLevel = (env.LOG_LEVEL || 'info') as Config['logLevel'];
@@ -343,8 +413,12 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     jobExpiryMs,
     xmlCheckTimeoutMs,
     signatureTrustStore: env.SIGNATURE_TRUST_STORE ? path.resolve(env.SIGNATURE_TRUST_STORE) : undefined,
+    registry,
+    registryDeadlineMs,
     registryLatencyMs: readDuration(env, 'REGISTRY_LATENCY', '0'),
+    registryAnswerDelayMs: readDuration(env, 'REGISTRY_ANSWER_DELAY', '0'),
     registryFail: registryFailRaw === 'true' || registryFailRaw === '1',
+    remd: registry === 'remd' ? readRemd(env) : undefined,
     logLevel,
     ...overrides,
   };
@@ -398,7 +472,7 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; fallback: string; m
   { name: 'RETENTION', fallback: '30d', meaning: 'how long ended requests (with their callbacks), expired sessions and exchange tokens are kept' },
   { name: 'AUDIT_RETENTION', fallback: '365d', meaning: 'how long the audit trail (ehr-gateway audit) keeps its rows; its own period, independent of RETENTION' },
   { name: 'DATABASE_POOL_SIZE', fallback: '10', meaning: "connections of each process's database pool (see the README's connection budget)" },
-  { name: 'WORKER_CONCURRENCY', fallback: '2', meaning: 'batches each stage of the worker role has in hand at once (acceptance, registry, delivery)' },
+  { name: 'WORKER_CONCURRENCY', fallback: '2', meaning: 'batches each stage of the worker role has in hand at once (acceptance, submission, delivery)' },
   { name: 'JOB_EXPIRY', fallback: '30s', meaning: "how long a background job may run before another worker takes it over (a killed worker's jobs come back)" },
   { name: 'XML_CHECK_TIMEOUT', fallback: '10s (at most half of JOB_EXPIRY)', meaning: "time budget of the checks of one RegisterDocument's document, the XML check and the signature check together (one worker thread runs both); beyond it, XML_VALIDATION_ERROR and SIGNATURE_VERIFICATION_ERROR" },
   {
@@ -406,7 +480,15 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; fallback: string; m
     fallback: '(unset)',
     meaning: "folder of PEM certificates (roots and intermediates, read once at start): each signer's certificate must chain to one of them; unset: chains are not checked and the acceptance callback carries a CERTIFICATE_CHAIN_NOT_CHECKED warning",
   },
+  { name: 'REGISTRY', fallback: 'builtin', meaning: 'the registry of interface B: builtin (in the same database) or remd (the federal РЭМД over SOAP 1.2, with the REMD_* variables)' },
+  { name: 'REGISTRY_DEADLINE', fallback: '14d', meaning: "how long a request submitted to the registry waits for its answer; then it fails with ASYNC_RESPONSE_TIMEOUT (at least 1s)" },
   { name: 'REGISTRY_LATENCY', fallback: '0', meaning: 'simulated latency of each call to the built-in registry' },
+  { name: 'REGISTRY_ANSWER_DELAY', fallback: '0', meaning: 'how long after a submission the built-in registry answers (its answers are asynchronous, as the federal registry\'s)' },
   { name: 'REGISTRY_FAIL', fallback: 'false', meaning: 'test switch: the built-in registry refuses every registration and file request' },
+  { name: 'REMD_URL', fallback: '(unset)', meaning: "REGISTRY=remd: the registry's SOAP endpoint, http(s)" },
+  { name: 'REMD_CLIENT_ENTITY_ID', fallback: '(unset)', meaning: 'REGISTRY=remd: the GUID the registry gave this system (transportHeader/authInfo/clientEntityId)' },
+  { name: 'REMD_CALLBACK_HOST', fallback: '127.0.0.1', meaning: "REGISTRY=remd: address of the inbound listener for the registry's answers and file requests (POST /emdr/callback, worker role)" },
+  { name: 'REMD_CALLBACK_PORT', fallback: '8082', meaning: 'REGISTRY=remd: port of that inbound listener' },
+  { name: 'REMD_ALLOWED_SOURCES', fallback: '(unset)', meaning: 'REGISTRY=remd: the addresses or networks (CIDR) that may call the inbound listener, comma-separated; required' },
   { name: 'LOG_LEVEL', fallback: 'info', meaning: 'fatal, error, warn, info, debug, trace or silent' },
 ];

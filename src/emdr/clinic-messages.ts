@@ -9,10 +9,8 @@ import type { ClinicAccount } from './clients.js';
 import { ApiError } from './errors.js';
 import type { OperationHandler, OperationRequest } from './intake/router.js';
 import { MESSAGE_COLUMNS, messageStateOf, type MessageRow } from './messages.js';
-import { replayFailedCallbacks } from './pipeline/callbacks.js';
-import { FileGoneError, refetchDroppedFile, RegistryUnavailableError } from './pipeline/fulfil.js';
+import { replayFailedCallbacks } from './pipeline/delivery.js';
 import { WORK, WORK_CHANNEL } from './pipeline/workers.js';
-import type { RegistryPort } from './registry/port.js';
 
 type MessageList = components['schemas']['MessageList'];
 type ReplayAcknowledgement = components['schemas']['ReplayAcknowledgement'];
@@ -20,12 +18,9 @@ type ListQuery = NonNullable<operations['ListMessages']['parameters']['query']>;
 
 export interface ClinicMessageDependencies {
   sql: Sql;
-  registry: RegistryPort;
 }
 
 const DEFAULT_PAGE = 20;
-/** Seconds a clinic is told to wait when the archive cannot be reached for a replay's file. */
-const REGISTRY_RETRY_AFTER_SECONDS = 30;
 
 /**
  * A page of a clinic's ($1) requests, newest first, by keyset: after the position ($4 µs since the
@@ -72,37 +67,17 @@ export async function listMessages(sql: Sql, clientId: number, query: ListQuery)
 }
 
 /**
- * Puts the failed callbacks of a request back on a fresh retry schedule (a file callback whose copy
- * of the document was dropped fetches it again first) and wakes the workers of every process;
- * undefined when there is no such request (of `clientId`, when given), else the webhook ids
- * replayed, possibly none. Throws FileGoneError when the dropped file cannot be fetched again, and
- * RegistryUnavailableError when the registry cannot be reached.
+ * Puts the failed callbacks of a request back on a fresh retry schedule (a file callback kept its
+ * file for it, retention.ts) and wakes the workers of every process; undefined when there is no
+ * such request (of `clientId`, when given), else the webhook ids replayed, possibly none.
  */
 export async function replayRequestCallbacks(dependencies: ClinicMessageDependencies, queueMessageId: string, clientId?: number): Promise<string[] | undefined> {
-  const { sql, registry } = dependencies;
+  const { sql } = dependencies;
   if (!(await sql.row(REQUEST_OF, [queueMessageId, clientId ?? null]))) return undefined;
-  await refetchDroppedFile(sql, registry, queueMessageId);
   const replayed = await replayFailedCallbacks(sql, queueMessageId);
   // The running workers (in any process) send them at once.
   if (replayed.length > 0) await sql.row(ANNOUNCE_WORK, [WORK_CHANNEL, WORK.callbacks]);
   return replayed;
-}
-
-/** The replay's failures on the wire: a file that cannot be fetched again is 409 with the registry's codes, an unreachable archive 503. */
-async function replayOrRefuse(dependencies: ClinicMessageDependencies, queueMessageId: string, clientId: number): Promise<string[] | undefined> {
-  try {
-    return await replayRequestCallbacks(dependencies, queueMessageId, clientId);
-  } catch (error) {
-    if (error instanceof FileGoneError) {
-      throw new ApiError(409, error.errors.map((item) => ({ code: item.code, message: `the document can no longer be fetched for this clinic: ${item.message}` })));
-    }
-    if (error instanceof RegistryUnavailableError) {
-      throw new ApiError(503, [{ code: 'MIS_NOT_AVAILABLE', message: "the document's archive cannot be reached to fetch the file again; retry after the seconds in Retry-After" }], {
-        'Retry-After': String(REGISTRY_RETRY_AFTER_SECONDS),
-      });
-    }
-    throw error;
-  }
 }
 
 export function clinicMessageHandlers(dependencies: ClinicMessageDependencies): Record<string, OperationHandler> {
@@ -118,7 +93,7 @@ export function clinicMessageHandlers(dependencies: ClinicMessageDependencies): 
 
     ReplayMessage: async (request) => {
       const queueMessageId = request.params.queueMessageId!;
-      const replayed = await replayOrRefuse(dependencies, queueMessageId, clinicOf(request).id);
+      const replayed = await replayRequestCallbacks(dependencies, queueMessageId, clinicOf(request).id);
       if (replayed === undefined) throw ApiError.single(404, 'NOT_FOUND', 'no such request');
       if (replayed.length === 0) throw ApiError.single(409, 'NOTHING_TO_REPLAY', 'no callback of this request has failed: nothing to replay');
       const body: ReplayAcknowledgement = { queueMessageId, replayed };

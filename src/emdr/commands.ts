@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Option, type Command } from 'commander';
 import { printJson, UsageError, type CommandKit } from '../cli/kit.js';
-import { decodeBase64Strict } from './pipeline/acceptance.js';
+import { decodeBase64Strict, isUuid } from './values.js';
 import { checkCallbackUrls, checkOrganizations, collect } from './client-options.js';
 import { registerClientsUpdateCommand } from './accounts/update-command.js';
 import { replayRequestCallbacks } from './clinic-messages.js';
@@ -11,16 +11,14 @@ import { registerAccountCommands } from './accounts/commands.js';
 import { createClinicAccount, DuplicateClinicAccountError } from './clients.js';
 import { messageState } from './messages.js';
 import { registerSampleCommand } from './sample-document.js';
-import { BuiltInRegistry } from './registry/built-in.js';
 import { parseCertificate } from './signatures/cms/cms.js';
 import { loadTrustStore, TrustStoreError } from './signatures/trust-store.js';
 import { DocumentSignatureCheck } from './signatures/verify.js';
 import { FILE_SLICE_BYTES } from './pipeline/request-files.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function queueMessageIdArgument(value: string): string {
-  if (!UUID.test(value)) throw new UsageError(`"${value}" is not a queueMessageId (a UUID)`);
+  if (!isUuid(value)) throw new UsageError(`"${value}" is not a queueMessageId (a UUID)`);
   return value;
 }
 
@@ -115,9 +113,8 @@ export function registerEmdrCommands(program: Command, kit: CommandKit): void {
     .description('send the failed callbacks of a request again, on a fresh retry schedule')
     .argument('<queueMessageId>', 'the queueMessageId of the acknowledgement', queueMessageIdArgument)
     .action(async (queueMessageId: string) => {
-      const replayed = await withDatabase(async (database, context) => {
-        const registry = new BuiltInRegistry(database.sql, { latencyMs: context.config.registryLatencyMs, fail: context.config.registryFail });
-        const replayed = await replayRequestCallbacks({ sql: database.sql, registry }, queueMessageId);
+      const replayed = await withDatabase(async (database) => {
+        const replayed = await replayRequestCallbacks({ sql: database.sql }, queueMessageId);
         if (replayed === undefined) throw new UsageError(`no request ${queueMessageId}`);
         return replayed;
       });

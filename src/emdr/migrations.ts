@@ -242,4 +242,56 @@ export const emdrMigrations: readonly NamedMigration[] = [
       },
     },
   ],
+  [
+    'emdr_0007_asynchronous_registry',
+    {
+      // The registry answers asynchronously (src/emdr/pipeline/lifecycle.ts): a request waits for its
+      // answer in state `submitted` until REGISTRY_DEADLINE; callbacks are ordered by position, not
+      // limited to two; the built-in registry queues its answers; a document is kept for the registry
+      // to pull while it waits; a file callback keeps its file until it is delivered.
+      async up(knex) {
+        await knex.raw(`
+          alter table emdr_requests drop constraint emdr_requests_state_check,
+            add constraint emdr_requests_state_check check (state in ('received', 'accepted', 'submitted', 'rejected', 'completed', 'failed')),
+            -- the operations are lifecycle.ts's: a new one needs no migration
+            drop constraint emdr_requests_operation_check;
+          alter table emdr_callbacks drop constraint emdr_callbacks_sequence_check,
+            add constraint emdr_callbacks_sequence_check check (sequence >= 1);
+          -- the deadline stage's claim: a submitted request's available_at is its deadline
+          create index emdr_requests_submitted on emdr_requests (available_at) where state = 'submitted';
+          -- getDocumentFile: the document a registration waiting for the registry keeps
+          create index emdr_requests_awaiting_registry on emdr_requests (local_uid) where state in ('accepted', 'submitted');
+
+          -- the built-in registry's answers, due at available_at (REGISTRY_ANSWER_DELAY after the submission)
+          create table emdr_registry_answers (
+            message_id uuid primary key,
+            outcome jsonb not null,
+            available_at timestamptz not null
+          );
+          create index emdr_registry_answers_due on emdr_registry_answers (available_at);
+
+          -- A failed file callback used to lose its copy of the file (a replay fetched it again); now it
+          -- keeps it until it is delivered. The copies dropped before come back from the built-in
+          -- registry, the version the callback names.
+          update emdr_requests r set document = d.content, signature = d.signature
+            from emdr_callbacks c, emdr_registry_documents d
+           where c.queue_message_id = r.queue_message_id and c.name = 'SendDocumentFileResultResponse' and c.state = 'failed'
+             and r.state = 'completed' and r.document is null
+             and d.local_uid = (c.payload->'document'->>'localUid')::uuid and d.version = (c.payload->'document'->>'version')::int;
+        `);
+      },
+      async down(knex) {
+        await knex.raw(`
+          drop table emdr_registry_answers;
+          drop index emdr_requests_submitted, emdr_requests_awaiting_registry;
+          update emdr_requests set state = 'accepted' where state = 'submitted';
+          alter table emdr_requests drop constraint emdr_requests_state_check,
+            add constraint emdr_requests_state_check check (state in ('received', 'rejected', 'accepted', 'completed', 'failed')),
+            add constraint emdr_requests_operation_check check (operation in ('RegisterDocument', 'DemandContent'));
+          alter table emdr_callbacks drop constraint emdr_callbacks_sequence_check,
+            add constraint emdr_callbacks_sequence_check check (sequence in (1, 2));
+        `);
+      },
+    },
+  ],
 ];

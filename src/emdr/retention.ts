@@ -1,20 +1,23 @@
 import type { PurgeStep } from '../db/retention.js';
 import { statement, type Queryable } from '../db/sql.js';
+import { ENDED_STATES, FILE_CALLBACKS, sqlList } from './pipeline/lifecycle.js';
 
 /**
  * What interface B keeps and for how long. A request's copy of the files is dropped as soon as
  * nothing needs it: a RegisterDocument's (the submitted document and signatures) when the request
- * ends (rejected at acceptance, or registered or refused by the registry, which keeps its own copy);
- * a DemandContent's (the file fetched from the archive) once its file callback is settled (delivered,
- * or failed for good). A replay of a dropped file callback fetches the file again
- * (pipeline/fulfil.ts, refetchDroppedFile). The request rows themselves, with their callbacks and
- * attempts, go after RETENTION. The built-in registry keeps its documents: it plays the national
- * registry. Deliveries recorded in emdr_document_disclosures stay too.
+ * ends: rejected at acceptance, or answered by the registry (which pulled the document while it
+ * worked, getDocumentFile), or past its deadline; a DemandContent's (the file the archive
+ * delivered) once its file callback is delivered (a failed one keeps it, so a replay sends it
+ * again). The request rows themselves, with their callbacks and attempts, go after RETENTION,
+ * whatever they keep. The built-in registry keeps its documents: it plays the national registry.
+ * Deliveries recorded in emdr_document_disclosures stay too.
  */
 
+const ENDED = sqlList(ENDED_STATES);
+
 /**
- * Drops the files of at most $1 requests that are settled: ended, with callbacks, none of them
- * pending (the delivery stage does this for each request as its callbacks settle; this sweeps up
+ * Drops the files of at most $1 requests that have ended with no file callback left undelivered
+ * (the transitions and the delivery stage do this for each request as it happens; this sweeps up
  * what ended otherwise, or before that existed).
  */
 const DROP_SETTLED_FILES = statement(
@@ -22,10 +25,9 @@ const DROP_SETTLED_FILES = statement(
   `update emdr_requests set document = null, signature = null, personal_signatures = null
     where queue_message_id in (
       select r.queue_message_id from emdr_requests r
-       where r.state in ('rejected', 'completed', 'failed')
+       where r.state in (${ENDED})
          and (r.document is not null or r.signature is not null or r.personal_signatures is not null)
-         and exists (select 1 from emdr_callbacks c where c.queue_message_id = r.queue_message_id)
-         and not exists (select 1 from emdr_callbacks c where c.queue_message_id = r.queue_message_id and c.state = 'pending')
+         and not exists (select 1 from emdr_callbacks c where c.queue_message_id = r.queue_message_id and c.name in (${sqlList(FILE_CALLBACKS)}) and c.state <> 'delivered')
        limit $1)`,
 );
 
@@ -39,7 +41,7 @@ const PURGE_REQUESTS = statement(
   `with doomed as (
      select r.queue_message_id
        from emdr_requests r
-      where r.state in ('rejected', 'completed', 'failed')
+      where r.state in (${ENDED})
         and r.updated_at < $1
         and not exists (select 1 from emdr_callbacks c where c.queue_message_id = r.queue_message_id and c.state = 'pending')
         and not exists (

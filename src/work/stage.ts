@@ -17,6 +17,8 @@ export interface StageOptions<T> {
   process(batch: T[]): Promise<void>;
   /** Extends the leases of a batch in hand: called every `leaseMs / 3` while it is processed, so only a worker that stopped loses its rows. */
   extend(batch: T[]): Promise<unknown>;
+  /** When the stage's next work falls due (epoch ms), if it knows: an idle loop wakes then rather than at its next poll. */
+  nextDue?(): Promise<number | undefined>;
   leaseMs: number;
   batchSize: number;
   /** Loops claiming at once (each with one batch in hand). */
@@ -27,6 +29,8 @@ export interface StageOptions<T> {
 
 /** Waits after a failed claim (the database is down, say) before the next. */
 const CLAIM_RETRY_MS = 1000;
+/** The soonest an idle loop claims again for work its claim found due but could not take. */
+const DUE_AGAIN_MS = 100;
 
 export class Stage<T> {
   private stopping = false;
@@ -88,7 +92,22 @@ export class Stage<T> {
         continue;
       }
       if (claimed.length > 0) await this.processHolding(claimed);
-      if (claimed.length < this.options.batchSize && this.wakes === wakesBefore) await this.sleep(this.options.idlePollMs);
+      if (claimed.length < this.options.batchSize && this.wakes === wakesBefore) {
+        await this.scheduleNextDue();
+        await this.sleep(this.options.idlePollMs);
+      }
+    }
+  }
+
+  /** Before an idle sleep: a wake-up when the next work falls due, when the stage can tell. */
+  private async scheduleNextDue(): Promise<void> {
+    if (!this.options.nextDue || this.stopping) return;
+    try {
+      const at = await this.options.nextDue();
+      // Not at once for work due already (rows another worker is claiming this moment): the claim just missed them.
+      if (at !== undefined) this.wakeAt(Math.max(at, Date.now() + DUE_AGAIN_MS));
+    } catch (error) {
+      this.options.logger.warn({ code: (error as { code?: unknown }).code, stage: this.options.name }, 'reading when work falls due failed');
     }
   }
 

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedClinicAccount } from '../../src/emdr/clients.js';
 import { startCallbackReceiver, SUCCESS, type CallbackReceiver } from '../support/callback-receiver.js';
 import { responseProblems } from '../support/contract.js';
-import { addClinic, authHeaders, openKnex, post, registerBody } from '../support/emdr.js';
+import { addClinic, authHeaders, FIXTURE_XML, openKnex, post, registerBody } from '../support/emdr.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { until } from '../support/until.js';
 
@@ -145,7 +145,7 @@ describe('POST /api/messages/{queueMessageId}/replay', () => {
     expect(again.body.errors[0].code).toBe('NOTHING_TO_REPLAY');
   });
 
-  it('answers 409 with the registry\'s code, and replays nothing, when a dropped file can no longer be fetched for the clinic', async () => {
+  it('replays a failed file callback with the file it kept, even once the document became another organization\'s: the version the clinic was allowed', async () => {
     const registered = await register(clinic);
     const done = await until('the document registered', () => stateOf(registered), (state) => state.state === 'completed');
     const emdrId = done.emdrId as string;
@@ -155,16 +155,18 @@ describe('POST /api/messages/{queueMessageId}/replay', () => {
     await until('the file callback failed', () => stateOf(queueMessageId), (state) => state.callbacks[1]?.state === 'failed');
     const knex = openKnex(service.databaseUrl);
     try {
-      // The copy of the file went with the failed callback; now the document is another organization's and another patient's.
-      await until('the copy dropped', () => knex('emdr_requests').where({ queue_message_id: queueMessageId }).first('document'), (row) => row.document === null);
+      // The registry's record changes meanwhile; the kept copy is what was delivered under the access rule then.
       await knex('emdr_registry_documents').where({ emdr_id: emdrId }).update({ organization: '1.2.643.5.1.13.13.12.2.77.1', patient_snils: '08765432110' });
+      receiver.reply = () => SUCCESS;
+      const replayed = await replay(queueMessageId);
+      expect(replayed.status).toBe(202);
+      await until('the file callback delivered', () => stateOf(queueMessageId), (state) => state.callbacks[1]?.state === 'delivered');
+      const files = receiver.received.filter((callback) => callback.name === 'SendDocumentFileResultResponse' && callback.body.queueMessageId === queueMessageId);
+      expect(Buffer.from((files.at(-1)!.body.document as { content: string }).content, 'base64').equals(FIXTURE_XML)).toBe(true);
+      // Delivered, the copy goes.
+      await until('the copy dropped', () => knex('emdr_requests').where({ queue_message_id: queueMessageId }).first('document'), (row) => row.document === null);
     } finally {
       await knex.destroy();
     }
-    receiver.reply = () => SUCCESS;
-    const refused = await replay(queueMessageId);
-    expect(refused.status).toBe(409);
-    expect(refused.body.errors).toEqual([{ code: 'REGISTRY_ITEM_NOT_FOUND', message: 'the document can no longer be fetched for this clinic: no registry item with this emdrId' }]);
-    expect((await stateOf(queueMessageId)).callbacks[1].state).toBe('failed');
   });
 });

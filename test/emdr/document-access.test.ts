@@ -3,15 +3,17 @@ import type { Knex } from 'knex';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedClinicAccount } from '../../src/emdr/clients.js';
 import type { Sql } from '../../src/db/sql.js';
-import { AcceptanceStage } from '../../src/emdr/pipeline/accept.js';
-import { FulfilmentStage } from '../../src/emdr/pipeline/fulfil.js';
+import { AcceptanceStage } from '../../src/emdr/pipeline/acceptance.js';
 import { DocumentCheckPool } from '../../src/emdr/pipeline/document-check.js';
+import { OutcomeRecorder } from '../../src/emdr/pipeline/outcome.js';
+import { SubmissionStage } from '../../src/emdr/pipeline/submission.js';
 import { BuiltInRegistry } from '../../src/emdr/registry/built-in.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { startCallbackReceiver, SUCCESS, type CallbackReceiver, type ReceivedCallback } from '../support/callback-receiver.js';
 import { addClinic, authHeaders, FIXTURE_XML, openKnex, ORGANIZATION, post, registerBody, VALID_SNILS } from '../support/emdr.js';
 import { openSql } from '../support/database.js';
 import { startTestService, type TestService } from '../support/service.js';
+import { until } from '../support/until.js';
 
 /** Who may demand and find a registered document (specs/openapi.yaml, DemandContent and SearchRegistryItem). */
 
@@ -200,15 +202,24 @@ describe('a newer version of another patient, registered between acceptance and 
     await knex('emdr_registry_documents').insert(registryRow('26.01.000000001', '11223344595', 1));
     const clinic = await addClinic(api, receiver.url, { organizations: [OTHER_ORGANIZATION] });
     const { body: ack } = await post(api.publicUrl, '/api/DemandContent', authHeaders(clinic), { emdrId: '26.01.000000001', patientSnils: VALID_SNILS });
-    const context = { sql, registry: new BuiltInRegistry(sql, { latencyMs: 0, fail: false }), retryScheduleMs: [0], logger: createLogger('silent'), dataKey: api.dataKey, xmlCheckTimeoutMs: 10_000, leaseMs: 30_000 };
+    const logger = createLogger('silent');
+    const registry = new BuiltInRegistry(sql, { latencyMs: 0, fail: false, logger });
+    const context = { sql, registry, retryScheduleMs: [0], logger, dataKey: api.dataKey, xmlCheckTimeoutMs: 10_000, leaseMs: 30_000, deadlineMs: 60_000 };
     const acceptance = new AcceptanceStage(context, documents);
-    expect(await acceptance.process(await acceptance.claim(10))).toBe(1);
+    expect((await acceptance.process(await acceptance.claim(10))).moved).toEqual(new Set([ack.queueMessageId]));
     expect(await knex('emdr_requests').where({ queue_message_id: ack.queueMessageId }).first('state')).toEqual({ state: 'accepted' });
 
     await knex('emdr_registry_documents').insert({ ...registryRow('26.01.000000002', '08765432110', 2), replaces: '26.01.000000001' });
     await knex('emdr_registry_documents').where({ emdr_id: '26.01.000000001' }).update({ superseded_by: '26.01.000000002' });
-    const fulfilment = new FulfilmentStage(context);
-    await fulfilment.process(await fulfilment.claim(10));
+    const submission = new SubmissionStage(context);
+    await submission.process(await submission.claim(10));
+    // The registry answers: the current version, now the other patient's.
+    const answering = await registry.receive(new OutcomeRecorder(context, () => undefined));
+    try {
+      await until('the request ends', () => knex('emdr_requests').where({ queue_message_id: ack.queueMessageId }).first('state'), (row) => row.state !== 'submitted');
+    } finally {
+      await answering.stop();
+    }
 
     const request = await knex('emdr_requests').where({ queue_message_id: ack.queueMessageId }).first('state', 'errors', 'document', 'signature');
     expect(request).toEqual({ state: 'failed', errors: [{ code: 'REGISTRY_ITEM_NOT_FOUND', message: 'no registry item with this emdrId' }], document: null, signature: null });

@@ -107,6 +107,17 @@ describe('RegisterDocument then DemandContent', () => {
     });
   });
 
+  it('registers documents sent together (one batch of the registry) each under an emdrId of its own', async () => {
+    const sent = await Promise.all(Array.from({ length: 6 }, () => register()));
+    const results = await Promise.all(sent.map(async ({ queueMessageId }) => (await callbacksOf(queueMessageId, 2))[1]!.body));
+    expect(results.every((result) => result.status === 'success')).toBe(true);
+    expect(new Set(results.map((result) => result.emdrId)).size).toBe(6);
+    // Demanded together, each file arrives whole: the registry's answer may overtake the submission's commit.
+    const demands = await Promise.all(results.map((result) => post(service.publicUrl, '/api/DemandContent', authHeaders(clinic), { emdrId: result.emdrId })));
+    const files = await Promise.all(demands.map(async (demand) => (await callbacksOf(demand.body.queueMessageId as string, 2))[1]!.body.document as { content?: string }));
+    for (const file of files) expect(Buffer.from(file.content ?? '', 'base64').equals(FIXTURE_XML)).toBe(true);
+  });
+
   it('serves the current version when a newer version replaced the demanded one', async () => {
     const first = await register();
     const firstId = (await callbacksOf(first.queueMessageId, 2))[1]!.body.emdrId as string;

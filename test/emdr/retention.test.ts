@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRetention } from '../../src/db/retention.js';
 import { ehrPurgeSteps } from '../../src/ehr/retention.js';
+import { emdrPurgeSteps } from '../../src/emdr/retention.js';
 import type { CreatedClinicAccount } from '../../src/emdr/clients.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { runCli } from '../support/cli.js';
@@ -66,7 +67,7 @@ describe("a request's copy of the files", () => {
     await until('request files', () => requestFileBytes(knex, ack.queueMessageId), (bytes) => bytes === 0);
   });
 
-  it('of a DemandContent is kept while its file callback is retried, dropped when it failed for good, and fetched again for a replay', async () => {
+  it('of a DemandContent is kept while its file callback is retried and after it failed for good, sent again by a replay, and dropped once delivered', async () => {
     const { body: registration } = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody());
     const emdrId = (await callbacksOf(registration.queueMessageId, 2))[1]!.body.emdrId as string;
     let refusing = true;
@@ -82,7 +83,9 @@ describe("a request's copy of the files", () => {
     expect(await callbackStates(demand.queueMessageId)).toEqual(['delivered', 'pending']);
     expect(await requestFileBytes(knex, demand.queueMessageId)).toBeGreaterThan(0);
     await until('callback states', () => callbackStates(demand.queueMessageId), (states) => states[1] === 'failed');
-    expect(await requestFileBytes(knex, demand.queueMessageId)).toBe(0);
+    // Failed for good, the file callback keeps its file: the sweep of ended requests leaves it too.
+    await purgeFilesNow(service.databaseUrl);
+    expect(await requestFileBytes(knex, demand.queueMessageId)).toBeGreaterThan(0);
 
     refusing = false;
     const before = of(demand.queueMessageId)(receiver.received).length;
@@ -99,6 +102,16 @@ describe("a request's copy of the files", () => {
     expect(receiver.schemaViolations).toEqual([]);
   });
 });
+
+/** One round of the retention's sweep of request files, as the worker runs it. */
+async function purgeFilesNow(databaseUrl: string): Promise<void> {
+  const sql = openSql(databaseUrl);
+  try {
+    await sql.transaction((trx) => emdrPurgeSteps[0]!.purge(trx, new Date(), 1000));
+  } finally {
+    await sql.pool.end();
+  }
+}
 
 describe('RETENTION', () => {
   let service: TestService;

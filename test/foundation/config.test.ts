@@ -1,7 +1,32 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, parseDuration, parseSize } from '../../src/config/config.js';
 
+/** What REGISTRY=remd needs, valid. */
+const REMD = {
+  REGISTRY: 'remd',
+  REMD_URL: 'https://remd.example/port/emdr',
+  REMD_CLIENT_ENTITY_ID: '17c74e63-dc38-438d-a27a-a1aa063ee7b8',
+  REMD_ALLOWED_SOURCES: '10.1.2.3, 10.2.0.0/16, 2001:db8::/32',
+};
+
 describe('config', () => {
+  it('uses the built-in registry by default, answering at once, with a 14-day deadline; REGISTRY=remd reads the REMD_* variables', () => {
+    expect(loadConfig({})).toMatchObject({ registry: 'builtin', registryDeadlineMs: 14 * 86_400_000, registryAnswerDelayMs: 0, remd: undefined });
+    expect(loadConfig(REMD).remd).toEqual({
+      url: 'https://remd.example/port/emdr',
+      clientEntityId: '17c74e63-dc38-438d-a27a-a1aa063ee7b8',
+      callbackHost: '127.0.0.1',
+      callbackPort: 8082,
+      allowedSources: [
+        { address: '10.1.2.3', prefix: 32, family: 'ipv4' },
+        { address: '10.2.0.0', prefix: 16, family: 'ipv4' },
+        { address: '2001:db8::', prefix: 32, family: 'ipv6' },
+      ],
+    });
+    // The REMD_* variables matter only with REGISTRY=remd.
+    expect(loadConfig({ REMD_URL: 'nonsense' }).remd).toBeUndefined();
+  });
+
   it('has the documented defaults', () => {
     const config = loadConfig({});
     expect(config.port).toBe(8080);
@@ -139,6 +164,16 @@ describe('config', () => {
     [{ INTERNAL_AUTH_MAX_FAILURES: '0' }, 'INTERNAL_AUTH_MAX_FAILURES'],
     [{ INTERNAL_AUTH_MAX_FAILURES: 'ten' }, 'INTERNAL_AUTH_MAX_FAILURES'],
     [{ INTERNAL_AUTH_FAILURE_WINDOW: '500ms' }, 'INTERNAL_AUTH_FAILURE_WINDOW'],
+    [{ REGISTRY: 'federal' }, 'REGISTRY'],
+    [{ REGISTRY_DEADLINE: '500ms' }, 'REGISTRY_DEADLINE'],
+    [{ REGISTRY_ANSWER_DELAY: 'later' }, 'REGISTRY_ANSWER_DELAY'],
+    [{ ...REMD, REMD_URL: undefined }, 'REMD_URL'],
+    [{ ...REMD, REMD_URL: 'ftp://registry.example/port/emdr' }, 'REMD_URL'],
+    [{ ...REMD, REMD_CLIENT_ENTITY_ID: 'gateway' }, 'REMD_CLIENT_ENTITY_ID'],
+    [{ ...REMD, REMD_ALLOWED_SOURCES: undefined }, 'REMD_ALLOWED_SOURCES'],
+    [{ ...REMD, REMD_ALLOWED_SOURCES: '10.0.0.0/33' }, 'REMD_ALLOWED_SOURCES'],
+    [{ ...REMD, REMD_ALLOWED_SOURCES: 'registry.example' }, 'REMD_ALLOWED_SOURCES'],
+    [{ ...REMD, REMD_CALLBACK_PORT: '70000' }, 'REMD_CALLBACK_PORT'],
   ])('rejects %o naming %s', (env, variable) => {
     let thrown: unknown;
     try {

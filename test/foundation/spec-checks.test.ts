@@ -132,7 +132,7 @@ describe('spec checks of make test', () => {
       [
         addMember('RegisterDocumentAcknowledgement', 'probe'),
         addMember('SendRegisterDocumentResultResponse', 'probe'),
-        (spec: string) => edited(spec, 'x-extensible-enum: [received, rejected, accepted, completed, failed]', 'x-extensible-enum: [received, rejected, accepted, completed, failed, archived]'),
+        (spec: string) => edited(spec, 'x-extensible-enum: [received, rejected, accepted, submitted, completed, failed]', 'x-extensible-enum: [received, rejected, accepted, submitted, completed, failed, archived]'),
         (spec: string) => edited(spec, 'x-extensible-enum: [success, error]', 'x-extensible-enum: [success, error, partial]'),
       ].reduce((spec, edit) => edit(spec), text),
     );
@@ -146,7 +146,7 @@ describe('spec checks of make test', () => {
       [
         (spec: string) => edited(spec, /(\n    RegisterDocumentAcknowledgement:\n      title: RegisterDocumentAcknowledgement\n      type: object\n      additionalProperties: )true/, '$1false'),
         (spec: string) => edited(spec, 'x-extensible-enum: [success, error]', 'enum: [success, error]'),
-        (spec: string) => edited(spec, 'x-extensible-enum: [received, rejected, accepted, completed, failed]', 'enum: [received, rejected, accepted, completed, failed]'),
+        (spec: string) => edited(spec, 'x-extensible-enum: [received, rejected, accepted, submitted, completed, failed]', 'enum: [received, rejected, accepted, submitted, completed, failed]'),
       ].reduce((spec, edit) => edit(spec), text),
     );
     await editOpenApi((text) =>

@@ -1,5 +1,6 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { STAGES } from '../../src/emdr/pipeline/lifecycle.js';
 import { statement } from '../../src/db/sql.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { runInRequest } from '../../src/logging/request-context.js';
@@ -77,7 +78,8 @@ describe('metrics, audit trail and request ids', () => {
     expect(sample(text, 'ehr_gateway_callback_attempts_total', { callback: 'SendRegisterDocumentResponse' })).toBe(1);
     expect(sample(text, 'ehr_gateway_callback_deliveries_total', { callback: 'SendRegisterDocumentResponse' })).toBe(1);
     expect(sample(text, 'ehr_gateway_callback_deliveries_total', { callback: 'SendRegisterDocumentResultResponse' })).toBe(1);
-    for (const queue of ['acceptance', 'registry', 'delivery']) {
+    // One queue per stage of the lifecycle (src/emdr/pipeline/lifecycle.ts).
+    for (const queue of Object.keys(STAGES)) {
       expect(sample(text, 'ehr_gateway_queue_depth', { queue })).toBe(0);
       expect(sample(text, 'ehr_gateway_queue_claimable', { queue })).toBe(0);
       expect(sample(text, 'ehr_gateway_queue_oldest_age_seconds', { queue })).toBe(0);

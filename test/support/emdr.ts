@@ -3,7 +3,7 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import knexFactory, { type Knex } from 'knex';
 import { createClinicAccount, type CreatedClinicAccount } from '../../src/emdr/clients.js';
-import { decodeBase64Strict } from '../../src/emdr/pipeline/acceptance.js';
+import { decodeBase64Strict } from '../../src/emdr/values.js';
 import { responseProblems } from './contract.js';
 import { testSignatureOf } from './signing.js';
 

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { closedLoop, httpRequest } from '../lib/http-load.js';
 import { registerDocumentBody, signedDocument, xmlOfSize, type SignatureKind, type SignedDocument } from '../lib/documents.js';
 import { cpuMs, postgresCpuMs } from '../lib/processes.js';
+import { withClient } from '../lib/database.js';
 import { median, round1, type BenchContext, type Measured, type Row } from '../lib/scenario.js';
 import { addClinic, clinicHeaders, newDataKey, startReceiver, startService, type BenchClinic, type Receiver } from '../lib/service.js';
 import { ACK_DOCUMENT_BYTES, expectAcknowledgement } from './register-document.js';
@@ -14,7 +15,9 @@ import { ACK_DOCUMENT_BYTES, expectAcknowledgement } from './register-document.j
  * order: documents GOST-256-signed (the real path, the one the targets judge) and RSA-signed (the same
  * pipeline without our GOST arithmetic, verified by Node's OpenSSL), so the pipeline's own cost and
  * the signature check's show apart. Then, with the service idle, GOST-signed documents one at a time:
- * acknowledgement → result callback.
+ * acknowledgement → result callback. The database's committed transactions (pg_stat_database) are
+ * counted per document of a throughput run (nearly every statement of the pipeline is a transaction
+ * of its own) and per second once the service is idle (what its loops cost when nothing happens).
  */
 
 const KINDS: readonly SignatureKind[] = ['gost', 'rsa'];
@@ -49,8 +52,27 @@ async function quiesce(receiver: Receiver, quietMs: number): Promise<void> {
   }
 }
 
+/**
+ * A backend reports its counters to pg_stat_database when it goes idle, at most every second, and an
+ * idle one within 10 s (PGSTAT_IDLE_INTERVAL): counters are read after this long without work (a
+ * smoke run waits less: its figures are not read).
+ */
+const statsSettleMs = (context: BenchContext) => (context.smoke ? 1500 : 11_000);
+/** How long the idle service's transactions are counted. */
+const idleWindowMs = (context: BenchContext) => (context.smoke ? 3000 : 30_000);
+
+/** Transactions committed or rolled back in the database so far. */
+function transactions(databaseUrl: string): Promise<number> {
+  return withClient(databaseUrl, async (client) => {
+    const { rows } = await client.query<{ count: string }>('select xact_commit + xact_rollback as count from pg_stat_database where datname = current_database()');
+    return Number(rows[0]!.count);
+  });
+}
+
 interface Run {
   documentsPerSecond: number;
+  /** Database transactions per document (the idle loops' few during the run included). */
+  transactionsPerDocument: number;
   seconds: number;
   ackToResult: { p50: number; p99: number };
   cpuMsPerDocument: { worker: number; intake: number; postgres: number };
@@ -88,6 +110,7 @@ function latencies(arrivals: Array<[string, string, number]>, acks: Map<string, 
 async function throughputRun(
   context: BenchContext,
   pids: { intake: number; worker: number; postmaster: number | undefined },
+  databaseUrl: string,
   receiver: Receiver,
   clinic: BenchClinic,
   port: number,
@@ -99,6 +122,7 @@ async function throughputRun(
   const acks = acknowledgements();
   const cpu = async () => ({ intake: await cpuMs(pids.intake), worker: await cpuMs(pids.worker), postgres: pids.postmaster ? await postgresCpuMs(pids.postmaster) : NaN });
   const before = await cpu();
+  const transactionsBefore = await transactions(databaseUrl);
   const started = now();
   await closedLoop({
     port,
@@ -115,12 +139,15 @@ async function throughputRun(
   // Generous: the pipeline of before issue 10 took a quarter of a second per document.
   const complete = await waitForCallbacks(receiver, 2 * documents, Math.max(120_000, documents * 1000), 50);
   const after = await cpu();
+  await sleep(statsSettleMs(context));
+  const transactionsAfter = await transactions(databaseUrl);
   const arrivals = (await receiver.arrivals()).filter(([, id]) => acks.at.has(id));
   const last = Math.max(...arrivals.map(([, , at]) => at));
   const { values, orderViolations } = latencies(arrivals, acks.at);
   const seconds = (last - started) / 1000;
   return {
     documentsPerSecond: documents / seconds,
+    transactionsPerDocument: (transactionsAfter - transactionsBefore) / documents,
     seconds,
     ackToResult: { p50: percentile(values, 0.5), p99: percentile(values, 0.99) },
     cpuMsPerDocument: { worker: (after.worker - before.worker) / documents, intake: (after.intake - before.intake) / documents, postgres: (after.postgres - before.postgres) / documents },
@@ -158,7 +185,7 @@ export async function pipeline(context: BenchContext): Promise<Measured[]> {
     rounds: for (let round = 0; round < context.rounds; round += 1) {
       for (const kind of round % 2 === 0 ? KINDS : [...KINDS].reverse()) {
         context.log(`pipeline: ${context.pipelineDocuments} ${kind}-signed documents, round ${round + 1}`);
-        const run = await throughputRun(context, pids, receiver, clinic, intake.publicPort, documents[kind]);
+        const run = await throughputRun(context, pids, databaseUrl, receiver, clinic, intake.publicPort, documents[kind]);
         runs[kind].push(run);
         // A round that did not finish would leave its callbacks to the next: stop there.
         if (!run.complete) break rounds;
@@ -168,7 +195,9 @@ export async function pipeline(context: BenchContext): Promise<Measured[]> {
     context.log(`pipeline: ${idleCount} documents one at a time (idle)`);
     const idle = await idleRun(context, receiver, clinic, `http://127.0.0.1:${intake.publicPort}`, idleCount);
     const stats = await receiver.stats();
-    return [outcome(context, runs, idle, stats, context.database.postmasterPid !== undefined)];
+    context.log(`pipeline: counting the idle service's transactions for ${idleWindowMs(context) / 1000} s`);
+    const idleTransactionsPerSecond = await idleTransactions(context, databaseUrl);
+    return [outcome(context, runs, idle, idleTransactionsPerSecond, stats, context.database.postmasterPid !== undefined)];
   } finally {
     await intake.stop();
     await worker.stop();
@@ -176,9 +205,24 @@ export async function pipeline(context: BenchContext): Promise<Measured[]> {
   }
 }
 
+/** Transactions per second of the service with nothing to do (its measurement's own two included, negligible). */
+async function idleTransactions(context: BenchContext, databaseUrl: string): Promise<number> {
+  await sleep(statsSettleMs(context));
+  const before = await transactions(databaseUrl);
+  await sleep(idleWindowMs(context));
+  return ((await transactions(databaseUrl)) - before) / (idleWindowMs(context) / 1000);
+}
+
 const RSA_REFERENCE = 'pipeline without the GOST arithmetic';
 
-function outcome(context: BenchContext, allRuns: Record<SignatureKind, Run[]>, idle: { values: number[]; orderViolations: number }, stats: { badSignatures: number; duplicates: number }, postgresMeasured: boolean): Measured {
+function outcome(
+  context: BenchContext,
+  allRuns: Record<SignatureKind, Run[]>,
+  idle: { values: number[]; orderViolations: number },
+  idleTransactionsPerSecond: number,
+  stats: { badSignatures: number; duplicates: number },
+  postgresMeasured: boolean,
+): Measured {
   const runs = allRuns.gost;
   const pick = (get: (run: Run) => number, of = runs) => of.map((run) => round1(get(run)));
   const cpu = (get: (run: Run) => number, of = runs) => of.map((run) => +get(run).toFixed(2));
@@ -208,6 +252,8 @@ function outcome(context: BenchContext, allRuns: Record<SignatureKind, Run[]>, i
     { metric: 'ack → result p99 under that load, GOST-256-signed', unit: 'ms', service: median(pick((run) => run.ackToResult.p99)) },
     idleP50,
     { metric: 'ack → result p99, idle', unit: 'ms', service: round1(percentile(idle.values, 0.99)) },
+    { metric: 'database transactions per document, GOST-256-signed', unit: 'transactions', service: median(cpu((run) => run.transactionsPerDocument)), rounds: { service: cpu((run) => run.transactionsPerDocument) } },
+    { metric: 'database transactions per second, idle service (intake and worker)', unit: 'transactions/s', service: round1(idleTransactionsPerSecond) },
   ];
   const notes: string[] = [];
   const violations = [...runs, ...allRuns.rsa].reduce((sum, run) => sum + run.orderViolations, 0) + idle.orderViolations;

@@ -46,7 +46,7 @@ interface Message {
 
 const STORAGE_KEY = 'ehr-gateway-console';
 const text = pageStrings();
-const FILTER_QUERIES = ['', 'callbackState=failed', 'callbackState=pending', 'state=received', 'state=accepted', 'state=completed', 'state=rejected', 'state=failed'];
+const FILTER_QUERIES = ['', 'callbackState=failed', 'callbackState=pending', 'state=received', 'state=accepted', 'state=submitted', 'state=completed', 'state=rejected', 'state=failed'];
 const FILTERS = FILTER_QUERIES.map((query, index) => [text.filters[index]!, query] as const);
 const PAGE_SIZE = 20;
 

@@ -5,7 +5,7 @@ import { statement, type Sql } from '../../db/sql.js';
 import { AuditTrail, clientColumns } from '../../audit/trail.js';
 import { currentRequest } from '../../logging/request-context.js';
 import { streamedBytes } from '../../memory/garbage.js';
-import { isStrictBase64, snilsDigits } from '../pipeline/acceptance.js';
+import { isStrictBase64, snilsDigits } from '../values.js';
 import { base64MemberOf } from './base64-member.js';
 import { bodyHash } from './body-hash.js';
 import { authenticateClinic, type ClinicAccount } from '../clients.js';
@@ -14,7 +14,7 @@ import { ApiError } from '../errors.js';
 import type { OperationHandler, OperationRequest, SecurityHandler } from './router.js';
 import { messageState } from '../messages.js';
 import type { DemandMetadata, RegisterMetadata } from '../pipeline/requests.js';
-import type { RegistryPort } from '../registry/port.js';
+import { RegistryUnavailableError, type RegistryPort } from '../registry/port.js';
 
 type RegisterDocumentRequest = components['schemas']['RegisterDocumentRequest'];
 type RegisterDocumentAcknowledgement = components['schemas']['RegisterDocumentAcknowledgement'];
@@ -33,6 +33,8 @@ export interface EmdrHandlerDependencies {
 }
 
 const SEARCH_LIMIT = 100;
+/** Seconds a clinic is told to wait when the registry cannot be reached for a search. */
+const REGISTRY_RETRY_AFTER_SECONDS = 30;
 
 function header(request: IncomingMessage, name: string): string | undefined {
   const value = request.headers[name.toLowerCase()];
@@ -287,12 +289,18 @@ class EmdrHandlers {
     const clinic = this.clinicOf(request);
     const body = request.body as SearchRegistryItemRequest;
     // By the patient's SNILS: every organization's items (how another МИС's emdrId is found); else the clinic's own organizations'.
-    const items = await this.dependencies.registry.search({
-      ...body,
-      ...(body.patientSnils === undefined ? {} : { patientSnils: snilsDigits(body.patientSnils) }),
-      ...(body.patientSnils !== undefined || clinic.organizations === null ? {} : { organizations: clinic.organizations }),
-      limit: SEARCH_LIMIT,
-    });
+    const items = await this.dependencies.registry
+      .search({
+        ...body,
+        ...(body.patientSnils === undefined ? {} : { patientSnils: snilsDigits(body.patientSnils) }),
+        ...(body.patientSnils !== undefined || clinic.organizations === null ? {} : { organizations: clinic.organizations }),
+        limit: SEARCH_LIMIT,
+      })
+      .catch((error: unknown) => {
+        // The registry (РЭМД) out of reach: the clinic retries, as when the database is.
+        if (!(error instanceof RegistryUnavailableError)) throw error;
+        throw new ApiError(503, [{ code: 'SERVICE_UNAVAILABLE', message: 'the registry cannot be reached right now; retry after the seconds in Retry-After' }], { 'Retry-After': String(REGISTRY_RETRY_AFTER_SECONDS) });
+      });
     await this.audit.record({ action: 'SearchRegistryItem', businessId: clinic.businessId, outcome: 'ok' });
     const answer: SearchRegistryItemResponse = { items };
     return { status: 200, body: answer };

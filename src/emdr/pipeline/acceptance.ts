@@ -1,119 +1,78 @@
-import type { Queryable } from '../../db/sql.js';
-import type { CallbackErrorItem } from '../codes.js';
-import { instantMs } from '../instant.js';
-import type { NamedSignature } from '../signatures/verify.js';
-import { CHAIN_NOT_CHECKED, type DocumentCheckPool } from './document-check.js';
-import { requestFileSlices } from './request-files.js';
-import type { RegisterMetadata } from './requests.js';
+import { retryDelayMs } from '../../work/stage.js';
+import type { DocumentCheckPool } from './document-check.js';
+import type { AcceptanceFindings, ClaimedForAcceptance } from './operation-handler.js';
+import { OPERATION_HANDLERS } from './operations.js';
+import type { PipelineContext } from './requests.js';
+import { withErrors } from './requests.js';
+import { claimRequests, extendRequests, RELEASE_REQUESTS, settle, type Settled, type Settlement } from './transitions.js';
 
 /**
- * The acceptance checks of a RegisterDocument request that need no registry: each a named step of
- * registerDocumentAcceptance (at the end of this file), on what the acceptance stage claimed.
+ * The acceptance stage: a batch of received requests claimed in one statement (with what the checks
+ * need: the clinic's organizations, a small document itself, whether the localUid was used before),
+ * checked by their operation's handler, then settled in one statement: each request accepted or
+ * rejected with its acceptance callback, which the delivery stage then sends.
  */
 
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+/** Documents up to this size come with the claim; larger ones are read in slices by the document check. */
+const INLINE_DOCUMENT_BYTES = 64 * 1024;
 
-/** Whether the text is standard base64, padded (Buffer.from alone would skip bad characters). */
-export function isStrictBase64(text: string): boolean {
-  return text.length % 4 === 0 && BASE64.test(text);
-}
+const CLAIM = claimRequests(
+  'acceptance',
+  `r.intake_errors, r.signature, r.personal_signatures,
+   coalesce(octet_length(r.document), 0) as document_size,
+   case when octet_length(r.document) <= $3 then r.document end as document,
+   (r.local_uid is not null and exists (
+      select 1 from emdr_requests e
+       where e.client_id = r.client_id and e.operation = 'RegisterDocument' and e.local_uid = r.local_uid
+         and e.queue_message_id <> r.queue_message_id and e.state <> 'rejected'
+         and (e.created_at < r.created_at or (e.created_at = r.created_at and e.queue_message_id < r.queue_message_id)))) as duplicate_local_uid`,
+);
+const EXTEND = extendRequests('acceptance');
 
-/** The bytes of standard, padded base64; undefined when the text is not that. */
-export function decodeBase64Strict(text: string): Buffer | undefined {
-  return isStrictBase64(text) ? Buffer.from(text, 'base64') : undefined;
-}
+export class AcceptanceStage {
+  constructor(
+    private readonly context: PipelineContext,
+    private readonly documents: DocumentCheckPool,
+  ) {}
 
-/** The 11 digits of a SNILS written as digits or as NNN-NNN-NNN NN. */
-export function snilsDigits(snils: string): string {
-  return snils.replace(/[^0-9]/g, '');
-}
+  readonly claim = (limit: number): Promise<ClaimedForAcceptance[]> => this.context.sql.rows<ClaimedForAcceptance>(CLAIM, [limit, this.context.leaseMs, INLINE_DOCUMENT_BYTES]);
 
-/**
- * SNILS check number: the first nine digits weighted 9..1, summed; below 100 the sum itself,
- * 100 and 101 give 00, above 101 the remainder of division by 101 (100 again giving 00).
- * Numbers up to 001-001-998 were issued without a meaningful check number.
- */
-export function snilsChecksumValid(snils: string): boolean {
-  const digits = snilsDigits(snils);
-  if (digits.length !== 11) return false;
-  const number = Number(digits.slice(0, 9));
-  if (number <= 1_001_998) return true;
-  let sum = 0;
-  for (let i = 0; i < 9; i += 1) sum += Number(digits[i]) * (9 - i);
-  let check = sum;
-  if (check > 101) check %= 101;
-  if (check === 100 || check === 101) check = 0;
-  return check === Number(digits.slice(9));
-}
+  readonly extend = (batch: ClaimedForAcceptance[]) => this.context.sql.run(EXTEND, [batch.map((request) => request.queue_message_id), this.context.leaseMs]);
 
-/** A RegisterDocument request as the acceptance stage claimed it. */
-export interface RegisterDocumentUnderCheck {
-  queueMessageId: string;
-  /** Files that were not base64 at intake: the request is rejected with these, unread. */
-  intakeErrors: CallbackErrorItem[] | null;
-  metadata: RegisterMetadata;
-  /** The document, when the claim brought it along (a small one); else it is read in slices. */
-  document: Buffer | null;
-  documentSize: number;
-  signature: Buffer | null;
-  personalSignatures: Array<{ signature: string }> | null;
-  /** An earlier request of the same clinic carries the same localUid (the claim's query looked). */
-  duplicateLocalUid: boolean;
-}
+  private findingsOf(request: ClaimedForAcceptance): Promise<AcceptanceFindings> {
+    const { sql, registry, xmlCheckTimeoutMs } = this.context;
+    return OPERATION_HANDLERS[request.operation].accept(request, { sql, registry, documents: this.documents, xmlCheckTimeoutMs });
+  }
 
-export interface AcceptanceCheckContext {
-  sql: Queryable;
-  documents: DocumentCheckPool;
-  xmlCheckTimeoutMs: number;
-}
-
-/** What the acceptance callback reports: errors (none: accepted) and warnings. */
-export interface AcceptanceFindings {
-  errors: CallbackErrorItem[];
-  warnings: CallbackErrorItem[];
-}
-
-/** The organization's signature and each personal one, named as the request names them. */
-function signaturesOf(request: RegisterDocumentUnderCheck): NamedSignature[] {
-  return [
-    { name: 'signature', bytes: request.signature ?? Buffer.alloc(0) },
-    ...(request.personalSignatures ?? []).map((item, index) => ({ name: `personalSignatures/${index}/signature`, bytes: Buffer.from(item.signature, 'base64') })),
-  ];
-}
-
-/**
- * XML_VALIDATION_ERROR unless the document is well-formed UTF-8 XML within the depth, time and
- * memory limits; and each signature verified over it (its structure, digest, value, certificate's
- * validity and, with a trust store, chain), each failure named. One read of the document serves both.
- */
-async function documentStep(context: AcceptanceCheckContext, request: RegisterDocumentUnderCheck): Promise<AcceptanceFindings> {
-  const document = request.document ?? requestFileSlices(context.sql, request.queueMessageId, 'document', request.documentSize);
-  const outcome = await context.documents.check(document, { timeoutMs: context.xmlCheckTimeoutMs, signatures: signaturesOf(request) });
-  return {
-    errors: [...(outcome.xmlFailure === undefined ? [] : [{ code: 'XML_VALIDATION_ERROR' as const, message: outcome.xmlFailure.slice(0, 300) }]), ...outcome.signatureFindings],
-    warnings: context.documents.checksChains ? [] : [CHAIN_NOT_CHECKED],
+  /** Checks the batch; settles what was decided, and puts back (for a later try) what failed to be checked. */
+  readonly process = async (batch: ClaimedForAcceptance[]): Promise<Settled> => {
+    const decided: Settlement[] = [];
+    const failed: ClaimedForAcceptance[] = [];
+    await Promise.all(
+      batch.map(async (request) => {
+        try {
+          decided.push(settlementOf(request, await this.findingsOf(request)));
+        } catch (error) {
+          this.context.logger.error({ err: error, queueMessageId: request.queue_message_id }, 'acceptance check failed; trying again later');
+          failed.push(request);
+        }
+      }),
+    );
+    for (const request of failed) await this.context.sql.run(RELEASE_REQUESTS, [[request.queue_message_id], retryDelayMs(request.claims, this.context.leaseMs)]);
+    return settle(this.context.sql, 'acceptance', decided);
   };
 }
 
-function snilsStep(request: RegisterDocumentUnderCheck): CallbackErrorItem[] {
-  return snilsChecksumValid(request.metadata.patientSnils) ? [] : [{ code: 'VALIDATION_ERROR', message: 'patientSnils: the check number does not match' }];
-}
-
-function creationDateStep(request: RegisterDocumentUnderCheck): CallbackErrorItem[] {
-  return instantMs(request.metadata.creationDateTime) > Date.now() ? [{ code: 'WRONG_CREATION_DATE', message: 'creationDateTime lies in the future' }] : [];
-}
-
-/** The earliest request with a localUid wins; later ones with another body are duplicates. */
-function uniquenessStep(request: RegisterDocumentUnderCheck): CallbackErrorItem[] {
-  return request.duplicateLocalUid ? [{ code: 'NOT_UNIQUE_PROVIDED_ID', message: 'a document with this localUid was already submitted by this clinic' }] : [];
-}
-
-/** The acceptance checks of a RegisterDocument, step by step: the errors for its acceptance callback (none: accepted), and its warnings. */
-export async function registerDocumentAcceptance(context: AcceptanceCheckContext, request: RegisterDocumentUnderCheck): Promise<AcceptanceFindings> {
-  if (request.intakeErrors && request.intakeErrors.length > 0) return { errors: request.intakeErrors, warnings: [] };
-  const document = await documentStep(context, request);
+/** Accepted, or rejected (a rejected request has ended: its copy of the files goes at once), with its acceptance callback. */
+function settlementOf(request: ClaimedForAcceptance, findings: AcceptanceFindings): Settlement {
+  const rejected = findings.errors.length > 0;
   return {
-    errors: [...document.errors, ...snilsStep(request), ...creationDateStep(request), ...uniquenessStep(request)],
-    warnings: document.warnings,
+    queueMessageId: request.queue_message_id,
+    operation: request.operation,
+    state: rejected ? 'rejected' : 'accepted',
+    errors: findings.errors,
+    keepFiles: !rejected,
+    callbackBase: request.callback_url,
+    payload: withErrors(OPERATION_HANDLERS[request.operation].acceptancePayload(request, findings), findings.errors),
   };
 }

@@ -56,6 +56,3 @@ export function requestFileSlices(sql: Queryable, queueMessageId: string, file: 
 export async function* requestFileBase64Slices(sql: Queryable, queueMessageId: string, file: RequestFile, size: number): AsyncGenerator<Buffer> {
   for await (const slice of slicesOf<string>(sql, queueMessageId, file, size, 'base64')) yield Buffer.from(slice, 'latin1');
 }
-
-/** The length of the base64 of `bytes` bytes (padded). */
-export const base64Length = (bytes: number) => 4 * Math.ceil(bytes / 3);

@@ -1,15 +1,31 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { statement, type Sql } from '../../db/sql.js';
+import type { Logger } from '../../logging/logger.js';
+import { Stage } from '../../work/stage.js';
 import { instantMs } from '../instant.js';
-import type { DocumentOwner, FetchOutcome, RegistrationInput, RegistrationOutcome, RegistryItem, RegistryPort, RegistrySearch } from './port.js';
+import type {
+  DemandSubmission,
+  DocumentOwner,
+  OutcomeSink,
+  RegistrationSubmission,
+  RegistryErrorItem,
+  RegistryItem,
+  RegistryOutcome,
+  RegistryPort,
+  RegistrySearch,
+  Submission,
+} from './port.js';
 
 export interface BuiltInRegistryOptions {
   latencyMs: number;
   /** Test switch: refuse every registration and file request with RUNTIME_ERROR. */
   fail: boolean;
+  /** How long after a submission the registry answers (REGISTRY_ANSWER_DELAY). */
+  answerDelayMs?: number;
+  /** The lease of a batch of answers in hand (JOB_EXPIRY). */
+  leaseMs?: number;
+  logger?: Logger;
 }
-
-const PG_UNIQUE_VIOLATION = '23505';
 
 /** `current_version`: the row of the newest version of the document registered as `$1` (its `superseded_by` chain followed). */
 const CURRENT_VERSION = `
@@ -33,38 +49,85 @@ function toItem(row: Record<string, unknown>): RegistryItem {
   };
 }
 
+/** The registry's answer to a registration, as JSON built by the database: `{ok, registration}`. */
+const REGISTERED = (row: string) =>
+  `jsonb_build_object('ok', true, 'registration', jsonb_build_object('emdrId', ${row}.emdr_id,
+     'registrationDateTime', to_char(${row}.registration_date_time at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')))`;
+const NOT_UNIQUE: RegistryErrorItem = { code: 'NOT_UNIQUE_PROVIDED_ID', message: 'a document with this localUid is already registered for the organization' };
+
 /**
- * The default registry: keeps registered documents in emdr_registry_documents of the service's own
- * database and acts as the providing archive too. emdrIds are `YY.MM.NNNNNNNNN` from a sequence;
- * a document that `replaces` the current version of another becomes its next version.
+ * Registers documents ($1 to $9, one element each) with the files of the gateway requests that
+ * submitted them (the message id is the queueMessageId; copied by the database), and queues each
+ * answer (due in $10 ms): the registration, or the earlier one of the same message (a repeated
+ * submission), or $11, NOT_UNIQUE_PROVIDED_ID, when the organization registered the localUid.
  */
-/** Registers a document with the files of gateway request $1 = $10 (copied by the database); nothing when that request registered one already. */
-const INSERT_DOCUMENT = statement(
-  'registry_insert_document',
-  `insert into emdr_registry_documents
-     (emdr_id, request_key, local_uid, kind, organization, patient_snils, document_number, creation_date_time,
-      registration_date_time, version, replaces, file_name, content, signature, personal_signatures)
-   select n.id, $1, $2, $3, $4, $5, $6, to_timestamp($7 / 1000.0), now(), $8, $9, n.id || '.xml', r.document, r.signature, r.personal_signatures
-     from (select to_char(now(), 'YY.MM.') || lpad(nextval('emdr_registry_number')::text, 9, '0') as id) n,
-          emdr_requests r
-    where r.queue_message_id = $10::uuid
-   on conflict (request_key) do nothing
-   returning emdr_id, registration_date_time`,
+const REGISTER = statement(
+  'registry_register',
+  `with input as (
+     select * from unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::float8[], $8::int[], $9::text[])
+         as t(message_id, local_uid, kind, organization, patient_snils, document_number, creation_ms, version, replaces)
+   ),
+   numbered as (
+     -- nextval in the select list: a number per row
+     select i.*, to_char(now(), 'YY.MM.') || lpad(nextval('emdr_registry_number')::text, 9, '0') as emdr_id from input i
+   ),
+   inserted as (
+     insert into emdr_registry_documents
+       (emdr_id, request_key, local_uid, kind, organization, patient_snils, document_number, creation_date_time,
+        registration_date_time, version, replaces, file_name, content, signature, personal_signatures)
+     select n.emdr_id, n.message_id::text, n.local_uid, n.kind, n.organization, n.patient_snils, n.document_number, to_timestamp(n.creation_ms / 1000.0),
+            now(), n.version, n.replaces, n.emdr_id || '.xml', r.document, r.signature, r.personal_signatures
+       from numbered n join emdr_requests r on r.queue_message_id = n.message_id
+     on conflict do nothing
+     returning request_key, emdr_id, registration_date_time
+   ),
+   earlier as (select d.request_key, d.emdr_id, d.registration_date_time from emdr_registry_documents d join input i on d.request_key = i.message_id::text)
+   insert into emdr_registry_answers (message_id, outcome, available_at)
+   select i.message_id,
+          coalesce((select ${REGISTERED('x')} from inserted x where x.request_key = i.message_id::text),
+                   (select ${REGISTERED('e')} from earlier e where e.request_key = i.message_id::text), $11::jsonb),
+          now() + $10 * interval '1 millisecond'
+     from input i
+   on conflict (message_id) do nothing`,
 );
-const EARLIER = statement('registry_earlier', 'select emdr_id, registration_date_time, version from emdr_registry_documents where request_key = $1');
+const EARLIER = statement('registry_earlier', 'select emdr_id from emdr_registry_documents where request_key = $1');
 const LOCK_REPLACED = statement('registry_lock_replaced', 'select organization, superseded_by, version from emdr_registry_documents where emdr_id = $1 for update');
 const SUPERSEDE = statement('registry_supersede', 'update emdr_registry_documents set superseded_by = $2 where emdr_id = $1');
+const ANSWER = statement(
+  'registry_answer',
+  `insert into emdr_registry_answers (message_id, outcome, available_at) values ($1, $2, now() + $3 * interval '1 millisecond') on conflict (message_id) do nothing`,
+);
 const OWNER = statement('registry_current_owner', `with recursive ${CURRENT_VERSION} select organization, patient_snils from current_version`);
+/** The current version's files copied into the gateway request $2 that demanded it (not twice), and what it is. */
 const FETCH = statement(
   'registry_fetch_current',
   `with recursive ${CURRENT_VERSION},
    stored as (
      update emdr_requests r set document = v.content, signature = v.signature
        from current_version v
-      where r.queue_message_id = $2::uuid
+      where r.queue_message_id = $2::uuid and r.document is null
    )
    select emdr_id, local_uid, kind, version, file_name, organization, patient_snils from current_version`,
 );
+/**
+ * The answers due, leased for $2 ms (up to $1), after the ones answered before ($3) are deleted: the
+ * delete rides on the next claim, and an answer handed over twice (a worker stopped in between) is
+ * recorded once (the sink is idempotent).
+ */
+const CLAIM_ANSWERS = statement(
+  'registry_claim_answers',
+  `with answered as (
+     delete from emdr_registry_answers where message_id = any($3::uuid[])
+   ),
+   due as (
+     select message_id from emdr_registry_answers where available_at <= now() order by available_at limit $1 for update skip locked
+   )
+   update emdr_registry_answers a set available_at = now() + $2 * interval '1 millisecond'
+     from due d where a.message_id = d.message_id and a.message_id <> all($3::uuid[])
+   returning a.message_id::text, a.outcome`,
+);
+const EXTEND_ANSWERS = statement('registry_extend_answers', `update emdr_registry_answers set available_at = now() + $2 * interval '1 millisecond' where message_id = any($1::uuid[])`);
+const NEXT_ANSWER = statement('registry_next_answer', 'select (extract(epoch from min(available_at)) * 1000)::float8 as at from emdr_registry_answers');
 const SEARCH = statement(
   'registry_search',
   `select emdr_id, local_uid, kind, organization, registration_date_time, version from emdr_registry_documents
@@ -76,14 +139,28 @@ const SEARCH = statement(
     order by registration_date_time desc limit $8`,
 );
 
-type Registered = { emdr_id: string; registration_date_time: Date };
+/** A queued answer: a registration's outcome, or a demand whose file is fetched when the answer falls due. */
+type StoredAnswer = Omit<Extract<RegistryOutcome, { ok: true; registration: unknown }>, 'messageId'> | { ok: false; errors: RegistryErrorItem[] } | { ok: true; demand: string };
+
+const ANSWER_BATCH = 64;
+/** Answers due come from this process's submissions (it wakes its loop) or, after a worker stopped, back from its lease: looked for this often. */
+const ANSWER_IDLE_POLL_MS = 60_000;
+const FAILING: RegistryErrorItem[] = [{ code: 'RUNTIME_ERROR', message: 'the registry failed (REGISTRY_FAIL is set)' }];
 
 /**
  * The default registry: keeps registered documents in emdr_registry_documents of the service's own
  * database and acts as the providing archive too. emdrIds are `YY.MM.NNNNNNNNN` from a sequence;
- * a document that `replaces` the current version of another becomes its next version.
+ * a document that `replaces` the current version of another becomes its next version. It answers
+ * as the federal registry does, asynchronously: a submission queues its answer in
+ * emdr_registry_answers, due REGISTRY_ANSWER_DELAY later, and the worker role's answer loop hands
+ * the answers due to the outcome sink, the path of РЭМД's answers too.
  */
 export class BuiltInRegistry implements RegistryPort {
+  private answering: Stage<{ message_id: string; outcome: StoredAnswer }> | undefined;
+  /** Registrations submitted in this turn of the event loop: registered together, in one statement. */
+  private queued: Array<{ submission: RegistrationSubmission; done: (error?: unknown) => void }> = [];
+  private flushScheduled = false;
+
   constructor(
     private readonly sql: Sql,
     private readonly options: BuiltInRegistryOptions,
@@ -93,70 +170,111 @@ export class BuiltInRegistry implements RegistryPort {
     if (this.options.latencyMs > 0) await sleep(this.options.latencyMs);
   }
 
-  private insertValues(input: RegistrationInput, version: number): unknown[] {
-    return [input.requestKey, input.localUid, input.kind, input.organization, input.patientSnils, input.documentNumber ?? null, instantMs(input.creationDateTime), version, input.replaces ?? null, input.requestKey];
+  private get answerDelayMs(): number {
+    return this.options.answerDelayMs ?? 0;
   }
 
-  async register(input: RegistrationInput): Promise<RegistrationOutcome> {
+  /** Queues an answer and wakes this process's answer loop when it falls due. */
+  private async answer(messageId: string, outcome: StoredAnswer): Promise<Submission> {
+    await this.sql.run(ANSWER, [messageId, JSON.stringify(outcome), this.answerDelayMs]);
+    this.answered();
+    return { accepted: true };
+  }
+
+  private answered(): void {
+    if (this.answerDelayMs === 0) this.answering?.wake();
+    else this.answering?.wakeAt(Date.now() + this.answerDelayMs);
+  }
+
+  async submitRegistration(input: RegistrationSubmission): Promise<Submission> {
     await this.delay();
-    if (this.options.fail) return { ok: false, errors: [{ code: 'RUNTIME_ERROR', message: 'the registry failed (REGISTRY_FAIL is set)' }] };
-    try {
-      const registered = input.replaces === undefined ? await this.sql.row<Registered>(INSERT_DOCUMENT, this.insertValues(input, 1)) : await this.registerVersion(input);
-      if (registered && 'ok' in registered) return registered;
-      if (registered) return { ok: true, emdrId: registered.emdr_id, registrationDateTime: registered.registration_date_time.toISOString(), version: 1 };
-      // Registered for this request before (a retry): the first result.
-      const earlier = (await this.sql.row<Registered & { version: number }>(EARLIER, [input.requestKey]))!;
-      return { ok: true, emdrId: earlier.emdr_id, registrationDateTime: earlier.registration_date_time.toISOString(), version: earlier.version };
-    } catch (error) {
-      if ((error as { code?: string }).code === PG_UNIQUE_VIOLATION && (error as { constraint?: string }).constraint?.includes('local_uid')) {
-        return { ok: false, errors: [{ code: 'NOT_UNIQUE_PROVIDED_ID', message: 'a document with this localUid is already registered for the organization' }] };
-      }
-      throw error;
+    if (this.options.fail) return this.answer(input.messageId, { ok: false, errors: FAILING });
+    if (input.replaces !== undefined) {
+      const refusal = await this.registerVersion(input);
+      if (refusal) return this.answer(input.messageId, refusal);
+      this.answered();
+    } else {
+      await this.registerTogether(input);
     }
+    return { accepted: true };
   }
 
-  /** A new version of the document named in `replaces`, which must be the current version of the same organization. */
-  private registerVersion(input: RegistrationInput): Promise<(Registered & { version?: number }) | RegistrationOutcome | undefined> {
+  /**
+   * Registers a document with the others submitted in the same turn of the event loop (a
+   * submission stage's batch), in one statement, then wakes the answer loop once for them all.
+   */
+  private registerTogether(submission: RegistrationSubmission): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.queued.push({ submission, done: (error) => (error === undefined ? resolve() : reject(error)) });
+      if (this.flushScheduled) return;
+      this.flushScheduled = true;
+      setImmediate(() => {
+        this.flushScheduled = false;
+        const batch = this.queued.splice(0);
+        this.register(this.sql, batch.map((item) => ({ submission: item.submission, version: 1 }))).then(
+          () => {
+            for (const item of batch) item.done();
+            this.answered();
+          },
+          (error: unknown) => {
+            for (const item of batch) item.done(error);
+          },
+        );
+      });
+    });
+  }
+
+  /** Registers the documents (REGISTER), which queues their answers itself. */
+  private register(sql: Pick<Sql, 'run'>, registrations: ReadonlyArray<{ submission: RegistrationSubmission; version: number }>): Promise<number> {
+    const column = <T>(value: (submission: RegistrationSubmission, version: number) => T) => registrations.map((item) => value(item.submission, item.version));
+    return sql.run(REGISTER, [
+      column((input) => input.messageId),
+      column((input) => input.localUid),
+      column((input) => input.kind),
+      column((input) => input.organization),
+      column((input) => input.patientSnils),
+      column((input) => input.documentNumber ?? null),
+      column((input) => instantMs(input.creationDateTime)),
+      column((_input, version) => version),
+      column((input) => input.replaces ?? null),
+      this.answerDelayMs,
+      JSON.stringify({ ok: false, errors: [NOT_UNIQUE] }),
+    ]);
+  }
+
+  /**
+   * A new version of the document named in `replaces`, which must be the current version of the
+   * same organization; returns the refusal to answer, or nothing when REGISTER queued the answer.
+   */
+  private registerVersion(input: RegistrationSubmission): Promise<StoredAnswer | undefined> {
     return this.sql.transaction(async (trx) => {
-      const earlier = await trx.row<Registered & { version: number }>(EARLIER, [input.requestKey]);
-      if (earlier) return { ok: true as const, emdrId: earlier.emdr_id, registrationDateTime: earlier.registration_date_time.toISOString(), version: earlier.version };
+      // Registered for this message before (a repeated submission): REGISTER answers with the earlier registration.
+      if (await trx.row(EARLIER, [input.messageId])) {
+        await this.register(trx, [{ submission: input, version: 0 }]);
+        return undefined;
+      }
       const replaced = await trx.row<{ organization: string; superseded_by: string | null; version: number }>(LOCK_REPLACED, [input.replaces]);
       // Another organization's document reads as an unknown one: emdrIds cannot be probed through replaces either.
       if (!replaced || replaced.organization !== input.organization) {
-        return { ok: false as const, errors: [{ code: 'REGISTRY_ITEM_NOT_FOUND' as const, message: 'the document named in replaces is not registered' }] };
+        return { ok: false, errors: [{ code: 'REGISTRY_ITEM_NOT_FOUND', message: 'the document named in replaces is not registered' }] };
       }
-      if (replaced.superseded_by !== null) return { ok: false as const, errors: [{ code: 'CANT_REG_VERSION' as const, message: 'the document named in replaces is not the current version' }] };
-      const version = replaced.version + 1;
-      const row = await trx.row<Registered>(INSERT_DOCUMENT, this.insertValues(input, version));
-      if (!row) throw new Error(`no gateway request ${input.requestKey} to take the files from`);
-      await trx.run(SUPERSEDE, [input.replaces, row.emdr_id]);
-      return { ok: true as const, emdrId: row.emdr_id, registrationDateTime: row.registration_date_time.toISOString(), version };
+      if (replaced.superseded_by !== null) return { ok: false, errors: [{ code: 'CANT_REG_VERSION', message: 'the document named in replaces is not the current version' }] };
+      await this.register(trx, [{ submission: input, version: replaced.version + 1 }]);
+      const registered = await trx.row<{ emdr_id: string }>(EARLIER, [input.messageId]);
+      if (registered) await trx.run(SUPERSEDE, [input.replaces, registered.emdr_id]);
+      return undefined;
     });
+  }
+
+  async submitDemand(input: DemandSubmission): Promise<Submission> {
+    await this.delay();
+    return this.answer(input.messageId, this.options.fail ? { ok: false, errors: FAILING } : { ok: true, demand: input.emdrId });
   }
 
   async currentVersionOwner(emdrId: string): Promise<DocumentOwner | undefined> {
     await this.delay();
     const row = await this.sql.row<{ organization: string; patient_snils: string }>(OWNER, [emdrId]);
     return row && { organization: row.organization, patientSnils: row.patient_snils };
-  }
-
-  async fetchCurrentVersion(emdrId: string, requestKey: string): Promise<FetchOutcome> {
-    await this.delay();
-    if (this.options.fail) return { ok: false, errors: [{ code: 'RUNTIME_ERROR', message: 'the registry failed (REGISTRY_FAIL is set)' }] };
-    const row = await this.sql.row<Record<string, unknown>>(FETCH, [emdrId, requestKey]);
-    if (!row) return { ok: false, errors: [{ code: 'REGISTRY_ITEM_NOT_FOUND', message: 'no registry item with this emdrId' }] };
-    return {
-      ok: true,
-      file: {
-        emdrId: row.emdr_id as string,
-        localUid: row.local_uid as string,
-        kind: row.kind as string,
-        version: row.version as number,
-        fileName: row.file_name as string,
-        organization: row.organization as string,
-        patientSnils: row.patient_snils as string,
-      },
-    };
   }
 
   async search(criteria: RegistrySearch): Promise<RegistryItem[]> {
@@ -172,5 +290,61 @@ export class BuiltInRegistry implements RegistryPort {
       criteria.limit,
     ]);
     return rows.map(toItem);
+  }
+
+  /** The answer loop: answers due, handed to the sink in batches (a demand's file fetched from the archive first). */
+  async receive(sink: OutcomeSink): Promise<{ stop(): Promise<void> }> {
+    const logger = this.options.logger;
+    if (!logger) throw new Error('the built-in registry answers only with a logger (the worker role gives one)');
+    let answered: string[] = [];
+    const stage = new Stage<{ message_id: string; outcome: StoredAnswer }>({
+      name: 'registry answers',
+      batchSize: ANSWER_BATCH,
+      loops: 1,
+      idlePollMs: ANSWER_IDLE_POLL_MS,
+      leaseMs: this.options.leaseMs ?? 30_000,
+      logger,
+      claim: async (limit) => {
+        const rows = await this.sql.rows<{ message_id: string; outcome: StoredAnswer }>(CLAIM_ANSWERS, [limit, this.options.leaseMs ?? 30_000, answered]);
+        answered = [];
+        return rows;
+      },
+      extend: (batch) => this.sql.run(EXTEND_ANSWERS, [batch.map((row) => row.message_id), this.options.leaseMs ?? 30_000]),
+      nextDue: async () => (await this.sql.row<{ at: number | null }>(NEXT_ANSWER))?.at ?? undefined,
+      process: async (batch) => {
+        const outcomes = await Promise.all(batch.map((row) => this.outcomeOf(row.message_id, row.outcome)));
+        await sink.record(outcomes);
+        // The rows answered go with the next claim (the next answers, or the idle poll): no statement of their own.
+        answered = batch.map((row) => row.message_id);
+      },
+    });
+    this.answering = stage;
+    stage.start();
+    return {
+      stop: async () => {
+        this.answering = undefined;
+        await stage.stop();
+      },
+    };
+  }
+
+  /** A queued answer as the outcome the sink takes: a demand's file is fetched (and stored with the request) now. */
+  private async outcomeOf(messageId: string, stored: StoredAnswer): Promise<RegistryOutcome> {
+    if (!('demand' in stored)) return { messageId, ...stored };
+    const row = await this.sql.row<Record<string, unknown>>(FETCH, [stored.demand, messageId]);
+    if (!row) return { messageId, ok: false, errors: [{ code: 'REGISTRY_ITEM_NOT_FOUND', message: 'no registry item with this emdrId' }] };
+    return {
+      messageId,
+      ok: true,
+      file: {
+        emdrId: row.emdr_id as string,
+        localUid: row.local_uid as string,
+        kind: row.kind as string,
+        version: row.version as number,
+        fileName: row.file_name as string,
+        organization: row.organization as string,
+        patientSnils: row.patient_snils as string,
+      },
+    };
   }
 }

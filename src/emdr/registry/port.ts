@@ -1,13 +1,46 @@
 import type { CallbackErrorItem } from '../codes.js';
 
-/** What the gateway submits for registration. */
-export interface RegistrationInput {
+/**
+ * The national registry and the providing МИС archive behind one port, asynchronous as the federal
+ * РЭМД is: a submission (a registration, a demand for a document's file) is taken at once, and its
+ * outcome arrives later, as an event, through the OutcomeSink the worker role hands to `receive`:
+ * days later for РЭМД, after REGISTRY_ANSWER_DELAY for the built-in registry. Refusals come back as
+ * `ok: false` / `accepted: false` with classifier-305 errors; a thrown error means "unavailable, try
+ * again later" (the request waits and is submitted again, under the same message id).
+ */
+export interface RegistryPort {
+  /** Submits a registration under `messageId`; its outcome (`registration`) arrives through the sink. */
+  submitRegistration(submission: RegistrationSubmission): Promise<Submission>;
+  /** Demands the current version of a document under `messageId`; its outcome (`file`) arrives through the sink. */
+  submitDemand(submission: DemandSubmission): Promise<Submission>;
+  /** Whose the current version of emdrId is (following newer versions), or undefined when there is no such item. */
+  currentVersionOwner(emdrId: string): Promise<DocumentOwner | undefined>;
+  search(criteria: RegistrySearch): Promise<RegistryItem[]>;
   /**
-   * The gateway request behind it (its queueMessageId): registering twice for one request gives the
-   * first result. The files registered are the ones stored with that request in emdr_requests, so
-   * that a large document is copied by the database rather than through this process.
+   * Starts handing the registry's answers to `sink` and serving its requests for kept files (the
+   * worker role; the other roles only submit and search). Stop it before the sink's pipeline stops.
    */
-  requestKey: string;
+  receive(sink: OutcomeSink, files: KeptFiles): Promise<{ stop(): Promise<void> }>;
+}
+
+/** An error the registry reports: a classifier-305 code (one the gateway's catalog may not list) and its message. */
+export interface RegistryErrorItem {
+  code: CallbackErrorItem['code'];
+  message: string;
+}
+
+/** The registry's immediate answer to a submission: taken (its outcome follows), or refused. */
+export type Submission = { accepted: true } | { accepted: false; errors: RegistryErrorItem[] };
+
+/** What the gateway submits for registration. */
+export interface RegistrationSubmission {
+  /**
+   * The message id of the submission, the gateway request's queueMessageId: the same on every
+   * attempt, so that the registry can tell a repeated message, and the outcome names it
+   * (relatesToMessage). The files are the ones stored with that request in emdr_requests: the
+   * registry pulls the document (getDocumentFile) or, the built-in one, copies it in the database.
+   */
+  messageId: string;
   localUid: string;
   kind: string;
   organization: string;
@@ -16,11 +49,15 @@ export interface RegistrationInput {
   documentNumber?: string;
   creationDateTime: string;
   replaces?: string;
+  /** The organization's detached signature (DER). */
+  signature: Buffer;
+  personalSignatures: ReadonlyArray<{ signer: { snils: string; role?: string }; signature: string }>;
 }
 
-export type RegistrationOutcome =
-  | { ok: true; emdrId: string; registrationDateTime: string; version: number }
-  | { ok: false; errors: CallbackErrorItem[] };
+export interface DemandSubmission {
+  messageId: string;
+  emdrId: string;
+}
 
 /** Whose a registered document is: what the gateway's access rule (access.ts) looks at. */
 export interface DocumentOwner {
@@ -38,7 +75,51 @@ export interface DocumentFileFromArchive extends DocumentOwner {
   fileName: string;
 }
 
-export type FetchOutcome = { ok: true; file: DocumentFileFromArchive } | { ok: false; errors: CallbackErrorItem[] };
+/** A registered document, as the registry's outcome reports it. */
+export interface Registration {
+  emdrId: string;
+  registrationDateTime: string;
+  /** Until when the registry keeps the record (a date); not every registry reports it. */
+  storeTillDate?: string;
+  registrationWarnings?: RegistryErrorItem[];
+}
+
+/**
+ * The registry's answer to a submission, named by its message id. A file's bytes were stored with
+ * the request (emdr_requests.document, .signature) by the port before it reports the outcome.
+ */
+export type RegistryOutcome =
+  | { messageId: string; ok: true; registration: Registration }
+  | { messageId: string; ok: true; file: DocumentFileFromArchive }
+  | { messageId: string; ok: false; errors: RegistryErrorItem[] };
+
+/** What became of an outcome: recorded now, known already (a repeated answer: nothing changes), or naming no request. */
+export type OutcomeReceipt = 'recorded' | 'duplicate' | 'unknown';
+
+/** Where the registry's answers go (pipeline/outcome.ts): idempotent, so a repeated answer reaches the clinic once. */
+export interface OutcomeSink {
+  record(outcomes: readonly RegistryOutcome[]): Promise<OutcomeReceipt[]>;
+  /**
+   * Stores a delivered file with the request that demanded it, before its outcome is recorded;
+   * false when no request of that message id waits for one (unknown, or answered already).
+   */
+  storeFile(messageId: string, content: Buffer, signature: Buffer): Promise<boolean>;
+}
+
+/** A file the gateway keeps for the registry to pull (getDocumentFile): the document a clinic registers. */
+export interface KeptFile {
+  queueMessageId: string;
+  documentSize: number;
+  signatureSize: number;
+}
+
+/** The files the gateway keeps until the registry has them (pipeline/kept-files.ts). */
+export interface KeptFiles {
+  /** The document registered as localUid for organization, while the gateway keeps it. */
+  find(localUid: string, organization: string): Promise<KeptFile | undefined>;
+  /** The base64 of one file, in slices whose texts joined are the base64 of the whole file. */
+  base64Slices(file: KeptFile, which: 'document' | 'signature'): AsyncIterable<Buffer>;
+}
 
 export interface RegistrySearch {
   patientSnils?: string;
@@ -62,19 +143,10 @@ export type RegistryItem = {
   version: number;
 };
 
-/**
- * The national registry and the providing МИС archive behind one port. Refusals come back as
- * `ok: false` with classifier-305 errors; a thrown error means "unavailable, try again later"
- * (the pg-boss job is retried).
- */
-export interface RegistryPort {
-  register(input: RegistrationInput): Promise<RegistrationOutcome>;
-  /** Whose the current version of emdrId is (following newer versions), or undefined when there is no such item. */
-  currentVersionOwner(emdrId: string): Promise<DocumentOwner | undefined>;
-  /**
-   * The current version of the document registered as emdrId (following newer versions); its files
-   * are stored with the gateway request `requestKey` (emdr_requests.document and .signature).
-   */
-  fetchCurrentVersion(emdrId: string, requestKey: string): Promise<FetchOutcome>;
-  search(criteria: RegistrySearch): Promise<RegistryItem[]>;
+/** The registry cannot be reached (or failed on its side): the caller tries again later. */
+export class RegistryUnavailableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'RegistryUnavailableError';
+  }
 }

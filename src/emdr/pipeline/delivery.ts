@@ -3,20 +3,26 @@ import { retryOnDeadlock, statement, type Sql } from '../../db/sql.js';
 import type { AttemptOutcome, CallbackBody, CallbackSender, OutgoingCallback } from '../../callbacks/delivery.js';
 import { runInRequest } from '../../logging/request-context.js';
 import { openClinicSecret } from '../clients.js';
-import { base64Length, requestFileBase64Slices } from './request-files.js';
-import { RESULT_CALLBACK, type PipelineContext } from './requests.js';
+import { CALLBACKS, ENDED_STATES, FILE_CALLBACKS, sqlList, type Operation } from './lifecycle.js';
+import { requestFileBase64Slices } from './request-files.js';
+import { base64Length } from '../values.js';
+import type { PipelineContext } from './requests.js';
 
 /**
  * The delivery stage of interface B's callbacks: a batch of due callbacks claimed in one statement
  * (with the clinic's sealed credentials), each attempted by the generic sender (callbacks/), the
- * outcomes recorded in one statement. Then, once those are committed, what follows from them: a
- * result callback held until its acceptance callback was delivered is released, and a request with
- * nothing left to send loses its copy of the files (retention.ts).
+ * outcomes recorded in one statement. Then, once those are committed, what follows from them: the
+ * callback held until this one was delivered (the next of its request, lifecycle.ts) is released,
+ * and a request whose file callback was delivered loses its copy of the file (retention.ts).
  */
+
+/** The callbacks whose bodies carry the request's files, as SQL. */
+const FILE_CALLBACK_NAMES = sqlList(FILE_CALLBACKS);
 
 interface ClaimedCallback {
   id: string;
   name: string;
+  operation: Operation;
   url: string;
   /** The body's JSON, as stored. */
   payload: string;
@@ -49,10 +55,10 @@ const CLAIM = statement(
    update emdr_callbacks c set available_at = now() + $2 * interval '1 millisecond'
      from claimed x, emdr_requests r, emdr_clients k
     where c.id = x.id and r.queue_message_id = c.queue_message_id and k.id = r.client_id
-   returning c.id, c.name, c.url, c.payload::text as payload, c.queue_message_id, c.sequence, c.round_attempts, coalesce(r.client_request_id, r.request_id) as request_id,
+   returning c.id, c.name, r.operation, c.url, c.payload::text as payload, c.queue_message_id, c.sequence, c.round_attempts, coalesce(r.client_request_id, r.request_id) as request_id,
              k.business_id, k.user_name, k.callback_user, k.callback_token_sealed, k.signing_secret_sealed,
-             case when c.name = '${RESULT_CALLBACK.DemandContent}' then octet_length(r.document) end as document_size,
-             case when c.name = '${RESULT_CALLBACK.DemandContent}' then octet_length(r.signature) end as signature_size`,
+             case when c.name in (${FILE_CALLBACK_NAMES}) then octet_length(r.document) end as document_size,
+             case when c.name in (${FILE_CALLBACK_NAMES}) then octet_length(r.signature) end as signature_size`,
 );
 
 /** Each attempt recorded and the callback's next step: delivered, another attempt at its time, or failed (unless a concurrent duplicate settled it). */
@@ -61,7 +67,7 @@ const RECORD = statement(
   `with input as (
      select * from unnest($1::text[], $2::bool[], $3::int[], $4::text[], $5::timestamptz[], $6::float8[], $7::int[]) as t(id, delivered, http_status, error, at, retry_in_ms, duration_ms)
    ),
-   -- Locked in id order, as the registry stage locks acceptance callbacks (fulfil.ts): no deadlock between the two.
+   -- Locked in id order, as a settling transition locks the callback before the one it emits (transitions.ts): no deadlock between the two.
    locked as (
      select c.id from emdr_callbacks c join input i using (id) order by c.id for update of c
    ),
@@ -84,7 +90,7 @@ const RECORD = statement(
    audited as (
      insert into audit_events (request_id, business_id, action, emdr_id, queue_message_id, cross_organization, outcome)
      select r.request_id, k.business_id, u.name, r.emdr_id, u.queue_message_id,
-            case when u.name = '${RESULT_CALLBACK.DemandContent}' then exists (select 1 from emdr_document_disclosures d where d.queue_message_id = u.queue_message_id) end,
+            case when u.name in (${FILE_CALLBACK_NAMES}) then exists (select 1 from emdr_document_disclosures d where d.queue_message_id = u.queue_message_id) end,
             u.state
        from updated u join emdr_requests r on r.queue_message_id = u.queue_message_id join emdr_clients k on k.id = r.client_id
       where u.state in ('delivered', 'failed')
@@ -93,37 +99,38 @@ const RECORD = statement(
 );
 
 /**
- * What follows once the outcomes are committed: the held result callbacks of requests whose
- * acceptance callback was delivered ($1) are released; DemandContent requests whose file callback
- * was settled for good ($2), with nothing left to send, lose their copy of the file (a
- * RegisterDocument's went when the registry took it, pipeline/fulfil.ts).
+ * What follows once the outcomes are committed: the callback after each one delivered ($1, $2: its
+ * request and position), held until then, is released; requests whose file callback was delivered
+ * ($3) lose their copy of the file, once they have ended (a RegisterDocument's went when the
+ * registry answered, transitions.ts).
  */
 const FOLLOW_UP = statement(
   'emdr_callbacks_follow_up',
   `with released as (
      update emdr_callbacks w set state = 'pending', available_at = now()
-      where w.queue_message_id = any($1::uuid[]) and w.sequence = 2 and w.state = 'waiting'
+       from unnest($1::uuid[], $2::int2[]) as d(queue_message_id, sequence)
+      where w.queue_message_id = d.queue_message_id and w.sequence = d.sequence + 1 and w.state = 'waiting'
      returning w.queue_message_id
    ),
    dropped as (
      update emdr_requests r set document = null, signature = null, personal_signatures = null
-      where r.queue_message_id = any($2::uuid[]) and r.state in ('rejected', 'completed', 'failed')
+      where r.queue_message_id = any($3::uuid[]) and r.state in (${sqlList(ENDED_STATES)})
         and (r.document is not null or r.signature is not null or r.personal_signatures is not null)
-        and not exists (select 1 from emdr_callbacks c where c.queue_message_id = r.queue_message_id and c.state = 'pending')
-        and not exists (select 1 from released x where x.queue_message_id = r.queue_message_id)
+        and not exists (select 1 from emdr_callbacks c where c.queue_message_id = r.queue_message_id and c.name in (${FILE_CALLBACK_NAMES}) and c.state <> 'delivered')
      returning 1
    )
    select (select count(*) from released)::int as released`,
 );
 
-/** Held result callbacks whose acceptance callback is delivered (a worker stopped between RECORD and FOLLOW_UP). */
+/** Held callbacks whose predecessor is delivered (a worker stopped between RECORD and FOLLOW_UP). */
 const RELEASE_STRANDED = statement(
-  'emdr_release_stranded_results',
+  'emdr_release_stranded_callbacks',
   `update emdr_callbacks w set state = 'pending', available_at = now()
-    where w.state = 'waiting' and w.sequence = 2
-      and exists (select 1 from emdr_callbacks a where a.queue_message_id = w.queue_message_id and a.sequence = 1 and a.state = 'delivered')`,
+    where w.state = 'waiting'
+      and exists (select 1 from emdr_callbacks a where a.queue_message_id = w.queue_message_id and a.sequence = w.sequence - 1 and a.state = 'delivered')`,
 );
-const STRANDED_SWEEP_MS = 5000;
+/** A stranded callback needs a worker stopped between two statements: looked for as rarely as a lease runs out. */
+const STRANDED_SWEEP_MS = 30_000;
 
 const EXTEND_CALLBACKS = statement('emdr_extend_callbacks', `update emdr_callbacks set available_at = now() + $2 * interval '1 millisecond' where id = any($1::text[]) and state = 'pending'`);
 
@@ -136,7 +143,7 @@ interface OpenedCredentials {
 }
 const CREDENTIALS_CACHE_SIZE = 1000;
 
-export class CallbackStage {
+export class DeliveryStage {
   private readonly credentials = new Map<string, OpenedCredentials>();
   private lastSweep = 0;
 
@@ -187,13 +194,17 @@ export class CallbackStage {
     const settled = await recordOutcomes(this.context.sql, outcomes);
     this.count(batch, outcomes, settled);
     this.logFailures(batch, outcomes, settled);
-    const acceptanceDelivered = settled.filter((row) => row.sequence === 1 && row.state === 'delivered').map((row) => row.queue_message_id);
-    // The file callbacks settled for good: their requests' copies of the file may go.
-    const fileCallbacks = new Set(batch.filter((row) => row.name === RESULT_CALLBACK.DemandContent).map((row) => row.id));
-    const ended = settled.filter((row) => (row.state === 'delivered' || row.state === 'failed') && fileCallbacks.has(row.id)).map((row) => row.queue_message_id);
+    const claimed = new Map(batch.map((row) => [row.id, row]));
+    const delivered = settled.filter((row) => row.state === 'delivered');
+    // Delivered callbacks with one after them (lifecycle.ts): that one may go now.
+    const withNext = delivered.filter((row) => row.sequence < CALLBACKS[claimed.get(row.id)!.operation].length);
+    // Delivered file callbacks: their requests' copies of the file may go.
+    const fileDelivered = delivered.filter((row) => FILE_CALLBACKS.includes(claimed.get(row.id)!.name as (typeof FILE_CALLBACKS)[number])).map((row) => row.queue_message_id);
     const retries = outcomes.flatMap((outcome) => (outcome.delivered || outcome.retryInMs === null ? [] : [outcome.retryInMs]));
-    if (ended.length === 0 && acceptanceDelivered.length === 0) return { released: 0, retries };
-    const followUp = await retryOnDeadlock(() => this.context.sql.row<{ released: number }>(FOLLOW_UP, [acceptanceDelivered, ended]));
+    if (withNext.length === 0 && fileDelivered.length === 0) return { released: 0, retries };
+    const followUp = await retryOnDeadlock(() =>
+      this.context.sql.row<{ released: number }>(FOLLOW_UP, [withNext.map((row) => row.queue_message_id), withNext.map((row) => row.sequence), fileDelivered]),
+    );
     return { released: followUp!.released, retries };
   };
 
@@ -270,12 +281,16 @@ function callbackBody(sql: Sql, row: ClaimedCallback): CallbackBody {
   };
 }
 
-/** Puts the failed callbacks of a request back on a fresh retry schedule; returns their webhook ids. A result stays held while its acceptance callback is not delivered. */
+/**
+ * Puts the failed callbacks of a request back on a fresh retry schedule; returns their webhook ids.
+ * A callback stays held while one before it is not delivered (the callbacks before are locked, as a
+ * delivery would change them).
+ */
 const REPLAY = statement(
   'emdr_replay_failed',
-  `with acceptance as (select state from emdr_callbacks where queue_message_id = $1 and sequence = 1 for share)
+  `with callbacks as (select id, sequence, state from emdr_callbacks where queue_message_id = $1 order by id for share)
    update emdr_callbacks c
-      set state = case when c.sequence = 2 and coalesce((select state from acceptance), '') <> 'delivered' then 'waiting' else 'pending' end,
+      set state = case when exists (select 1 from callbacks e where e.sequence < c.sequence and e.state <> 'delivered') then 'waiting' else 'pending' end,
           round_attempts = 0, available_at = now()
     where c.queue_message_id = $1 and c.state = 'failed'
    returning c.id`,
