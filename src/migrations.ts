@@ -3,6 +3,7 @@ import type { NamedMigration } from './db/migrations/index.js';
 import { ehrMigrations } from './ehr/migrations.js';
 import { accountMigrations } from './emdr/accounts/migrations.js';
 import { emdrMigrations } from './emdr/migrations.js';
+import { limitsMigrations } from './limits/migrations.js';
 import { recordMigrations } from './record/migrations.js';
 
 /**
@@ -10,4 +11,4 @@ import { recordMigrations } from './record/migrations.js';
  * in order, with names prefixed by the domain. Names are permanent once released: knex_migrations
  * records them.
  */
-export const MIGRATIONS: readonly NamedMigration[] = [...ehrMigrations, ...emdrMigrations, ...auditMigrations, ...accountMigrations, ...recordMigrations];
+export const MIGRATIONS: readonly NamedMigration[] = [...ehrMigrations, ...emdrMigrations, ...auditMigrations, ...accountMigrations, ...limitsMigrations, ...recordMigrations];

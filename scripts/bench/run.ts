@@ -2,13 +2,13 @@
  * `make bench`: every scenario against its baseline, written to docs/benchmarks.md, docs/benchmarks.svg
  * and docs/benchmarks.json. Run `tsx scripts/bench/run.ts --help` for the options.
  */
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs/promises';
 import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { startDatabaseServer } from './lib/database.js';
+import { describeCommit } from './lib/processes.js';
 import { chart, markdown, type RunRecord } from './lib/report.js';
 import { loadAverage, type BenchContext, type Scenario, type ScenarioOutcome } from './lib/scenario.js';
 import { gostCheck } from './scenarios/gost-check.js';
@@ -51,6 +51,8 @@ options:
   --large-mib N          size of the large document (default 20; smoke 1)
   --record-import-mib N  size of the FHIR NDJSON the record scenario imports (default 1024; smoke 2)
   --profile DIR          write a CPU profile of each service and baseline process there (node --cpu-prof)
+  --limits               count RATE_LIMIT, BYTE_QUOTA and RPC_RATE_LIMIT as in production (shared counters),
+                         with allowances never reached (default: the limits off)
   -h, --help             this text`;
 
 const SCENARIOS: Record<string, Scenario> = {
@@ -79,6 +81,7 @@ function options() {
       'large-mib': { type: 'string' },
       'record-import-mib': { type: 'string' },
       profile: { type: 'string' },
+      limits: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -91,14 +94,6 @@ function number(text: string | undefined, fallback: number, flag: string): numbe
   const value = Number(text);
   if (!Number.isFinite(value) || value <= 0) throw new Error(`${flag} takes a positive number`);
   return value;
-}
-
-function describeCommit(root: string): string {
-  try {
-    return execFileSync('git', ['-C', root, 'describe', '--always', '--dirty', '--abbrev=7'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-  } catch {
-    return 'unknown';
-  }
 }
 
 function machine(): RunRecord['machine'] {
@@ -141,6 +136,7 @@ async function main(): Promise<void> {
     largeDocumentBytes: number(values['large-mib'], smoke ? 1 : 20, '--large-mib') * 1024 * 1024,
     recordImportMiB: number(values['record-import-mib'], smoke ? 2 : 1024, '--record-import-mib'),
     profileDir: values.profile && path.resolve(values.profile),
+    limits: values.limits ?? false,
     log,
   };
   const outcomes: ScenarioOutcome[] = [];
@@ -159,7 +155,7 @@ async function main(): Promise<void> {
     commit: values.label ?? describeCommit(root),
     machine: machine(),
     versions: { node: process.version, postgres: database.version },
-    mode: smoke ? 'smoke run' : `full run, ${context.rounds} rounds of ${context.roundMs / 1000} s`,
+    mode: `${smoke ? 'smoke run' : `full run, ${context.rounds} rounds of ${context.roundMs / 1000} s`}${context.limits ? ', limits counted' : ''}`,
     totalSeconds: (Date.now() - started) / 1000,
     outcomes,
   };

@@ -24,6 +24,8 @@ export interface BenchContext {
   recordImportMiB: number;
   /** CPU profiles of the service (node --cpu-prof) go here, when set. */
   profileDir: string | undefined;
+  /** The limits counted as in production (shared counters), set too high to refuse anything; else off. */
+  limits: boolean;
   log(message: string): void;
 }
 
