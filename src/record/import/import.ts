@@ -125,7 +125,7 @@ class ImportRun {
       this.filesDone += 1;
     }
     await pipeline.finish();
-    this.report('reading');
+    this.report('reading', true);
   }
 
   /** The run's resources staged before their patient take it now; those whose subject names no imported Patient are taken out again, and rejected. */
@@ -141,7 +141,7 @@ class ImportRun {
   /** The items of every patient the run touched, rebuilt, page by page of patients. */
   async assemblePatients(): Promise<void> {
     await this.sql.run(Q.COLLECT_PATIENTS, [this.runId, this.options.source]);
-    this.report('assembling');
+    this.report('assembling', true);
     let after = '';
     for (;;) {
       const page = await this.sql.rows<{ patient_id: string }>(Q.NEXT_PATIENTS, [this.runId, after, PATIENTS_PER_PAGE]);
@@ -153,6 +153,7 @@ class ImportRun {
       });
       after = page.at(-1)!.patient_id;
     }
+    this.report('assembling', true);
     await this.sql.run(Q.FORGET_PATIENTS, [this.runId]);
   }
 
@@ -178,14 +179,13 @@ class ImportRun {
     this.summary.skipped[type] = (this.summary.skipped[type] ?? 0) + count;
   }
 
-  /** At most once a second, and when assembling starts. */
-  private report(stage: ImportProgress['stage']): void {
+  /** At most once a second; `final` at the end of each stage (and as assembling starts), so that the last line shows its totals. */
+  private report(stage: ImportProgress['stage'], final = false): void {
     if (!this.options.progress) return;
     const now = Date.now();
-    const patientsDone = this.summary.patients;
-    if (now - this.lastProgress < 1000 && !(stage === 'assembling' && patientsDone === 0)) return;
+    if (!final && now - this.lastProgress < 1000) return;
     this.lastProgress = now;
-    this.options.progress({ stage, filesDone: this.filesDone, files: this.files.length, resources: this.resources, patientsDone, perSecond: this.resources / Math.max((now - this.started) / 1000, 0.001) });
+    this.options.progress({ stage, filesDone: this.filesDone, files: this.files.length, resources: this.resources, patientsDone: this.summary.patients, perSecond: this.resources / Math.max((now - this.started) / 1000, 0.001) });
   }
 }
 
