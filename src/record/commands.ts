@@ -53,10 +53,12 @@ function progressLine(progress: ImportProgress): void {
  * V8 sizes its heap when the process starts, and by default lets the young generation grow to
  * tens of megabytes and the old one to gigabytes: an import, which makes short-lived garbage at a
  * high rate, then held some 370 MiB. Its work runs in a child process of the same program with a
- * small young generation and a capped old one (measured: peak 174-250 MiB for 117 MiB of NDJSON);
- * the cap also bounds one patient's record while it is assembled.
+ * bounded young generation and a capped old one; the cap also bounds one patient's record while it
+ * is assembled. A 16 MiB semi-space, not 2: with 2 the garbage collector took 28% of the import's
+ * CPU profile (a 256 MiB NDJSON, 143,452 resources), with 16 14%, for some 18 MB more resident
+ * memory (peak 283 MB against 265 MB; docs/benchmarks.md has the bench's figures).
  */
-const IMPORT_HEAP_FLAGS = ['--max-semi-space-size=2', '--max-old-space-size=256'];
+const IMPORT_HEAP_FLAGS = ['--max-semi-space-size=16', '--max-old-space-size=256'];
 const IMPORT_CHILD = 'EHR_GATEWAY_IMPORT_CHILD';
 
 /** Runs this same command again in a child with IMPORT_HEAP_FLAGS (unless this is that child); its exit code becomes ours. */
@@ -77,7 +79,7 @@ export function registerRecordCommands(program: Command, { withDatabase }: Comma
     .argument('<PATH...>', 'FHIR R4 files (Bundle .json, Bulk Data .ndjson) or folders of them')
     .requiredOption('--organization <oid>', 'OID of the organization the records belong to: its api keys see these patients')
     .option('--source <name>', 'name of the МИС the files come from; resources are unique per source, type and id', 'default')
-    .option('--threads <n>', "threads that validate and map the resources (0: the command's own thread; default: one per core, at most 4)")
+    .option('--threads <n>', "worker threads that validate and map the resources (default 0: the command's own thread; each thread holds the FHIR definitions and a heap of its own, some 40-50 MB more)")
     .addHelpText('after', IMPORT_HELP)
     .action(async (paths: string[], options: { organization: string; source: string; threads?: string }) => {
       if (!OID.test(options.organization)) throw new UsageError(`--organization "${options.organization}" is not an OID`);

@@ -157,7 +157,7 @@ export async function seedDemoRecord(sql: Sql, writePatients: PatientWriter): Pr
   try {
     const file = path.join(folder, 'demo-record.json');
     await fs.writeFile(file, JSON.stringify(DEMO_RECORD_BUNDLE));
-    return await importFhirFiles(sql, [file], { source: DEMO_SOURCE, organization: DEMO_ORGANIZATION, writePatients, threads: 0 }); // one small Bundle: staged in this thread, no pool started
+    return await importFhirFiles(sql, [file], { source: DEMO_SOURCE, organization: DEMO_ORGANIZATION, writePatients });
   } finally {
     await fs.rm(folder, { recursive: true, force: true });
   }

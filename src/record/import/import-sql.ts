@@ -26,6 +26,13 @@ export const STAGE_RESOURCES = statement(
    returning (xmax = 0) as inserted`,
 );
 
+/**
+ * A staged batch's commit does not wait for its WAL to reach the disk: the import writes hundreds
+ * of batches, and a crash of the server loses at most the last few, which the import (failed, and
+ * idempotent) writes again when it is run again. The run's end (FINISH_RUN) commits as usual.
+ */
+export const COMMIT_WITHOUT_FLUSH = statement('record_commit_without_flush', 'set local synchronous_commit = off');
+
 export const STAGE_ALIASES = statement(
   'record_stage_aliases',
   `insert into record_aliases (source, alias, resource_type, fhir_id)

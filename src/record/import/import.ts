@@ -14,8 +14,8 @@ export type { RejectedEntry };
 
 /**
  * `records import`: FHIR R4 files into the patient's medical record, in three stages. Staging reads
- * the files as streams, has each batch of entries validated and mapped by a pool of threads
- * (staging-pool.ts), and upserts each batch's fragments in file order, one batch written while the
+ * the files as streams, has each batch of entries validated and mapped (in this thread, or by a
+ * pool of worker threads: staging-pool.ts), and upserts each batch's fragments in file order, one batch written while the
  * next ones are read and staged (memory holds a few batches); resolving gives each resource its
  * patient; assembling rebuilds the items of every patient the run touched, a few patients at a time.
  */
@@ -54,7 +54,7 @@ export interface ImportOptions {
   progress?: (progress: ImportProgress) => void;
   /** Entries per staged batch. */
   batchSize?: number;
-  /** Threads that validate and map (0: this thread); one per core, at most 4, by default. */
+  /** Worker threads that validate and map (default STAGING_THREADS, 0: this thread). */
   threads?: number;
 }
 

@@ -1,4 +1,3 @@
-import os from 'node:os';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { loadDefinitions } from '../fhir/validate.ts';
@@ -8,13 +7,20 @@ import type { StagingAnswer, StagingRequest } from './staging-worker.ts';
 /**
  * Where the import's CPU work runs: parsing, validating and mapping the entries (stage-entries.ts)
  * took three quarters of the import's CPU time in one thread (profiled with --cpu-prof: Medplum's
- * validator about a third of it, the garbage collector a quarter). A pool of worker threads does it
- * in parallel, while the import's own thread reads the files and writes to the database. With 0
- * threads it runs in the calling thread (seed-demo's small Bundle needs no threads).
+ * validator about a third of it, the garbage collector a quarter). A pool of worker threads can do
+ * it in parallel while the import's own thread reads the files and writes to the database; with 0
+ * threads it runs in the calling thread.
  */
 
-/** One thread per core, at most 4 (each holds the FHIR definitions and its own heap: some 40 MiB). */
-export const STAGING_THREADS = Math.max(1, Math.min(4, os.availableParallelism()));
+/**
+ * Threads by default: none. Measured on the 2-core machine this project is benchmarked on (256 MiB
+ * of Synthea NDJSON, docs/benchmarks.md): with 1 or 2 threads the import's peak resident memory
+ * was 334 and 367 MB (target < 300 MB: each thread holds the definitions and a heap of its own)
+ * and its CPU time 10-20% more (batches cloned between threads, heaps collected apart), while the
+ * two cores were already shared with PostgreSQL. `records import --threads N` takes the pool where
+ * cores and memory are to spare.
+ */
+export const STAGING_THREADS = 0;
 
 /**
  * Each thread's heap. The young generation is where a batch's garbage dies (the parsed resources,

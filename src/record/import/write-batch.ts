@@ -20,6 +20,7 @@ export async function writeStagedBatch(sql: Sql, target: BatchTarget, batch: Sta
   if (batch.patients.length > 0) await target.writePatients(batch.patients);
   const { resources, aliases } = batch;
   return sql.transaction(async (trx) => {
+    await trx.run(Q.COMMIT_WITHOUT_FLUSH, []);
     // Aliases first: a resource of this batch whose patient is in it too takes its patient on insert.
     await trx.run(Q.STAGE_ALIASES, [target.source, aliases.aliases, aliases.types, aliases.ids]);
     const rows = await trx.rows<{ inserted: boolean }>(Q.STAGE_RESOURCES, [target.source, resources.types, resources.ids, resources.origins, resources.fragments, resources.refs, target.runId, resources.subjects]);
