@@ -54,11 +54,12 @@ function progressLine(progress: ImportProgress): void {
  * tens of megabytes and the old one to gigabytes: an import, which makes short-lived garbage at a
  * high rate, then held some 370 MiB. Its work runs in a child process of the same program with a
  * bounded young generation and a capped old one; the cap also bounds one patient's record while it
- * is assembled. A 16 MiB semi-space, not 2: with 2 the garbage collector took 28% of the import's
- * CPU profile (a 256 MiB NDJSON, 143,452 resources), with 16 14%, for some 18 MB more resident
- * memory (peak 283 MB against 265 MB; docs/benchmarks.md has the bench's figures).
+ * is assembled. An 8 MiB semi-space: with 2 the garbage collector took 28% of the import's CPU
+ * profile (256 MiB of NDJSON, 143,452 resources), with 16 14%; the peak resident memory was 265,
+ * 273 and 283 MB with 2, 8 and 16, and the bench's target is < 300 MB (README, "The medical record
+ * from FHIR R4"), so 8 keeps a margin.
  */
-const IMPORT_HEAP_FLAGS = ['--max-semi-space-size=16', '--max-old-space-size=256'];
+const IMPORT_HEAP_FLAGS = ['--max-semi-space-size=8', '--max-old-space-size=256'];
 const IMPORT_CHILD = 'EHR_GATEWAY_IMPORT_CHILD';
 
 /** Runs this same command again in a child with IMPORT_HEAP_FLAGS (unless this is that child); its exit code becomes ours. */
