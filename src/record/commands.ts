@@ -55,9 +55,9 @@ function progressLine(progress: ImportProgress): void {
  * high rate, then held some 370 MiB. Its work runs in a child process of the same program with a
  * bounded young generation and a capped old one; the cap also bounds one patient's record while it
  * is assembled. An 8 MiB semi-space: with 2 the garbage collector took 28% of the import's CPU
- * profile (256 MiB of NDJSON, 143,452 resources), with 16 14%; the peak resident memory was 265,
- * 273 and 283 MB with 2, 8 and 16, and the bench's target is < 300 MB (README, "The medical record
- * from FHIR R4"), so 8 keeps a margin.
+ * profile (256 MiB of NDJSON, 143,452 resources), with 16 14%; the peak resident memory was 259,
+ * 267 and 277 MiB with 2, 8 and 16, and the target is < 300 MB = 286 MiB (README, "The medical
+ * record from FHIR R4"), so 8 keeps a margin.
  */
 const IMPORT_HEAP_FLAGS = ['--max-semi-space-size=8', '--max-old-space-size=256'];
 const IMPORT_CHILD = 'EHR_GATEWAY_IMPORT_CHILD';
@@ -80,7 +80,7 @@ export function registerRecordCommands(program: Command, { withDatabase }: Comma
     .argument('<PATH...>', 'FHIR R4 files (Bundle .json, Bulk Data .ndjson) or folders of them')
     .requiredOption('--organization <oid>', 'OID of the organization the records belong to: its api keys see these patients')
     .option('--source <name>', 'name of the МИС the files come from; resources are unique per source, type and id', 'default')
-    .option('--threads <n>', "worker threads that validate and map the resources (default 0: the command's own thread; each thread holds the FHIR definitions and a heap of its own, some 40-50 MB more)")
+    .option('--threads <n>', "worker threads that validate and map the resources (default 0: the command's own thread; each thread holds the FHIR definitions and a heap of its own, some 35-70 MiB more)")
     .addHelpText('after', IMPORT_HELP)
     .action(async (paths: string[], options: { organization: string; source: string; threads?: string }) => {
       if (!OID.test(options.organization)) throw new UsageError(`--organization "${options.organization}" is not an OID`);

@@ -14,8 +14,9 @@ import type { StagingAnswer, StagingRequest } from './staging-worker.ts';
 
 /**
  * Threads by default: none. Measured on the 2-core machine this project is benchmarked on (256 MiB
- * of Synthea NDJSON, docs/benchmarks.md): with 1 or 2 threads the import's peak resident memory
- * was 334 and 367 MB (target < 300 MB: each thread holds the definitions and a heap of its own)
+ * of Synthea NDJSON, README "The medical record from FHIR R4"): with 1 or 2 threads the import's
+ * peak resident memory was 326 and 343-359 MiB (target < 300 MB: each thread holds the definitions
+ * and a heap of its own)
  * and its CPU time 10-20% more (batches cloned between threads, heaps collected apart), while the
  * two cores were already shared with PostgreSQL. `records import --threads N` takes the pool where
  * cores and memory are to spare.
