@@ -2,6 +2,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from '../http/listener.js';
 import { parseNetworks, type Networks } from '../http/networks.js';
+import type { TracingConfig } from '../tracing/tracer.js';
 
 /** Everything the service reads from its environment, validated once at start. */
 export interface Config {
@@ -80,15 +81,6 @@ export interface Config {
   tracing: TracingConfig | undefined;
 }
 
-/** OpenTelemetry's standard variables, the few the service reads (src/tracing/). */
-export interface TracingConfig {
-  /** The collector's base URL; spans go to `<it>/v1/traces` (OTLP/HTTP, JSON). */
-  tracesUrl: string;
-  /** OTEL_EXPORTER_OTLP_HEADERS: sent with every export (a collector's credentials). */
-  headers: Readonly<Record<string, string>>;
-  /** OTEL_SERVICE_NAME: the resource's service.name. */
-  serviceName: string;
-}
 
 /** An address or a network (CIDR) that may call the gateway's inbound listener for РЭМД. */
 export interface AddressRange {

@@ -4,9 +4,8 @@ import { parseTraceParent, setGlobalErrorHandler } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, TracerProvider } from '@opentelemetry/sdk-trace';
-import type { TracingConfig } from '../config/config.js';
 import type { Logger } from '../logging/logger.js';
-import { errorType, type ActiveSpan, type OpenSpan, type SpanKind, type SpanOptions, type Tracer } from './tracing.js';
+import { errorType, type ActiveSpan, type OpenSpan, type SpanKind, type SpanOptions, type Tracer, type TracingConfig } from './tracer.js';
 
 /**
  * The OpenTelemetry SDK behind tracing.ts, loaded only when tracing is on: a tracer provider with a

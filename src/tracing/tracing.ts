@@ -1,5 +1,7 @@
-import type { TracingConfig } from '../config/config.js';
 import type { Logger } from '../logging/logger.js';
+import type { OpenSpan, Tracer, TracingConfig } from './tracer.js';
+
+export type { ActiveSpan, SpanAttributes, SpanOptions, Tracer } from './tracer.js';
 
 /**
  * Tracing, as the domains see it: spans around a request, a pipeline stage's work on one request,
@@ -10,41 +12,6 @@ import type { Logger } from '../logging/logger.js';
  * Span attributes carry ids, names, counts and outcomes only: never a SNILS, a name, a token, a
  * document, or an error's message (which may quote any of them).
  */
-
-export type SpanAttributes = Readonly<Record<string, string | number | boolean>>;
-
-export type SpanKind = 'server' | 'client' | 'consumer' | 'internal';
-
-export interface SpanOptions {
-  /** A W3C traceparent (stored with a row, or a client's header): the span continues that trace. Without one, the current span is the parent. */
-  parent?: string | null | undefined;
-  kind?: SpanKind;
-  attributes?: SpanAttributes;
-}
-
-export interface ActiveSpan {
-  setAttributes(attributes: SpanAttributes): void;
-  rename(name: string): void;
-  /** Marks the span failed with `reason`: an error code or a fixed phrase, never a message that may quote personal data. */
-  fail(reason: string): void;
-}
-
-/** A started span: `run` makes it the current span of `work` (and of everything `work` awaits); `end` ends it. */
-export interface OpenSpan extends ActiveSpan {
-  run<R>(work: () => R): R;
-  end(): void;
-}
-
-export interface Tracer {
-  readonly enabled: boolean;
-  startSpan(name: string, options?: SpanOptions): OpenSpan;
-  /** Runs `work` in a new span, ended when its promise settles (failed, with the error's type, when it rejects). */
-  inSpan<R>(name: string, options: SpanOptions, work: (span: ActiveSpan) => Promise<R>): Promise<R>;
-  /** The current span (a no-op one outside any). */
-  current(): ActiveSpan;
-  /** The current span's W3C traceparent, to store with a row; undefined outside a span or when off. */
-  traceparent(): string | undefined;
-}
 
 const NO_SPAN: OpenSpan = {
   setAttributes() {},
@@ -68,13 +35,6 @@ let active: Tracer = TRACING_OFF;
 /** The process's tracer: TRACING_OFF until `startTracing` turns it on. */
 export function tracer(): Tracer {
   return active;
-}
-
-/** What an error is, for a span: its code or its class, never its message. */
-export function errorType(error: unknown): string {
-  const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && /^[A-Za-z0-9_.-]{1,64}$/.test(code)) return code;
-  return error instanceof Error ? error.name : typeof error;
 }
 
 export interface Tracing {
