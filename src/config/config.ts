@@ -288,16 +288,20 @@ export function parseAddressRanges(text: string): AddressRange[] | undefined {
   return ranges;
 }
 
+/** `text` as an http: or https: URL; undefined when it is not one. */
+function httpUrl(text: string): URL | undefined {
+  try {
+    const url = new URL(text);
+    return url.protocol === 'http:' || url.protocol === 'https:' ? url : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** REMD_*: required with REGISTRY=remd, each checked. */
 function readRemd(env: Env): RemdConfig {
   const url = env.REMD_URL ?? '';
-  let parsed: URL | undefined;
-  try {
-    parsed = new URL(url);
-  } catch {
-    parsed = undefined;
-  }
-  if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) throw new ConfigError('REMD_URL', 'must be the http(s) URL of the registry\'s SOAP endpoint (required with REGISTRY=remd)');
+  if (!httpUrl(url)) throw new ConfigError('REMD_URL', 'must be the http(s) URL of the registry\'s SOAP endpoint (required with REGISTRY=remd)');
   const clientEntityId = env.REMD_CLIENT_ENTITY_ID ?? '';
   if (!GUID.test(clientEntityId)) throw new ConfigError('REMD_CLIENT_ENTITY_ID', 'must be the GUID the registry gave this system (required with REGISTRY=remd)');
   const sourcesText = env.REMD_ALLOWED_SOURCES ?? '';
@@ -316,13 +320,8 @@ function readRemd(env: Env): RemdConfig {
 function readTracing(env: Env): TracingConfig | undefined {
   const endpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
   if (!endpoint) return undefined;
-  let url: URL | undefined;
-  try {
-    url = new URL(endpoint);
-  } catch {
-    url = undefined;
-  }
-  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw new ConfigError('OTEL_EXPORTER_OTLP_ENDPOINT', 'must be the http(s) base URL of an OTLP/HTTP collector (e.g. http://collector:4318)');
+  const url = httpUrl(endpoint);
+  if (!url) throw new ConfigError('OTEL_EXPORTER_OTLP_ENDPOINT', 'must be the http(s) base URL of an OTLP/HTTP collector (e.g. http://collector:4318)');
   if (url.search || url.hash) throw new ConfigError('OTEL_EXPORTER_OTLP_ENDPOINT', 'must have no query string or fragment (traces go to <it>/v1/traces)');
   const headers: Record<string, string> = {};
   for (const pair of (env.OTEL_EXPORTER_OTLP_HEADERS ?? '').split(',').map((part) => part.trim()).filter(Boolean)) {
