@@ -7,6 +7,10 @@ import { addClinic, authHeaders, post, registerBody, VALID_SNILS } from '../supp
 import { startOtlpCollector, type CollectedSpan, type OtlpCollector } from '../support/otlp-collector.js';
 import { spawnServe, type ServeProcess } from '../support/processes.js';
 import { until } from '../support/until.js';
+import { startTestService } from '../support/service.js';
+import { openSql } from '../support/database.js';
+import { rpc } from '../ehr/support/rpc.js';
+import { statement } from '../../src/db/sql.js';
 
 /**
  * Issue 23: one RegisterDocument followed through an API process (`serve --only emdr`) and a
@@ -105,4 +109,59 @@ describe('tracing across processes (OpenTelemetry, OTLP/HTTP)', () => {
       expect(exported.includes(secret), `the export carries ${secret.slice(0, 12)}…`).toBe(false);
     }
   }, TIMEOUT_MS * 2);
+});
+
+describe('the request span (in process)', () => {
+  let collector: OtlpCollector;
+
+  beforeAll(async () => {
+    collector = await startOtlpCollector();
+  });
+
+  afterAll(async () => {
+    await collector?.close();
+  });
+
+  it("continues a client's traceparent, stores it with the request row, gives each JSON-RPC call a span, and probes none", async () => {
+    const service = await startTestService({ OTEL_EXPORTER_OTLP_ENDPOINT: collector.url }, ['ehr', 'emdr']);
+    let stopped = false;
+    try {
+      const clinic = await addClinic(service, 'http://127.0.0.1:9');
+      const clientTrace = randomBytes(16).toString('hex');
+      const clientSpan = randomBytes(8).toString('hex');
+      const headers = authHeaders(clinic);
+      const continued = await post(service.publicUrl, '/api/RegisterDocument', { ...headers, traceparent: `00-${clientTrace}-${clientSpan}-01` }, registerBody());
+      expect(continued.status).toBe(200);
+      const fresh = await post(service.publicUrl, '/api/RegisterDocument', { ...headers, traceparent: '00-not-a-trace-01' }, registerBody());
+      expect(fresh.status).toBe(200);
+      expect((await rpc(service.publicUrl, 'patient.get_patient', {}, { user: 'nobody', token: 'nothing' })).error?.code).toBe(-33000);
+      expect((await fetch(`${service.internalUrl}/healthz`)).status).toBe(200);
+
+      const sql = openSql(service.databaseUrl);
+      const stored = await sql.rows<{ trace_parent: string }>(statement('test_trace_parent', 'select trace_parent from emdr_requests where queue_message_id = $1'), [continued.body.queueMessageId]);
+      await sql.pool.end();
+      expect(stored[0]!.trace_parent).toMatch(new RegExp(`^00-${clientTrace}-[0-9a-f]{16}-01$`));
+
+      await service.stop();
+      stopped = true;
+      const spans = await until('the spans at the collector', async () => [...collector.spans], (list) => list.filter((span) => span.name === 'RegisterDocument').length >= 2, 30_000);
+      const registrations = spans.filter((span) => span.name === 'RegisterDocument');
+      const fromClient = registrations.find((span) => span.traceId === clientTrace);
+      expect(fromClient?.parentSpanId).toBe(clientSpan);
+      // The stored traceparent names the request's own span: the worker's spans become its children.
+      expect(stored[0]!.trace_parent.split('-')[2]).toBe(fromClient!.spanId);
+      // A malformed traceparent starts a trace of its own.
+      expect(registrations.filter((span) => span.traceId !== clientTrace)).toHaveLength(1);
+      expect(registrations.find((span) => span.traceId !== clientTrace)!.parentSpanId).toBe('');
+
+      const call = spans.find((span) => span.name === 'patient.get_patient');
+      expect(call?.attributes).toMatchObject({ 'rpc.system': 'jsonrpc', 'rpc.method': 'patient.get_patient', 'rpc.jsonrpc.error_code': -33000 });
+      expect(call!.statusCode).toBe(2);
+      const request = spans.find((span) => span.spanId === call!.parentSpanId);
+      expect(request).toMatchObject({ name: 'POST public', kind: 2, attributes: expect.objectContaining({ 'http.response.status_code': 200 }) });
+      expect(spans.filter((span) => span.attributes['ehr_gateway.listener'] === 'internal')).toEqual([]);
+    } finally {
+      if (!stopped) await service.stop();
+    }
+  }, 120_000);
 });
