@@ -18,6 +18,7 @@ import { largeDocument } from './scenarios/large-document.js';
 import { pipeline } from './scenarios/pipeline.js';
 import { record } from './scenarios/record.js';
 import { registerDocument } from './scenarios/register-document.js';
+import { tracing } from './scenarios/tracing.js';
 
 const HELP = `usage: tsx scripts/bench/run.ts [options]
 
@@ -36,6 +37,8 @@ Scenarios (--only, comma-separated; default all):
                      OpenSSL gost engine (needs make gost-engine-bench)
   record             the medical record: records import of --record-import-mib of FHIR NDJSON (rate,
                      peak RSS); a patient's 100 reports against the baseline; 100 vs 10,000 reports
+  tracing            RegisterDocument acknowledgements and get_patient with tracing on (OTLP to a collector
+                     stand-in) vs off
 
 options:
   --smoke                tiny counts and short rounds (seconds in all): checks the suite works
@@ -63,6 +66,7 @@ const SCENARIOS: Record<string, Scenario> = {
   'large-document': largeDocument,
   'gost-check': gostCheck,
   record,
+  tracing,
 };
 
 function options() {
