@@ -47,6 +47,8 @@ options:
   --growth-rows N        rows of the large growth database (default 200000; smoke 2000)
   --large-mib N          size of the large document (default 20; smoke 1)
   --profile DIR          write a CPU profile of each service and baseline process there (node --cpu-prof)
+  --node-options TEXT    more options of node for each service and baseline process, space-separated
+                         (e.g. --trace-gc with BENCH_LOG_DIR set to keep the children's output)
   --limits               count RATE_LIMIT, BYTE_QUOTA and RPC_RATE_LIMIT as in production (shared counters),
                          with allowances never reached (default: the limits off)
   -h, --help             this text`;
@@ -75,6 +77,7 @@ function options() {
       'growth-rows': { type: 'string' },
       'large-mib': { type: 'string' },
       profile: { type: 'string' },
+      'node-options': { type: 'string' },
       limits: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -129,6 +132,7 @@ async function main(): Promise<void> {
     growthRows: number(values['growth-rows'], smoke ? 2000 : 200_000, '--growth-rows'),
     largeDocumentBytes: number(values['large-mib'], smoke ? 1 : 20, '--large-mib') * 1024 * 1024,
     profileDir: values.profile && path.resolve(values.profile),
+    nodeOptions: values['node-options']?.split(' ').filter(Boolean) ?? [],
     limits: values.limits ?? false,
     log,
   };
