@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import { startDatabaseServer } from './lib/database.js';
 import { describeCommit } from './lib/processes.js';
 import { chart, markdown, type RunRecord } from './lib/report.js';
-import { loadAverage, type BenchContext, type Scenario, type ScenarioOutcome } from './lib/scenario.js';
+import { loadAverage, type BenchContext, type Measured, type Scenario, type ScenarioOutcome } from './lib/scenario.js';
 import { gostCheck } from './scenarios/gost-check.js';
 import { growth } from './scenarios/growth.js';
 import { interfaceA } from './scenarios/interface-a.js';
@@ -137,12 +137,23 @@ async function main(): Promise<void> {
     log,
   };
   const outcomes: ScenarioOutcome[] = [];
+  const failures: string[] = [];
   try {
     for (const name of chosen) {
       const load = loadAverage();
       const groupStarted = Date.now();
-      log(`${name}: starting`);
-      for (const measured of await SCENARIOS[name]!(context)) outcomes.push({ ...measured, load: [load, loadAverage()], seconds: (Date.now() - groupStarted) / 1000 });
+      log(`${name}: starting at load average ${os.loadavg().map((value) => value.toFixed(2)).join(' ')}`);
+      let measured: Measured[];
+      try {
+        measured = await SCENARIOS[name]!(context);
+      } catch (error) {
+        // The other scenarios still run and the report is still written; the run fails at its end.
+        failures.push(`${name} did not run: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`);
+        log(`${name}: FAILED: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+        continue;
+      }
+      failures.push(...incomplete(name, measured));
+      for (const outcome of measured) outcomes.push({ ...outcome, load: [load, loadAverage()], seconds: (Date.now() - groupStarted) / 1000 });
     }
   } finally {
     await database.stop();
@@ -161,6 +172,24 @@ async function main(): Promise<void> {
   await fs.writeFile(path.join(out, 'benchmarks.svg'), chart(run, before));
   await fs.writeFile(path.join(out, 'benchmarks.md'), markdown(run, before, 'benchmarks.svg'));
   log(`wrote ${path.join(out, 'benchmarks.md')} in ${Math.round(run.totalSeconds)} s`);
+  if (failures.length > 0) {
+    for (const failure of failures) console.error(`bench: FAILED: ${failure}`);
+    console.error(`bench: ${failures.length} scenario problem(s): the report lacks what they should have measured`);
+    process.exitCode = 1;
+  }
+}
+
+/** Why a scenario's outcomes are not a measurement: none at all, a row without a figure, failed requests. */
+function incomplete(name: string, measured: readonly Measured[]): string[] {
+  if (measured.length === 0) return [`${name} measured nothing`];
+  return measured.flatMap((outcome) => [
+    ...(outcome.rows.length === 0 ? [`${outcome.name} has no rows`] : []),
+    ...outcome.rows.flatMap((row) => {
+      const missing = [!(Number.isFinite(row.service) && row.service > 0) ? 'service' : undefined, row.baseline !== undefined && !(Number.isFinite(row.baseline) && row.baseline > 0) ? 'baseline' : undefined].filter(Boolean);
+      return missing.length > 0 ? [`${outcome.name}: "${row.metric}" has no ${missing.join(' or ')} figure`] : [];
+    }),
+    ...outcome.notes.filter((note) => /failed requests|NOT every callback/.test(note)).map((note) => `${outcome.name}: ${note}`),
+  ]);
 }
 
 main().catch((error: unknown) => {
