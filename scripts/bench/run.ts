@@ -166,6 +166,7 @@ async function main(): Promise<void> {
     mode: `${smoke ? 'smoke run' : `full run, ${context.rounds} rounds of ${context.roundMs / 1000} s`}${context.limits ? ', limits counted' : ''}`,
     totalSeconds: (Date.now() - started) / 1000,
     outcomes,
+    ...(failures.length > 0 ? { failures } : {}),
   };
   await fs.mkdir(out, { recursive: true });
   await fs.writeFile(path.join(out, 'benchmarks.json'), `${JSON.stringify(run, null, 2)}\n`);
