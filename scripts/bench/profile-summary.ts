@@ -37,8 +37,9 @@ function placeOf(url: string, functionName: string): string {
   if (url === '') {
     if (functionName === '(garbage collector)') return 'garbage collector';
     if (functionName.startsWith('(')) return functionName;
-    // Code V8 compiled from a string: Ajv's validators, node-postgres's row parsers.
-    return 'generated code (Ajv validators, …) or native';
+    // Native functions (a socket's write with the kernel's loopback work under it, a hash's update)
+    // and code V8 compiled from a string (Ajv's validators).
+    return 'native (socket writes, hashing, …) or compiled from a string';
   }
   const modules = url.lastIndexOf('/node_modules/');
   if (modules >= 0) {
