@@ -17,6 +17,7 @@ import { interfaceA } from './scenarios/interface-a.js';
 import { largeDocument } from './scenarios/large-document.js';
 import { pipeline } from './scenarios/pipeline.js';
 import { registerDocument } from './scenarios/register-document.js';
+import { tracing } from './scenarios/tracing.js';
 
 const HELP = `usage: tsx scripts/bench/run.ts [options]
 
@@ -33,6 +34,8 @@ Scenarios (--only, comma-separated; default all):
   large-document     peak RSS growth of serve for one --large-mib document through everything
   gost-check         one GOST-signed document (10 KiB, 5 MiB; 256, 512) checked in-process: ours vs the
                      OpenSSL gost engine (needs make gost-engine-bench)
+  tracing            RegisterDocument acknowledgements and get_patient with tracing on (OTLP to a collector
+                     stand-in) vs off
 
 options:
   --smoke                tiny counts and short rounds (seconds in all): checks the suite works
@@ -60,6 +63,7 @@ const SCENARIOS: Record<string, Scenario> = {
   growth,
   'large-document': largeDocument,
   'gost-check': gostCheck,
+  tracing,
 };
 
 function options() {

@@ -123,11 +123,6 @@ export class CallbackSender {
     this.agent = new Agent({ keepAliveTimeout: 30_000, connections: 32, connect: guardedConnector(egress) });
   }
 
-  /** One attempt of each callback, at once. */
-  attemptAll(callbacks: readonly OutgoingCallback[]): Promise<AttemptOutcome[]> {
-    return Promise.all(callbacks.map((callback) => this.attempt(callback)));
-  }
-
   async attempt(callback: OutgoingCallback): Promise<AttemptOutcome> {
     const at = new Date();
     const started = performance.now();

@@ -2,6 +2,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from '../http/listener.js';
 import { parseNetworks, type Networks } from '../http/networks.js';
+import type { TracingConfig } from '../tracing/tracer.js';
 
 /** Everything the service reads from its environment, validated once at start. */
 export interface Config {
@@ -76,7 +77,10 @@ export interface Config {
   /** РЭМД's address and the gateway's inbound listener for its answers (REGISTRY=remd only). */
   remd: RemdConfig | undefined;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Where spans go over OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT); undefined: tracing is off and its SDK never loaded. */
+  tracing: TracingConfig | undefined;
 }
+
 
 /** An address or a network (CIDR) that may call the gateway's inbound listener for РЭМД. */
 export interface AddressRange {
@@ -284,16 +288,20 @@ export function parseAddressRanges(text: string): AddressRange[] | undefined {
   return ranges;
 }
 
+/** `text` as an http: or https: URL; undefined when it is not one. */
+function httpUrl(text: string): URL | undefined {
+  try {
+    const url = new URL(text);
+    return url.protocol === 'http:' || url.protocol === 'https:' ? url : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** REMD_*: required with REGISTRY=remd, each checked. */
 function readRemd(env: Env): RemdConfig {
   const url = env.REMD_URL ?? '';
-  let parsed: URL | undefined;
-  try {
-    parsed = new URL(url);
-  } catch {
-    parsed = undefined;
-  }
-  if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) throw new ConfigError('REMD_URL', 'must be the http(s) URL of the registry\'s SOAP endpoint (required with REGISTRY=remd)');
+  if (!httpUrl(url)) throw new ConfigError('REMD_URL', 'must be the http(s) URL of the registry\'s SOAP endpoint (required with REGISTRY=remd)');
   const clientEntityId = env.REMD_CLIENT_ENTITY_ID ?? '';
   if (!GUID.test(clientEntityId)) throw new ConfigError('REMD_CLIENT_ENTITY_ID', 'must be the GUID the registry gave this system (required with REGISTRY=remd)');
   const sourcesText = env.REMD_ALLOWED_SOURCES ?? '';
@@ -302,6 +310,38 @@ function readRemd(env: Env): RemdConfig {
     throw new ConfigError('REMD_ALLOWED_SOURCES', 'must list the addresses or networks (e.g. 10.1.2.3,10.2.0.0/16) that may call the inbound listener (required with REGISTRY=remd)');
   }
   return { url, clientEntityId, callbackHost: env.REMD_CALLBACK_HOST || '127.0.0.1', callbackPort: readPort(env, 'REMD_CALLBACK_PORT', 8082), allowedSources };
+}
+
+/**
+ * OTEL_EXPORTER_OTLP_ENDPOINT (an http(s) base URL, as OpenTelemetry's specification defines it:
+ * traces go to `<it>/v1/traces`), OTEL_EXPORTER_OTLP_HEADERS (`name=value` pairs, comma-separated,
+ * values percent-encoded) and OTEL_SERVICE_NAME. Unset endpoint: tracing is off.
+ */
+function readTracing(env: Env): TracingConfig | undefined {
+  const endpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+  if (!endpoint) return undefined;
+  const url = httpUrl(endpoint);
+  if (!url) throw new ConfigError('OTEL_EXPORTER_OTLP_ENDPOINT', 'must be the http(s) base URL of an OTLP/HTTP collector (e.g. http://collector:4318)');
+  if (url.search || url.hash) throw new ConfigError('OTEL_EXPORTER_OTLP_ENDPOINT', 'must have no query string or fragment (traces go to <it>/v1/traces)');
+  const headers: Record<string, string> = {};
+  for (const pair of (env.OTEL_EXPORTER_OTLP_HEADERS ?? '').split(',').map((part) => part.trim()).filter(Boolean)) {
+    const equals = pair.indexOf('=');
+    const name = equals > 0 ? pair.slice(0, equals).trim() : '';
+    let value: string | undefined;
+    try {
+      value = equals > 0 ? decodeURIComponent(pair.slice(equals + 1).trim()) : undefined;
+    } catch {
+      value = undefined;
+    }
+    // Never echoed: a header is usually a collector's credential.
+    if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(name) || value === undefined || /[\r\n]/.test(value)) {
+      throw new ConfigError('OTEL_EXPORTER_OTLP_HEADERS', 'expected name=value[,name=value] with header names and percent-encoded values');
+    }
+    headers[name] = value;
+  }
+  const serviceName = env.OTEL_SERVICE_NAME?.trim() || 'ehr-gateway';
+  if (serviceName.length > 100) throw new ConfigError('OTEL_SERVICE_NAME', 'is longer than 100 characters');
+  return { tracesUrl: `${url.href.replace(/\/+$/, '')}/v1/traces`, headers, serviceName };
 }
 
 /**
@@ -420,6 +460,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     registryFail: registryFailRaw === 'true' || registryFailRaw === '1',
     remd: registry === 'remd' ? readRemd(env) : undefined,
     logLevel,
+    tracing: readTracing(env),
     ...overrides,
   };
 }
@@ -491,4 +532,11 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; fallback: string; m
   { name: 'REMD_CALLBACK_PORT', fallback: '8082', meaning: 'REGISTRY=remd: port of that inbound listener' },
   { name: 'REMD_ALLOWED_SOURCES', fallback: '(unset)', meaning: 'REGISTRY=remd: the addresses or networks (CIDR) that may call the inbound listener, comma-separated; required' },
   { name: 'LOG_LEVEL', fallback: 'info', meaning: 'fatal, error, warn, info, debug, trace or silent' },
+  {
+    name: 'OTEL_EXPORTER_OTLP_ENDPOINT',
+    fallback: '(unset)',
+    meaning: "OpenTelemetry collector's base URL (OTLP/HTTP, e.g. http://collector:4318): spans of each request, pipeline stage and callback attempt go to <it>/v1/traces; unset: tracing off, its SDK not loaded",
+  },
+  { name: 'OTEL_EXPORTER_OTLP_HEADERS', fallback: '(none)', meaning: 'headers of each export, name=value[,name=value] with values percent-encoded (a collector\'s credentials)' },
+  { name: 'OTEL_SERVICE_NAME', fallback: 'ehr-gateway', meaning: "the spans' service.name" },
 ];

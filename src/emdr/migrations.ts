@@ -294,4 +294,18 @@ export const emdrMigrations: readonly NamedMigration[] = [
       },
     },
   ],
+  [
+    // Numbered after issue 21's emdr_0008_fair_claims (another branch), so the two merge in either order.
+    'emdr_0009_trace_context',
+    {
+      // The W3C traceparent of the request that stored the row (src/tracing/): the worker's spans of
+      // its stages and callback attempts continue that trace in another process. Null when tracing is off.
+      async up(knex) {
+        await knex.raw('alter table emdr_requests add column trace_parent text');
+      },
+      async down(knex) {
+        await knex.raw('alter table emdr_requests drop column trace_parent');
+      },
+    },
+  ],
 ];

@@ -5,6 +5,8 @@ import { OPERATION_HANDLERS } from './operations.js';
 import type { PipelineContext } from './requests.js';
 import { withErrors } from './requests.js';
 import { claimRequests, extendRequests, RELEASE_REQUESTS, settle, type Settled, type Settlement } from './transitions.js';
+import { tracer, type ActiveSpan } from '../../tracing/tracing.js';
+import { stageSpan } from './stage-span.js';
 
 /**
  * The acceptance stage: a batch of received requests claimed in one statement (with what the checks
@@ -44,6 +46,13 @@ export class AcceptanceStage {
     return OPERATION_HANDLERS[request.operation].accept(request, { sql, registry, documents: this.documents, xmlCheckTimeoutMs });
   }
 
+  /** The checks' findings, their verdict on the span. */
+  private async checked(request: ClaimedForAcceptance, span: ActiveSpan): Promise<AcceptanceFindings> {
+    const findings = await this.findingsOf(request);
+    span.setAttributes({ 'ehr_gateway.verdict': findings.errors.length > 0 ? 'rejected' : 'accepted', 'ehr_gateway.error_codes': findings.errors.map((error) => error.code).join(' ') });
+    return findings;
+  }
+
   /** Checks the batch; settles what was decided, and puts back (for a later try) what failed to be checked. */
   readonly process = async (batch: ClaimedForAcceptance[]): Promise<Settled> => {
     const decided: Settlement[] = [];
@@ -51,7 +60,7 @@ export class AcceptanceStage {
     await Promise.all(
       batch.map(async (request) => {
         try {
-          decided.push(settlementOf(request, await this.findingsOf(request)));
+          decided.push(settlementOf(request, await tracer().inSpan('acceptance check', stageSpan(request), (span) => this.checked(request, span))));
         } catch (error) {
           this.context.logger.error({ err: error, queueMessageId: request.queue_message_id }, 'acceptance check failed; trying again later');
           failed.push(request);

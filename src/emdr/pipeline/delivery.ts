@@ -7,6 +7,7 @@ import { CALLBACKS, ENDED_STATES, FILE_CALLBACKS, sqlList, type Operation } from
 import { requestFileBase64Slices } from './request-files.js';
 import { base64Length } from '../values.js';
 import type { PipelineContext } from './requests.js';
+import { tracer } from '../../tracing/tracing.js';
 
 /**
  * The delivery stage of interface B's callbacks: a batch of due callbacks claimed in one statement
@@ -38,6 +39,8 @@ interface ClaimedCallback {
   signature_size: number | null;
   /** The x-request-id of the request that created the callback: the client's own, else the gateway's. */
   request_id: string;
+  /** The request's W3C traceparent: each attempt's span continues its trace (src/tracing/). */
+  trace_parent: string | null;
 }
 
 /**
@@ -55,7 +58,7 @@ const CLAIM = statement(
    update emdr_callbacks c set available_at = now() + $2 * interval '1 millisecond'
      from claimed x, emdr_requests r, emdr_clients k
     where c.id = x.id and r.queue_message_id = c.queue_message_id and k.id = r.client_id
-   returning c.id, c.name, r.operation, c.url, c.payload::text as payload, c.queue_message_id, c.sequence, c.round_attempts, coalesce(r.client_request_id, r.request_id) as request_id,
+   returning c.id, c.name, r.operation, c.url, c.payload::text as payload, c.queue_message_id, c.sequence, c.round_attempts, coalesce(r.client_request_id, r.request_id) as request_id, r.trace_parent,
              k.business_id, k.user_name, k.callback_user, k.callback_token_sealed, k.signing_secret_sealed,
              case when c.name in (${FILE_CALLBACK_NAMES}) then octet_length(r.document) end as document_size,
              case when c.name in (${FILE_CALLBACK_NAMES}) then octet_length(r.signature) end as signature_size`,
@@ -188,9 +191,26 @@ export class DeliveryStage {
     };
   }
 
+  /** An attempt in a client span of the request's trace: which callback, which attempt, whether it was delivered (never the URL, the body or the answer). */
+  private tracedAttempt(row: ClaimedCallback): Promise<AttemptOutcome> {
+    const attributes = {
+      'ehr_gateway.callback': row.name,
+      'ehr_gateway.webhook_id': row.id,
+      'ehr_gateway.queue_message_id': row.queue_message_id,
+      'ehr_gateway.callback_sequence': row.sequence,
+      'ehr_gateway.round_attempt': row.round_attempts + 1,
+    };
+    return tracer().inSpan('callback attempt', { kind: 'client', parent: row.trace_parent, attributes }, async (span) => {
+      const outcome = await this.sender.attempt(this.outgoing(row));
+      span.setAttributes({ 'ehr_gateway.delivered': outcome.delivered, ...(outcome.httpStatus === undefined ? {} : { 'http.response.status_code': outcome.httpStatus }) });
+      if (!outcome.delivered) span.fail(outcome.httpStatus === undefined ? 'no answer' : `HTTP ${outcome.httpStatus}`);
+      return outcome;
+    });
+  }
+
   /** Attempts the batch and records the outcomes; returns how many callbacks became due at once (released results). */
   readonly process = async (batch: ClaimedCallback[]): Promise<{ released: number; retries: number[] }> => {
-    const outcomes = await this.sender.attemptAll(batch.map((row) => this.outgoing(row)));
+    const outcomes = await Promise.all(batch.map((row) => (tracer().enabled ? this.tracedAttempt(row) : this.sender.attempt(this.outgoing(row)))));
     const settled = await recordOutcomes(this.context.sql, outcomes);
     this.count(batch, outcomes, settled);
     this.logFailures(batch, outcomes, settled);

@@ -27,7 +27,7 @@ export function claimRequests(stage: RequestStageName, returning = ''): Statemen
      )
      update emdr_requests r set available_at = now() + $2 * interval '1 millisecond', claims = r.claims + 1
        from claimed c where r.queue_message_id = c.queue_message_id
-     returning r.queue_message_id, r.client_id, r.operation, r.state, r.callback_url, r.metadata, r.claims,
+     returning r.queue_message_id, r.client_id, r.operation, r.state, r.callback_url, r.metadata, r.claims, r.trace_parent,
                (select k.organizations from emdr_clients k where k.id = r.client_id) as organizations${returning ? `,
                ${returning}` : ''}`,
   );
