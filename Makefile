@@ -228,7 +228,7 @@ run: build ## start the whole service on the embedded PostgreSQL under ./.data, 
 mock: $(INSTALLED) ## mocks from the specs: interface B (Prism behind a relay that signs its callbacks) on :4010, interface A on :4011
 	scripts/mock.sh
 
-bench: $(INSTALLED) $(GOST_WASM) gost-engine-bench ## every benchmark scenario against its bare baseline → docs/benchmarks.md and .svg (BENCH_ARGS=--help for options)
+bench: $(INSTALLED) $(GOST_WASM) gost-engine-bench build ## every benchmark scenario against its bare baseline (serve as built) → docs/benchmarks.md and .svg (BENCH_ARGS=--help for options)
 	$(TSX) scripts/bench/run.ts $(BENCH_ARGS)
 
 hostile: $(INSTALLED) $(GOST_WASM) ## one abusive clinic beside an honest one, per finding of issue 21 → docs/hostile.md (HOSTILE_ARGS=--help for options)
