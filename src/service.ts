@@ -39,6 +39,7 @@ import { SharedAllowance } from './limits/allowance.js';
 import type { CounterStore } from './limits/counters.js';
 import type { Logger } from './logging/logger.js';
 import type { RequestListener } from 'node:http';
+import { tuneCollectorForServing } from './memory/garbage.js';
 
 export const ROLES = ['ehr', 'emdr', 'worker'] as const;
 export type Role = (typeof ROLES)[number];
@@ -122,6 +123,7 @@ function signatureTrustAnchors(config: Config): Uint8Array[] | undefined {
 
 /** Starts the given roles over one database: `serve` runs all three, `serve --only X` one. */
 export async function startService(config: Config, logger: Logger, roles: ReadonlySet<Role>): Promise<RunningService> {
+  tuneCollectorForServing();
   const trustAnchors = roles.has('worker') ? signatureTrustAnchors(config) : undefined;
   // First on, last off: the spans of the last work in hand are exported at stop.
   const tracing = await startTracing(config.tracing, logger);

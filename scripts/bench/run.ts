@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import { startDatabaseServer } from './lib/database.js';
 import { describeCommit } from './lib/processes.js';
 import { chart, markdown, type RunRecord } from './lib/report.js';
-import { loadAverage, type BenchContext, type Scenario, type ScenarioOutcome } from './lib/scenario.js';
+import { loadAverage, type BenchContext, type Measured, type Scenario, type ScenarioOutcome } from './lib/scenario.js';
 import { gostCheck } from './scenarios/gost-check.js';
 import { growth } from './scenarios/growth.js';
 import { interfaceA } from './scenarios/interface-a.js';
@@ -54,6 +54,8 @@ options:
   --large-mib N          size of the large document (default 20; smoke 1)
   --record-import-mib N  size of the FHIR NDJSON the record scenario imports (default 1024; smoke 2)
   --profile DIR          write a CPU profile of each service and baseline process there (node --cpu-prof)
+  --node-options TEXT    more options of node for each service and baseline process, space-separated
+                         (e.g. --trace-gc with BENCH_LOG_DIR set to keep the children's output)
   --limits               count RATE_LIMIT, BYTE_QUOTA and RPC_RATE_LIMIT as in production (shared counters),
                          with allowances never reached (default: the limits off)
   -h, --help             this text`;
@@ -85,6 +87,7 @@ function options() {
       'large-mib': { type: 'string' },
       'record-import-mib': { type: 'string' },
       profile: { type: 'string' },
+      'node-options': { type: 'string' },
       limits: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -140,16 +143,28 @@ async function main(): Promise<void> {
     largeDocumentBytes: number(values['large-mib'], smoke ? 1 : 20, '--large-mib') * 1024 * 1024,
     recordImportMiB: number(values['record-import-mib'], smoke ? 2 : 1024, '--record-import-mib'),
     profileDir: values.profile && path.resolve(values.profile),
+    nodeOptions: values['node-options']?.split(' ').filter(Boolean) ?? [],
     limits: values.limits ?? false,
     log,
   };
   const outcomes: ScenarioOutcome[] = [];
+  const failures: string[] = [];
   try {
     for (const name of chosen) {
       const load = loadAverage();
       const groupStarted = Date.now();
-      log(`${name}: starting`);
-      for (const measured of await SCENARIOS[name]!(context)) outcomes.push({ ...measured, load: [load, loadAverage()], seconds: (Date.now() - groupStarted) / 1000 });
+      log(`${name}: starting at load average ${os.loadavg().map((value) => value.toFixed(2)).join(' ')}`);
+      let measured: Measured[];
+      try {
+        measured = await SCENARIOS[name]!(context);
+      } catch (error) {
+        // The other scenarios still run and the report is still written; the run fails at its end.
+        failures.push(`${name} did not run: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`);
+        log(`${name}: FAILED: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+        continue;
+      }
+      failures.push(...incomplete(name, measured));
+      for (const outcome of measured) outcomes.push({ ...outcome, load: [load, loadAverage()], seconds: (Date.now() - groupStarted) / 1000 });
     }
   } finally {
     await database.stop();
@@ -162,12 +177,31 @@ async function main(): Promise<void> {
     mode: `${smoke ? 'smoke run' : `full run, ${context.rounds} rounds of ${context.roundMs / 1000} s`}${context.limits ? ', limits counted' : ''}`,
     totalSeconds: (Date.now() - started) / 1000,
     outcomes,
+    ...(failures.length > 0 ? { failures } : {}),
   };
   await fs.mkdir(out, { recursive: true });
   await fs.writeFile(path.join(out, 'benchmarks.json'), `${JSON.stringify(run, null, 2)}\n`);
   await fs.writeFile(path.join(out, 'benchmarks.svg'), chart(run, before));
   await fs.writeFile(path.join(out, 'benchmarks.md'), markdown(run, before, 'benchmarks.svg'));
   log(`wrote ${path.join(out, 'benchmarks.md')} in ${Math.round(run.totalSeconds)} s`);
+  if (failures.length > 0) {
+    for (const failure of failures) console.error(`bench: FAILED: ${failure}`);
+    console.error(`bench: ${failures.length} scenario problem(s): the report lacks what they should have measured`);
+    process.exitCode = 1;
+  }
+}
+
+/** Why a scenario's outcomes are not a measurement: none at all, a row without a figure, failed requests. */
+function incomplete(name: string, measured: readonly Measured[]): string[] {
+  if (measured.length === 0) return [`${name} measured nothing`];
+  return measured.flatMap((outcome) => [
+    ...(outcome.rows.length === 0 ? [`${outcome.name} has no rows`] : []),
+    ...outcome.rows.flatMap((row) => {
+      const missing = [!(Number.isFinite(row.service) && row.service > 0) ? 'service' : undefined, row.baseline !== undefined && !(Number.isFinite(row.baseline) && row.baseline > 0) ? 'baseline' : undefined].filter(Boolean);
+      return missing.length > 0 ? [`${outcome.name}: "${row.metric}" has no ${missing.join(' or ')} figure`] : [];
+    }),
+    ...outcome.notes.filter((note) => /failed requests|NOT every callback/.test(note)).map((note) => `${outcome.name}: ${note}`),
+  ]);
 }
 
 main().catch((error: unknown) => {

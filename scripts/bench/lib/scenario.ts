@@ -24,6 +24,8 @@ export interface BenchContext {
   recordImportMiB: number;
   /** CPU profiles of the service (node --cpu-prof) go here, when set. */
   profileDir: string | undefined;
+  /** More node options for each service and baseline process (--node-options). */
+  nodeOptions: readonly string[];
   /** The limits counted as in production (shared counters), set too high to refuse anything; else off. */
   limits: boolean;
   log(message: string): void;
