@@ -163,7 +163,7 @@ describe('the circuit breaker of a receiver origin', () => {
     it('postpones the callbacks of a receiver that stopped answering without sending them, then delivers them once a probe is answered', async () => {
       const clinic = await addClinic(service, receiver.url);
       const ids = await Promise.all(Array.from({ length: 6 }, () => ack(service, clinic, registerBody())));
-      const postponed = (rows: Array<{ error: string | null }>) => rows.filter((row) => row.error?.includes('circuit open'));
+      const postponed = <R extends { error: string | null }>(rows: R[]) => rows.filter((row) => row.error?.includes('circuit open'));
       const attempts = await until('attempts postponed', () => attemptsOf(ids), (rows) => postponed(rows).length >= 6);
       expect(postponed(attempts).every((row) => row.http_status === null && row.duration_ms === 0)).toBe(true);
       // What reached the receiver: the attempts made, not the postponed ones.
