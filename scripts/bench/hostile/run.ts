@@ -44,6 +44,8 @@ options:
   --label TEXT       what to call the measured code (default: git describe of --root)
   --before FILE      an earlier run's hostile.json, shown as "before"
   --from FILE        write the report of a recorded run's hostile.json instead of measuring
+  --merge FILE       keep the scenarios of an earlier run's hostile.json that this run did not
+                     measure (each keeps its own commit, date and load average), e.g. with --only
   -h, --help         this text`;
 
 interface Scenario {
@@ -81,6 +83,8 @@ export interface ScenarioRecord {
   /** What the gateway answered the abuser, by status. */
   abuserAnswers: Record<string, number>;
   verdict: { ackWithin2x: boolean; callbackWithin2x: boolean; noFailures: boolean; healthzUnder100ms: boolean };
+  /** Set on a scenario kept from an earlier run (--merge): that run's commit, date and load average. */
+  measured?: { commit: string; date: string; loadAverage: [number, number] };
 }
 
 export interface HostileRun {
@@ -186,11 +190,21 @@ const failuresText = (figures: PhaseFigures) => {
   return entries.length === 0 ? '0' : entries.map(([status, count]) => `${count} × ${status}`).join(', ');
 };
 
+/** The run with the scenarios of `earlier` it did not measure, each stamped with where it was measured; in the order of SCENARIOS. */
+function merged(run: HostileRun, earlier: HostileRun): HostileRun {
+  const kept = earlier.scenarios
+    .filter((record) => !run.scenarios.some((measured) => measured.name === record.name))
+    .map((record) => ({ ...record, measured: record.measured ?? { commit: earlier.commit, date: earlier.date, loadAverage: earlier.machine.loadAverage } }));
+  const order = (record: ScenarioRecord) => SCENARIOS.findIndex((scenario) => scenario.name === record.name);
+  return { ...run, scenarios: [...run.scenarios, ...kept].sort((a, b) => order(a) - order(b)) };
+}
+
 function tableRows(run: HostileRun, label: string): string[] {
   return run.scenarios.map((record) => {
+    const rowLabel = record.measured ? (label.startsWith('before') ? `before (${record.measured.commit})` : `(${record.measured.commit})`) : label;
     const { alone, abused, verdict: judged } = record;
     const met = judged.ackWithin2x && judged.callbackWithin2x && judged.noFailures && judged.healthzUnder100ms;
-    return `| ${record.name} ${label} | ${ms(alone.ackP99Ms)} → ${ms(abused.ackP99Ms)}${ratio(alone.ackP99Ms, abused.ackP99Ms)} | ${ms(alone.firstCallbackP99Ms)} → ${ms(abused.firstCallbackP99Ms)}${ratio(alone.firstCallbackP99Ms, abused.firstCallbackP99Ms)}${abused.callbacksMissing > 0 ? `, ${abused.callbacksMissing} missing` : ''} | ${abused.requests - abused.acknowledged} of ${abused.requests} (${failuresText(abused)}) | ${ms(alone.healthzMaxMs)} → ${ms(abused.healthzMaxMs)}${abused.healthzFailures > 0 ? `, ${abused.healthzFailures} failed` : ''} | ${record.peakRssGrowthMiB} MiB | ${met ? '**met**' : '**missed**'} |`;
+    return `| ${record.name} ${rowLabel} | ${ms(alone.ackP99Ms)} → ${ms(abused.ackP99Ms)}${ratio(alone.ackP99Ms, abused.ackP99Ms)} | ${ms(alone.firstCallbackP99Ms)} → ${ms(abused.firstCallbackP99Ms)}${ratio(alone.firstCallbackP99Ms, abused.firstCallbackP99Ms)}${abused.callbacksMissing > 0 ? `, ${abused.callbacksMissing} missing` : ''} | ${abused.requests - abused.acknowledged} of ${abused.requests} (${failuresText(abused)}) | ${ms(alone.healthzMaxMs)} → ${ms(abused.healthzMaxMs)}${abused.healthzFailures > 0 ? `, ${abused.healthzFailures} failed` : ''} | ${record.peakRssGrowthMiB} MiB | ${met ? '**met**' : '**missed**'} |`;
   });
 }
 
@@ -210,6 +224,12 @@ function markdown(run: HostileRun, before: HostileRun | undefined): string {
     ...tableRows(run, run.commit === before?.commit ? '' : `(${run.commit})`),
     ...(before ? tableRows(before, `before (${before.commit})`) : []),
     '',
+    ...[run, ...(before ? [before] : [])].flatMap((shown) =>
+      [...new Map(shown.scenarios.filter((record) => record.measured).map((record) => [record.measured!.commit, record.measured!])).values()].map(
+        (measured) => `Rows marked ${measured.commit}${shown === before ? ' (before)' : ''} come from an earlier run: ${measured.date}, load average ${measured.loadAverage[0]} at its start and ${measured.loadAverage[1]} at its end.`,
+      ),
+    ),
+    '',
     ...run.scenarios.map((record) => `- **${record.name}**: ${record.finding} (abuser \`${record.abuse}\`; the gateway answered it ${Object.entries(record.abuserAnswers ?? {}).map(([status, count]) => `${count} × ${status}`).join(', ') || 'nothing'}).`),
     '',
   ];
@@ -227,6 +247,7 @@ async function main(): Promise<void> {
       before: { type: 'string' },
       only: { type: 'string' },
       from: { type: 'string' },
+      merge: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -243,10 +264,13 @@ async function main(): Promise<void> {
   const chosen = values.only ? SCENARIOS.filter((scenario) => values.only!.split(',').includes(scenario.name)) : SCENARIOS;
   const out = path.resolve(values.out ?? path.join(repo, 'docs'));
   const before = values.before && existsSync(values.before) ? (JSON.parse(await fs.readFile(values.before, 'utf8')) as HostileRun) : undefined;
+  const earlier = values.merge ? (JSON.parse(await fs.readFile(values.merge, 'utf8')) as HostileRun) : undefined;
   if (values.from) {
     const recorded = JSON.parse(await fs.readFile(values.from, 'utf8')) as HostileRun;
+    const report = earlier ? merged(recorded, earlier) : recorded;
     await fs.mkdir(out, { recursive: true });
-    await fs.writeFile(path.join(out, 'hostile.md'), markdown(recorded, before));
+    if (earlier) await fs.writeFile(path.join(out, 'hostile.json'), `${JSON.stringify(report, null, 2)}\n`);
+    await fs.writeFile(path.join(out, 'hostile.md'), markdown(report, before));
     return;
   }
   const started = Date.now();
@@ -259,13 +283,14 @@ async function main(): Promise<void> {
   } finally {
     await database.stop();
   }
-  const run: HostileRun = {
+  const measuredRun: HostileRun = {
     date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
     commit: values.label ?? describeCommit(root),
     mode: smoke ? 'smoke run' : `phases of ${seconds} s`,
     machine: { cpu: os.cpus()[0]?.model ?? 'unknown', cores: os.cpus().length, loadAverage: [loadAtStart, +os.loadavg()[0]!.toFixed(2)] },
     scenarios,
   };
+  const run = earlier ? merged(measuredRun, earlier) : measuredRun;
   await fs.mkdir(out, { recursive: true });
   await fs.writeFile(path.join(out, 'hostile.json'), `${JSON.stringify(run, null, 2)}\n`);
   await fs.writeFile(path.join(out, 'hostile.md'), markdown(run, before));
