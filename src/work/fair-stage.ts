@@ -5,8 +5,9 @@ import type { Logger } from '../logging/logger.js';
  * the receiver origins callbacks go to). Unlike Stage (stage.ts), which takes a batch and settles it
  * when its slowest item is done, this one keeps up to `capacity` items in hand and works on each on
  * its own: an item's result is settled as soon as it is ready, with whatever else finished meanwhile
- * (one settle statement at a time, so a busy stage still writes in groups), and its place goes to
- * the next claim. No key holds more than `perKey` of the places, so another key's item always finds
+ * (one settle statement at a time; while other items are still in hand, a result waits up to
+ * SETTLE_GATHER_MS for them, so a busy stage writes in groups and an idle one at once), and its
+ * place goes to the next claim. No key holds more than `perKey` of the places, so another key's item always finds
  * one; the claim itself takes keys in turn (the SQL's business: it gets the keys at their cap and
  * the room each other key has).
  *
@@ -28,12 +29,22 @@ export interface FairStageOptions<T, R> {
   capacity: number;
   /** Items of one key in hand at once. */
   perKey: number;
+  /** Results settled in one go at most (a settle statement's size). */
+  settleGroup: number;
   idlePollMs: number;
   logger: Logger;
 }
 
 /** Waits after a failed claim (the database is down, say) before the next. */
 const CLAIM_RETRY_MS = 1000;
+/** How long a ready result waits for others still in hand, so that they settle in one statement (issue 24: statements per document). */
+const SETTLE_GATHER_MS = 10;
+/**
+ * Claims of a busy stage are this far apart at least: new work is announced per request (up to 200
+ * NOTIFYs a second), and a claim per announcement would cost a statement per item. An idle stage
+ * claims at once.
+ */
+const CLAIM_SPACING_MS = 20;
 
 export class FairStage<T, R> {
   private stopping = false;
@@ -43,14 +54,16 @@ export class FairStage<T, R> {
   /** Results ready to settle, and the settle under way. */
   private ready: Array<{ item: T; result: R }> = [];
   private settling: Promise<void> | undefined;
+  private gathering: NodeJS.Timeout | undefined;
   /** Something changed that a claim may act on (a wake-up, a freed place); the claimer sleeps only when nothing did. */
   private changed = false;
   private sleeper: (() => void) | undefined;
   private dueTimer: NodeJS.Timeout | undefined;
   private dueAt = Infinity;
-  /** The keys the last claim left out because they were full, and whether it took all it asked for. */
+  /** The keys full after the last claim (it left them out, or took all their room), and whether it took all it asked for. */
   private lastFull = new Set<string>();
   private lastClaimFilled = false;
+  private lastClaimAt = 0;
 
   constructor(private readonly options: FairStageOptions<T, R>) {}
 
@@ -107,8 +120,11 @@ export class FairStage<T, R> {
     try {
       while (!this.stopping) {
         this.changed = false;
+        const spacing = this.lastClaimAt + CLAIM_SPACING_MS - Date.now();
+        if (this.inHand.size > 0 && spacing > 0 && !this.stopping) await new Promise((resolve) => setTimeout(resolve, spacing));
         const free = this.options.capacity - this.inHand.size;
-        if (free > 0) {
+        if (free > 0 && !this.stopping) {
+          this.lastClaimAt = Date.now();
           let claimed: T[];
           const { room, full } = this.rooms();
           try {
@@ -118,9 +134,10 @@ export class FairStage<T, R> {
             await this.sleep(CLAIM_RETRY_MS);
             continue;
           }
-          this.lastFull = new Set(full);
           this.lastClaimFilled = claimed.length >= free;
           for (const item of claimed) this.begin(item);
+          // Full now, before or by this claim: a key whose room the claim used up may have more waiting.
+          this.lastFull = new Set([...this.perKey].filter(([, count]) => count >= this.options.perKey).map(([key]) => key));
           if (this.lastClaimFilled) continue;
         }
         if (!this.changed) await this.sleep(this.options.idlePollMs);
@@ -157,11 +174,28 @@ export class FairStage<T, R> {
     );
   }
 
-  /** Settles what is ready, unless a settle is under way (then the next one takes it). */
+  /**
+   * Settles what is ready, unless a settle is under way (then the next one takes it) or other items
+   * in hand may finish within SETTLE_GATHER_MS (then they go together).
+   */
   private flush(): void {
     if (this.settling || this.ready.length === 0) return;
-    const group = this.ready;
-    this.ready = [];
+    const othersInHand = this.inHand.size > this.ready.length;
+    if (othersInHand && this.ready.length < this.options.settleGroup && !this.stopping) {
+      this.gathering ??= setTimeout(() => {
+        this.gathering = undefined;
+        this.settleReady();
+      }, SETTLE_GATHER_MS);
+      return;
+    }
+    this.settleReady();
+  }
+
+  private settleReady(): void {
+    clearTimeout(this.gathering);
+    this.gathering = undefined;
+    if (this.settling || this.ready.length === 0) return;
+    const group = this.ready.splice(0, this.options.settleGroup);
     this.settling = this.options
       .settle(group.map((entry) => entry.result))
       .catch((error: unknown) => this.options.logger.error({ err: error, stage: this.options.name }, 'settling failed; the items come back when their leases end'))

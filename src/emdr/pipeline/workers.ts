@@ -95,7 +95,7 @@ export async function startWorkers(
   /** A stage shared fairly by key: as many items in hand as `loops` batches of the table's size, at most half of them of one key. */
   const fairStageOf = <T, R>(name: 'acceptance' | 'delivery', handler: { claim: FairStageOptions<T, R>['claim']; keyOf(item: T): string; process(item: T): Promise<R>; settle(results: R[]): Promise<void>; extend(items: T[]): Promise<unknown> }): RunningStage => {
     const capacity = STAGES[name].batch * loops;
-    return new FairStage<T, R>({ name, capacity, perKey: Math.max(1, Math.floor(capacity / 2)), idlePollMs: STAGES[name].idlePollMs, leaseMs: context.leaseMs, logger: context.logger, ...handler });
+    return new FairStage<T, R>({ name, capacity, perKey: Math.max(1, Math.floor(capacity / 2)), settleGroup: STAGES[name].batch, idlePollMs: STAGES[name].idlePollMs, leaseMs: context.leaseMs, logger: context.logger, ...handler });
   };
   Object.assign(stages, {
     acceptance: fairStageOf<ClaimedForAcceptance, Checked>('acceptance', {
