@@ -225,9 +225,9 @@ function markdown(run: HostileRun, before: HostileRun | undefined): string {
     ...(before ? tableRows(before, `before (${before.commit})`) : []),
     '',
     ...[run, ...(before ? [before] : [])].flatMap((shown) =>
-      [...new Map(shown.scenarios.filter((record) => record.measured).map((record) => [record.measured!.commit, record.measured!])).values()].map(
-        (measured) => `Rows marked ${measured.commit}${shown === before ? ' (before)' : ''} come from an earlier run: ${measured.date}, load average ${measured.loadAverage[0]} at its start and ${measured.loadAverage[1]} at its end.`,
-      ),
+      shown.scenarios
+        .filter((record) => record.measured)
+        .map((record) => `- ${record.name}${shown === before ? ' before' : ''} (${record.measured!.commit}) comes from an earlier run: ${record.measured!.date}, load average ${record.measured!.loadAverage[0]} at its start and ${record.measured!.loadAverage[1]} at its end.`),
     ),
     '',
     ...run.scenarios.map((record) => `- **${record.name}**: ${record.finding} (abuser \`${record.abuse}\`; the gateway answered it ${Object.entries(record.abuserAnswers ?? {}).map(([status, count]) => `${count} × ${status}`).join(', ') || 'nothing'}).`),
