@@ -246,5 +246,5 @@ mock: $(INSTALLED) ## mocks from the specs: interface B (Prism behind a relay th
 bench: $(INSTALLED) $(GOST_WASM) gost-engine-bench synthea build ## every benchmark scenario against its bare baseline (serve as built) → docs/benchmarks.md and .svg (BENCH_ARGS=--help for options)
 	$(TSX) scripts/bench/run.ts $(BENCH_ARGS)
 
-hostile: $(INSTALLED) $(GOST_WASM) ## one abusive clinic beside an honest one, per finding of issue 21 → docs/hostile.md (HOSTILE_ARGS=--help for options)
+hostile: $(INSTALLED) $(GOST_WASM) gost-engine ## one abusive clinic beside an honest one, per finding of issue 21 → docs/hostile.md (M2 signs with the gost engine; HOSTILE_ARGS=--help for options)
 	$(TSX) scripts/bench/hostile/run.ts $(HOSTILE_ARGS)

@@ -169,6 +169,8 @@ export async function startService(config: Config, logger: Logger, roles: Readon
         databaseUrl: database.url,
         registry,
         retryScheduleMs: config.callbackRetryScheduleMs,
+        callbackTimeoutMs: config.callbackTimeoutMs,
+        callbackCircuit: config.callbackCircuit,
         logger,
         dataKey: await database.dataKey(),
         xmlCheckTimeoutMs: config.xmlCheckTimeoutMs,

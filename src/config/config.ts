@@ -21,6 +21,10 @@ export interface Config {
   internalUsers: ReadonlyMap<string, string>;
   exchangeTokenTtlMs: number;
   callbackRetryScheduleMs: readonly number[];
+  /** Time a receiver has to answer a callback attempt (CALLBACK_TIMEOUT). */
+  callbackTimeoutMs: number;
+  /** The circuit breaker per receiver origin: attempts in a row without an answer that open it (0: never), and how long it stays open first. */
+  callbackCircuit: { failures: number; cooldownMs: number };
   authTtlUnit: 'seconds' | 'minutes';
   /** IANA time zone in which an instant sent as a birth date is read as a calendar date. */
   birthDateTimeZone: string;
@@ -357,6 +361,11 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     return ms;
   });
 
+  const callbackTimeoutMs = readDuration(env, 'CALLBACK_TIMEOUT', '15s');
+  if (callbackTimeoutMs < 100) throw new ConfigError('CALLBACK_TIMEOUT', 'must be at least 100ms');
+  const circuitCooldownMs = readDuration(env, 'CALLBACK_CIRCUIT_COOLDOWN', '30s');
+  if (circuitCooldownMs < 100) throw new ConfigError('CALLBACK_CIRCUIT_COOLDOWN', 'must be at least 100ms');
+
   const authTtlUnit = env.AUTH_TTL_UNIT || 'seconds';
   if (authTtlUnit !== 'seconds' && authTtlUnit !== 'minutes') {
     throw new ConfigError('AUTH_TTL_UNIT', `"${authTtlUnit}" is neither seconds nor minutes`);
@@ -428,6 +437,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     internalUsers: readInternalUsers(env),
     exchangeTokenTtlMs: readDuration(env, 'EXCHANGE_TOKEN_TTL', '10m'),
     callbackRetryScheduleMs: schedule,
+    callbackTimeoutMs,
+    callbackCircuit: { failures: readCount(env, 'CALLBACK_CIRCUIT_FAILURES', 5, 'attempts (0 turns the circuit breaker off)'), cooldownMs: circuitCooldownMs },
     authTtlUnit,
     birthDateTimeZone: readTimeZone(env, 'BIRTHDATE_TIME_ZONE', 'Europe/Moscow'),
     internalAuthMaxFailures: readPositiveInteger(env, 'INTERNAL_AUTH_MAX_FAILURES', '10', 'a whole number of failures, at least 1'),
@@ -476,6 +487,13 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; fallback: string; m
   { name: 'INTERNAL_USERS', fallback: '(none)', meaning: "the authorization server's accounts, name:password[,name:password]" },
   { name: 'EXCHANGE_TOKEN_TTL', fallback: '10m', meaning: 'lifetime of an exchange token' },
   { name: 'CALLBACK_RETRY_SCHEDULE', fallback: '0,5s,5m,30m,2h,5h,10h,10h', meaning: 'delays between callback attempts' },
+  { name: 'CALLBACK_TIMEOUT', fallback: '15s', meaning: 'time a receiver has to answer a callback attempt (at least 100ms); no answer by then fails the attempt' },
+  {
+    name: 'CALLBACK_CIRCUIT_FAILURES',
+    fallback: '5',
+    meaning: "attempts in a row a receiver origin leaves without an answer (timeout, no connection) before its circuit opens: its callbacks are then postponed by the retry schedule without being sent, until a probe is answered (0 turns the breaker off)",
+  },
+  { name: 'CALLBACK_CIRCUIT_COOLDOWN', fallback: '30s', meaning: 'how long an open circuit waits before one probe attempt; each unanswered probe doubles it, up to 10 minutes' },
   { name: 'AUTH_TTL_UNIT', fallback: 'seconds', meaning: 'unit of authInfo.ttl: seconds or minutes' },
   { name: 'BIRTHDATE_TIME_ZONE', fallback: 'Europe/Moscow', meaning: 'IANA time zone in which a birth date sent as an instant (with Z or an offset) is read as a calendar date' },
   {
@@ -513,7 +531,7 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; fallback: string; m
   { name: 'RETENTION', fallback: '30d', meaning: 'how long ended requests (with their callbacks), expired sessions and exchange tokens are kept' },
   { name: 'AUDIT_RETENTION', fallback: '365d', meaning: 'how long the audit trail (ehr-gateway audit) keeps its rows; its own period, independent of RETENTION' },
   { name: 'DATABASE_POOL_SIZE', fallback: '10', meaning: "connections of each process's database pool (see the README's connection budget)" },
-  { name: 'WORKER_CONCURRENCY', fallback: '2', meaning: 'batches each stage of the worker role has in hand at once (acceptance, submission, delivery)' },
+  { name: 'WORKER_CONCURRENCY', fallback: '2', meaning: 'batches each stage of the worker role has in hand at once; acceptance and delivery hold as many items (64 and 128 at 2), at most half for one clinic or receiver origin, each settled on its own' },
   { name: 'JOB_EXPIRY', fallback: '30s', meaning: "how long a background job may run before another worker takes it over (a killed worker's jobs come back)" },
   { name: 'XML_CHECK_TIMEOUT', fallback: '10s (at most half of JOB_EXPIRY)', meaning: "time budget of the checks of one RegisterDocument's document, the XML check and the signature check together (one worker thread runs both); beyond it, XML_VALIDATION_ERROR and SIGNATURE_VERIFICATION_ERROR" },
   {

@@ -15,6 +15,8 @@ import { snilsChecksumValid } from '../values.js';
 /** A RegisterDocument request as the acceptance stage claimed it. */
 export interface RegisterDocumentUnderCheck {
   queueMessageId: string;
+  /** The clinic's account: documents waiting for a check take turns by it. */
+  clientId: string;
   /** Files that were not base64 at intake: the request is rejected with these, unread. */
   intakeErrors: CallbackErrorItem[] | null;
   metadata: RegisterMetadata;
@@ -44,7 +46,7 @@ function signaturesOf(request: RegisterDocumentUnderCheck): NamedSignature[] {
  */
 async function documentStep(context: AcceptanceCheckContext, request: RegisterDocumentUnderCheck): Promise<AcceptanceFindings> {
   const document = request.document ?? requestFileSlices(context.sql, request.queueMessageId, 'document', request.documentSize);
-  const outcome = await context.documents.check(document, { timeoutMs: context.xmlCheckTimeoutMs, signatures: signaturesOf(request) });
+  const outcome = await context.documents.check(document, { timeoutMs: context.xmlCheckTimeoutMs, signatures: signaturesOf(request), turnOf: request.clientId });
   return {
     errors: [...(outcome.xmlFailure === undefined ? [] : [{ code: 'XML_VALIDATION_ERROR' as const, message: outcome.xmlFailure.slice(0, 300) }]), ...outcome.signatureFindings],
     warnings: context.documents.checksChains ? [] : [CHAIN_NOT_CHECKED],
