@@ -18,7 +18,7 @@ TSX := node --import tsx
 export REDOCLY_TELEMETRY := off
 export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
 
-.PHONY: help node install wasm browser gost-engine gost-engine-bench clients generate check-specs check-generated check-breaking typecheck lint-docker promtool deploy-tools check-deploy unit unit-under-load test contract fuzz build run bench hostile mock
+.PHONY: help node install wasm browser gost-engine gost-engine-bench clients synthea generate check-specs check-generated check-breaking typecheck lint-docker promtool deploy-tools check-deploy unit unit-under-load test contract fuzz build run bench hostile mock
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
@@ -99,6 +99,20 @@ $(JAVA_CLIENT): $(OPENAPI_GENERATOR) specs/openapi.yaml tools/java/openapi-gener
 $(JAVA_PARTNER): $(JAVA_CLIENT) test/partner/java/pom.xml $(wildcard test/partner/java/src/main/java/*/*/*.java)
 	$(MAVEN) -f test/partner/java/pom.xml compile
 	@touch $@
+
+# Synthea, for the FHIR R4 test and benchmark data made at test time: Maven resolves it with its
+# libraries into .tools/m2 and writes their classpath; the jar is checked against tools/synthea.
+SYNTHEA_VERSION := 3.3.0
+SYNTHEA_JAR := .tools/m2/org/mitre/synthea/synthea/$(SYNTHEA_VERSION)/synthea-$(SYNTHEA_VERSION).jar
+SYNTHEA_CLASSPATH := .tools/synthea/classpath.txt
+
+$(SYNTHEA_CLASSPATH): tools/synthea/pom.xml tools/synthea/synthea.sha256
+	@mkdir -p $(dir $@)
+	$(MAVEN) -f tools/synthea/pom.xml org.apache.maven.plugins:maven-dependency-plugin:3.11.0:build-classpath -Dmdep.outputFile=$(CURDIR)/$@.partial
+	cd $(dir $(SYNTHEA_JAR)) && sha256sum --check --quiet $(CURDIR)/tools/synthea/synthea.sha256 || { rm -f $(CURDIR)/$@.partial; exit 1; }
+	mv $@.partial $@
+
+synthea: $(SYNTHEA_CLASSPATH) ## Synthea and its libraries from Maven Central (.tools/m2), for the FHIR test and benchmark data
 
 clients: $(PYTHON_CLIENT) $(JAVA_PARTNER) ## the Python client (.venv, .clients/python) and the Java client (.clients/java, built with Maven) of interface B
 
@@ -189,8 +203,9 @@ typecheck: $(INSTALLED) ## TypeScript, strict (the service, and the scripts of t
 	npx --no-install tsc -p src/console/client/tsconfig.json
 
 # What the suite's tests run besides the service: the spec-check tests call oasdiff, the bench smoke test
-# the engine timing program, the partner tests the generated clients, the chart tests helm and kubeconform.
-UNIT_TOOLS := $(INSTALLED) $(GOST_WASM) $(OASDIFF) browser gost-engine gost-engine-bench clients deploy-tools
+# the engine timing program, the partner tests the generated clients, the chart tests helm and kubeconform,
+# the record's tests Synthea.
+UNIT_TOOLS := $(INSTALLED) $(GOST_WASM) $(OASDIFF) browser gost-engine gost-engine-bench clients synthea deploy-tools
 
 unit: $(UNIT_TOOLS) ## the vitest suite alone
 	npx --no-install vitest run
@@ -228,7 +243,7 @@ run: build ## start the whole service on the embedded PostgreSQL under ./.data, 
 mock: $(INSTALLED) ## mocks from the specs: interface B (Prism behind a relay that signs its callbacks) on :4010, interface A on :4011
 	scripts/mock.sh
 
-bench: $(INSTALLED) $(GOST_WASM) gost-engine-bench build ## every benchmark scenario against its bare baseline (serve as built) → docs/benchmarks.md and .svg (BENCH_ARGS=--help for options)
+bench: $(INSTALLED) $(GOST_WASM) gost-engine-bench synthea build ## every benchmark scenario against its bare baseline (serve as built) → docs/benchmarks.md and .svg (BENCH_ARGS=--help for options)
 	$(TSX) scripts/bench/run.ts $(BENCH_ARGS)
 
 hostile: $(INSTALLED) $(GOST_WASM) gost-engine ## one abusive clinic beside an honest one, per finding of issue 21 → docs/hostile.md (M2 signs with the gost engine; HOSTILE_ARGS=--help for options)

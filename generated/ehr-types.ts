@@ -62,21 +62,21 @@ export type InputDateTime1 = string;
  */
 export type E164Phone1 = string;
 /**
- * The peer SDK's enum Gender: 1 male, 2 female, 3 other, 4 unknown.
+ * The peer SDK's enum Gender: 1 male, 2 female, 3 other, 4 unknown. A FHIR Patient without gender is stored as 4 (unknown).
  *
  * This interface was referenced by `EhrApi`'s JSON-Schema
  * via the `definition` "Gender".
  */
 export type Gender = 1 | 2 | 3 | 4;
 /**
- * The gender the user states at authenticate: a Gender (1 male, 2 female, 3 other, 4 unknown), which the patient's must equal, or 0 = not stated, which matches any gender.
+ * The gender the user states at authenticate. It does not decide a match (revised turn 3): the peer's own browser app and tests send 0 for male and 1 for female (the MedMe API's numbering) while its SDK enum says 1 male, 2 female, so either reading would refuse real users; name, surname, birth date and the verified phone identify the patient. Any of 0 to 4 is accepted and ignored.
  *
  * This interface was referenced by `EhrApi`'s JSON-Schema
  * via the `definition` "GenderCriterion".
  */
 export type GenderCriterion = 0 | 1 | 2 | 3 | 4;
 /**
- * PHONE (default): match on surname, name, birth date, phone and gender (unless 0). MEDCARD: every criterion of PHONE, plus medCardId = the patient's medcardNumber. The phone, which the authorization server proves by one-time password, is never skipped.
+ * PHONE (default): match on surname, name, birth date and phone. MEDCARD: every criterion of PHONE, plus medCardId = the patient's medcardNumber. The phone, which the authorization server proves by one-time password, is never skipped; gender is never compared.
  *
  * This interface was referenced by `EhrApi`'s JSON-Schema
  * via the `definition` "SearchStrategy".
@@ -123,6 +123,76 @@ export type UserSign1 = string;
  * Per-user random secret (256 bits, base64url, 43 characters), created when the user is first matched to a patient and kept encrypted at rest (AES-256-GCM, key DATA_KEY). Part of the authorization server's password for this user: save_auth_info's cred.token = sha1hex(password + user_sign). The client application keeps it and hands it to the authorization server at login.
  */
 export type UserSign2 = string;
+/**
+ * An item's id as the answers carry it (digits in a string). Also accepted as a JSON number: the peer SDK's browser app reads ids from the page with jQuery, which turns an all-digit id into a number.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "RecordId".
+ */
+export type RecordId = string | number;
+/**
+ * The patient's id: patient.id, the internalUserId.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "PatientId".
+ */
+export type PatientId = string;
+/**
+ * Items per page, at most 1000.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "PageLimit".
+ */
+export type PageLimit = number;
+/**
+ * Items to skip (after the keyset, when one is given); null or absent: 0.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "PageOffset".
+ */
+export type PageOffset = number | null;
+/**
+ * Keyset: the `created` (reports: `issuedDate`) of the last item of the previous page; the page holds the items after it in the list's order. Empty, null or absent: from the start.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "LastItemCreated".
+ */
+export type LastItemCreated = string | InputDateTime | null;
+/**
+ * Keyset of the lists across patients: the id of the last item of the previous page; the page holds the items of greater id. Empty, null or absent: from the start.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "LastItemId".
+ */
+export type LastItemId = string | number | null;
+/**
+ * true (default): newest first; false: oldest first.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "OrderByDescendingDate".
+ */
+export type OrderByDescendingDate = boolean | null;
+/**
+ * Peer SDK option of its text recognition; accepted and ignored (this server recognizes nothing: recognitionResults are empty).
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "NeedRecognition".
+ */
+export type NeedRecognition = boolean | null;
+/**
+ * The peer SDK's CursorType: 0 None, 1 GtId (page by lastItemId), 2 Offset, 3 GtCreated (page by lastItemCreated). Offset works on every list too.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "CursorType".
+ */
+export type CursorType = 0 | 1 | 2 | 3;
+/**
+ * An item's id in the answers: digits.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "RecordIdText".
+ */
+export type RecordIdText = string;
 export type MedCardId = string | null;
 
 export interface EhrApi {}
@@ -140,7 +210,7 @@ export interface AuthInfo {
   phone?: E164Phone1;
 }
 /**
- * Identifying data the end user enters in the client application; goes only to this server, never through the authorization server. Matching: surname and name trimmed, case-insensitive, ё = е (middleName is not compared); the birth date from `date` (see there); phones compared as E.164 (8XXXXXXXXXX = +7XXXXXXXXXX, numbers without a country code are read as Russian); gender equal unless it is 0 (not stated). Only active patients match; exactly one must. Other members the peer SDK sends (`id`, `email`) are ignored.
+ * Identifying data the end user enters in the client application; goes only to this server, never through the authorization server. Matching: surname and name trimmed, case-insensitive, ё = е (middleName is not compared); the birth date from `date` (see there); phones compared as E.164 (8XXXXXXXXXX = +7XXXXXXXXXX, numbers without a country code are read as Russian); gender is not compared (see GenderCriterion). Only active patients match; exactly one must. Other members the peer SDK sends (`id`, `email`) are ignored.
  *
  * This interface was referenced by `EhrApi`'s JSON-Schema
  * via the `definition` "PatientProperties".
@@ -226,6 +296,614 @@ export interface GetPatientResult {
   userSign: UserSign2;
 }
 /**
+ * The peer's CountResponse: how many items, that counting is supported, and how to page.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "CountResult".
+ */
+export interface CountResult {
+  count: number;
+  support: true;
+  cursorType: CursorType;
+}
+/**
+ * A doctor's specialization; empty strings when the source has none.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "Specialization".
+ */
+export interface Specialization {
+  id: string;
+  name: string;
+}
+/**
+ * A doctor (FHIR Practitioner): id is the Practitioner's source id; names from its first name; specialization from its first qualification.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "Doctor".
+ */
+export interface Doctor {
+  id: string;
+  surname: string;
+  name: string;
+  specialization: Specialization;
+}
+/**
+ * The clinic (FHIR Organization, with the Location of an encounter): id is the organization's OID when it has one (identifier urn:oid:…), else its source id; location the Location's name and address, or the organization's address; networkId the OID of the organization it is part of, or empty.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "BusinessInfo".
+ */
+export interface BusinessInfo {
+  id: string;
+  name: string;
+  location: string;
+  networkId: string;
+}
+/**
+ * A service: a FHIR code (id: the code, name: its display or text). duration in minutes, when known.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "Service".
+ */
+export interface Service {
+  id: string;
+  name: string;
+  duration?: number;
+}
+/**
+ * The patient of an item (the peer's PatientInfo): the same values as the Patient object.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "PatientInfo".
+ */
+export interface PatientInfo {
+  id: PatientId;
+  surname: string;
+  name: string;
+  middleName?: string;
+  phones: E164Phone[];
+  email?: string;
+  gender: Gender;
+  birthdate: string;
+  medcardNumber?: string;
+}
+/**
+ * A period; both ends are always present (see the item that carries it for what fills a missing end).
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "Period".
+ */
+export interface Period {
+  begin: Timestamp;
+  end: Timestamp;
+}
+/**
+ * ICD-10 (МКБ-10): code from a coding of system http://hl7.org/fhir/sid/icd-10, http://hl7.org/fhir/sid/icd-10-cm or urn:oid:1.2.643.5.1.13.13.11.1005 (the Russian НСИ МКБ-10); empty when the condition carries none; description: its display, else the condition's text.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "Cd10".
+ */
+export interface Cd10 {
+  code: string;
+  description: string;
+}
+/**
+ * A diagnosis (FHIR Condition). kind: 0 base (the encounter's diagnosis of rank 1, or its first), 2 related (the others); 1 complication is not derived. type: 1 chronic first found when the condition's onset is within the encounter and its clinicalStatus is active with category problem-list-item, 2 chronic known before when its onset precedes the encounter, else 0 acute.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "Diagnosis".
+ */
+export interface Diagnosis {
+  id: string;
+  cd10: Cd10;
+  diagnosisText: string;
+  kind: 0 | 1 | 2;
+  type: 0 | 1 | 2;
+}
+/**
+ * A recommendation or a procedure (the peer's Procedure): from a FHIR ServiceRequest (type 2 analysis when its category is laboratory, else 1 procedure), MedicationRequest (type 0 recommendation) or Procedure (type 1). status: 0 scheduled, 1 in progress, 2 rejected, 3 completed.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "Procedure".
+ */
+export interface Procedure {
+  id: string;
+  created: Timestamp;
+  title: string;
+  services: Service[];
+  type: 0 | 1 | 2;
+  required: boolean;
+  status: 0 | 1 | 2 | 3;
+  period: Period;
+  strictPeriod: Period;
+  preparations: string[];
+  requiredPreparations: string[];
+  appointmentResultId: string;
+}
+/**
+ * FHIR Dosage.timing.repeat, member for member where the names agree (dayOfWeek, timeOfDay, when joined with commas; event: the first event).
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "DosageTiming".
+ */
+export interface DosageTiming {
+  event?: string;
+  duration?: number;
+  durationUnit?: string;
+  frequency?: number;
+  frequencyMax?: number;
+  period?: number;
+  periodUnit?: string;
+  periodMax?: number;
+  dayOfWeek?: string;
+  timeOfDay?: string;
+  when?: string;
+  offset?: number;
+  periodStart?: Timestamp;
+  periodEnd?: Timestamp;
+  count?: number;
+}
+/**
+ * One FHIR dosageInstruction.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "Dosage".
+ */
+export interface Dosage {
+  id?: string;
+  medicationId?: string;
+  text: string;
+  additionalInstruction?: string;
+  patientInstruction?: string;
+  timing?: DosageTiming;
+}
+/**
+ * The medication of a prescription: name, code and its system (codeTable) from medicationCodeableConcept or the referenced Medication; form 0 powder, 1 tablets, 2 capsule when the Medication's form says so; amount: dispenseRequest.quantity; durationText: dispenseRequest.expectedSupplyDuration.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "Medication".
+ */
+export interface Medication {
+  name: string;
+  code: string;
+  codeTable: string;
+  dosageText: string;
+  form?: 0 | 1 | 2;
+  amount?: number;
+  expirationDate?: Timestamp;
+  durationText?: string;
+  dosageInstruction: Dosage[];
+}
+/**
+ * A prescription inside an appointment result (the peer's PrescriptionInfo).
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "PrescriptionInfo".
+ */
+export interface PrescriptionInfo {
+  id: RecordIdText;
+  created: Timestamp;
+  recorderDoctor?: Doctor;
+  medications: Medication[];
+  dosageText: string;
+  reasonText: string;
+  validityPeriod: Period;
+  numberOfRepeats: number;
+  title: string;
+}
+/**
+ * A FHIR value[x] as text: value the number, code display or text as written; unit and code the Quantity's unit and UCUM code (or the coding's code); serializedValue value and unit together.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "ObservationValue".
+ */
+export interface ObservationValue {
+  serializedValue: string;
+  unit?: string;
+  code?: string;
+  value: string;
+}
+/**
+ * A FHIR referenceRange: low and high values, their unit, and its text.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "ObservationRange".
+ */
+export interface ObservationRange {
+  low?: number;
+  high?: number;
+  unit?: string;
+  text?: string;
+}
+/**
+ * A FHIR Observation.component.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "ObservationComponent".
+ */
+export interface ObservationComponent {
+  type: 1 | 2;
+  key: string;
+  value: ObservationValue;
+  interpretation?: string;
+  ranges: ObservationRange[];
+}
+/**
+ * A result of a diagnostic report (FHIR Observation): observationKey its code's display or text; type 2 laboratory test when its category is laboratory, else 1; status the FHIR status; interpretation the displays (else codes) of Observation.interpretation; value the value, or for an observation with components only, the components' values joined.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "Observation".
+ */
+export interface Observation {
+  id: string;
+  createdDate: Timestamp;
+  type: 1 | 2;
+  observationKey: string;
+  status: string;
+  effectivePeriod: Period;
+  issuedDate: Timestamp;
+  value: ObservationValue;
+  note?: string;
+  interpretation: string[];
+  ranges: ObservationRange[];
+  components: ObservationComponent[];
+}
+/**
+ * An attachment.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "AttachmentInfo".
+ */
+export interface AttachmentInfo {
+  url: string;
+  file: string;
+}
+/**
+ * An appointment (the peer's AppointmentMessage), from a FHIR Encounter: start its period.start; created the same instant (FHIR keeps no booking time; see the keyset rule of this document); duration in minutes of its period (or length); services its types; doctor its participant of type PPRF or ATND, else the first practitioner; business its serviceProvider and location. confirmationStatus: 0 tentative (planned), 2 confirmed by the clinic (arrived, triaged, in-progress, onleave, finished), 4 cancelled by the clinic (cancelled); clientAppear: arrived or later. resultId: the id of its appointment result once the encounter is finished, else empty. An encounter entered-in-error is not shown.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "AppointmentMessage".
+ */
+export interface AppointmentMessage {
+  id: RecordIdText;
+  patientId: PatientId;
+  patient: PatientInfo;
+  business: BusinessInfo;
+  created: Timestamp;
+  start: Timestamp;
+  doctor: Doctor;
+  services: Service[];
+  duration: number;
+  confirmationStatus: 0 | 1 | 2 | 3 | 4;
+  clientAppear: boolean;
+  resultId: string;
+}
+/**
+ * The result of a finished appointment (the peer's AppointmentResultMessage), from the same FHIR Encounter (its id equals the appointment's): created the encounter's end (else its start); anamnesis the encounter's reasons; medicalExaminationResult the encounter's observations outside any diagnostic report, as `name: value unit`; diagnosis its Conditions; recommendations its ServiceRequests and MedicationRequests; scheduledProcedures its Procedures; prescriptions its MedicationRequests; diagnosticReportIds its DiagnosticReports.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "AppointmentResultMessage".
+ */
+export interface AppointmentResultMessage {
+  id: RecordIdText;
+  patientId: PatientId;
+  patient: PatientInfo;
+  business: BusinessInfo;
+  created: Timestamp;
+  start: Timestamp;
+  doctor: Doctor;
+  duration: number;
+  anamnesis: string[];
+  medicalExaminationResult: string[];
+  diagnosis: Diagnosis[];
+  recommendations: Procedure[];
+  scheduledProcedures: Procedure[];
+  prescriptions: PrescriptionInfo[];
+  diagnosticReportIds: RecordIdText[];
+  attachments: AttachmentInfo[];
+  appointmentId: RecordIdText;
+}
+/**
+ * A diagnostic report (the peer's DiagnosticReportMessage), from a FHIR DiagnosticReport and its result Observations: issuedDate its issued, else its effective time; type 2 laboratory test when its category is LAB, else 1; services its code; resultInterpreter its resultsInterpreter, else its performing practitioners; resultInterpretation its conclusion and conclusionCode displays; attachments the urls of its presentedForm; status the FHIR status; appointmentResultId the result of its encounter, or empty.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "DiagnosticReportMessage".
+ */
+export interface DiagnosticReportMessage {
+  id: RecordIdText;
+  status: string;
+  business: BusinessInfo;
+  patientId: PatientId;
+  patient: PatientInfo;
+  type: 1 | 2;
+  category: string;
+  effectivePeriod: Period;
+  issuedDate: Timestamp;
+  result: Observation[];
+  resultInterpreter: Doctor[];
+  resultInterpretation: string[];
+  imagineMedia: string[];
+  attachments: string[];
+  services: Service[];
+  appointmentResultId: string;
+}
+/**
+ * A prescription (the peer's PrescriptionMessage), from a FHIR MedicationRequest: created its authoredOn; recorderDoctor its requester, else its recorder; dosageText its dosage texts joined; reasonText its reasons; validityPeriod dispenseRequest.validityPeriod (a missing begin is created; a missing end is begin plus expectedSupplyDuration, else begin); numberOfRepeats dispenseRequest.numberOfRepeatsAllowed (0 when absent); title the medication's name; diagnoses its reasonReference Conditions (the member name the peer's formatter reads).
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "PrescriptionMessage".
+ */
+export interface PrescriptionMessage {
+  id: RecordIdText;
+  created: Timestamp;
+  business: BusinessInfo;
+  patientId: PatientId;
+  patientInfo: PatientInfo;
+  recorderDoctor: Doctor;
+  medications: Medication[];
+  dosageText: string;
+  reasonText: string;
+  validityPeriod: Period;
+  numberOfRepeats: number;
+  title: string;
+  diagnoses: Diagnosis[];
+  appointmentResultId: string;
+}
+/**
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "AppointmentByIdResult".
+ */
+export interface AppointmentByIdResult {
+  appointment: AppointmentMessage;
+  /**
+   * Always empty: this server validates on import.
+   */
+  validationErrors: unknown[];
+  /**
+   * Always empty.
+   */
+  recognitionResults: unknown[];
+}
+/**
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "AppointmentListResult".
+ */
+export interface AppointmentListResult {
+  appointments: AppointmentMessage[];
+  /**
+   * Always empty: this server validates on import.
+   */
+  validationErrors: unknown[];
+  /**
+   * Always empty.
+   */
+  recognitionResults: unknown[];
+}
+/**
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "AppointmentResultByIdResult".
+ */
+export interface AppointmentResultByIdResult {
+  appointmentResult: AppointmentResultMessage;
+  /**
+   * Always empty: this server validates on import.
+   */
+  validationErrors: unknown[];
+  /**
+   * Always empty.
+   */
+  recognitionResults: unknown[];
+}
+/**
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "AppointmentResultListResult".
+ */
+export interface AppointmentResultListResult {
+  appointmentResults: AppointmentResultMessage[];
+  /**
+   * Always empty: this server validates on import.
+   */
+  validationErrors: unknown[];
+  /**
+   * Always empty.
+   */
+  recognitionResults: unknown[];
+}
+/**
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "DiagnosticReportByIdResult".
+ */
+export interface DiagnosticReportByIdResult {
+  diagnosticReport: DiagnosticReportMessage;
+  /**
+   * Always empty: this server validates on import.
+   */
+  validationErrors: unknown[];
+  /**
+   * Always empty.
+   */
+  recognitionResults: unknown[];
+}
+/**
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "DiagnosticReportListResult".
+ */
+export interface DiagnosticReportListResult {
+  diagnosticReports: DiagnosticReportMessage[];
+  /**
+   * Always empty: this server validates on import.
+   */
+  validationErrors: unknown[];
+  /**
+   * Always empty.
+   */
+  recognitionResults: unknown[];
+}
+/**
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "PrescriptionByIdResult".
+ */
+export interface PrescriptionByIdResult {
+  prescription: PrescriptionMessage;
+  /**
+   * Always empty: this server validates on import.
+   */
+  validationErrors: unknown[];
+  /**
+   * Always empty.
+   */
+  recognitionResults: unknown[];
+}
+/**
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "PrescriptionListResult".
+ */
+export interface PrescriptionListResult {
+  prescriptions: PrescriptionMessage[];
+  /**
+   * Always empty: this server validates on import.
+   */
+  validationErrors: unknown[];
+  /**
+   * Always empty.
+   */
+  recognitionResults: unknown[];
+}
+/**
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "PatientByIdResult".
+ */
+export interface PatientByIdResult {
+  patient: Patient;
+  validationErrors: unknown[];
+}
+/**
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "PatientListResult".
+ */
+export interface PatientListResult {
+  patients: Patient[];
+}
+/**
+ * The peer's HealthCheckResponse: version is info.version of this document; embeddedStorageHealthy: the database answers; providerHealthy: the patient record (the built-in МИС tables) is migrated and readable; serverHealthy: both; aggregatedHealthy: always empty (no aggregated providers).
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "HealthcheckResult".
+ */
+export interface HealthcheckResult {
+  version: string;
+  serverHealthy: boolean;
+  embeddedStorageHealthy: boolean;
+  providerHealthy: boolean;
+  /**
+   * @maxItems 0
+   */
+  aggregatedHealthy: [];
+}
+/**
+ * From and to, inclusive; empty or absent: unbounded. (The peer sends toISOString, or "".)
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "DatePeriodFilter".
+ */
+export interface DatePeriodFilter {
+  from?: string | InputDateTime | null;
+  to?: string | InputDateTime | null;
+}
+/**
+ * Items of this business id (BusinessInfo.id); businessName is ignored; empty: any.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "BusinessFilter".
+ */
+export interface BusinessFilter {
+  businessId?: string | null;
+  businessName?: string | null;
+}
+/**
+ * Items of this patient; empty: any.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "PatientIdFilter".
+ */
+export interface PatientIdFilter {
+  patientId?: string | null;
+}
+/**
+ * The peer's AppointmentFilters (also for appointment results, where byStart filters by start).
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "AppointmentFilters".
+ */
+export interface AppointmentFilters {
+  byBusiness?: BusinessFilter;
+  byCreated?: DatePeriodFilter;
+  byStart?: DatePeriodFilter;
+  byPatient?: PatientIdFilter;
+}
+/**
+ * The peer's DiagnosticReportFilters; byCreated filters by issuedDate.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "DiagnosticReportFilters".
+ */
+export interface DiagnosticReportFilters {
+  byBusiness?: BusinessFilter;
+  byCreated?: DatePeriodFilter;
+  byPatient?: PatientIdFilter;
+}
+/**
+ * The peer's PrescriptionFilters; byDiagnosisCd10: prescriptions with a diagnosis of one of these ICD-10 codes (or a code under it: J06 finds J06.9).
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "PrescriptionFilters".
+ */
+export interface PrescriptionFilters {
+  byBusiness?: BusinessFilter;
+  byCreated?: DatePeriodFilter;
+  byPatient?: PatientIdFilter;
+  byDiagnosisCd10?: {
+    /**
+     * @maxItems 100
+     */
+    cd10?: string[];
+  };
+}
+/**
+ * The peer's PatientFilters: byName matches surname, name or middle name (case-insensitive, ё = е, whole words); byMedCard the medcard number; byPhone the phone (any notation); byBirthdate the birth date.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "PatientFilters".
+ */
+export interface PatientFilters {
+  byName?: {
+    name?: string;
+  };
+  byMedCard?: {
+    medCardId?: string;
+  };
+  byPhone?: {
+    phone?: string;
+  };
+  byBirthdate?: DatePeriodFilter;
+  /**
+   * Not supported: must be empty.
+   */
+  byDoctorSpecialityId?: {
+    id?: string | null;
+  };
+  /**
+   * Not supported: must be empty.
+   */
+  byDoctorSpecialityIds?: {
+    /**
+     * @maxItems 0
+     */
+    ids?: [];
+  };
+}
+/**
  * Params of embedded_storage.save_exchange_token, by name.
  *
  * This interface was referenced by `EhrApi`'s JSON-Schema
@@ -306,6 +984,640 @@ export interface EmbeddedStorageSaveAuthInfoResult {
   success: true;
   internalUserId: InternalUserId;
   expiresAt: Timestamp2;
+}
+/**
+ * Params of api_info.healthcheck, by name.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "ApiInfoHealthcheckParams".
+ */
+export interface ApiInfoHealthcheckParams {}
+/**
+ * Result of api_info.healthcheck.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "ApiInfoHealthcheckResult".
+ */
+export interface ApiInfoHealthcheckResult {
+  version: string;
+  serverHealthy: boolean;
+  embeddedStorageHealthy: boolean;
+  providerHealthy: boolean;
+  /**
+   * @maxItems 0
+   */
+  aggregatedHealthy: [];
+}
+/**
+ * Params of appointment.get_appointment_by_id, by name.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "AppointmentGetAppointmentByIdParams".
+ */
+export interface AppointmentGetAppointmentByIdParams {
+  id: RecordId;
+  needRecognition?: NeedRecognition;
+}
+/**
+ * Result of appointment.get_appointment_by_id.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "AppointmentGetAppointmentByIdResult".
+ */
+export interface AppointmentGetAppointmentByIdResult {
+  appointment: AppointmentMessage;
+  /**
+   * Always empty: this server validates on import.
+   */
+  validationErrors: unknown[];
+  /**
+   * Always empty.
+   */
+  recognitionResults: unknown[];
+}
+/**
+ * Params of appointment.get_patient_appointments, by name.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "AppointmentGetPatientAppointmentsParams".
+ */
+export interface AppointmentGetPatientAppointmentsParams {
+  patientId: PatientId;
+  limit: PageLimit;
+  offset?: PageOffset;
+  lastItemCreated?: LastItemCreated;
+  orderByDescendingDate?: OrderByDescendingDate;
+  needRecognition?: NeedRecognition;
+}
+/**
+ * Result of appointment.get_patient_appointments.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "AppointmentGetPatientAppointmentsResult".
+ */
+export interface AppointmentGetPatientAppointmentsResult {
+  appointments: AppointmentMessage[];
+  /**
+   * Always empty: this server validates on import.
+   */
+  validationErrors: unknown[];
+  /**
+   * Always empty.
+   */
+  recognitionResults: unknown[];
+}
+/**
+ * Params of appointment.patient_appointments_count, by name.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "AppointmentPatientAppointmentsCountParams".
+ */
+export interface AppointmentPatientAppointmentsCountParams {
+  patientId: PatientId;
+}
+/**
+ * Result of appointment.patient_appointments_count.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "AppointmentPatientAppointmentsCountResult".
+ */
+export interface AppointmentPatientAppointmentsCountResult {
+  count: number;
+  support: true;
+  cursorType: CursorType;
+}
+/**
+ * Params of appointment.get_appointments, by name.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "AppointmentGetAppointmentsParams".
+ */
+export interface AppointmentGetAppointmentsParams {
+  limit: PageLimit;
+  offset?: PageOffset;
+  lastItemId?: LastItemId;
+  lastItemCreated?: LastItemCreated;
+  orderByDescendingDate?: OrderByDescendingDate;
+  filters?: AppointmentFilters;
+  needRecognition?: NeedRecognition;
+}
+/**
+ * Result of appointment.get_appointments.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "AppointmentGetAppointmentsResult".
+ */
+export interface AppointmentGetAppointmentsResult {
+  appointments: AppointmentMessage[];
+  /**
+   * Always empty: this server validates on import.
+   */
+  validationErrors: unknown[];
+  /**
+   * Always empty.
+   */
+  recognitionResults: unknown[];
+}
+/**
+ * Params of appointment.count, by name.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "AppointmentCountParams".
+ */
+export interface AppointmentCountParams {}
+/**
+ * Result of appointment.count.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "AppointmentCountResult".
+ */
+export interface AppointmentCountResult {
+  count: number;
+  support: true;
+  cursorType: CursorType;
+}
+/**
+ * Params of appointment_result.get_appointment_result_by_id, by name.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "AppointmentResultGetAppointmentResultByIdParams".
+ */
+export interface AppointmentResultGetAppointmentResultByIdParams {
+  id: RecordId;
+  needRecognition?: NeedRecognition;
+}
+/**
+ * Result of appointment_result.get_appointment_result_by_id.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "AppointmentResultGetAppointmentResultByIdResult".
+ */
+export interface AppointmentResultGetAppointmentResultByIdResult {
+  appointmentResult: AppointmentResultMessage;
+  /**
+   * Always empty: this server validates on import.
+   */
+  validationErrors: unknown[];
+  /**
+   * Always empty.
+   */
+  recognitionResults: unknown[];
+}
+/**
+ * Params of appointment_result.get_patient_appointment_results, by name.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "AppointmentResultGetPatientAppointmentResultsParams".
+ */
+export interface AppointmentResultGetPatientAppointmentResultsParams {
+  patientId: PatientId;
+  limit: PageLimit;
+  offset?: PageOffset;
+  lastItemCreated?: LastItemCreated;
+  orderByDescendingDate?: OrderByDescendingDate;
+  needRecognition?: NeedRecognition;
+}
+/**
+ * Result of appointment_result.get_patient_appointment_results.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "AppointmentResultGetPatientAppointmentResultsResult".
+ */
+export interface AppointmentResultGetPatientAppointmentResultsResult {
+  appointmentResults: AppointmentResultMessage[];
+  /**
+   * Always empty: this server validates on import.
+   */
+  validationErrors: unknown[];
+  /**
+   * Always empty.
+   */
+  recognitionResults: unknown[];
+}
+/**
+ * Params of appointment_result.patient_appointment_results_count, by name.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "AppointmentResultPatientAppointmentResultsCountParams".
+ */
+export interface AppointmentResultPatientAppointmentResultsCountParams {
+  patientId: PatientId;
+}
+/**
+ * Result of appointment_result.patient_appointment_results_count.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "AppointmentResultPatientAppointmentResultsCountResult".
+ */
+export interface AppointmentResultPatientAppointmentResultsCountResult {
+  count: number;
+  support: true;
+  cursorType: CursorType;
+}
+/**
+ * Params of appointment_result.get_appointment_results, by name.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "AppointmentResultGetAppointmentResultsParams".
+ */
+export interface AppointmentResultGetAppointmentResultsParams {
+  limit: PageLimit;
+  offset?: PageOffset;
+  lastItemId?: LastItemId;
+  lastItemCreated?: LastItemCreated;
+  orderByDescendingDate?: OrderByDescendingDate;
+  filters?: AppointmentFilters;
+  needRecognition?: NeedRecognition;
+}
+/**
+ * Result of appointment_result.get_appointment_results.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "AppointmentResultGetAppointmentResultsResult".
+ */
+export interface AppointmentResultGetAppointmentResultsResult {
+  appointmentResults: AppointmentResultMessage[];
+  /**
+   * Always empty: this server validates on import.
+   */
+  validationErrors: unknown[];
+  /**
+   * Always empty.
+   */
+  recognitionResults: unknown[];
+}
+/**
+ * Params of appointment_result.count, by name.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "AppointmentResultCountParams".
+ */
+export interface AppointmentResultCountParams {}
+/**
+ * Result of appointment_result.count.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "AppointmentResultCountResult".
+ */
+export interface AppointmentResultCountResult {
+  count: number;
+  support: true;
+  cursorType: CursorType;
+}
+/**
+ * Params of prescription.get_prescription_by_id, by name.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "PrescriptionGetPrescriptionByIdParams".
+ */
+export interface PrescriptionGetPrescriptionByIdParams {
+  id: RecordId;
+  needRecognition?: NeedRecognition;
+}
+/**
+ * Result of prescription.get_prescription_by_id.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "PrescriptionGetPrescriptionByIdResult".
+ */
+export interface PrescriptionGetPrescriptionByIdResult {
+  prescription: PrescriptionMessage;
+  /**
+   * Always empty: this server validates on import.
+   */
+  validationErrors: unknown[];
+  /**
+   * Always empty.
+   */
+  recognitionResults: unknown[];
+}
+/**
+ * Params of prescription.get_patient_prescriptions, by name.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "PrescriptionGetPatientPrescriptionsParams".
+ */
+export interface PrescriptionGetPatientPrescriptionsParams {
+  patientId: PatientId;
+  limit: PageLimit;
+  offset?: PageOffset;
+  lastItemCreated?: LastItemCreated;
+  orderByDescendingDate?: OrderByDescendingDate;
+  needRecognition?: NeedRecognition;
+}
+/**
+ * Result of prescription.get_patient_prescriptions.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "PrescriptionGetPatientPrescriptionsResult".
+ */
+export interface PrescriptionGetPatientPrescriptionsResult {
+  prescriptions: PrescriptionMessage[];
+  /**
+   * Always empty: this server validates on import.
+   */
+  validationErrors: unknown[];
+  /**
+   * Always empty.
+   */
+  recognitionResults: unknown[];
+}
+/**
+ * Params of prescription.patient_prescriptions_count, by name.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "PrescriptionPatientPrescriptionsCountParams".
+ */
+export interface PrescriptionPatientPrescriptionsCountParams {
+  patientId: PatientId;
+}
+/**
+ * Result of prescription.patient_prescriptions_count.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "PrescriptionPatientPrescriptionsCountResult".
+ */
+export interface PrescriptionPatientPrescriptionsCountResult {
+  count: number;
+  support: true;
+  cursorType: CursorType;
+}
+/**
+ * Params of prescription.get_prescriptions, by name.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "PrescriptionGetPrescriptionsParams".
+ */
+export interface PrescriptionGetPrescriptionsParams {
+  limit: PageLimit;
+  offset?: PageOffset;
+  lastItemId?: LastItemId;
+  lastItemCreated?: LastItemCreated;
+  orderByDescendingDate?: OrderByDescendingDate;
+  filters?: PrescriptionFilters;
+  needRecognition?: NeedRecognition;
+}
+/**
+ * Result of prescription.get_prescriptions.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "PrescriptionGetPrescriptionsResult".
+ */
+export interface PrescriptionGetPrescriptionsResult {
+  prescriptions: PrescriptionMessage[];
+  /**
+   * Always empty: this server validates on import.
+   */
+  validationErrors: unknown[];
+  /**
+   * Always empty.
+   */
+  recognitionResults: unknown[];
+}
+/**
+ * Params of prescription.count, by name.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "PrescriptionCountParams".
+ */
+export interface PrescriptionCountParams {}
+/**
+ * Result of prescription.count.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "PrescriptionCountResult".
+ */
+export interface PrescriptionCountResult {
+  count: number;
+  support: true;
+  cursorType: CursorType;
+}
+/**
+ * Params of diagnostic_report.get_diagnostic_report_by_id, by name.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "DiagnosticReportGetDiagnosticReportByIdParams".
+ */
+export interface DiagnosticReportGetDiagnosticReportByIdParams {
+  id: RecordId;
+  needRecognition?: NeedRecognition;
+}
+/**
+ * Result of diagnostic_report.get_diagnostic_report_by_id.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "DiagnosticReportGetDiagnosticReportByIdResult".
+ */
+export interface DiagnosticReportGetDiagnosticReportByIdResult {
+  diagnosticReport: DiagnosticReportMessage;
+  /**
+   * Always empty: this server validates on import.
+   */
+  validationErrors: unknown[];
+  /**
+   * Always empty.
+   */
+  recognitionResults: unknown[];
+}
+/**
+ * Params of diagnostic_report.get_patient_diagnostic_reports, by name.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "DiagnosticReportGetPatientDiagnosticReportsParams".
+ */
+export interface DiagnosticReportGetPatientDiagnosticReportsParams {
+  patientId: PatientId;
+  limit: PageLimit;
+  offset?: PageOffset;
+  lastItemCreated?: LastItemCreated;
+  orderByDescendingDate?: OrderByDescendingDate;
+  needRecognition?: NeedRecognition;
+}
+/**
+ * Result of diagnostic_report.get_patient_diagnostic_reports.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "DiagnosticReportGetPatientDiagnosticReportsResult".
+ */
+export interface DiagnosticReportGetPatientDiagnosticReportsResult {
+  diagnosticReports: DiagnosticReportMessage[];
+  /**
+   * Always empty: this server validates on import.
+   */
+  validationErrors: unknown[];
+  /**
+   * Always empty.
+   */
+  recognitionResults: unknown[];
+}
+/**
+ * Params of diagnostic_report.patient_diagnostic_reports_count, by name.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "DiagnosticReportPatientDiagnosticReportsCountParams".
+ */
+export interface DiagnosticReportPatientDiagnosticReportsCountParams {
+  patientId: PatientId;
+}
+/**
+ * Result of diagnostic_report.patient_diagnostic_reports_count.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "DiagnosticReportPatientDiagnosticReportsCountResult".
+ */
+export interface DiagnosticReportPatientDiagnosticReportsCountResult {
+  count: number;
+  support: true;
+  cursorType: CursorType;
+}
+/**
+ * Params of diagnostic_report.get_diagnostic_reports, by name.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "DiagnosticReportGetDiagnosticReportsParams".
+ */
+export interface DiagnosticReportGetDiagnosticReportsParams {
+  limit: PageLimit;
+  offset?: PageOffset;
+  lastItemId?: LastItemId;
+  lastItemCreated?: LastItemCreated;
+  orderByDescendingDate?: OrderByDescendingDate;
+  filters?: DiagnosticReportFilters;
+  needRecognition?: NeedRecognition;
+}
+/**
+ * Result of diagnostic_report.get_diagnostic_reports.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "DiagnosticReportGetDiagnosticReportsResult".
+ */
+export interface DiagnosticReportGetDiagnosticReportsResult {
+  diagnosticReports: DiagnosticReportMessage[];
+  /**
+   * Always empty: this server validates on import.
+   */
+  validationErrors: unknown[];
+  /**
+   * Always empty.
+   */
+  recognitionResults: unknown[];
+}
+/**
+ * Params of diagnostic_report.count, by name.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "DiagnosticReportCountParams".
+ */
+export interface DiagnosticReportCountParams {}
+/**
+ * Result of diagnostic_report.count.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "DiagnosticReportCountResult".
+ */
+export interface DiagnosticReportCountResult {
+  count: number;
+  support: true;
+  cursorType: CursorType;
+}
+/**
+ * Params of patient.get_patient_by_id, by name.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "PatientGetPatientByIdParams".
+ */
+export interface PatientGetPatientByIdParams {
+  id: PatientId;
+}
+/**
+ * Result of patient.get_patient_by_id.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "PatientGetPatientByIdResult".
+ */
+export interface PatientGetPatientByIdResult {
+  patient: Patient;
+  validationErrors: unknown[];
+}
+/**
+ * Params of patient.get_patients, by name.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "PatientGetPatientsParams".
+ */
+export interface PatientGetPatientsParams {
+  limit: PageLimit;
+  offset?: PageOffset;
+  lastItemId?: LastItemId;
+  lastItemCreated?: LastItemCreated;
+  filters?: PatientFilters;
+}
+/**
+ * Result of patient.get_patients.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "PatientGetPatientsResult".
+ */
+export interface PatientGetPatientsResult {
+  patients: Patient[];
+}
+/**
+ * Params of patient.find_patients_by_phone, by name.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "PatientFindPatientsByPhoneParams".
+ */
+export interface PatientFindPatientsByPhoneParams {
+  phone: string;
+  limit: PageLimit;
+  offset?: PageOffset;
+}
+/**
+ * Result of patient.find_patients_by_phone.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "PatientFindPatientsByPhoneResult".
+ */
+export interface PatientFindPatientsByPhoneResult {
+  patients: Patient[];
+}
+/**
+ * Params of patient.find_patients_by_medcard, by name.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "PatientFindPatientsByMedcardParams".
+ */
+export interface PatientFindPatientsByMedcardParams {
+  medcardNumber: string;
+  limit: PageLimit;
+  offset?: PageOffset;
+}
+/**
+ * Result of patient.find_patients_by_medcard.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "PatientFindPatientsByMedcardResult".
+ */
+export interface PatientFindPatientsByMedcardResult {
+  patients: Patient[];
+}
+/**
+ * Params of patient.count, by name.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "PatientCountParams".
+ */
+export interface PatientCountParams {}
+/**
+ * Result of patient.count.
+ *
+ * This interface was referenced by `EhrApi`'s JSON-Schema
+ * via the `definition` "PatientCountResult".
+ */
+export interface PatientCountResult {
+  count: number;
+  support: true;
+  cursorType: CursorType;
 }
 /**
  * Params of embedded_storage.remove_auth_info, by name.

@@ -4,7 +4,8 @@
  *   tsx scripts/rpc-example-coverage.ts --help
  *
  * The library's HTTP transport sends no `cred`, so this one adds what an example's `x-cred` names
- * and computes the internal SHA-1 credentials as the authorization server would. A result that
+ * (and its `x-api-key` as the envelope's apiKey: the back office's examples use the demo api key of
+ * seed-demo) and computes the internal SHA-1 credentials as the authorization server would. A result that
  * differs from its example (a fresh expiresAt, a random user_sign) must still match the method's
  * result schema (JSON Schema 2020-12 with formats).
  */
@@ -25,7 +26,8 @@ const ExamplesRule = (ExamplesRuleModule as unknown as { default: new () => { ge
 const HELP = `usage: tsx scripts/rpc-example-coverage.ts [options]
 
 Runs the examples of specs/openrpc.json against a live interface A (open-rpc-test-coverage, console
-reporter). The server must hold the demo patients (ehr-gateway seed-demo) and list the internal
+reporter). The server must hold the demo data (ehr-gateway seed-demo: the demo patients, demo-1's
+medical record, the demo api key) and list the internal
 account in INTERNAL_USERS; the examples then succeed in document order on a fresh database.
 
 options:
@@ -51,11 +53,12 @@ if (values.help) {
 
 interface ExampleCall extends Call {
   cred?: { user: string; token: string };
+  apiKey?: string;
 }
 interface ExampleMethod {
   name: string;
   tags?: Array<{ name: string }>;
-  examples?: Array<{ 'x-cred'?: ExampleCall['cred'] }>;
+  examples?: Array<{ 'x-cred'?: ExampleCall['cred']; 'x-api-key'?: string }>;
 }
 
 const sha1hex = (text: string) => createHash('sha1').update(text, 'utf8').digest('hex');
@@ -74,6 +77,7 @@ class LiveExamplesRule extends ExamplesRule {
       ...call,
       url: endpoint(internal ? values['internal-url']! : values['public-url']!),
       cred: method.examples?.[index]?.['x-cred'],
+      apiKey: method.examples?.[index]?.['x-api-key'],
     }));
   }
 
@@ -111,7 +115,7 @@ async function transport(url: string, method: string, params: Record<string, unk
   const response = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params, cred: credFor(method, params) }),
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params, cred: credFor(method, params), apiKey: rule.pending?.apiKey }),
   });
   const answer = (await response.json()) as { result?: { user_sign?: string } };
   // Keep what the authorization server and the app would know: whose exchange token, and the user_sign.

@@ -4,11 +4,13 @@ import { commandContext, commandKit, printJson, USAGE_EXIT_CODE, UsageError } fr
 import { CONFIG_VARIABLES, ConfigError, loadConfig } from './config/config.js';
 import { registerDataKeyCommands } from './data-key.js';
 import { migrateToLatest, openDatabase } from './db/database.js';
+import { registerApiKeyCommands } from './ehr/api-key-commands.js';
 import { registerEhrCommands } from './ehr/commands.js';
 import { registerEmdrCommands } from './emdr/commands.js';
 import { createLogger } from './logging/logger.js';
 import { MIGRATIONS } from './migrations.js';
-import { registerSeedDemoCommand } from './seed-demo.js';
+import { registerRecordCommands } from './record/commands.js';
+import { patientWriter, registerSeedDemoCommand } from './seed-demo.js';
 import { ROLES, startService, type Role } from './service.js';
 
 const ENVIRONMENT_HELP = [
@@ -79,6 +81,8 @@ export function buildProgram(): Command {
   const kit = commandKit(MIGRATIONS);
   registerSeedDemoCommand(program, kit);
   registerEhrCommands(program, kit);
+  registerApiKeyCommands(program, kit);
+  registerRecordCommands(program, kit, patientWriter);
   registerEmdrCommands(program, kit);
   registerAuditCommand(program, kit);
   registerDataKeyCommands(program, kit);

@@ -9,7 +9,8 @@ import { ehrPurgeSteps } from './ehr/retention.js';
 import { ehrRoutes, rpcHotPath, type RpcAdmission } from './ehr/http.js';
 import { createEhrHandlers } from './ehr/methods.js';
 import { RpcEnvelope } from './ehr/rpc/envelope.js';
-import { loadOpenRpcDocument } from './ehr/spec.js';
+import { createRecordHandlers } from './ehr/record-methods.js';
+import { loadOpenRpcDocument, servedVersions } from './ehr/spec.js';
 import { clinicMessageHandlers } from './emdr/clinic-messages.js';
 import { clinicSecurityHandlers, emdrHandlers } from './emdr/intake/handlers.js';
 import { clinicBodyAdmission, clinicRateLimit, LargeBodySlots, QUOTA_UNIT_BYTES } from './emdr/intake/limits.js';
@@ -183,15 +184,23 @@ export async function startService(config: Config, logger: Logger, roles: Readon
     }
 
     const document = roles.has('ehr') ? await loadOpenRpcDocument() : undefined;
-    const fallback = fallbackBody(document ? [document.info.version] : []);
+    const versions = document ? servedVersions(document) : [];
+    const fallback = fallbackBody(versions);
     const listenerOptions = { limits: config.connectionLimits, errorBody: fallback, trustedProxies: config.trustedProxies };
     // The internal listener serves the authorization server (and monitoring), a few clients that may each need many connections.
     const internalOptions = { ...listenerOptions, limits: { ...config.connectionLimits, maxConnectionsPerClient: 0 } };
-    const envelope = document && new RpcEnvelope(document, await createEhrHandlers({ sql: database.sql, config, logger, audit, counters }), logger, metrics);
+    const envelope =
+      document &&
+      new RpcEnvelope(
+        document,
+        { ...(await createEhrHandlers({ sql: database.sql, config, logger, audit, counters })), ...createRecordHandlers({ sql: database.sql, config, audit, version: document.info.version }) },
+        logger,
+        metrics,
+      );
     // Every role has the internal listener: health and /metrics; the ehr role also the internal channel of interface A.
-    const internalHotPaths = envelope ? [rpcHotPath(envelope, 'internal', document.info.version, logger)] : [];
+    const internalHotPaths = envelope ? [rpcHotPath(envelope, 'internal', versions, logger)] : [];
     const internalFallbacks = internalListenerFallbacks(fallback, document?.info.version);
-    const internalRouters = [healthRoutes(ready, fallback), metricsRoutes(metrics, fallback), internalFallbacks.elsewhere, ...(envelope ? [ehrRoutes(envelope, 'internal', document.info.version)] : [])];
+    const internalRouters = [healthRoutes(ready, fallback), metricsRoutes(metrics, fallback), internalFallbacks.elsewhere, ...(envelope ? [ehrRoutes(envelope, 'internal', versions)] : [])];
     const internalApp = restApp(internalRouters, logger, fallback, internalFallbacks.notFoundMessage);
     const internal = await listen(withAccessLog(withRequestSpan(withHotPaths(internalHotPaths, internalApp), 'internal'), logger, 'internal'), config.internalHost, config.internalPort, 'INTERNAL_PORT', internalOptions);
     listeners.push(internal);
@@ -225,11 +234,10 @@ export async function startService(config: Config, logger: Logger, roles: Readon
         );
       }
       if (envelope) {
-        const version = document.info.version;
         // The public listener's calls are limited per client address; the internal channel has its failure limit.
         const admit = rpcAdmission(config, counters);
-        hotPaths.push(rpcHotPath(envelope, 'public', version, logger, admit));
-        publicRouters.push(ehrRoutes(envelope, 'public', version, admit));
+        hotPaths.push(rpcHotPath(envelope, 'public', versions, logger, admit));
+        publicRouters.push(ehrRoutes(envelope, 'public', versions, admit));
       }
       const publicListener = await listen(withAccessLog(withRequestSpan(withHotPaths(hotPaths, restApp(publicRouters, logger, fallback)), 'public'), logger, 'public'), config.host, config.port, 'PORT', listenerOptions);
       listeners.push(publicListener);

@@ -5,9 +5,12 @@
  * costs beyond them is the price of its contract checks and structure.
  *
  *   POST /rpc                   JSON-RPC: patient.get_patient (SHA-256 of the session token, one
- *                               joined query that also writes the audit row, AES-256-GCM open of user_sign) and
+ *                               joined query that also writes the audit row, AES-256-GCM open of user_sign),
  *                               embedded_storage.save_auth_info (the link and its sealed user_sign,
- *                               SHA-1 credential check, INSERT of the session)
+ *                               SHA-1 credential check, INSERT of the session) and
+ *                               diagnostic_report.get_patient_diagnostic_reports (the session with its
+ *                               patient, a keyset page of items, the read's audit row, the items with
+ *                               the patient attached)
  *   GET /loop-delay             the event loop's delay (p99, max) and the collector's time since the last GET
  *   POST /api/RegisterDocument  the clinic's headers (SHA-256 of the token, one query, constant-time
  *                               compare), the body parsed, SHA-256 over it, the files decoded from
@@ -94,10 +97,40 @@ async function saveAuthInfo(cred: Cred, authInfo: { user: string; token: string;
   return { result: { success: true, internalUserId: link.patient_id, expiresAt: expiresAt.toISOString() } };
 }
 
+// The medical record's list of a patient, as the service reads it: the session with its patient,
+// a page of items newest first, an audit row committed without waiting for the WAL flush.
+const RECORD_SESSION = `
+  select s.user_id, s.expires_at > now() as live, l.patient_id,
+         p.id, p.surname, p.name, p.middle_name, to_char(p.birth_date, 'YYYY-MM-DD') as birth_date, p.gender, p.phone, p.email, p.medcard_number, p.active
+    from ehr_sessions s
+    left join ehr_user_links l on l.user_id = s.user_id
+    left join ehr_patients p on p.id = l.patient_id
+   where s.token_hash = $1`;
+const REPORT_PAGE = `select x.message from record_diagnostic_reports x where x.patient_id = $1 and x.created < coalesce($2::timestamptz, 'infinity') order by x.created desc limit $3 offset $4`;
+const AUDIT_READ = `insert into audit_events (request_id, internal_user_id, action, outcome) select $1, $2, $3, 'ok' from (select set_config('synchronous_commit', 'off', true)) as unflushed`;
+
+async function patientDiagnosticReports(cred: Cred, params: { patientId: string; limit: number; offset?: number; lastItemCreated?: string }): Promise<unknown> {
+  const { rows } = await pool.query({ name: 'record_session', text: RECORD_SESSION, values: [sha256(cred.token)] });
+  const row = rows[0];
+  if (!row || row.user_id !== cred.user || !row.patient_id) return { error: { code: -33000, message: 'NotAuthorized' } };
+  if (!row.live) return { error: { code: -33001, message: 'AuthExpired' } };
+  if (row.patient_id !== params.patientId) return { error: { code: -33403, message: 'AccessForbidden' } };
+  const page = await pool.query({ name: 'report_page', text: REPORT_PAGE, values: [params.patientId, params.lastItemCreated || null, params.limit, params.offset ?? 0] });
+  await pool.query({ name: 'audit_read', text: AUDIT_READ, values: [randomUUID(), row.patient_id, 'diagnostic_report.get_patient_diagnostic_reports'] });
+  const patient = { id: row.id, surname: row.surname, name: row.name, ...(row.middle_name ? { middleName: row.middle_name } : {}), phones: row.phone ? [row.phone] : [], ...(row.email ? { email: row.email } : {}), gender: row.gender, birthdate: `${row.birth_date} 00:00:00.000`, ...(row.medcard_number ? { medcardNumber: row.medcard_number } : {}) };
+  return { result: { diagnosticReports: page.rows.map((item) => ({ ...item.message, patient })), validationErrors: [], recognitionResults: [] } };
+}
+
 async function rpc(body: Buffer): Promise<unknown> {
   const call = JSON.parse(body.toString('utf8'));
   const outcome =
-    call.method === 'patient.get_patient' ? await getPatient(call.cred) : call.method === 'embedded_storage.save_auth_info' ? await saveAuthInfo(call.cred, call.params.authInfo) : { error: { code: -32601, message: 'Method not found' } };
+    call.method === 'patient.get_patient'
+      ? await getPatient(call.cred)
+      : call.method === 'embedded_storage.save_auth_info'
+        ? await saveAuthInfo(call.cred, call.params.authInfo)
+        : call.method === 'diagnostic_report.get_patient_diagnostic_reports'
+          ? await patientDiagnosticReports(call.cred, call.params)
+          : { error: { code: -32601, message: 'Method not found' } };
   return { jsonrpc: '2.0', id: call.id, ...(outcome as object) };
 }
 

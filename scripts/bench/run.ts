@@ -16,6 +16,7 @@ import { growth } from './scenarios/growth.js';
 import { interfaceA } from './scenarios/interface-a.js';
 import { largeDocument } from './scenarios/large-document.js';
 import { pipeline } from './scenarios/pipeline.js';
+import { record } from './scenarios/record.js';
 import { registerDocument } from './scenarios/register-document.js';
 import { tracing } from './scenarios/tracing.js';
 
@@ -34,6 +35,8 @@ Scenarios (--only, comma-separated; default all):
   large-document     peak RSS growth of serve for one --large-mib document through everything
   gost-check         one GOST-signed document (10 KiB, 5 MiB; 256, 512) checked in-process: ours vs the
                      OpenSSL gost engine (needs make gost-engine-bench)
+  record             the medical record: records import of --record-import-mib of FHIR NDJSON (rate,
+                     peak RSS); a patient's 100 reports against the baseline; 100 vs 10,000 reports
   tracing            RegisterDocument acknowledgements and get_patient with tracing on (OTLP to a collector
                      stand-in) vs off
 
@@ -49,6 +52,7 @@ options:
   --pipeline-documents N documents per pipeline round (default 3000; smoke 20)
   --growth-rows N        rows of the large growth database (default 200000; smoke 2000)
   --large-mib N          size of the large document (default 20; smoke 1)
+  --record-import-mib N  size of the FHIR NDJSON the record scenario imports (default 1024; smoke 2)
   --profile DIR          write a CPU profile of each service and baseline process there (node --cpu-prof)
   --node-options TEXT    more options of node for each service and baseline process, space-separated
                          (e.g. --trace-gc with BENCH_LOG_DIR set to keep the children's output)
@@ -63,6 +67,7 @@ const SCENARIOS: Record<string, Scenario> = {
   growth,
   'large-document': largeDocument,
   'gost-check': gostCheck,
+  record,
   tracing,
 };
 
@@ -80,6 +85,7 @@ function options() {
       'pipeline-documents': { type: 'string' },
       'growth-rows': { type: 'string' },
       'large-mib': { type: 'string' },
+      'record-import-mib': { type: 'string' },
       profile: { type: 'string' },
       'node-options': { type: 'string' },
       limits: { type: 'boolean' },
@@ -135,6 +141,7 @@ async function main(): Promise<void> {
     pipelineDocuments: number(values['pipeline-documents'], smoke ? 20 : 3000, '--pipeline-documents'),
     growthRows: number(values['growth-rows'], smoke ? 2000 : 200_000, '--growth-rows'),
     largeDocumentBytes: number(values['large-mib'], smoke ? 1 : 20, '--large-mib') * 1024 * 1024,
+    recordImportMiB: number(values['record-import-mib'], smoke ? 2 : 1024, '--record-import-mib'),
     profileDir: values.profile && path.resolve(values.profile),
     nodeOptions: values['node-options']?.split(' ').filter(Boolean) ?? [],
     limits: values.limits ?? false,

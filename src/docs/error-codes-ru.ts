@@ -20,19 +20,29 @@ export const RPC_ERROR_MEANINGS_RU: Readonly<Record<string, string>> = {
   '-32002':
     'Адрес клиента сделал больше RPC_RATE_LIMIT вызовов за эту минуту (публичный порт): HTTP 429 с Retry-After, id null, data.reason "too many calls from this address; retry later" и data.retryAfter в секундах; ничего из запроса не рассматривалось (тело не прочитано, или пакет отклонён целиком). Повторите через data.retryAfter.',
   '-33000':
-    'Внутренний `cred` отсутствует, принадлежит неизвестной внутренней учётной записи или содержит неверный токен (ответ не говорит, какая часть неверна; data.reason "credentials rejected", а data.hint — какой вид должен иметь cred.token, одинаково при любой неверной части), или отклонён после слишком многих неудач ("too many failures, retry later"); токен обмена неизвестен, уже использован или сожжён после 5 неудачных попыток ("exchange token unknown, used or burned"); или `cred` пользователя не называет сохранённой сессии (get_patient, remove_auth_info, remove_authentication; "no stored session for these credentials"). SDK начинает поток с токеном обмена на -33000, -33001 и -33002 и вызывает onAuthNotAuthorized.',
+    'Внутренний `cred` отсутствует, принадлежит неизвестной внутренней учётной записи или содержит неверный токен (ответ не говорит, какая часть неверна; data.reason "credentials rejected", а data.hint — какой вид должен иметь cred.token, одинаково при любой неверной части), или отклонён после слишком многих неудач ("too many failures, retry later"); токен обмена неизвестен, уже использован или сожжён после 5 неудачных попыток ("exchange token unknown, used or burned"); или `cred` пользователя не называет сохранённой сессии (get_patient, remove_auth_info, remove_authentication; "no stored session for these credentials"). SDK начинает поток с токеном обмена на -33000, -33001 и -33002 и вызывает onAuthNotAuthorized. Методы медицинской карты отвечают им на вызов без `cred` и без `apiKey` ("no credentials: send cred or apiKey") и на неизвестный или отозванный ключ API ("api key rejected").',
   '-33001':
     'Истекла сессия (data.reason "session expired") или токен обмена ("exchange token expired"), или authInfo уже истёк к моменту получения ("authInfo already expired": created + ttl в прошлом). SDK вызывает onAuthExpired.',
+  '-33403':
+    'Метод медицинской карты запрашивает patientId, отличный от пациента сессии (с `cred`), или вне организаций ключа API (с `apiKey`), существует такой пациент или нет; или `cred` пользователя вызывает метод бэк-офиса (списки по всем пациентам, patient.get_patient_by_id, get_patients, find_patients_by_*, patient.count), которому нужен ключ API (data.reason "access to this patient is forbidden" или "this method takes an api key").',
   '-34001':
     'authenticate: ни один пациент или больше одного не совпадает с patientProperties (или не тот телефон, что проверил сервер авторизации; data.reason "no single patient matches"); считается неудачной попыткой токена обмена. Приложение сообщает об этом пользователю.',
   '-34002': 'get_patient: сессия действительна, но её пациент больше не активен в источнике пациентов (МИС) (data.reason "patient no longer active in the patient source").',
   '-34003':
     'Токен сессии из authInfo уже сохранён (для save_auth_info: сохранён вообще; для authenticate: сохранён для другого пользователя). Токены уникальны во всей системе, включая истёкшие.',
   '-34004': 'Этот токен обмена уже сохранялся (включая использованные, сожжённые и истёкшие).',
+  '-34005':
+    'appointment.get_appointment_by_id: нет записи на приём с этим id, которую вызывающему можно видеть (неизвестная или другого пациента: ответ один и тот же, так что id нельзя перебрать).',
+  '-34006':
+    'diagnostic_report.get_diagnostic_report_by_id: нет результата исследования с этим id, который вызывающему можно видеть (неизвестный или другого пациента).',
   '-34007':
     'save_auth_info: у пользователя ещё нет internalUserId (никогда не был связан с пациентом или связь удалена); клиент должен сначала пройти authenticate с токеном обмена.',
+  '-34008':
+    'prescription.get_prescription_by_id: нет назначения с этим id, которое вызывающему можно видеть (неизвестное или другого пациента).',
   '-34009':
     'authenticate пользователем, уже связанным с пациентом (data.reason "the user is already linked to a patient"): ответ до всякого сопоставления и не считается неудачной попыткой. Новые сессии пользователь получает через save_auth_info, а связь снимает remove_authentication.',
+  '-34010':
+    'appointment_result.get_appointment_result_by_id: нет результата приёма с этим id, который вызывающему можно видеть (неизвестный или другого пациента).',
 };
 
 export const REGISTRY_ERROR_MEANINGS_RU: Readonly<Record<ErrorCode, string>> = {

@@ -251,7 +251,7 @@ class EhrMethods {
     if (!birthDate) throw invalidParam('/patientProperties/date', 'is not a calendar date');
     const phone = toE164(properties.phone);
     if (!phone) throw invalidParam('/patientProperties/phone', 'is not a phone number');
-    const criteria = { surname: properties.surname, name: properties.name, birthDate, gender: properties.gender, phone };
+    const criteria = { surname: properties.surname, name: properties.name, birthDate, phone };
     if (params.searchStrategy !== 'MEDCARD') return criteria;
     if (!params.medCardId?.trim()) throw invalidParam('/medCardId', 'is required when searchStrategy is MEDCARD');
     return { ...criteria, medcardNumber: params.medCardId };

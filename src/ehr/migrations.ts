@@ -138,4 +138,25 @@ export const ehrMigrations: readonly NamedMigration[] = [
       },
     },
   ],
+  [
+    'ehr_006_api_keys',
+    {
+      // Back-office api keys of the medical record (src/ehr/api-keys.ts): SHA-256 of the key only.
+      async up(knex) {
+        await knex.raw(`
+          create table ehr_api_keys (
+            id bigint generated always as identity primary key,
+            name text not null default '',
+            key_hash bytea not null unique,
+            organizations text[] not null,
+            created_at timestamptz not null default now(),
+            revoked_at timestamptz
+          );
+        `);
+      },
+      async down(knex) {
+        await knex.raw('drop table ehr_api_keys');
+      },
+    },
+  ],
 ];

@@ -1,7 +1,6 @@
-import { parsePhoneNumberFromString } from 'libphonenumber-js';
 import type { Knex } from 'knex';
 import { statement, type Sql } from '../db/sql.js';
-import type { Gender, GenderCriterion, Patient } from '../../generated/ehr-types.js';
+import type { Gender, Patient } from '../../generated/ehr-types.js';
 
 /** Surnames and names compare trimmed, case-insensitive, with ё = е. */
 export function nameKey(text: string): string {
@@ -12,23 +11,18 @@ export function medcardKey(text: string): string {
   return text.trim().toLowerCase();
 }
 
-/** A phone in E.164, reading numbers without a country code as Russian (8XXXXXXXXXX = +7XXXXXXXXXX); undefined when it is no phone number. */
-export function toE164(text: string): string | undefined {
-  const phone = parsePhoneNumberFromString(text, 'RU');
-  return phone?.isPossible() ? phone.number : undefined;
-}
+export { toE164 } from '../validation/phone.js';
 
 /**
  * What identifies a patient at authenticate (see specs/openrpc.json): the phone (E.164), proven by
- * one-time password, is always a criterion; the MEDCARD strategy adds the medcard number.
+ * one-time password, is always a criterion; the MEDCARD strategy adds the medcard number. Gender is
+ * not one: the peer's apps send it in two numberings (GenderCriterion in the spec).
  */
 export interface MatchCriteria {
   surname: string;
   name: string;
   /** YYYY-MM-DD */
   birthDate: string;
-  /** 0: not stated, any gender matches. */
-  gender: GenderCriterion;
   phone: string;
   medcardNumber?: string;
 }
@@ -84,8 +78,8 @@ const MATCHES = statement(
   'ehr_patient_matches',
   `select ${PATIENT_COLUMNS} from ehr_patients p
     where p.surname_key = $1 and p.name_key = $2 and p.birth_date = $3::date and p.phone = $4 and p.active
-      and ($5::smallint = 0 or p.gender = $5) and ($6::text is null or p.medcard_key = $6)
-    order by p.id limit $7`,
+      and ($5::text is null or p.medcard_key = $5)
+    order by p.id limit $6`,
 );
 const BY_ID = statement('ehr_patient_by_id', `select ${PATIENT_COLUMNS} from ehr_patients p where p.id = $1`);
 
@@ -94,7 +88,7 @@ export class TablePatientSource implements PatientSource {
 
   async findMatches(criteria: MatchCriteria, limit: number): Promise<Patient[]> {
     const medcard = criteria.medcardNumber === undefined ? null : medcardKey(criteria.medcardNumber);
-    const rows = await this.sql.rows<PatientRow>(MATCHES, [nameKey(criteria.surname), nameKey(criteria.name), criteria.birthDate, criteria.phone, criteria.gender, medcard, limit]);
+    const rows = await this.sql.rows<PatientRow>(MATCHES, [nameKey(criteria.surname), nameKey(criteria.name), criteria.birthDate, criteria.phone, medcard, limit]);
     return rows.map(toPatient);
   }
 

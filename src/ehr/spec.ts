@@ -8,3 +8,9 @@ export async function loadOpenRpcDocument(): Promise<OpenrpcDocument> {
   const raw = JSON.parse(await fs.readFile(openRpcSpecPath, 'utf8')) as OpenrpcDocument;
   return parseOpenRPCDocument(raw, { validate: true, dereference: true });
 }
+
+/** The versions interface A answers at: the document's own, then the released compatible ones it lists (info.x-compatible-versions). */
+export function servedVersions(document: OpenrpcDocument): string[] {
+  const compatible = (document.info as { 'x-compatible-versions'?: unknown })['x-compatible-versions'];
+  return [document.info.version, ...(Array.isArray(compatible) ? compatible.filter((version): version is string => typeof version === 'string') : [])];
+}

@@ -20,7 +20,7 @@ const handlers: Record<string, MethodHandler> = {
   notify_hello: async () => null,
   notify_sum: async () => null,
   get_data: async () => ['hello', 5],
-  whoami: async (_params, context) => ({ cred: context.cred ?? null, channel: context.channel }),
+  whoami: async (_params, context) => ({ cred: context.cred ?? null, channel: context.channel, ...(context.apiKey === undefined ? {} : { apiKey: context.apiKey }) }),
   peer: async (_params, context) => context.clientAddress,
   echo: async ({ text }) => text,
   fail: async ({ how }) => {
@@ -47,8 +47,8 @@ beforeAll(async () => {
   const document = await parseOpenRPCDocument(raw, { validate: true, dereference: true });
   const logger = createLogger('info', { write: (line: string) => logLines.push(line) } as unknown as NodeJS.WritableStream);
   const envelope = new RpcEnvelope(document, handlers, logger);
-  publicListener = await startListener(express().use(ehrRoutes(envelope, 'public', '0.0.0-test')), '127.0.0.1', 0);
-  internalListener = await startListener(express().use(ehrRoutes(envelope, 'internal', '0.0.0-test')), '127.0.0.1', 0);
+  publicListener = await startListener(express().use(ehrRoutes(envelope, 'public', ['0.0.0-test'])), '127.0.0.1', 0);
+  internalListener = await startListener(express().use(ehrRoutes(envelope, 'internal', ['0.0.0-test'])), '127.0.0.1', 0);
   publicUrl = `http://127.0.0.1:${publicListener.port}/0.0.0-test/`;
   internalUrl = `http://127.0.0.1:${internalListener.port}/0.0.0-test/`;
 });
@@ -140,9 +140,13 @@ describe('JSON-RPC 2.0 specification examples', () => {
 });
 
 describe('the envelope of interface A', () => {
-  it('hands cred and the channel to the handler and ignores other envelope members', async () => {
-    const { body } = await post('{"jsonrpc":"2.0","id":"a-1","method":"whoami","cred":{"user":"u1","token":"t1"},"apiKey":"peer-sdk"}');
-    expect(body).toEqual({ jsonrpc: '2.0', id: 'a-1', result: { cred: { user: 'u1', token: 't1' }, channel: 'public' } });
+  it('hands cred, apiKey and the channel to the handler and ignores other envelope members', async () => {
+    const { body } = await post('{"jsonrpc":"2.0","id":"a-1","method":"whoami","cred":{"user":"u1","token":"t1"},"apiKey":"peer-sdk","extra":1}');
+    expect(body).toEqual({ jsonrpc: '2.0', id: 'a-1', result: { cred: { user: 'u1', token: 't1' }, channel: 'public', apiKey: 'peer-sdk' } });
+  });
+
+  it('refuses an apiKey that is no string (-32600)', async () => {
+    expect((await post('{"jsonrpc":"2.0","id":"a-3","method":"whoami","apiKey":42}')).body).toMatchObject({ id: 'a-3', error: { code: -32600 } });
   });
 
   it('counts null members as absent, as the peer SDK sends them, but keeps id: null a request', async () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { statusLineOf } from '../support/raw-http.js';
 import { startTestService, type TestService } from '../support/service.js';
-import { VERSION } from './support/rpc.js';
+import { SERVED_VERSIONS, VERSION } from './support/rpc.js';
 
 const portOf = (url: string) => Number(new URL(url).port);
 const CALL = JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'patient.get_patient', params: {}, cred: { user: 'u', token: 't' } });
@@ -55,7 +55,7 @@ describe('interface A over HTTP, and the listeners around it', () => {
       const response = await fetch(`${base}/${VERSION}/`, { method });
       expect(response.status).toBe(405);
       expect(response.headers.get('allow')).toBe('POST');
-      expect(await response.json()).toEqual({ error: expect.any(String), supportedVersions: [VERSION] });
+      expect(await response.json()).toEqual({ error: expect.any(String), supportedVersions: SERVED_VERSIONS });
     }
   });
 
@@ -74,7 +74,7 @@ describe('interface A over HTTP, and the listeners around it', () => {
         const text = await response.text();
         expect(response.status).toBe(status);
         expect(response.headers.get('content-type')).toMatch(/^application\/json/);
-        expect(JSON.parse(text)).toEqual({ error: expect.any(String), supportedVersions: [VERSION] });
+        expect(JSON.parse(text)).toEqual({ error: expect.any(String), supportedVersions: SERVED_VERSIONS });
         expect(text).not.toMatch(/^\s+at .+:\d+:\d+|\/work\/|\/tmp\/|node_modules|<html/im);
       }
     }
@@ -83,7 +83,7 @@ describe('interface A over HTTP, and the listeners around it', () => {
   it('answers another method on the docs assets with 405 in JSON', async () => {
     const response = await fetch(`${service.publicUrl}/docs/assets/redoc.standalone.js`, { method: 'POST' });
     expect(response.status).toBe(405);
-    expect(await response.json()).toEqual({ error: expect.any(String), supportedVersions: [VERSION] });
+    expect(await response.json()).toEqual({ error: expect.any(String), supportedVersions: SERVED_VERSIONS });
   });
 
   it('puts nosniff and no-store on JSON-RPC answers', async () => {

@@ -130,12 +130,21 @@ describe('ehr-gateway patients import', () => {
 });
 
 describe('ehr-gateway seed-demo', () => {
-  it('writes the demo patients and the demo clinic, idempotently', async () => {
+  it("writes the demo patients, demo-1's record, the demo api key and the demo clinic, idempotently", async () => {
     const first = await runCli(['seed-demo', '--force'], { DATABASE_URL: databaseUrl, DATA_KEY: '11'.repeat(32) });
-    expect(first.code).toBe(0);
-    expect(JSON.parse(first.stdout)).toEqual({ patients: 3, clinic: { businessId: '4000125', created: true, callbackUrls: ['http://127.0.0.1:9090'], signingSecret: expect.stringMatching(/^whsec_/) } });
+    expect(first.code, first.stderr).toBe(0);
+    const apiKey = { organization: '1.2.643.5.1.13.13.12.2.77.7991' };
+    expect(JSON.parse(first.stdout)).toEqual({
+      patients: 3,
+      record: { imported: 10, updated: 0, patients: 1 },
+      apiKey: { ...apiKey, created: true },
+      clinic: { businessId: '4000125', created: true, callbackUrls: ['http://127.0.0.1:9090'], signingSecret: expect.stringMatching(/^whsec_/) },
+    });
     const second = await runCli(['seed-demo', '--force'], { DATABASE_URL: databaseUrl, DATA_KEY: '11'.repeat(32) });
-    expect(JSON.parse(second.stdout)).toMatchObject({ patients: 3, clinic: { businessId: '4000125', created: false } });
+    expect(JSON.parse(second.stdout)).toMatchObject({ patients: 3, record: { imported: 0, updated: 10, patients: 1 }, apiKey: { ...apiKey, created: false }, clinic: { businessId: '4000125', created: false } });
     expect(await knex('ehr_patients').where('id', 'like', 'demo-%').count({ n: '*' })).toEqual([{ n: '3' }]);
+    for (const table of ['record_appointments', 'record_appointment_results', 'record_diagnostic_reports', 'record_prescriptions']) {
+      expect(await knex(table).where('patient_id', 'demo-1').count({ n: '*' }), table).toEqual([{ n: '1' }]);
+    }
   });
 });

@@ -31,8 +31,8 @@ describe('errors that point the right way', () => {
     expect(onPublic.error!.data!.reason).toBe('embedded_storage.save_exchange_token answers only on the internal listener (INTERNAL_PORT, default 8081), for the authorization server, not on this one');
     const onInternal = await rpc(service.internalUrl, 'patient.get_patient', {});
     expect(onInternal.error!.data!.reason).toBe('patient.get_patient answers only on the public listener (PORT, default 8080), not on this one');
-    // A method that exists nowhere says so.
-    expect((await rpc(service.publicUrl, 'patient.get_patients', {})).error!.data!.reason).toBe('no method patient.get_patients on this endpoint');
+    // A method that exists nowhere says so (patient.get_patients is the record's back-office method now).
+    expect((await rpc(service.publicUrl, 'patient.get_medical_history', {})).error!.data!.reason).toBe('no method patient.get_medical_history on this endpoint');
   });
 
   it("keeps every error's message English on the wire, whatever language the client prefers (they are for logs)", async () => {

@@ -20,6 +20,8 @@ export interface BenchContext {
   growthRows: number;
   /** Bytes of the large document. */
   largeDocumentBytes: number;
+  /** MiB of FHIR NDJSON the record's import scenario imports. */
+  recordImportMiB: number;
   /** CPU profiles of the service (node --cpu-prof) go here, when set. */
   profileDir: string | undefined;
   /** More node options for each service and baseline process (--node-options). */

@@ -30,6 +30,8 @@ export interface Credentials {
 
 export interface CallContext {
   cred: Credentials | undefined;
+  /** The envelope's apiKey (a back-office key of the medical record's methods), when it is a string. */
+  apiKey?: string;
   channel: Channel;
   /** The peer's address on the connection the call came in on. */
   clientAddress: string;
@@ -160,9 +162,12 @@ export class RpcEnvelope {
       return invalid(id, StandardErrors.invalidRequest('cred must be an object with string user and token, without NUL characters or lone surrogates'));
     }
 
+    if (call.apiKey !== undefined && (typeof call.apiKey !== 'string' || call.apiKey.length > 256)) return invalid(id, StandardErrors.invalidRequest('apiKey must be a string of at most 256 characters'));
+
     const method = call.method as string;
     const label = method === 'rpc.discover' || this.handlers.has(method) ? method : 'unknown';
-    const dispatched = () => this.dispatch(method, call.params, { cred: call.cred as Credentials | undefined, channel, clientAddress });
+    const context: CallContext = { cred: call.cred as Credentials | undefined, channel, clientAddress, ...(call.apiKey === undefined ? {} : { apiKey: call.apiKey as string }) };
+    const dispatched = () => this.dispatch(method, call.params, context);
     const outcome = tracer().enabled ? await tracedCall(label, dispatched) : await dispatched();
     const errorCode = 'error' in outcome ? outcome.error.code : undefined;
     if (isNotification) return { method: label, response: undefined, errorCode };

@@ -7,8 +7,13 @@ import { openRpcSpecPath } from '../../../src/config/paths.js';
 import { loadOpenRpcDocument } from '../../../src/ehr/spec.js';
 import { createJsonSchemaAjv } from '../../../src/validation/json-schema.js';
 
+const SPEC_INFO = (JSON.parse(readFileSync(openRpcSpecPath, 'utf8')) as { info: { version: string; 'x-compatible-versions'?: string[] } }).info;
+
 /** The version segment of the endpoint: info.version of specs/openrpc.json. */
-export const VERSION = (JSON.parse(readFileSync(openRpcSpecPath, 'utf8')) as { info: { version: string } }).info.version;
+export const VERSION = SPEC_INFO.version;
+
+/** Every version interface A answers at: its own, then the compatible released ones the spec lists. */
+export const SERVED_VERSIONS = [VERSION, ...(SPEC_INFO['x-compatible-versions'] ?? [])];
 
 export interface RpcAnswer {
   result?: unknown;
