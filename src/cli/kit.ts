@@ -1,4 +1,4 @@
-import { loadConfig, type Config } from '../config/config.js';
+import { loadConfig, parseDuration, type Config } from '../config/config.js';
 import { migrateToLatest, openDatabase, type Database } from '../db/database.js';
 import type { NamedMigration } from '../db/migrations/index.js';
 import { createLogger, type Logger } from '../logging/logger.js';
@@ -24,6 +24,18 @@ export interface CommandContext {
 export function commandContext(): CommandContext {
   const config = loadConfig();
   return { config, logger: createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, process.stderr) };
+}
+
+/** A grace or overlap longer than this keeps an old credential alive too long to call it rotated. */
+const LONGEST_OVERLAP_MS = 30 * 86_400_000;
+
+/** Parses a rotation's grace or overlap option (0 to 30d) in ms, or a usage error naming the option. */
+export function overlapArgument(option: string) {
+  return (value: string): number => {
+    const ms = parseDuration(value);
+    if (ms === undefined || ms > LONGEST_OVERLAP_MS) throw new UsageError(`${option} "${value}" is not a duration from 0 to 30d (e.g. 0, 12h, 7d)`);
+    return ms;
+  };
 }
 
 export function printJson(value: unknown): void {

@@ -1,19 +1,7 @@
 import { Option, type Command } from 'commander';
-import { printJson, UsageError, type CommandKit } from '../../cli/kit.js';
-import { parseDuration } from '../../config/config.js';
+import { overlapArgument, printJson, UsageError, type CommandKit } from '../../cli/kit.js';
 import { rotateClinicToken, rotateSigningSecret, type Account } from './rotation.js';
 import { endSigningOverlapNow, listAccounts, setAccountDisabled, showAccount } from './store.js';
-
-/** A grace or overlap longer than this keeps an old credential alive too long to call it rotated. */
-const LONGEST_OVERLAP_MS = 30 * 86_400_000;
-
-function overlapArgument(option: string) {
-  return (value: string): number => {
-    const ms = parseDuration(value);
-    if (ms === undefined || ms > LONGEST_OVERLAP_MS) throw new UsageError(`${option} "${value}" is not a duration from 0 to 30d (e.g. 0, 12h, 7d)`);
-    return ms;
-  };
-}
 
 function accountOptions(command: Command): Command {
   return command.requiredOption('--business-id <id>', "the account's businessId").requiredOption('--user <name>', "the account's user name");
