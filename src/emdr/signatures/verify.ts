@@ -9,8 +9,7 @@
  */
 import type { ErrorCode } from '../codes.ts';
 import { certificateSignatureDigest, createDigest, digestOf, signatureVerifies, UnsupportedAlgorithm, type Digest, type SignedBytes } from './crypto/algorithms.ts';
-import { parseSignedData, type Certificate, type SignerInfo } from './cms/cms.ts';
-import { DerError } from './cms/der.ts';
+import { KEY_USAGE, parseSignedData, SignatureFormatError, type Certificate, type SignerInfo } from './cms/cms.ts';
 
 export interface SignatureFinding {
   code: ErrorCode;
@@ -129,7 +128,7 @@ function guarded(name: string, step: () => SignatureFinding | undefined): Signat
     return step();
   } catch (error) {
     if (error instanceof UnsupportedAlgorithm) return { code: 'UNKNOWN_ALGORITHM', message: `${name}: unsupported ${error.message}` };
-    if (error instanceof DerError) return { code: 'SIGNATURE_DECODING_ERROR', message: `${name} is not a DER CMS SignedData: ${error.message}` };
+    if (error instanceof SignatureFormatError) return { code: 'SIGNATURE_DECODING_ERROR', message: `${name} is not a CMS SignedData: ${error.message}` };
     return { code: 'SIGNATURE_DECODING_ERROR', message: `${name} could not be decoded` };
   }
 }
@@ -143,14 +142,14 @@ function identifies(signer: SignerInfo, certificate: Certificate): boolean {
 /** Whether `issuer` signed `subject` and may issue certificates at `at`. */
 function issued(issuer: Certificate, subject: Certificate, at: number): boolean {
   if (!Buffer.from(issuer.subject).equals(subject.issuer)) return false;
-  if (issuer.isCa !== true || issuer.mayCertify === false) return false;
+  if (issuer.isCa !== true || (issuer.keyUsage !== undefined && (issuer.keyUsage & KEY_USAGE.keyCertSign) === 0)) return false;
   if (at < issuer.notBefore || at > issuer.notAfter) return false;
   const digestOid = certificateSignatureDigest(subject.signatureAlgorithm);
   if (!digestOid) return false;
   try {
     return signatureVerifies(issuer.publicKey, subject.signatureAlgorithm, { digest: digestOf(digestOid, subject.tbs)!, digestOid, data: subject.tbs }, subject.signature);
   } catch (error) {
-    if (error instanceof UnsupportedAlgorithm || error instanceof DerError) return false;
+    if (error instanceof UnsupportedAlgorithm || error instanceof SignatureFormatError) return false;
     throw error;
   }
 }
