@@ -18,7 +18,7 @@ TSX := node --import tsx
 export REDOCLY_TELEMETRY := off
 export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
 
-.PHONY: help node install wasm browser gost-engine gost-engine-bench clients generate check-specs check-generated check-breaking typecheck lint-docker promtool deploy-tools check-deploy unit unit-under-load test contract fuzz build run bench mock
+.PHONY: help node install wasm browser gost-engine gost-engine-bench clients generate check-specs check-generated check-breaking typecheck lint-docker promtool deploy-tools check-deploy unit unit-under-load test contract fuzz build run bench hostile mock
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
@@ -209,11 +209,14 @@ build: $(INSTALLED) $(GOST_WASM) ## compile to dist/ (the GOST check's WebAssemb
 	cp $(GOST_WASM) dist/$(GOST_WASM)
 	$(TSX) scripts/build-docs.ts
 
-# Demo only: the stand-in authorization server's account (examples/auth-server uses the same), and a
+# Demo only: the stand-in authorization server's account (examples/auth-server uses the same), a
 # short retry schedule: a callback to a stopped receiver fails for good within 20 s, and the console
-# offers its Replay (README, step 6). DEMO_CALLBACK_URL moves the demo clinic's callbacks off :9090.
+# offers its Replay (README, step 6), and callbacks allowed to a receiver on this host (the
+# walk-throughs' examples/clinic-receiver), which the egress policy refuses unless allowed.
+# DEMO_CALLBACK_URL moves the demo clinic's callbacks off :9090.
 run: export INTERNAL_USERS ?= demo-auth:demo-auth-password
 run: export CALLBACK_RETRY_SCHEDULE ?= 0,5s,15s
+run: export CALLBACK_ALLOWED_NETWORKS ?= 127.0.0.0/8,::1/128
 run: build ## start the whole service on the embedded PostgreSQL under ./.data, with demo data (DEMO_CALLBACK_URL=URL: the demo clinic's callback URL)
 	node dist/src/main.js seed-demo $(if $(DEMO_CALLBACK_URL),--callback-url '$(DEMO_CALLBACK_URL)')
 	node dist/src/main.js serve
@@ -223,3 +226,6 @@ mock: $(INSTALLED) ## mocks from the specs: interface B (Prism behind a relay th
 
 bench: $(INSTALLED) $(GOST_WASM) gost-engine-bench ## every benchmark scenario against its bare baseline → docs/benchmarks.md and .svg (BENCH_ARGS=--help for options)
 	$(TSX) scripts/bench/run.ts $(BENCH_ARGS)
+
+hostile: $(INSTALLED) $(GOST_WASM) ## one abusive clinic beside an honest one, per finding of issue 21 → docs/hostile.md (HOSTILE_ARGS=--help for options)
+	$(TSX) scripts/bench/hostile/run.ts $(HOSTILE_ARGS)

@@ -58,7 +58,7 @@ export type Ttl = number;
  */
 export type InputDateTime1 = string;
 /**
- * Beyond the original protocol: the phone the authorization server has just verified by one-time password. When given, authenticate with this exchange token succeeds only if patientProperties.phone is the same number. Stored with the exchange token only.
+ * Beyond the original protocol: the phone the authorization server has just verified by one-time password. Required by save_exchange_token (unless the operator set EXCHANGE_TOKEN_PHONE=optional); authenticate with this exchange token then succeeds only if patientProperties.phone is the same number. Stored with the exchange token only; save_auth_info ignores it.
  */
 export type E164Phone1 = string;
 /**

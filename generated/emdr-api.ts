@@ -826,7 +826,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description The request does not match the schema, its body is missing, empty or `null`, a string of it holds a lone UTF-16 surrogate, or its path a malformed percent-escape (`VALIDATION_ERROR`, with the path of each problem). */
+        /** @description The request does not match the schema, its body is missing, empty or `null`, nests deeper than 32 levels or holds more than 10,000 members and items (refused while it arrives), a string of it holds a lone UTF-16 surrogate, or its path a malformed percent-escape (`VALIDATION_ERROR`, with the path of each problem; at most 20). */
         ValidationError: {
             headers: {
                 "x-request-id": components["headers"]["RequestId"];
@@ -896,7 +896,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description The clinic account sent more than `RATE_LIMIT` requests, or more than `BYTE_QUOTA` bytes of request bodies, in the current minute; retry after the `Retry-After` seconds. */
+        /** @description The clinic account sent more than `RATE_LIMIT` requests, or more than `BYTE_QUOTA` bytes of request bodies (taken from `Content-Length` before the body is read), in the current minute, or is sending `LARGE_BODIES_PER_CLINIC` bodies over 1 MiB already; retry after the `Retry-After` seconds. */
         RateLimited: {
             headers: {
                 "x-request-id": components["headers"]["RequestId"];
@@ -908,7 +908,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description The gateway cannot reach its database right now; nothing was stored. Retry after the `Retry-After` seconds. */
+        /** @description The gateway cannot reach its database right now, or reads as many bodies over 1 MiB as it takes at once (`LARGE_BODIES_PER_PROCESS`); nothing was stored. Retry after the `Retry-After` seconds. */
         ServiceUnavailable: {
             headers: {
                 "x-request-id": components["headers"]["RequestId"];

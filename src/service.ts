@@ -6,17 +6,18 @@ import { Notifier } from './db/notify.js';
 import { MIGRATIONS } from './migrations.js';
 import { startRetention, type Retention } from './db/retention.js';
 import { ehrPurgeSteps } from './ehr/retention.js';
-import { ehrRoutes, rpcHotPath } from './ehr/http.js';
+import { ehrRoutes, rpcHotPath, type RpcAdmission } from './ehr/http.js';
 import { createEhrHandlers } from './ehr/methods.js';
 import { RpcEnvelope } from './ehr/rpc/envelope.js';
 import { loadOpenRpcDocument } from './ehr/spec.js';
 import { clinicMessageHandlers } from './emdr/clinic-messages.js';
 import { clinicSecurityHandlers, emdrHandlers } from './emdr/intake/handlers.js';
-import { clinicByteQuota, clinicRateLimit } from './emdr/intake/limits.js';
+import { clinicBodyAdmission, clinicRateLimit, LargeBodySlots, QUOTA_UNIT_BYTES } from './emdr/intake/limits.js';
 import { consoleRoutes } from './console/routes.js';
 import { docsRoutes } from './docs/routes.js';
 import { createEmdrRouter, SMALL_BODY_LIMIT_BYTES } from './emdr/intake/router.js';
 import { startWorkers, WORK, WORK_CHANNEL, type Workers } from './emdr/pipeline/workers.js';
+import { EgressPolicy } from './callbacks/egress.js';
 import { createRegistry } from './emdr/registry/registries.js';
 import { loadTrustStore, TrustStoreError, trustStoreSummary } from './emdr/signatures/trust-store.js';
 import { errorHandler, fallbackBody, notFound, onAnotherListener } from './http/fallback.js';
@@ -30,6 +31,9 @@ import { emdrQueueDepths } from './emdr/queues.js';
 import { startListener, type Listener, type ListenerOptions } from './http/listener.js';
 import { withAccessLog } from './http/access-log.js';
 import { withHotPaths, type HotPath } from './http/respond.js';
+import { clientKey } from './http/client-address.js';
+import { SharedAllowance } from './limits/allowance.js';
+import type { CounterStore } from './limits/counters.js';
 import type { Logger } from './logging/logger.js';
 import type { RequestListener } from 'node:http';
 
@@ -80,6 +84,19 @@ function restApp(routers: express.RequestHandler[], logger: Logger, fallback: Re
   return app;
 }
 
+/** The limits' windows: RATE_LIMIT, BYTE_QUOTA and RPC_RATE_LIMIT are per minute. */
+const LIMIT_WINDOW_MS = 60_000;
+
+/** RPC_RATE_LIMIT: calls per client address (an IPv6 client by its /64), shared by all processes; undefined when off. */
+function rpcAdmission(config: Config, counters: CounterStore): RpcAdmission | undefined {
+  if (config.rpcRateLimitPerMinute === 0) return undefined;
+  const calls = new SharedAllowance(counters, { name: 'rpc-calls', perWindow: config.rpcRateLimitPerMinute, windowMs: LIMIT_WINDOW_MS });
+  return async (clientAddress, count) => {
+    const waitMs = await calls.take(clientKey(clientAddress), count);
+    return waitMs === undefined ? undefined : Math.max(1, Math.ceil(waitMs / 1000));
+  };
+}
+
 /** The internal listener's answers to paths of the public one: the listener was wrong, not the path. */
 function internalListenerFallbacks(fallback: ReturnType<typeof fallbackBody>, version: string | undefined): { elsewhere: express.RequestHandler; notFoundMessage: string } {
   const served = [...(version ? [`interface A's internal methods at /${version}/`] : []), '/healthz', '/readyz', '/metrics'];
@@ -107,7 +124,10 @@ export async function startService(config: Config, logger: Logger, roles: Readon
   const listeners: Listener[] = [];
   let retention: Retention | undefined;
   let workers: Workers | undefined;
+  let stopAudit: (() => Promise<void>) | undefined;
   const stopWork = async () => {
+    // The refusals still counted are written.
+    await stopAudit?.();
     await retention?.stop();
     // Finishes the batches in hand; an unfinished one comes back to another worker after JOB_EXPIRY.
     await workers?.stop();
@@ -119,8 +139,14 @@ export async function startService(config: Config, logger: Logger, roles: Readon
     const ready = () => isReady(database.knex, MIGRATIONS);
     const metrics = new Metrics({ pool: database.sql.pool, queues: () => emdrQueueDepths(database.sql) });
     const audit = new AuditTrail(database.sql);
+    stopAudit = () => audit.stop();
+    // RATE_LIMIT, BYTE_QUOTA, RPC_RATE_LIMIT and the internal failure limit count across every process of the database.
+    const counters: CounterStore = { pool: database.sql.pool };
     let publicPort: number | undefined;
     const registry = createRegistry(config, database.sql, logger);
+    // Callbacks never reach this service's own listeners (the configured ports now, the bound ones once listening).
+    const callbackEgress = new EgressPolicy(config.callbackAllowedNetworks);
+    for (const port of [config.port, config.internalPort]) if (port !== 0) callbackEgress.ownPorts.add(port);
     // Workers first, so that requests stored by this process wake them directly; other processes hear a NOTIFY.
     if (roles.has('worker')) {
       metrics.trustStore(trustAnchors && trustStoreSummary(trustAnchors));
@@ -137,22 +163,26 @@ export async function startService(config: Config, logger: Logger, roles: Readon
         deadlineMs: config.registryDeadlineMs,
         loops: config.workerConcurrency,
         metrics,
+        callbackEgress,
         ...(trustAnchors ? { signatureTrustAnchors: trustAnchors } : {}),
       });
     }
 
     const document = roles.has('ehr') ? await loadOpenRpcDocument() : undefined;
     const fallback = fallbackBody(document ? [document.info.version] : []);
-    const listenerOptions = { limits: config.connectionLimits, errorBody: fallback };
-    const envelope = document && new RpcEnvelope(document, await createEhrHandlers({ sql: database.sql, config, logger, audit }), logger, metrics);
+    const listenerOptions = { limits: config.connectionLimits, errorBody: fallback, trustedProxies: config.trustedProxies };
+    // The internal listener serves the authorization server (and monitoring), a few clients that may each need many connections.
+    const internalOptions = { ...listenerOptions, limits: { ...config.connectionLimits, maxConnectionsPerClient: 0 } };
+    const envelope = document && new RpcEnvelope(document, await createEhrHandlers({ sql: database.sql, config, logger, audit, counters }), logger, metrics);
     // Every role has the internal listener: health and /metrics; the ehr role also the internal channel of interface A.
     const internalHotPaths = envelope ? [rpcHotPath(envelope, 'internal', document.info.version, logger)] : [];
     const internalFallbacks = internalListenerFallbacks(fallback, document?.info.version);
     const internalRouters = [healthRoutes(ready, fallback), metricsRoutes(metrics, fallback), internalFallbacks.elsewhere, ...(envelope ? [ehrRoutes(envelope, 'internal', document.info.version)] : [])];
     const internalApp = restApp(internalRouters, logger, fallback, internalFallbacks.notFoundMessage);
-    const internal = await listen(withAccessLog(withHotPaths(internalHotPaths, internalApp), logger, 'internal'), config.internalHost, config.internalPort, 'INTERNAL_PORT', listenerOptions);
+    const internal = await listen(withAccessLog(withHotPaths(internalHotPaths, internalApp), logger, 'internal'), config.internalHost, config.internalPort, 'INTERNAL_PORT', internalOptions);
     listeners.push(internal);
     const internalPort = internal.port;
+    callbackEgress.ownPorts.add(internalPort);
 
     if (roles.has('ehr') || roles.has('emdr')) {
       const hotPaths: HotPath[] = [];
@@ -167,8 +197,11 @@ export async function startService(config: Config, logger: Logger, roles: Readon
               ...clinicMessageHandlers({ sql: database.sql }),
             },
             securityHandlers: clinicSecurityHandlers(database.sql),
-            beforeBody: clinicRateLimit(config.rateLimitPerMinute),
-            bodyRead: clinicByteQuota(config.byteQuotaPerMinute),
+            beforeBody: clinicRateLimit(new SharedAllowance(counters, { name: 'clinic-requests', perWindow: config.rateLimitPerMinute, windowMs: LIMIT_WINDOW_MS })),
+            admitBody: clinicBodyAdmission(
+              config.byteQuotaPerMinute === 0 ? undefined : new SharedAllowance(counters, { name: 'clinic-body-kib', perWindow: Math.floor(config.byteQuotaPerMinute / QUOTA_UNIT_BYTES), windowMs: LIMIT_WINDOW_MS }),
+              new LargeBodySlots(config.largeBodies),
+            ),
             // RegisterDocument carries the document; every other body is a few fields.
             bodyLimits: { default: SMALL_BODY_LIMIT_BYTES, byOperation: { RegisterDocument: config.bodyLimitBytes } },
             base64Members: { RegisterDocument: 'document' },
@@ -179,12 +212,15 @@ export async function startService(config: Config, logger: Logger, roles: Readon
       }
       if (envelope) {
         const version = document.info.version;
-        hotPaths.push(rpcHotPath(envelope, 'public', version, logger));
-        publicRouters.push(ehrRoutes(envelope, 'public', version));
+        // The public listener's calls are limited per client address; the internal channel has its failure limit.
+        const admit = rpcAdmission(config, counters);
+        hotPaths.push(rpcHotPath(envelope, 'public', version, logger, admit));
+        publicRouters.push(ehrRoutes(envelope, 'public', version, admit));
       }
       const publicListener = await listen(withAccessLog(withHotPaths(hotPaths, restApp(publicRouters, logger, fallback)), logger, 'public'), config.host, config.port, 'PORT', listenerOptions);
       listeners.push(publicListener);
       publicPort = publicListener.port;
+      callbackEgress.ownPorts.add(publicPort);
     }
     const urls = { publicUrl: publicPort === undefined ? undefined : listenerUrl(config.host, publicPort), internalUrl: listenerUrl(config.internalHost, internalPort) };
     logger.info({ roles: [...roles], publicPort, internalPort, ...urls }, startLine(urls, document?.info.version, roles));

@@ -104,9 +104,12 @@ export async function startClinicReceiver(options: ClinicReceiverOptions = {}): 
     const document = body.document as { fileName?: string; localUid?: string; content?: string; signature?: string } | undefined;
     if (!options.documentsDir || !document?.content || !document.signature) return;
     const base = path.join(options.documentsDir, safeName(document.fileName ?? document.localUid ?? String(body.emdrId)));
-    await fs.mkdir(options.documentsDir, { recursive: true });
-    await fs.writeFile(`${base}.xml`, Buffer.from(document.content, 'base64'));
-    await fs.writeFile(`${base}.xml.sig`, Buffer.from(document.signature, 'base64'));
+    // Medical documents: readable by their owner only (a folder made here, 0700; the files, 0600, also when they existed).
+    await fs.mkdir(options.documentsDir, { recursive: true, mode: 0o700 });
+    for (const [file, content] of [[`${base}.xml`, document.content], [`${base}.xml.sig`, document.signature]] as const) {
+      await fs.writeFile(file, Buffer.from(content, 'base64'), { mode: 0o600 });
+      await fs.chmod(file, 0o600);
+    }
     receiver.savedDocuments.push(`${base}.xml`);
     options.onSaved?.(`${base}.xml`);
   }

@@ -59,7 +59,7 @@ async function startGateway(extraEnv: Record<string, string> = {}): Promise<Gate
   const key = randomBytes(32).toString('hex');
   const port = await freePort();
   // Both names of the data key: the code before issue 9 reads USER_SIGN_KEY, after it DATA_KEY.
-  const env = { DATABASE_URL: await freshDatabase(), DATA_KEY: key, USER_SIGN_KEY: key, PORT: String(port), INTERNAL_PORT: String(await freePort()), HOST: '127.0.0.1', LOG_LEVEL: 'warn', CALLBACK_RETRY_SCHEDULE: '0,200ms', ...extraEnv };
+  const env = { DATABASE_URL: await freshDatabase(), DATA_KEY: key, USER_SIGN_KEY: key, PORT: String(port), INTERNAL_PORT: String(await freePort()), HOST: '127.0.0.1', LOG_LEVEL: 'warn', CALLBACK_RETRY_SCHEDULE: '0,200ms', CALLBACK_ALLOWED_NETWORKS: '127.0.0.0/8', ...extraEnv };
   const child = spawnCli(['serve'], env);
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));

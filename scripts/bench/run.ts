@@ -2,13 +2,13 @@
  * `make bench`: every scenario against its baseline, written to docs/benchmarks.md, docs/benchmarks.svg
  * and docs/benchmarks.json. Run `tsx scripts/bench/run.ts --help` for the options.
  */
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs/promises';
 import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { startDatabaseServer } from './lib/database.js';
+import { describeCommit } from './lib/processes.js';
 import { chart, markdown, type RunRecord } from './lib/report.js';
 import { loadAverage, type BenchContext, type Scenario, type ScenarioOutcome } from './lib/scenario.js';
 import { gostCheck } from './scenarios/gost-check.js';
@@ -47,6 +47,8 @@ options:
   --growth-rows N        rows of the large growth database (default 200000; smoke 2000)
   --large-mib N          size of the large document (default 20; smoke 1)
   --profile DIR          write a CPU profile of each service and baseline process there (node --cpu-prof)
+  --limits               count RATE_LIMIT, BYTE_QUOTA and RPC_RATE_LIMIT as in production (shared counters),
+                         with allowances never reached (default: the limits off)
   -h, --help             this text`;
 
 const SCENARIOS: Record<string, Scenario> = {
@@ -73,6 +75,7 @@ function options() {
       'growth-rows': { type: 'string' },
       'large-mib': { type: 'string' },
       profile: { type: 'string' },
+      limits: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -85,14 +88,6 @@ function number(text: string | undefined, fallback: number, flag: string): numbe
   const value = Number(text);
   if (!Number.isFinite(value) || value <= 0) throw new Error(`${flag} takes a positive number`);
   return value;
-}
-
-function describeCommit(root: string): string {
-  try {
-    return execFileSync('git', ['-C', root, 'describe', '--always', '--dirty', '--abbrev=7'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-  } catch {
-    return 'unknown';
-  }
 }
 
 function machine(): RunRecord['machine'] {
@@ -134,6 +129,7 @@ async function main(): Promise<void> {
     growthRows: number(values['growth-rows'], smoke ? 2000 : 200_000, '--growth-rows'),
     largeDocumentBytes: number(values['large-mib'], smoke ? 1 : 20, '--large-mib') * 1024 * 1024,
     profileDir: values.profile && path.resolve(values.profile),
+    limits: values.limits ?? false,
     log,
   };
   const outcomes: ScenarioOutcome[] = [];
@@ -152,7 +148,7 @@ async function main(): Promise<void> {
     commit: values.label ?? describeCommit(root),
     machine: machine(),
     versions: { node: process.version, postgres: database.version },
-    mode: smoke ? 'smoke run' : `full run, ${context.rounds} rounds of ${context.roundMs / 1000} s`,
+    mode: `${smoke ? 'smoke run' : `full run, ${context.rounds} rounds of ${context.roundMs / 1000} s`}${context.limits ? ', limits counted' : ''}`,
     totalSeconds: (Date.now() - started) / 1000,
     outcomes,
   };

@@ -7,10 +7,14 @@ Prints the audit trail, oldest first: every access to patient data on interface 
 get_patient, remove_auth_info, remove_authentication), every registry request on interface B
 (RegisterDocument, DemandContent, SearchRegistryItem, refusals by the handler), and every callback's
 final outcome (delivered or failed; the file callback of DemandContent says whether the document
-was another organization's). Each row: when, the request id (x-request-id), who (internal account,
-internalUserId, businessId), what (method, operation or callback; emdrId, queueMessageId) and the
-outcome (ok, a JSON-RPC error code, an interface B error code, delivered or failed). No personal
-data is stored in it. Rows are kept AUDIT_RETENTION (default 365d).
+was another organization's), and every call of the authorization server (save_exchange_token,
+save_auth_info). Each row: when, the request id (the gateway's own), who (internal account,
+internalUserId, businessId, the client's address and its own x-request-id), what (method, operation
+or callback; emdrId, queueMessageId) and the outcome (ok, a JSON-RPC error code, an interface B
+error code, delivered or failed). Refused interface A calls that touched nobody's data are counted
+per client address, method and outcome: the first of a minute has a row of its own, the rest of the
+minute share one, whose outcome shows their number (-33000 ×299). No personal data is stored in it.
+Rows are kept AUDIT_RETENTION (default 365d).
 
 Columns of the text form, tab-separated: at, request id, who, action, object, outcome.
 --json prints one JSON object per line instead.`;
@@ -26,6 +30,9 @@ interface AuditRow {
   queue_message_id: string | null;
   cross_organization: boolean | null;
   outcome: string;
+  client_address: string | null;
+  client_request_id: string | null;
+  occurrences: number;
 }
 
 function who(row: AuditRow): string {
@@ -33,6 +40,8 @@ function who(row: AuditRow): string {
     row.internal_account === null ? '' : `account:${row.internal_account}`,
     row.internal_user_id === null ? '' : `user:${row.internal_user_id}`,
     row.business_id === null ? '' : `business:${row.business_id}`,
+    row.client_address === null ? '' : `address:${row.client_address}`,
+    row.client_request_id === null ? '' : `client-request:${row.client_request_id}`,
   ].filter(Boolean).join(' ') || '-';
 }
 
@@ -71,7 +80,7 @@ export function registerAuditCommand(program: Command, { withDatabase }: Command
       const rows = await withDatabase(async (database) => {
         const query = database
           .knex<AuditRow>('audit_events')
-          .select('at', 'request_id', 'internal_account', 'internal_user_id', 'business_id', 'action', 'emdr_id', 'queue_message_id', 'cross_organization', 'outcome')
+          .select('at', 'request_id', 'internal_account', 'internal_user_id', 'business_id', 'action', 'emdr_id', 'queue_message_id', 'cross_organization', 'outcome', 'client_address', 'client_request_id', 'occurrences')
           .where('at', '>=', database.knex.raw(`now() - ? * interval '1 millisecond'`, [options.since]))
           .orderBy([{ column: 'at', order: 'desc' }, { column: 'id', order: 'desc' }])
           .limit(options.limit);
@@ -92,8 +101,14 @@ export function registerAuditCommand(program: Command, { withDatabase }: Command
             queueMessageId: row.queue_message_id,
             crossOrganization: row.cross_organization,
             outcome: row.outcome,
+            clientAddress: row.client_address,
+            clientRequestId: row.client_request_id,
+            occurrences: row.occurrences,
           });
-        } else process.stdout.write(`${[row.at.toISOString(), row.request_id ?? '-', who(row), row.action, object(row), row.outcome].join('\t')}\n`);
+        } else {
+          const outcome = row.occurrences > 1 ? `${row.outcome} ×${row.occurrences}` : row.outcome;
+          process.stdout.write(`${[row.at.toISOString(), row.request_id ?? '-', who(row), row.action, object(row), outcome].join('\t')}\n`);
+        }
       }
     });
 }

@@ -46,4 +46,28 @@ export const auditMigrations: readonly NamedMigration[] = [
       },
     },
   ],
+  [
+    'audit_0002_client',
+    {
+      async up(knex) {
+        await knex.raw(`
+          -- Who asked, as the network saw it: the client address (TRUSTED_PROXIES: from X-Forwarded-For),
+          -- and the client's own x-request-id, kept apart from request_id (always the gateway's own id).
+          alter table audit_events add column client_address text, add column client_request_id text,
+            -- refused calls of one client address, method and outcome within a minute share one row (src/audit/trail.ts)
+            add column occurrences integer not null default 1;
+          create index audit_events_client on audit_events (client_address, at) where client_address is not null;
+          -- The client's x-request-id of an interface B request, which its callbacks carry; request_id is the gateway's.
+          alter table emdr_requests add column client_request_id text;
+        `);
+      },
+      async down(knex) {
+        await knex.raw(`
+          alter table emdr_requests drop column client_request_id;
+          drop index audit_events_client;
+          alter table audit_events drop column client_address, drop column client_request_id, drop column occurrences;
+        `);
+      },
+    },
+  ],
 ];

@@ -1,5 +1,7 @@
+import net from 'node:net';
 import { Readable } from 'node:stream';
-import { Agent, request } from 'undici';
+import { Agent, buildConnector, request } from 'undici';
+import { EgressRefused, type EgressPolicy } from './egress.js';
 import { signWebhook, signWebhookChunks } from './signing.js';
 
 /**
@@ -87,10 +89,39 @@ function judge(status: number, text: string | undefined): { delivered: boolean; 
   return { delivered: true };
 }
 
-export class CallbackSender {
-  private readonly agent = new Agent({ keepAliveTimeout: 30_000, connections: 32 });
+/**
+ * Connections of the sender under the egress policy (egress.ts): a host name is resolved by the
+ * policy's lookup, which keeps only an address it allows and is the one connected to (no second
+ * resolution); an address written in the URL is judged as it is. A refusal fails the attempt.
+ */
+function guardedConnector(policy: EgressPolicy): buildConnector.connector {
+  const byPort = new Map<number, buildConnector.connector>();
+  return (options, callback) => {
+    const port = Number(options.port) || (options.protocol === 'https:' ? 443 : 80);
+    const literal = options.hostname.replace(/^\[(.*)\]$/, '$1');
+    const refusal = net.isIP(literal) ? policy.refusal(literal, port) : undefined;
+    if (refusal !== undefined) {
+      callback(new EgressRefused(refusal), null);
+      return;
+    }
+    let connector = byPort.get(port);
+    if (!connector) {
+      connector = buildConnector({ lookup: policy.lookupFor(port) });
+      byPort.set(port, connector);
+    }
+    connector(options, callback);
+  };
+}
 
-  constructor(private readonly retryScheduleMs: readonly number[]) {}
+export class CallbackSender {
+  private readonly agent: Agent;
+
+  constructor(
+    private readonly retryScheduleMs: readonly number[],
+    egress: EgressPolicy,
+  ) {
+    this.agent = new Agent({ keepAliveTimeout: 30_000, connections: 32, connect: guardedConnector(egress) });
+  }
 
   /** One attempt of each callback, at once. */
   attemptAll(callbacks: readonly OutgoingCallback[]): Promise<AttemptOutcome[]> {
@@ -120,6 +151,8 @@ export class CallbackSender {
     } catch (error) {
       const err = error as Error & { code?: string; cause?: { code?: string } };
       if (err.name === 'TimeoutError' || err.name === 'AbortError') return { delivered: false, error: `no answer within ${CALLBACK_TIMEOUT_MS / 1000} s` };
+      const refused = [err, err.cause].find((candidate) => candidate instanceof EgressRefused);
+      if (refused) return { delivered: false, error: refused.message.slice(0, ERROR_TEXT_LIMIT) };
       return { delivered: false, error: `connection failed: ${err.cause?.code ?? err.code ?? err.message}`.slice(0, ERROR_TEXT_LIMIT) };
     } finally {
       clearTimeout(timer);

@@ -1,6 +1,7 @@
 import net from 'node:net';
 import path from 'node:path';
 import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from '../http/listener.js';
+import { parseNetworks, type Networks } from '../http/networks.js';
 
 /** Everything the service reads from its environment, validated once at start. */
 export interface Config {
@@ -34,10 +35,20 @@ export interface Config {
   bodyLimitBytes: number;
   /** What one client may hold of a listener: header and request timeouts, minimum body rate, connection cap. */
   connectionLimits: ConnectionLimits;
-  /** Requests per clinic account per minute on interface B; 0 turns the limit off. */
+  /** Requests per clinic account per minute on interface B, across all processes; 0 turns the limit off. */
   rateLimitPerMinute: number;
-  /** Bytes of request bodies per clinic account per minute on interface B; 0 turns the quota off. */
+  /** Bytes of request bodies per clinic account per minute on interface B, across all processes; 0 turns the quota off. */
   byteQuotaPerMinute: number;
+  /** Interface A calls per client address per minute on the public listener, across all processes; 0 turns the limit off. */
+  rpcRateLimitPerMinute: number;
+  /** Bodies above LARGE_BODY_BYTES being read at once per clinic account, and in this process. */
+  largeBodies: { perClinic: number; perProcess: number };
+  /** Proxies whose X-Forwarded-For names the client (TRUSTED_PROXIES); their own connections are not capped per client. */
+  trustedProxies: Networks;
+  /** Networks callbacks may reach although loopback, link-local or private (CALLBACK_ALLOWED_NETWORKS). */
+  callbackAllowedNetworks: Networks;
+  /** Whether save_exchange_token must carry authInfo.phone (EXCHANGE_TOKEN_PHONE=required, the default). */
+  exchangeTokenPhoneRequired: boolean;
   /** How long ended requests, expired sessions and exchange tokens are kept before the worker role purges them. */
   retentionMs: number;
   /** How long the audit trail's rows are kept (AUDIT_RETENTION): its own period, by default a year. */
@@ -198,7 +209,11 @@ function readConnectionLimits(env: Env): ConnectionLimits {
   const bodyMinBytesPerSecond = parseSize(minRateRaw);
   if (bodyMinBytesPerSecond === undefined) throw new ConfigError('BODY_MIN_RATE', `"${minRateRaw}" is not a size per second (use e.g. 1kb; 0 turns the check off)`);
   const maxConnections = readPositiveInteger(env, 'MAX_CONNECTIONS', String(DEFAULT_CONNECTION_LIMITS.maxConnections), 'a whole number of connections, at least 1');
-  return { headersTimeoutMs, requestTimeoutMs, bodyMinBytesPerSecond, maxConnections };
+  const maxConnectionsPerClient = readCount(env, 'MAX_CONNECTIONS_PER_CLIENT', DEFAULT_CONNECTION_LIMITS.maxConnectionsPerClient, 'connections (0 turns the cap off)');
+  const keepAliveTimeoutMs = readDuration(env, 'KEEP_ALIVE_TIMEOUT', seconds(DEFAULT_CONNECTION_LIMITS.keepAliveTimeoutMs));
+  if (keepAliveTimeoutMs < 100) throw new ConfigError('KEEP_ALIVE_TIMEOUT', 'must be at least 100ms');
+  const maxRequestsPerConnection = readCount(env, 'MAX_REQUESTS_PER_CONNECTION', DEFAULT_CONNECTION_LIMITS.maxRequestsPerConnection, 'requests (0 turns the cap off)');
+  return { headersTimeoutMs, requestTimeoutMs, bodyMinBytesPerSecond, maxConnections, maxConnectionsPerClient, keepAliveTimeoutMs, maxRequestsPerConnection };
 }
 
 /** DATA_KEY, or USER_SIGN_KEY (its name when it only encrypted user_sign): 32 bytes as hex or base64; never echoed in errors. */
@@ -221,6 +236,22 @@ function readPositiveInteger(env: Env, variable: string, fallback: string, meani
   const value = Number(raw);
   if (!/^\d+$/.test(raw) || !Number.isSafeInteger(value) || value < 1) throw new ConfigError(variable, `"${raw}" is not ${meaning}`);
   return value;
+}
+
+/** A whole number, 0 included (which turns its limit off). */
+function readCount(env: Env, variable: string, fallback: number, meaning: string): number {
+  const raw = env[variable] || String(fallback);
+  const value = Number(raw);
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(value)) throw new ConfigError(variable, `"${raw}" is not a whole number of ${meaning}`);
+  return value;
+}
+
+function readNetworks(env: Env, variable: string): Networks {
+  try {
+    return parseNetworks(env[variable] ?? '');
+  } catch (error) {
+    throw new ConfigError(variable, (error as Error).message);
+  }
 }
 
 /** An IANA time zone name the runtime knows (Europe/Moscow, UTC); not a bare offset such as +03:00. */
@@ -310,6 +341,11 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     throw new ConfigError('BYTE_QUOTA', `"${byteQuotaRaw}" is not a size of at least BODY_LIMIT (use e.g. 256mb; 0 turns the quota off)`);
   }
 
+  const exchangeTokenPhone = env.EXCHANGE_TOKEN_PHONE || 'required';
+  if (exchangeTokenPhone !== 'required' && exchangeTokenPhone !== 'optional') {
+    throw new ConfigError('EXCHANGE_TOKEN_PHONE', `"${exchangeTokenPhone}" is neither required nor optional`);
+  }
+
   const retentionMs = readDuration(env, 'RETENTION', '30d');
   if (retentionMs < 1000) throw new ConfigError('RETENTION', 'must be at least 1s');
 
@@ -362,6 +398,14 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     connectionLimits,
     rateLimitPerMinute,
     byteQuotaPerMinute,
+    rpcRateLimitPerMinute: readCount(env, 'RPC_RATE_LIMIT', 1200, 'calls per minute (0 turns the limit off)'),
+    largeBodies: {
+      perClinic: readPositiveInteger(env, 'LARGE_BODIES_PER_CLINIC', '4', 'a whole number of bodies, at least 1'),
+      perProcess: readPositiveInteger(env, 'LARGE_BODIES_PER_PROCESS', '16', 'a whole number of bodies, at least 1'),
+    },
+    trustedProxies: readNetworks(env, 'TRUSTED_PROXIES'),
+    callbackAllowedNetworks: readNetworks(env, 'CALLBACK_ALLOWED_NETWORKS'),
+    exchangeTokenPhoneRequired: exchangeTokenPhone === 'required',
     retentionMs,
     auditRetentionMs,
     databasePoolSize: readPositiveInteger(env, 'DATABASE_POOL_SIZE', '10', 'a whole number of connections, at least 1'),
@@ -414,8 +458,17 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; fallback: string; m
   { name: 'REQUEST_TIMEOUT', fallback: '15m', meaning: 'time a client has to send a whole request, body included' },
   { name: 'BODY_MIN_RATE', fallback: '1kb', meaning: 'slowest body accepted, bytes per second over any 10 s; a slower connection is cut (0 turns the check off)' },
   { name: 'MAX_CONNECTIONS', fallback: '512', meaning: 'open connections per listener; more are closed as they arrive' },
-  { name: 'RATE_LIMIT', fallback: '600', meaning: 'interface B requests per clinic account per minute; 0 turns the limit off' },
-  { name: 'BYTE_QUOTA', fallback: '256mb', meaning: 'bytes of interface B request bodies per clinic account per minute (at least BODY_LIMIT); 0 turns the quota off' },
+  { name: 'MAX_CONNECTIONS_PER_CLIENT', fallback: '64', meaning: 'open connections per client address (IPv6: per /64) and listener; more are closed as they arrive (0 turns the cap off; TRUSTED_PROXIES are exempt)' },
+  { name: 'KEEP_ALIVE_TIMEOUT', fallback: '5s', meaning: 'an idle keep-alive connection is closed after this' },
+  { name: 'MAX_REQUESTS_PER_CONNECTION', fallback: '1000', meaning: 'requests one connection may carry; the last answer says Connection: close (0 turns the cap off)' },
+  { name: 'TRUSTED_PROXIES', fallback: '(none)', meaning: "addresses or CIDR networks of your reverse proxies: from them, the client address of the limits and the audit trail is taken from X-Forwarded-For" },
+  { name: 'RATE_LIMIT', fallback: '600', meaning: 'interface B requests per clinic account per minute, across all processes; 0 turns the limit off' },
+  { name: 'BYTE_QUOTA', fallback: '256mb', meaning: 'bytes of interface B request bodies per clinic account per minute, across all processes, reserved from Content-Length before a body is read (at least BODY_LIMIT); 0 turns the quota off' },
+  { name: 'LARGE_BODIES_PER_CLINIC', fallback: '4', meaning: 'interface B bodies over 1 MiB read at once per clinic account and process; more answer 429' },
+  { name: 'LARGE_BODIES_PER_PROCESS', fallback: '16', meaning: 'interface B bodies over 1 MiB read at once per process, all clinics together; more answer 503' },
+  { name: 'RPC_RATE_LIMIT', fallback: '1200', meaning: 'interface A calls per client address per minute on the public listener, across all processes (429 beyond); 0 turns the limit off' },
+  { name: 'EXCHANGE_TOKEN_PHONE', fallback: 'required', meaning: 'required: save_exchange_token must carry authInfo.phone, the phone the authorization server verified (closes login fixation); optional: it may omit it' },
+  { name: 'CALLBACK_ALLOWED_NETWORKS', fallback: '(none)', meaning: 'CIDR networks callbacks may reach although loopback, link-local or private (e.g. 127.0.0.0/8,::1/128 for a receiver on this host); the service\'s own listeners never' },
   { name: 'RETENTION', fallback: '30d', meaning: 'how long ended requests (with their callbacks), expired sessions and exchange tokens are kept' },
   { name: 'AUDIT_RETENTION', fallback: '365d', meaning: 'how long the audit trail (ehr-gateway audit) keeps its rows; its own period, independent of RETENTION' },
   { name: 'DATABASE_POOL_SIZE', fallback: '10', meaning: "connections of each process's database pool (see the README's connection budget)" },

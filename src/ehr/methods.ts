@@ -14,7 +14,9 @@ import type {
 import type { Config } from '../config/config.js';
 import type { Logger } from '../logging/logger.js';
 import { statement, type Queryable, type Sql } from '../db/sql.js';
-import { AuditTrail, WITHOUT_WAL_FLUSH } from '../audit/trail.js';
+import { AuditTrail, clientColumns, WITHOUT_WAL_FLUSH } from '../audit/trail.js';
+import { clientKey } from '../http/client-address.js';
+import type { CounterStore } from '../limits/counters.js';
 import { currentRequestId } from '../logging/request-context.js';
 import { RpcError } from './rpc/errors.js';
 import { birthDateOf, instantOf } from './dates.js';
@@ -30,6 +32,7 @@ export const MAX_FAILED_ATTEMPTS = 5;
 
 const CREDENTIALS_REJECTED = 'credentials rejected';
 const TOO_MANY_FAILURES = 'too many failures, retry later';
+const PHONE_REQUIRED = 'is required: the phone the authorization server verified (EXCHANGE_TOKEN_PHONE=required)';
 const EXCHANGE_TOKEN_UNUSABLE = 'exchange token unknown, used or burned';
 const NO_SESSION = 'no stored session for these credentials';
 const NO_SINGLE_MATCH = 'no single patient matches';
@@ -43,13 +46,8 @@ export interface EhrDependencies {
   patientSource?: PatientSource;
   /** The audit trail's writer for what changes nothing (a read, a refusal); by default one of its own on `sql`. */
   audit?: AuditTrail;
-}
-
-/** The internal account a call names: its password, its key in the failure limit, and the hint a rejection carries. */
-interface InternalAccount {
-  password: string;
-  failureKey: string;
-  hint: string;
+  /** Where the internal failure limit counts: by default the shared counters of the database (every process together). */
+  counters?: CounterStore;
 }
 
 interface LinkRow {
@@ -93,8 +91,8 @@ const SESSION_WITH_PATIENT = statement(
    -- getPatient answers with), in the same statement: no round trip of its own. Committed without
    -- waiting for the WAL flush, as every audit row of a read (WITHOUT_WAL_FLUSH).
    audited as (
-     insert into audit_events (request_id, internal_user_id, action, outcome)
-     select $3, f.patient_id, 'patient.get_patient', 'ok'
+     insert into audit_events (request_id, internal_user_id, action, outcome, client_address, client_request_id)
+     select $3, f.patient_id, 'patient.get_patient', 'ok', $5, $6
        from found f, ${WITHOUT_WAL_FLUSH}
       where f.user_id = $2 and f.expires_ms > $4 and f.active
    )
@@ -107,15 +105,21 @@ const SESSION_WITH_LINK = statement(
 );
 const SESSION = statement('ehr_session', `select s.user_id, ${EXPIRES_MS} from ehr_sessions s where s.token_hash = $1`);
 const LINK = statement('ehr_link', 'select user_id, patient_id, user_sign_sealed from ehr_user_links where user_id = $1');
-const INSERT_SESSION = statement('ehr_insert_session', 'insert into ehr_sessions (token_hash, user_id, expires_at) values ($1, $2, $3)');
+/** save_auth_info: the session stored and recorded in the audit trail with the internal account, in one statement. */
+const SAVE_SESSION = statement(
+  'ehr_save_session',
+  `with stored as (insert into ehr_sessions (token_hash, user_id, expires_at) values ($1, $2, $3) returning user_id)
+   insert into audit_events (request_id, internal_account, internal_user_id, action, outcome, client_address, client_request_id)
+   select $4, $5, $6, 'embedded_storage.save_auth_info', 'ok', $7, $8 from stored`,
+);
 const INSERT_SESSION_ONCE = statement('ehr_insert_session_once', 'insert into ehr_sessions (token_hash, user_id, expires_at) values ($1, $2, $3) on conflict (token_hash) do nothing returning token_hash');
 /** Ends the session and records it in the audit trail, in one statement. */
 const DELETE_SESSION = statement(
   'ehr_delete_session',
   `with deleted as (delete from ehr_sessions where token_hash = $1 and user_id = $2 returning user_id),
    audited as (
-     insert into audit_events (request_id, action, internal_user_id, outcome)
-     select $3, 'embedded_storage.remove_auth_info', l.patient_id, 'ok' from deleted d left join ehr_user_links l using (user_id)
+     insert into audit_events (request_id, action, internal_user_id, outcome, client_address, client_request_id)
+     select $3, 'embedded_storage.remove_auth_info', l.patient_id, 'ok', $4, $5 from deleted d left join ehr_user_links l using (user_id)
    )
    select count(*)::int as removed from deleted`,
 );
@@ -123,11 +127,17 @@ const INSERT_LINK = statement('ehr_insert_link', 'insert into ehr_user_links (us
 const DELETE_LINK = statement(
   'ehr_delete_link',
   `with deleted as (delete from ehr_user_links where user_id = $1 returning patient_id)
-   insert into audit_events (request_id, action, internal_user_id, outcome) select $2, 'embedded_storage.remove_authentication', patient_id, 'ok' from deleted`,
+   insert into audit_events (request_id, action, internal_user_id, outcome, client_address, client_request_id)
+   select $2, 'embedded_storage.remove_authentication', patient_id, 'ok', $3, $4 from deleted`,
 );
+/** save_exchange_token: the token stored and recorded in the audit trail with the internal account, in one statement. */
 const INSERT_EXCHANGE_TOKEN = statement(
   'ehr_insert_exchange_token',
-  'insert into ehr_exchange_tokens (token_hash, user_id, session_token_hash, session_expires_at, expires_at, phone) values ($1, $2, $3, $4, $5, $6)',
+  `with stored as (
+     insert into ehr_exchange_tokens (token_hash, user_id, session_token_hash, session_expires_at, expires_at, phone) values ($1, $2, $3, $4, $5, $6) returning 1
+   )
+   insert into audit_events (request_id, internal_account, action, outcome, client_address, client_request_id)
+   select $7, $8, 'embedded_storage.save_exchange_token', 'ok', $9, $10 from stored`,
 );
 const EXCHANGE_TOKEN = statement('ehr_exchange_token', 'select * from ehr_exchange_tokens where token_hash = $1');
 const LOCK_EXCHANGE_TOKEN = statement('ehr_lock_exchange_token', 'select * from ehr_exchange_tokens where token_hash = $1 for update');
@@ -135,13 +145,13 @@ const LOCK_EXCHANGE_TOKEN = statement('ehr_lock_exchange_token', 'select * from 
 const COUNT_FAILURE = statement(
   'ehr_exchange_token_failure',
   `with counted as (update ehr_exchange_tokens set failed_attempts = $2, state = $3 where token_hash = $1)
-   insert into audit_events (request_id, action, outcome) values ($4, 'embedded_storage.authenticate', $5)`,
+   insert into audit_events (request_id, action, outcome, client_address, client_request_id) values ($4, 'embedded_storage.authenticate', $5, $6, $7)`,
 );
 /** The exchange token used, and the authentication recorded in the audit trail, in one statement. */
 const MARK_USED = statement(
   'ehr_exchange_token_used',
   `with used as (update ehr_exchange_tokens set state = 'used' where token_hash = $1)
-   insert into audit_events (request_id, action, internal_user_id, outcome) values ($2, 'embedded_storage.authenticate', $3, 'ok')`,
+   insert into audit_events (request_id, action, internal_user_id, outcome, client_address, client_request_id) values ($2, 'embedded_storage.authenticate', $3, 'ok', $4, $5)`,
 );
 
 /** Errors whose audit row is written already (with the change they record): the handlers' wrapper does not write another. */
@@ -173,11 +183,12 @@ class EhrMethods {
     private readonly userSignKey: Buffer,
     patientSource: PatientSource | undefined,
     private readonly audit: AuditTrail,
+    counters: CounterStore,
   ) {
     this.patients = patientSource ?? new TablePatientSource(sql);
     this.patientsInSessionQuery = patientSource === undefined;
     this.ttlUnitMs = config.authTtlUnit === 'minutes' ? 60_000 : 1_000;
-    this.failureLimit = new FailureLimit(config.internalAuthMaxFailures, config.internalAuthFailureWindowMs);
+    this.failureLimit = new FailureLimit(counters, config.internalAuthMaxFailures, config.internalAuthFailureWindowMs);
   }
 
   /** When the session of authInfo ends; -33001 when it has ended already. */
@@ -190,26 +201,29 @@ class EhrMethods {
   }
 
   /**
-   * The internal account of `cred` and its password, unless that account has failed too often from
-   * this address. Unknown accounts share one count per address, so made-up names cannot fill memory.
+   * Runs an internal call with its credential judged under the failure limit, race-free: a failure
+   * is taken for the call first (FailureLimit), `work` judges cred.token with `check` (the password
+   * followed by the second value), and the failure is given back unless the credential proved wrong.
+   * Unknown accounts share one count per client address, so made-up names cannot add keys.
    */
-  private internalAccount({ cred, clientAddress }: CallContext, secondValue: CredentialSecondValue): InternalAccount {
+  private async withInternalCredential<T>(context: CallContext, secondValue: CredentialSecondValue, work: (check: (value: string) => void, account: string) => Promise<T>): Promise<T> {
+    const { cred } = context;
     const password = cred ? this.config.internalUsers.get(cred.user) : undefined;
-    const failureKey = JSON.stringify([password === undefined ? null : cred!.user, clientAddress]);
-    const account = { password: password ?? '', failureKey, hint: internalCredentialHint(cred?.token, secondValue) };
-    if (this.failureLimit.isRefused(failureKey)) throw EhrErrors.notAuthorized(TOO_MANY_FAILURES);
-    if (password === undefined) this.rejectCredentials(account);
-    return account;
-  }
-
-  private rejectCredentials(account: InternalAccount): never {
-    this.failureLimit.recordFailure(account.failureKey);
-    throw EhrErrors.notAuthorized(CREDENTIALS_REJECTED, account.hint);
-  }
-
-  /** cred.token must be sha1hex(password + secondValue). */
-  private checkInternalToken(context: CallContext, account: InternalAccount, secondValue: string): void {
-    if (!sameSecret(context.cred!.token, internalCredentialToken(account.password, secondValue))) this.rejectCredentials(account);
+    const attempt = await this.failureLimit.attempt(JSON.stringify([password === undefined ? null : cred!.user, clientKey(context.clientAddress)]));
+    if (!attempt) throw EhrErrors.notAuthorized(TOO_MANY_FAILURES);
+    let rejected = false;
+    const reject = (): never => {
+      rejected = true;
+      throw EhrErrors.notAuthorized(CREDENTIALS_REJECTED, internalCredentialHint(cred?.token, secondValue));
+    };
+    try {
+      if (password === undefined) return reject();
+      return await work((value) => {
+        if (!sameSecret(cred!.token, internalCredentialToken(password, value))) reject();
+      }, cred!.user);
+    } finally {
+      await (rejected ? attempt.failed() : attempt.succeeded()).catch(() => undefined);
+    }
   }
 
   /** The live or expired session of `cred`: -33000 when there is none for exactly this user and token. */
@@ -253,7 +267,7 @@ class EhrMethods {
   /** Counts a failed attempt against the locked token (the 5th burns it); the caller's transaction commits it. */
   private async countFailure(trx: Queryable, exchange: ExchangeTokenRow, error: Error): Promise<{ error: Error }> {
     const failedAttempts = exchange.failed_attempts + 1;
-    await trx.run(COUNT_FAILURE, [exchange.token_hash, failedAttempts, failedAttempts >= MAX_FAILED_ATTEMPTS ? 'burned' : 'pending', currentRequestId() ?? null, outcomeOf(error)]);
+    await trx.run(COUNT_FAILURE, [exchange.token_hash, failedAttempts, failedAttempts >= MAX_FAILED_ATTEMPTS ? 'burned' : 'pending', currentRequestId() ?? null, outcomeOf(error), ...clientColumns()]);
     return { error: recorded(error) };
   }
 
@@ -272,37 +286,52 @@ class EhrMethods {
 
   readonly saveExchangeToken = async (raw: Record<string, unknown>, context: CallContext): Promise<EmbeddedStorageSaveExchangeTokenResult> => {
     const params = raw as unknown as EmbeddedStorageSaveExchangeTokenParams;
-    this.checkInternalToken(context, this.internalAccount(context, 'params.exchangeToken'), params.exchangeToken);
-    const now = Date.now();
-    const sessionExpiresAt = this.sessionExpiry(params.authInfo, now);
-    const phone = params.authInfo.phone === undefined ? null : toE164(params.authInfo.phone);
-    if (phone === undefined) throw invalidParam('/authInfo/phone', 'is not a phone number');
-    const expiresAt = new Date(now + this.config.exchangeTokenTtlMs);
-    try {
-      await this.sql.run(INSERT_EXCHANGE_TOKEN, [tokenHash(params.exchangeToken), params.authInfo.user, tokenHash(params.authInfo.token), sessionExpiresAt, expiresAt, phone]);
-    } catch (error) {
-      if (isUniqueViolation(error)) throw EhrErrors.saveExchangeTokenError('exchange token already stored');
-      throw error;
-    }
-    return { success: true, expiresAt: expiresAt.toISOString() };
+    return this.withInternalCredential(context, 'params.exchangeToken', async (check, account) => {
+      check(params.exchangeToken);
+      const now = Date.now();
+      const sessionExpiresAt = this.sessionExpiry(params.authInfo, now);
+      // Without the verified phone, a token minted for one account could link whoever uses it to that account (login fixation).
+      if (params.authInfo.phone === undefined && this.config.exchangeTokenPhoneRequired) throw invalidParam('/authInfo/phone', PHONE_REQUIRED);
+      const phone = params.authInfo.phone === undefined ? null : toE164(params.authInfo.phone);
+      if (phone === undefined) throw invalidParam('/authInfo/phone', 'is not a phone number');
+      const expiresAt = new Date(now + this.config.exchangeTokenTtlMs);
+      try {
+        await this.sql.run(INSERT_EXCHANGE_TOKEN, [
+          tokenHash(params.exchangeToken),
+          params.authInfo.user,
+          tokenHash(params.authInfo.token),
+          sessionExpiresAt,
+          expiresAt,
+          phone,
+          currentRequestId() ?? null,
+          account,
+          ...clientColumns(),
+        ]);
+      } catch (error) {
+        if (isUniqueViolation(error)) throw EhrErrors.saveExchangeTokenError('exchange token already stored');
+        throw error;
+      }
+      return { success: true, expiresAt: expiresAt.toISOString() };
+    });
   };
 
   readonly saveAuthInfo = async (raw: Record<string, unknown>, context: CallContext): Promise<EmbeddedStorageSaveAuthInfoResult> => {
     const { authInfo } = raw as unknown as EmbeddedStorageSaveAuthInfoParams;
-    const account = this.internalAccount(context, 'the user_sign that authenticate answered for authInfo.user');
-    const link = await this.linkOf(authInfo.user);
-    if (!link) throw EhrErrors.userNotFound('no internalUserId for this user');
-    this.checkInternalToken(context, account, openUserSign(this.userSignKey, link.user_id, link.user_sign_sealed));
-    const expiresAt = this.sessionExpiry(authInfo, Date.now());
-    try {
-      await this.sql.run(INSERT_SESSION, [tokenHash(authInfo.token), link.user_id, expiresAt]);
-    } catch (error) {
-      if (isUniqueViolation(error)) throw EhrErrors.saveAuthInfoError('token already stored');
-      // The link was removed between the read and the insert.
-      if ((error as { code?: string }).code === '23503') throw EhrErrors.userNotFound('no internalUserId for this user');
-      throw error;
-    }
-    return { success: true, internalUserId: link.patient_id, expiresAt: expiresAt.toISOString() };
+    return this.withInternalCredential(context, 'the user_sign that authenticate answered for authInfo.user', async (check, account) => {
+      const link = await this.linkOf(authInfo.user);
+      if (!link) throw EhrErrors.userNotFound('no internalUserId for this user');
+      check(openUserSign(this.userSignKey, link.user_id, link.user_sign_sealed));
+      const expiresAt = this.sessionExpiry(authInfo, Date.now());
+      try {
+        await this.sql.run(SAVE_SESSION, [tokenHash(authInfo.token), link.user_id, expiresAt, currentRequestId() ?? null, account, link.patient_id, ...clientColumns()]);
+      } catch (error) {
+        if (isUniqueViolation(error)) throw EhrErrors.saveAuthInfoError('token already stored');
+        // The link was removed between the read and the insert.
+        if ((error as { code?: string }).code === '23503') throw EhrErrors.userNotFound('no internalUserId for this user');
+        throw error;
+      }
+      return { success: true, internalUserId: link.patient_id, expiresAt: expiresAt.toISOString() };
+    });
   };
 
   /** A pending, live exchange token: -33000 when unknown, used or burned; -33001 when expired. */
@@ -329,7 +358,7 @@ class EhrMethods {
       if (!patient) return this.countFailure(trx, locked, EhrErrors.patientNotAuthenticated(NO_SINGLE_MATCH));
       const link = await this.createLink(trx, locked.user_id, patient.id);
       await this.storeSession(trx, locked);
-      await trx.run(MARK_USED, [hash, currentRequestId() ?? null, patient.id]);
+      await trx.run(MARK_USED, [hash, currentRequestId() ?? null, patient.id, ...clientColumns()]);
       const userSign = openUserSign(this.userSignKey, link.user_id, link.user_sign_sealed);
       return { result: { patient, user_sign: userSign, userSign, internalUserId: patient.id } };
     });
@@ -346,7 +375,7 @@ class EhrMethods {
     const hash = tokenHash(cred.token);
     const row = await this.sql.row<SessionRow & Partial<LinkRow> & Partial<PatientRow>>(
       joined ? SESSION_WITH_PATIENT : SESSION_WITH_LINK,
-      joined ? [hash, cred.user, currentRequestId() ?? null, now] : [hash],
+      joined ? [hash, cred.user, currentRequestId() ?? null, now, ...clientColumns()] : [hash],
     );
     if (!row || row.user_id !== cred.user) throw EhrErrors.notAuthorized(NO_SESSION);
     if (row.expires_ms <= now) throw EhrErrors.authExpired('session expired');
@@ -374,7 +403,7 @@ class EhrMethods {
 
   readonly removeAuthInfo = async (_params: Record<string, unknown>, { cred }: CallContext): Promise<EmbeddedStorageRemoveAuthInfoResult> => {
     const session = await this.sessionOf(cred);
-    const { removed } = (await this.sql.row<{ removed: number }>(DELETE_SESSION, [session.token_hash, session.user_id, currentRequestId() ?? null]))!;
+    const { removed } = (await this.sql.row<{ removed: number }>(DELETE_SESSION, [session.token_hash, session.user_id, currentRequestId() ?? null, ...clientColumns()]))!;
     if (removed === 0) throw EhrErrors.notAuthorized(NO_SESSION);
     return { success: true };
   };
@@ -382,7 +411,7 @@ class EhrMethods {
   readonly removeAuthentication = async (_params: Record<string, unknown>, { cred }: CallContext): Promise<EmbeddedStorageRemoveAuthenticationResult> => {
     const session = await this.liveSessionOf(cred);
     // Sessions go with the link (foreign key, on delete cascade); the sealed user_sign is in the link row.
-    await this.sql.run(DELETE_LINK, [session.user_id, currentRequestId() ?? null]);
+    await this.sql.run(DELETE_LINK, [session.user_id, currentRequestId() ?? null, ...clientColumns()]);
     return { success: true };
   };
 }
@@ -390,11 +419,15 @@ class EhrMethods {
 /** The JSON-RPC methods of interface A by name. */
 export async function createEhrHandlers(dependencies: EhrDependencies): Promise<Record<string, MethodHandler>> {
   const audit = dependencies.audit ?? new AuditTrail(dependencies.sql);
-  const methods = new EhrMethods(dependencies.sql, dependencies.config, await resolveDataKey(dependencies.config), dependencies.patientSource, audit);
-  const audited = (method: string, handler: MethodHandler) => auditFailures(method, handler, audit);
+  const counters = dependencies.counters ?? { pool: dependencies.sql.pool };
+  const methods = new EhrMethods(dependencies.sql, dependencies.config, await resolveDataKey(dependencies.config), dependencies.patientSource, audit, counters);
+  const internalUsers = dependencies.config.internalUsers;
+  // An internal call's refusal names the internal account it claimed, when that is one of INTERNAL_USERS.
+  const internalAccount = (context: CallContext) => (context.cred && internalUsers.has(context.cred.user) ? context.cred.user : null);
+  const audited = (method: string, handler: MethodHandler, account?: typeof internalAccount) => auditFailures(method, handler, audit, account);
   return {
-    'embedded_storage.save_exchange_token': methods.saveExchangeToken,
-    'embedded_storage.save_auth_info': methods.saveAuthInfo,
+    'embedded_storage.save_exchange_token': audited('embedded_storage.save_exchange_token', methods.saveExchangeToken, internalAccount),
+    'embedded_storage.save_auth_info': audited('embedded_storage.save_auth_info', methods.saveAuthInfo, internalAccount),
     'embedded_storage.authenticate': audited('embedded_storage.authenticate', methods.authenticate),
     'patient.get_patient': audited('patient.get_patient', methods.getPatient),
     'embedded_storage.remove_auth_info': audited('embedded_storage.remove_auth_info', methods.removeAuthInfo),
@@ -403,16 +436,18 @@ export async function createEhrHandlers(dependencies: EhrDependencies): Promise<
 }
 
 /**
- * The accesses to patient data leave an audit row whatever their outcome: a success writes its own
- * (with its change), a failure that did not is recorded here with its code. A row that cannot be
- * written (the database is down) does not hide the failure itself.
+ * Every call of interface A leaves a trace in the audit trail whatever its outcome: a success
+ * writes its row with its change (or before its answer, for a read); a failure that wrote none
+ * (nobody's data was touched: unknown credentials or tokens, refused params) is recorded per client
+ * address, method and outcome (AuditTrail.refused): the first of a minute at once, the rest counted
+ * in one row, so that a flood of refused calls costs two rows a minute, not a row each.
  */
-function auditFailures(method: string, handler: MethodHandler, audit: AuditTrail): MethodHandler {
+function auditFailures(method: string, handler: MethodHandler, audit: AuditTrail, internalAccount?: (context: CallContext) => string | null): MethodHandler {
   return async (params, context) => {
     try {
       return await handler(params, context);
     } catch (error) {
-      if (!(error instanceof Error && recordedErrors.has(error))) await audit.record({ action: method, outcome: outcomeOf(error) }).catch(() => undefined);
+      if (!(error instanceof Error && recordedErrors.has(error))) await audit.refused({ action: method, outcome: outcomeOf(error), internalAccount: internalAccount?.(context) ?? null }).catch(() => undefined);
       throw error;
     }
   };

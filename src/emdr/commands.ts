@@ -152,11 +152,14 @@ export function registerEmdrCommands(program: Command, kit: CommandKit): void {
       const signature = decodeBase64Strict(document.signature);
       if (!content || !signature) throw new UsageError(`${callbackJson}: content or signature is not base64`);
       const base = fileName.endsWith('.xml') ? fileName.slice(0, -'.xml'.length) : fileName;
-      await fs.mkdir(options.out, { recursive: true });
+      // A medical document: readable by its owner only (a folder made here, 0700; the files, 0600, also when they existed).
+      await fs.mkdir(options.out, { recursive: true, mode: 0o700 });
       const xmlPath = path.join(options.out, `${base}.xml`);
       const sigPath = path.join(options.out, `${base}.xml.sig`);
-      await fs.writeFile(xmlPath, content);
-      await fs.writeFile(sigPath, signature);
+      for (const [file, bytes] of [[xmlPath, content], [sigPath, signature]] as const) {
+        await fs.writeFile(file, bytes, { mode: 0o600 });
+        await fs.chmod(file, 0o600);
+      }
       printJson({ xml: xmlPath, signature: sigPath, bytes: content.length });
     });
 }

@@ -1,6 +1,6 @@
 import type { RequestListener } from 'node:http';
 import type { Logger } from '../logging/logger.js';
-import { runInRequest } from '../logging/request-context.js';
+import { currentRequest, runInRequest } from '../logging/request-context.js';
 
 /** Probes and scrapes come every few seconds from machines: logged at debug, so that info shows what people and clients did. */
 const PROBE_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
@@ -11,7 +11,7 @@ const PATH_LIMIT = 200;
 /**
  * One log line per request once its answer is sent (or the connection closed under it): method,
  * path without the query string (a client may put a secret there), status, duration and the
- * request id (from the logger's request context). Nothing of headers or bodies.
+ * request ids (from the logger's request context). Nothing of headers or bodies.
  */
 export function withAccessLog(handler: RequestListener, logger: Logger, listener: 'public' | 'internal'): RequestListener {
   return (req, res) => {
@@ -19,10 +19,11 @@ export function withAccessLog(handler: RequestListener, logger: Logger, listener
     const url = req.url ?? '';
     const query = url.indexOf('?');
     const path = (query < 0 ? url : url.slice(0, query)).slice(0, PATH_LIMIT);
-    const requestId = String(res.getHeader('x-request-id') ?? '');
+    // The request's own context (its ids), set by the listener around this handler.
+    const context = currentRequest() ?? { requestId: String(res.getHeader('x-request-id') ?? '') };
     res.once('close', () => {
       const line = { listener, method: req.method, path, status: res.statusCode, durationMs: Math.round((performance.now() - started) * 10) / 10, ...(res.writableFinished ? {} : { aborted: true }) };
-      runInRequest(requestId, () => (PROBE_PATHS.has(path) ? logger.debug(line, 'request') : logger.info(line, 'request')));
+      runInRequest(context, () => (PROBE_PATHS.has(path) ? logger.debug(line, 'request') : logger.info(line, 'request')));
     });
     handler(req, res);
   };

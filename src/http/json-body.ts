@@ -58,11 +58,18 @@ function tooLarge(limitBytes: number): BodyRefusal {
 }
 
 /**
+ * Looks at each chunk of a body as it arrives, before the next is read: throws (or rejects) to stop
+ * reading and refuse the body (a JSON shape past its limits, a byte quota used up). A promise
+ * holds the reading until it settles.
+ */
+export type BodyInspector = (chunk: Buffer) => void | Promise<void>;
+
+/**
  * Reads the body, at most `limitBytes` of it: into one buffer sized from Content-Length (no
  * list of chunks to concatenate), or the chunks of a chunked body. Rejects with BodyRefusal 413
- * past the limit (and stops reading), or ClientGone.
+ * past the limit (and stops reading), ClientGone, or what `inspect` threw for a chunk.
  */
-export function readBody(request: IncomingMessage, limitBytes: number): Promise<Buffer> {
+export function readBody(request: IncomingMessage, limitBytes: number, inspect?: BodyInspector): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const declared = request.headers['content-length'] === undefined ? undefined : Number(request.headers['content-length']);
     if (declared !== undefined && declared > limitBytes) {
@@ -72,16 +79,24 @@ export function readBody(request: IncomingMessage, limitBytes: number): Promise<
     const whole = declared === undefined ? undefined : Buffer.allocUnsafe(declared);
     const chunks: Buffer[] = [];
     let received = 0;
+    let settled = false;
+    /** An inspection still under way: the end waits for it. */
+    let inspecting: Promise<void> | undefined;
     const finish = (outcome: () => void) => {
+      if (settled) return;
+      settled = true;
       request.off('data', onData);
       request.off('end', onEnd);
       request.off('close', onClose);
       outcome();
     };
+    const refuse = (error: unknown) => {
+      request.pause();
+      finish(() => reject(error));
+    };
     const onData = (chunk: Buffer) => {
       if (received + chunk.length > limitBytes) {
-        request.pause();
-        finish(() => reject(tooLarge(limitBytes)));
+        refuse(tooLarge(limitBytes));
         return;
       }
       if (whole) {
@@ -89,8 +104,30 @@ export function readBody(request: IncomingMessage, limitBytes: number): Promise<
         streamedBytes(chunk.length);
       } else chunks.push(chunk);
       received += chunk.length;
+      if (!inspect) return;
+      let inspection: void | Promise<void>;
+      try {
+        inspection = inspect(chunk);
+      } catch (error) {
+        refuse(error);
+        return;
+      }
+      if (inspection instanceof Promise) {
+        request.pause();
+        inspecting = inspection.then(
+          () => {
+            inspecting = undefined;
+            if (!settled) request.resume();
+          },
+          (error: unknown) => refuse(error),
+        );
+      }
     };
-    const onEnd = () => finish(() => resolve(whole ? whole.subarray(0, received) : Buffer.concat(chunks, received)));
+    const onEnd = () => {
+      const done = () => finish(() => resolve(whole ? whole.subarray(0, received) : Buffer.concat(chunks, received)));
+      if (inspecting) void inspecting.then(done);
+      else done();
+    };
     const onClose = () => finish(() => reject(new ClientGone()));
     request.on('data', onData);
     request.on('end', onEnd);

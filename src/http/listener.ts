@@ -2,7 +2,9 @@ import http, { STATUS_CODES, type IncomingMessage, type RequestListener, type Se
 import net, { type AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { randomUUID } from 'node:crypto';
-import { requestIdFrom, runInRequest } from '../logging/request-context.js';
+import { newRequestContext, runInRequest, visibleRequestId } from '../logging/request-context.js';
+import { clientAddressOf, clientKey } from './client-address.js';
+import { NO_NETWORKS, type Networks } from './networks.js';
 
 export interface Listener {
   port: number;
@@ -14,7 +16,11 @@ export interface Listener {
   stop(graceMs?: number): Promise<void>;
 }
 
-/** What a slow or greedy client may hold of a listener (config: HEADERS_TIMEOUT, REQUEST_TIMEOUT, BODY_MIN_RATE, MAX_CONNECTIONS). */
+/**
+ * What a slow or greedy client may hold of a listener (config: HEADERS_TIMEOUT, REQUEST_TIMEOUT,
+ * BODY_MIN_RATE, MAX_CONNECTIONS, MAX_CONNECTIONS_PER_CLIENT, KEEP_ALIVE_TIMEOUT,
+ * MAX_REQUESTS_PER_CONNECTION).
+ */
 export interface ConnectionLimits {
   /** The request line and headers must arrive within this. */
   headersTimeoutMs: number;
@@ -24,6 +30,12 @@ export interface ConnectionLimits {
   bodyMinBytesPerSecond: number;
   /** Open connections per listener; more are closed as they arrive. */
   maxConnections: number;
+  /** Open connections per client address (an IPv6 client by its /64, clientKey); more are closed as they arrive; 0: no such cap. */
+  maxConnectionsPerClient: number;
+  /** An idle keep-alive connection is closed after this. */
+  keepAliveTimeoutMs: number;
+  /** Requests one connection may carry; the last answer says `Connection: close`; 0: no cap. */
+  maxRequestsPerConnection: number;
 }
 
 export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
@@ -31,6 +43,9 @@ export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
   requestTimeoutMs: 15 * 60_000,
   bodyMinBytesPerSecond: 1024,
   maxConnections: 512,
+  maxConnectionsPerClient: 64,
+  keepAliveTimeoutMs: 5_000,
+  maxRequestsPerConnection: 1_000,
 };
 
 /** The window over which BODY_MIN_RATE is measured: long enough for a TCP stall of a real link. */
@@ -40,6 +55,8 @@ export interface ListenerOptions {
   limits?: ConnectionLimits;
   /** The JSON body of an answer Node gives itself (a request it cannot parse: 400, 408, 431). */
   errorBody?: (status: number) => unknown;
+  /** Reverse proxies (TRUSTED_PROXIES): their X-Forwarded-For names the client, and their own connections are not capped per client. */
+  trustedProxies?: Networks;
 }
 
 /** Whether the request announces a body (RFC 9112: Transfer-Encoding, or a Content-Length above 0). */
@@ -54,6 +71,7 @@ const SECURITY_HEADER_LIST = Object.entries(SECURITY_HEADERS);
 
 export async function startListener(handler: RequestListener, host: string, port: number, options: ListenerOptions = {}): Promise<Listener> {
   const limits = options.limits ?? DEFAULT_CONNECTION_LIMITS;
+  const trustedProxies = options.trustedProxies ?? NO_NETWORKS;
   const errorBody = options.errorBody ?? ((status: number) => ({ error: STATUS_CODES[status] ?? 'error' }));
   let draining = false;
   /**
@@ -84,12 +102,15 @@ export async function startListener(handler: RequestListener, host: string, port
       ServerResponse: GatewayResponse,
     },
     (request, response) => {
-      const requestId = requestIdFrom(request.headers['x-request-id']);
-      response.setHeader('x-request-id', requestId);
-      runInRequest(requestId, () => handler(request, response));
+      const context = newRequestContext(request.headers['x-request-id'], clientAddressOf(request, trustedProxies));
+      response.setHeader('x-request-id', visibleRequestId(context));
+      runInRequest(context, () => handler(request, response));
     },
   );
   server.maxConnections = limits.maxConnections;
+  server.keepAliveTimeout = limits.keepAliveTimeoutMs;
+  server.maxRequestsPerSocket = limits.maxRequestsPerConnection;
+  if (limits.maxConnectionsPerClient > 0) capConnectionsPerClient(server, limits.maxConnectionsPerClient, trustedProxies);
   server.on('clientError', (error: NodeJS.ErrnoException, socket) => answerClientError(error, socket, errorBody));
   const watchdog = watchBodyRates(server, limits.bodyMinBytesPerSecond);
 
@@ -115,6 +136,29 @@ export async function startListener(handler: RequestListener, host: string, port
         });
       }),
   };
+}
+
+/**
+ * Closes a new connection of a client that holds `perClient` already (by clientKey), so that one
+ * client's sockets, busy or idle, cannot fill MAX_CONNECTIONS and lock every other client out.
+ */
+function capConnectionsPerClient(server: net.Server, perClient: number, trustedProxies: Networks): void {
+  const open = new Map<string, number>();
+  server.on('connection', (socket: net.Socket) => {
+    if (socket.remoteAddress !== undefined && trustedProxies.includes(socket.remoteAddress)) return;
+    const key = clientKey(socket.remoteAddress);
+    const held = open.get(key) ?? 0;
+    if (held >= perClient) {
+      socket.destroy();
+      return;
+    }
+    open.set(key, held + 1);
+    socket.once('close', () => {
+      const left = (open.get(key) ?? 1) - 1;
+      if (left <= 0) open.delete(key);
+      else open.set(key, left);
+    });
+  });
 }
 
 /** Node's own answers (unparsable request, headers too large, HEADERS_TIMEOUT or REQUEST_TIMEOUT) in JSON. */

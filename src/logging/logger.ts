@@ -1,5 +1,5 @@
 import { pino, type Logger } from 'pino';
-import { currentRequestId } from './request-context.js';
+import { currentRequest } from './request-context.js';
 
 export type { Logger };
 
@@ -77,9 +77,11 @@ export function createLogger(level: string, destination: NodeJS.WritableStream =
       serializers: { err: serializeError },
       timestamp: pino.stdTimeFunctions.isoTime,
       // Every line logged while a request is served names it.
+      // requestId is the id the client sees (its own x-request-id, else the gateway's); the gateway's own beside it when they differ.
       mixin: () => {
-        const requestId = currentRequestId();
-        return requestId === undefined ? NO_FIELDS : { requestId };
+        const request = currentRequest();
+        if (request === undefined) return NO_FIELDS;
+        return request.clientRequestId === undefined ? { requestId: request.requestId } : { requestId: request.clientRequestId, gatewayRequestId: request.requestId };
       },
     },
     destination,

@@ -18,3 +18,11 @@ export function errorPath(error: ErrorObject): string {
   const extra = error.keyword === 'additionalProperties' ? `/${(error.params as { additionalProperty: string }).additionalProperty}` : '';
   return `${error.instancePath}${missing}${extra}` || '/';
 }
+
+/** At most this many schema errors are reported in an answer (the first ones): a body full of mistakes must not make a larger answer. */
+export const MAX_REPORTED_ERRORS = 20;
+
+/** The errors an answer reports: at most MAX_REPORTED_ERRORS, never spread into a call's arguments (a million of them would overflow the stack). */
+export function reportedErrors(errors: readonly ErrorObject[] | null | undefined): ErrorObject[] {
+  return errors ? errors.slice(0, MAX_REPORTED_ERRORS) : [];
+}

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestService } from '../support/service.js';
-import { authenticate, startEhrTestService, MARIA, saveExchangeToken, unique } from './support/fixtures.js';
+import { PHONE_OPTIONAL, authenticate, startEhrTestService, MARIA, saveExchangeToken, unique } from './support/fixtures.js';
 import { expectError } from './support/rpc.js';
 
 let service: TestService;
 
 beforeAll(async () => {
-  service = await startEhrTestService({ EXCHANGE_TOKEN_TTL: '1s', AUTH_TTL_UNIT: 'minutes' });
+  service = await startEhrTestService({ EXCHANGE_TOKEN_TTL: '1s', AUTH_TTL_UNIT: 'minutes', ...PHONE_OPTIONAL });
 });
 
 afterAll(async () => {

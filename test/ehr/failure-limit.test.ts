@@ -1,38 +1,96 @@
-import { describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase } from '../../src/db/database.js';
+import { migrateToLatest } from '../../src/db/database.js';
 import { FailureLimit } from '../../src/ehr/failure-limit.js';
+import { loadConfig } from '../../src/config/config.js';
+import { createLogger } from '../../src/logging/logger.js';
+import { MIGRATIONS } from '../../src/migrations.js';
+import { createTestDatabase } from '../support/database.js';
 
 describe('FailureLimit', () => {
-  it('refuses a key after maxFailures within the window, until the window that began with the first failure ends', () => {
-    let now = 1_000;
-    const limit = new FailureLimit(3, 60_000, () => now);
+  it('refuses a key once maxFailures calls failed within the window; a right credential gives its failure back', async () => {
+    const limit = new FailureLimit('memory', 3, 60_000);
     for (let failure = 1; failure <= 3; failure += 1) {
-      expect(limit.isRefused('a')).toBe(false);
-      limit.recordFailure('a');
-      now += 10_000;
+      const attempt = await limit.attempt('a');
+      expect(attempt, `attempt ${failure}`).toBeDefined();
+      await attempt!.failed();
     }
-    expect(limit.isRefused('a')).toBe(true);
-    expect(limit.isRefused('b')).toBe(false);
-    now = 1_000 + 59_999;
-    expect(limit.isRefused('a')).toBe(true);
-    now = 1_000 + 60_000;
-    expect(limit.isRefused('a')).toBe(false);
-    limit.recordFailure('a');
-    expect(limit.isRefused('a')).toBe(false);
+    expect(await limit.attempt('a')).toBeUndefined();
+    expect(await limit.attempt('b')).toBeDefined();
+    // Right credentials cost nothing: any number of them, and then the failures still have room.
+    for (let call = 0; call < 10; call += 1) await (await limit.attempt('c'))!.succeeded();
+    for (let failure = 0; failure < 3; failure += 1) await (await limit.attempt('c'))!.failed();
+    expect(await limit.attempt('c')).toBeUndefined();
   });
 
-  it('keeps at most maxKeys keys, dropping expired ones first, then the oldest', () => {
-    let now = 0;
-    const limit = new FailureLimit(1, 1_000, () => now, 2);
-    limit.recordFailure('old');
-    now = 500;
-    limit.recordFailure('young');
-    now = 900;
-    limit.recordFailure('newest');
-    // No key had expired: the oldest went.
-    expect([limit.isRefused('old'), limit.isRefused('young'), limit.isRefused('newest')]).toEqual([false, true, true]);
-    // 'young' has expired by now: it goes, 'newest' stays.
-    now = 1_600;
-    limit.recordFailure('later');
-    expect([limit.isRefused('young'), limit.isRefused('newest'), limit.isRefused('later')]).toEqual([false, true, true]);
+  it('lets a new window start after the old one ends', async () => {
+    const limit = new FailureLimit('memory', 1, 1_000);
+    await (await limit.attempt('a'))!.failed();
+    expect(await limit.attempt('a')).toBeUndefined();
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    expect(await limit.attempt('a')).toBeDefined();
+  });
+
+  it('judges no more than maxFailures guesses of one burst, and lets a burst of right credentials through, slowed', async () => {
+    const limit = new FailureLimit('memory', 10, 60_000);
+    let judged = 0;
+    // Guesses: each is judged (and fails) once it has room.
+    await Promise.all(
+      Array.from({ length: 199 }, async () => {
+        const attempt = await limit.attempt('guesser');
+        if (!attempt) return;
+        judged += 1;
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        await attempt.failed();
+      }),
+    );
+    expect(judged).toBe(10);
+    // Right credentials, 50 at once: all judged, none refused.
+    const admitted = await Promise.all(
+      Array.from({ length: 50 }, async () => {
+        const attempt = await limit.attempt('authorization-server');
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        await attempt?.succeeded();
+        return attempt !== undefined;
+      }),
+    );
+    expect(admitted.every(Boolean)).toBe(true);
+  });
+
+  describe('across processes, on one database', () => {
+    let pools: pg.Pool[] = [];
+    let databaseUrl: string;
+
+    beforeAll(async () => {
+      databaseUrl = await createTestDatabase();
+      const database = await openDatabase(loadConfig({ DATABASE_URL: databaseUrl, DATA_KEY: 'a'.repeat(64) }), createLogger('silent'), { adopt: false });
+      await migrateToLatest(database, MIGRATIONS);
+      await database.close();
+      pools = [new pg.Pool({ connectionString: databaseUrl, max: 4 }), new pg.Pool({ connectionString: databaseUrl, max: 4 })];
+    });
+
+    afterAll(async () => {
+      await Promise.all(pools.map((pool) => pool.end()));
+    });
+
+    it('counts the failures of two processes together, and a burst split between them is judged 10 times at most', async () => {
+      const [one, two] = pools.map((pool) => new FailureLimit({ pool }, 10, 60_000)) as [FailureLimit, FailureLimit];
+      for (let failure = 0; failure < 5; failure += 1) await (await one.attempt('shared'))!.failed();
+      for (let failure = 0; failure < 5; failure += 1) await (await two.attempt('shared'))!.failed();
+      expect(await one.attempt('shared')).toBeUndefined();
+      expect(await two.attempt('shared')).toBeUndefined();
+
+      let judged = 0;
+      await Promise.all(
+        Array.from({ length: 100 }, async (_, index) => {
+          const attempt = await (index % 2 === 0 ? one : two).attempt('burst');
+          if (!attempt) return;
+          judged += 1;
+          await attempt.failed();
+        }),
+      );
+      expect(judged).toBe(10);
+    });
   });
 });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestService } from '../support/service.js';
 import { until } from '../support/until.js';
-import { authenticate, databaseOf, MARIA, saveExchangeToken, startEhrTestService, unique } from './support/fixtures.js';
+import { PHONE_OPTIONAL, authenticate, databaseOf, MARIA, saveExchangeToken, startEhrTestService, unique } from './support/fixtures.js';
 import { expectError } from './support/rpc.js';
 
 describe('RETENTION of exchange tokens', () => {
@@ -9,7 +9,7 @@ describe('RETENTION of exchange tokens', () => {
   let database: Awaited<ReturnType<typeof databaseOf>>;
 
   beforeAll(async () => {
-    service = await startEhrTestService({ RETENTION: '2s', EXCHANGE_TOKEN_TTL: '1s' });
+    service = await startEhrTestService({ RETENTION: '2s', EXCHANGE_TOKEN_TTL: '1s', ...PHONE_OPTIONAL });
     database = await databaseOf(service);
   });
 

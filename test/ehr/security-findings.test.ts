@@ -14,6 +14,7 @@ import {
   saveExchangeToken,
   startEhrTestService,
   unique,
+  PHONE_OPTIONAL,
 } from './support/fixtures.js';
 import { expectError, rpc, sha1hex, VERSION, type RpcAnswer } from './support/rpc.js';
 
@@ -42,7 +43,7 @@ describe('finding 1: authenticate holds no lock while it waits for the connectio
   let service: TestService;
 
   beforeAll(async () => {
-    service = await startEhrTestService({}, ['ehr']);
+    service = await startEhrTestService(PHONE_OPTIONAL, ['ehr']);
   });
 
   afterAll(async () => {
@@ -72,7 +73,7 @@ describe('findings 2 and 3: matching', () => {
   let service: TestService;
 
   beforeAll(async () => {
-    service = await startEhrTestService();
+    service = await startEhrTestService(PHONE_OPTIONAL);
   });
 
   afterAll(async () => {
@@ -124,7 +125,7 @@ describe('finding 4: the internal channel', () => {
     const backup = { user: 'backup', password: 'b4ckup-pa55' };
 
     beforeAll(async () => {
-      service = await startEhrTestService({ INTERNAL_USERS: `${right.user}:${right.password},${backup.user}:${backup.password}`, INTERNAL_AUTH_MAX_FAILURES: '5' }, ['ehr']);
+      service = await startEhrTestService({ INTERNAL_USERS: `${right.user}:${right.password},${backup.user}:${backup.password}`, INTERNAL_AUTH_MAX_FAILURES: '5', ...PHONE_OPTIONAL }, ['ehr']);
     });
 
     afterAll(async () => {
@@ -188,7 +189,7 @@ describe('finding 5: values the database cannot hold', () => {
   });
 
   beforeAll(async () => {
-    service = await startTestService({ INTERNAL_USERS: `${INTERNAL_USER}:${INTERNAL_PASSWORD}`, LOG_LEVEL: 'info' }, ['ehr'], capture);
+    service = await startTestService({ INTERNAL_USERS: `${INTERNAL_USER}:${INTERNAL_PASSWORD}`, LOG_LEVEL: 'info', ...PHONE_OPTIONAL }, ['ehr'], capture);
   });
 
   afterAll(async () => {

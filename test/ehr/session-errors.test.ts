@@ -14,6 +14,7 @@ import {
   saveAuthInfo,
   saveExchangeToken,
   unique,
+  PHONE_OPTIONAL,
 } from './support/fixtures.js';
 import { expectError, resultValidators, rpc, sha1hex } from './support/rpc.js';
 
@@ -21,7 +22,7 @@ let service: TestService;
 let database: { knex: Knex; close(): Promise<void> };
 
 beforeAll(async () => {
-  service = await startTestService({ INTERNAL_USERS });
+  service = await startTestService({ INTERNAL_USERS, ...PHONE_OPTIONAL });
   database = await databaseOf(service);
   await seedDemoPatients(database.knex);
 });

@@ -20,8 +20,8 @@ describe('the story of the original, over real HTTP', () => {
     // 1. The app asks for the patient: the EHR server holds no session yet.
     expectError(await getPatient(service, cred), -33000, 'no stored session for these credentials');
 
-    // 2. The authorization server stores an exchange token over the internal channel.
-    const saved = await saveExchangeToken(service, 'Xk2pQ9rT4vLm', { ...cred, ttl: 1440, created: new Date().toISOString() });
+    // 2. The authorization server stores an exchange token over the internal channel, with the phone it verified.
+    const saved = await saveExchangeToken(service, 'Xk2pQ9rT4vLm', { ...cred, ttl: 1440, created: new Date().toISOString(), phone: '+79161234567' });
     expect(saved.result).toMatchObject({ success: true });
 
     // 3. The app authenticates on the public port with the patient's properties.

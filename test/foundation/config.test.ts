@@ -41,9 +41,52 @@ describe('config', () => {
   });
 
   it('bounds slow and greedy clients by default, and names the variable of a bad limit', () => {
-    expect(loadConfig({}).connectionLimits).toEqual({ headersTimeoutMs: 10_000, requestTimeoutMs: 900_000, bodyMinBytesPerSecond: 1024, maxConnections: 512 });
-    expect(loadConfig({ HEADERS_TIMEOUT: '3s', REQUEST_TIMEOUT: '1m', BODY_MIN_RATE: '0', MAX_CONNECTIONS: '50' }).connectionLimits).toEqual({ headersTimeoutMs: 3000, requestTimeoutMs: 60_000, bodyMinBytesPerSecond: 0, maxConnections: 50 });
-    for (const [variable, value] of [['HEADERS_TIMEOUT', '0'], ['REQUEST_TIMEOUT', '5s'], ['BODY_MIN_RATE', 'fast'], ['MAX_CONNECTIONS', '0']] as const) {
+    expect(loadConfig({}).connectionLimits).toEqual({
+      headersTimeoutMs: 10_000,
+      requestTimeoutMs: 900_000,
+      bodyMinBytesPerSecond: 1024,
+      maxConnections: 512,
+      maxConnectionsPerClient: 64,
+      keepAliveTimeoutMs: 5_000,
+      maxRequestsPerConnection: 1_000,
+    });
+    expect(
+      loadConfig({ HEADERS_TIMEOUT: '3s', REQUEST_TIMEOUT: '1m', BODY_MIN_RATE: '0', MAX_CONNECTIONS: '50', MAX_CONNECTIONS_PER_CLIENT: '0', KEEP_ALIVE_TIMEOUT: '2s', MAX_REQUESTS_PER_CONNECTION: '0' }).connectionLimits,
+    ).toEqual({ headersTimeoutMs: 3000, requestTimeoutMs: 60_000, bodyMinBytesPerSecond: 0, maxConnections: 50, maxConnectionsPerClient: 0, keepAliveTimeoutMs: 2000, maxRequestsPerConnection: 0 });
+    for (const [variable, value] of [
+      ['HEADERS_TIMEOUT', '0'],
+      ['REQUEST_TIMEOUT', '5s'],
+      ['BODY_MIN_RATE', 'fast'],
+      ['MAX_CONNECTIONS', '0'],
+      ['MAX_CONNECTIONS_PER_CLIENT', 'many'],
+      ['KEEP_ALIVE_TIMEOUT', '0'],
+      ['MAX_REQUESTS_PER_CONNECTION', '-1'],
+    ] as const) {
+      expect(() => loadConfig({ [variable]: value })).toThrow(new RegExp(`^${variable}: `));
+    }
+  });
+
+  it('has the documented defaults of the limits of issue 21, and names the variable of a bad one', () => {
+    const config = loadConfig({});
+    expect(config.rpcRateLimitPerMinute).toBe(1200);
+    expect(config.largeBodies).toEqual({ perClinic: 4, perProcess: 16 });
+    expect(config.exchangeTokenPhoneRequired).toBe(true);
+    expect(config.trustedProxies.text).toBe('');
+    expect(config.callbackAllowedNetworks.includes('127.0.0.1')).toBe(false);
+    const set = loadConfig({ RPC_RATE_LIMIT: '0', EXCHANGE_TOKEN_PHONE: 'optional', TRUSTED_PROXIES: '10.0.0.0/8, 192.0.2.7', CALLBACK_ALLOWED_NETWORKS: '127.0.0.0/8,::1/128' });
+    expect(set.rpcRateLimitPerMinute).toBe(0);
+    expect(set.exchangeTokenPhoneRequired).toBe(false);
+    expect(set.trustedProxies.includes('10.1.2.3')).toBe(true);
+    expect(set.trustedProxies.includes('192.0.2.8')).toBe(false);
+    expect(set.callbackAllowedNetworks.includes('::1')).toBe(true);
+    for (const [variable, value] of [
+      ['RPC_RATE_LIMIT', 'lots'],
+      ['LARGE_BODIES_PER_CLINIC', '0'],
+      ['LARGE_BODIES_PER_PROCESS', 'x'],
+      ['EXCHANGE_TOKEN_PHONE', 'sometimes'],
+      ['TRUSTED_PROXIES', '10.0.0.0/33'],
+      ['CALLBACK_ALLOWED_NETWORKS', 'localhost'],
+    ] as const) {
       expect(() => loadConfig({ [variable]: value })).toThrow(new RegExp(`^${variable}: `));
     }
   });

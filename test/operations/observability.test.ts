@@ -132,17 +132,23 @@ describe('metrics, audit trail and request ids', () => {
     expect(refused.headers.get('x-request-id')).toBe('mis-req-8');
     const sql = openSql(service.databaseUrl);
     try {
-      type Row = { request_id: string; action: string; outcome: string; queue_message_id: string | null };
+      type Row = { request_id: string; client_request_id: string | null; action: string; outcome: string; queue_message_id: string | null };
       // The callbacks' outcomes are committed just after the receiver answered.
       const rows = await until('the callbacks audited', () => sql.rows<Row>(AUDIT_ROWS), (found) => found.filter((row) => row.queue_message_id === body.queueMessageId).length >= 3);
-      expect(rows).toContainEqual(expect.objectContaining({ request_id: 'clinic-trace.42', action: 'patient.get_patient', outcome: 'ok' }));
+      // The client's id in a column of its own; request_id is the gateway's own (issue 21, L7).
+      const read = rows.find((row) => row.client_request_id === 'clinic-trace.42');
+      expect(read).toMatchObject({ action: 'patient.get_patient', outcome: 'ok' });
+      expect(read!.request_id).toMatch(/^[0-9a-f-]{36}$/);
       const ofRequest = rows.filter((row) => row.queue_message_id === body.queueMessageId);
       expect(ofRequest.map((row) => [row.action, row.outcome])).toEqual([
         ['RegisterDocument', 'ok'],
         ['SendRegisterDocumentResponse', 'delivered'],
         ['SendRegisterDocumentResultResponse', 'delivered'],
       ]);
-      expect(new Set(ofRequest.map((row) => row.request_id))).toEqual(new Set(['mis-req-7']));
+      // One request: the intake's row and its callbacks' rows share the gateway's id; the intake's keeps the client's beside it.
+      expect(new Set(ofRequest.map((row) => row.request_id)).size).toBe(1);
+      expect(ofRequest[0]!.request_id).toMatch(/^[0-9a-f-]{36}$/);
+      expect(ofRequest[0]!.client_request_id).toBe('mis-req-7');
     } finally {
       await sql.pool.end();
     }
@@ -151,7 +157,7 @@ describe('metrics, audit trail and request ids', () => {
   it('names the request in every line logged while it is served', () => {
     const lines: string[] = [];
     const logger = createLogger('info', new Writable({ write: (chunk: Buffer, _encoding, done) => (lines.push(chunk.toString()), done()) }));
-    runInRequest('mis-req-9', () => logger.warn({ queueMessageId: 'q' }, 'inside'));
+    runInRequest({ requestId: 'mis-req-9' }, () => logger.warn({ queueMessageId: 'q' }, 'inside'));
     logger.warn('outside');
     expect(JSON.parse(lines[0]!)).toMatchObject({ requestId: 'mis-req-9', msg: 'inside' });
     expect(JSON.parse(lines[1]!).requestId).toBeUndefined();

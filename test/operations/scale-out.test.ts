@@ -9,6 +9,7 @@ import { spawnServe, type ServeProcess } from '../support/processes.js';
 import { until } from '../support/until.js';
 import { startCallbackReceiver, type CallbackReceiver } from '../support/callback-receiver.js';
 import { createTestDatabase, openSql } from '../support/database.js';
+import { LOOPBACK_CALLBACKS } from '../support/service.js';
 import { addClinic, authHeaders, post, registerBody } from '../support/emdr.js';
 import { INTERNAL_PASSWORD, INTERNAL_USER, INTERNAL_USERS, MARIA, unique } from '../ehr/support/fixtures.js';
 import { rpc, sha1hex } from '../ehr/support/rpc.js';
@@ -72,6 +73,7 @@ describe('N API and M worker processes over one PostgreSQL', () => {
       REGISTRY_LATENCY: '100ms',
       RATE_LIMIT: '0',
       BYTE_QUOTA: '0',
+      ...LOOPBACK_CALLBACKS,
     };
     const migrated = await runCli(['migrate'], env);
     expect(migrated.code, migrated.stderr).toBe(0);
@@ -127,7 +129,7 @@ describe('N API and M worker processes over one PostgreSQL', () => {
         const cred = { user: unique('user'), token: unique('token') };
         const exchangeToken = unique('exchange');
         // Stored through one ehr process, used through the other.
-        const saved = await by(ehr1!, () => rpc(ehr1!.internalUrl, 'embedded_storage.save_exchange_token', { exchangeToken, authInfo: { ...cred, ttl: 3600 } }, { user: INTERNAL_USER, token: sha1hex(INTERNAL_PASSWORD + exchangeToken) }));
+        const saved = await by(ehr1!, () => rpc(ehr1!.internalUrl, 'embedded_storage.save_exchange_token', { exchangeToken, authInfo: { ...cred, ttl: 3600, phone: '+79161234567' } }, { user: INTERNAL_USER, token: sha1hex(INTERNAL_PASSWORD + exchangeToken) }));
         expect(saved.error).toBeUndefined();
         const authenticated = await by(ehr2!, () => rpc(ehr2!.publicUrl, 'embedded_storage.authenticate', { exchangeToken, patientProperties: MARIA }));
         expect(authenticated.error).toBeUndefined();

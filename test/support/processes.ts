@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { exitOf, repoRoot, spawnCli } from './cli.js';
 import { createTestDatabase } from './database.js';
+import { LOOPBACK_CALLBACKS } from './service.js';
 
 export interface ServeProcess {
   /** What the test calls it in its messages (`serve`, `worker-1`, …). */
@@ -25,7 +26,7 @@ const START_TIMEOUT_MS = 120_000;
  * start line, which it writes once both listeners accept connections. LOG_LEVEL is info, for that line.
  */
 export async function spawnServe(name: string, args: readonly string[], env: Record<string, string>): Promise<ServeProcess> {
-  const fullEnv = { HOST: '127.0.0.1', ...env, PORT: '0', INTERNAL_PORT: '0', LOG_LEVEL: 'info' };
+  const fullEnv = { HOST: '127.0.0.1', ...LOOPBACK_CALLBACKS, ...env, PORT: '0', INTERNAL_PORT: '0', LOG_LEVEL: 'info' };
   const child = spawnCli(args, fullEnv);
   let output = '';
   let started: { publicUrl?: string; internalUrl: string } | undefined;

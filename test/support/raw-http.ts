@@ -84,3 +84,83 @@ export function keepAliveClients(url: string, count: number): { answered(): numb
     },
   };
 }
+
+export interface RawAnswer {
+  /** `HTTP/1.1 400 Bad Request`, or 'no answer'. */
+  statusLine: string;
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+  /** Bytes of the answer's body. */
+  bodyBytes: number;
+  /** Whether the server closed the connection (or reset it) before `waitMs`. */
+  closed: boolean;
+}
+
+/**
+ * Writes a request on a raw connection (from `localAddress`, e.g. 127.0.0.2 for another client on
+ * loopback) in pieces, keeps writing while the server reads (at most `sendAtMost` bytes of the body),
+ * and collects its answer even when the server answers and closes before the body is all sent
+ * (which fetch reports as a failed upload).
+ */
+export function rawExchange(port: number, head: string, body: Buffer | undefined, options: { localAddress?: string; waitMs?: number; sendAtMost?: number } = {}): Promise<RawAnswer> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ port, host: '127.0.0.1', ...(options.localAddress ? { localAddress: options.localAddress } : {}) });
+    const chunks: Buffer[] = [];
+    let closed = false;
+    let settled = false;
+    const finish = () => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      const text = Buffer.concat(chunks);
+      const split = text.indexOf('\r\n\r\n');
+      const headText = split < 0 ? text.toString('latin1') : text.subarray(0, split).toString('latin1');
+      const [statusLine = '', ...lines] = headText.split('\r\n');
+      const headers = Object.fromEntries(lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
+      const bodyBytes = split < 0 ? Buffer.alloc(0) : text.subarray(split + 4);
+      resolve({ statusLine: statusLine || 'no answer', status: Number(statusLine.split(' ')[1] ?? 0), headers, body: bodyBytes.toString('utf8'), bodyBytes: bodyBytes.length, closed });
+    };
+    const timer = setTimeout(finish, options.waitMs ?? 30_000);
+    socket.on('data', (chunk: Buffer) => {
+      chunks.push(chunk);
+      const text = Buffer.concat(chunks);
+      const split = text.indexOf('\r\n\r\n');
+      const length = /\r\ncontent-length:\s*(\d+)/i.exec(text.subarray(0, Math.max(0, split)).toString('latin1'));
+      if (split >= 0 && length && text.length - split - 4 >= Number(length[1])) finish();
+    });
+    socket.on('error', () => undefined);
+    socket.on('close', () => {
+      closed = true;
+      finish();
+    });
+    socket.on('connect', async () => {
+      socket.write(head);
+      if (!body) return;
+      // sendAtMost: the rest is held back, as a client would that reads the early answer (the server closing with unread bytes resets the connection).
+      const end = Math.min(body.length, options.sendAtMost ?? body.length);
+      for (let offset = 0; offset < end && !closed && !settled; offset += 64 * 1024) {
+        if (!socket.write(body.subarray(offset, Math.min(end, offset + 64 * 1024)))) await new Promise((drained) => socket.once('drain', drained).once('close', drained));
+      }
+    });
+  });
+}
+
+/** The head of a POST with a JSON body of `length` bytes (undefined: chunked, no Content-Length). */
+export function postHead(path: string, headers: Record<string, string>, length: number | undefined): string {
+  const lines = [`POST ${path} HTTP/1.1`, 'Host: 127.0.0.1', 'Content-Type: application/json', length === undefined ? 'Transfer-Encoding: chunked' : `Content-Length: ${length}`];
+  for (const [name, value] of Object.entries(headers)) if (name.toLowerCase() !== 'content-type') lines.push(`${name}: ${value}`);
+  return `${lines.join('\r\n')}\r\n\r\n`;
+}
+
+/** `body` in HTTP/1.1 chunked transfer coding, in chunks of 64 KiB, with the last chunk. */
+export function chunkedBody(body: Buffer): Buffer {
+  const parts: Buffer[] = [];
+  for (let offset = 0; offset < body.length; offset += 64 * 1024) {
+    const chunk = body.subarray(offset, offset + 64 * 1024);
+    parts.push(Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n'));
+  }
+  parts.push(Buffer.from('0\r\n\r\n'));
+  return Buffer.concat(parts);
+}

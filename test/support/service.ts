@@ -4,6 +4,9 @@ import { createLogger } from '../../src/logging/logger.js';
 import { ROLES, startService, type Role, type RunningService } from '../../src/service.js';
 import { createTestDatabase } from './database.js';
 
+/** The tests' callback receivers listen on loopback, which the egress policy refuses unless allowed (as `make run` allows it). */
+export const LOOPBACK_CALLBACKS = { CALLBACK_ALLOWED_NETWORKS: '127.0.0.0/8,::1/128' } as const;
+
 export interface TestService extends RunningService {
   config: Config;
   /** DATABASE_URL and DATA_KEY of this service, for the CLI and for addClinic. */
@@ -29,6 +32,7 @@ export async function startTestService(env: Record<string, string> = {}, roles: 
     LOG_LEVEL: 'silent',
     HOST: '127.0.0.1',
     INTERNAL_HOST: '127.0.0.1',
+    ...LOOPBACK_CALLBACKS,
     ...env,
     DATA_KEY: dataKey,
     DATABASE_URL: databaseUrl,

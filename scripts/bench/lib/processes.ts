@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { freePort } from '../../../src/db/embedded-postgres.js';
@@ -122,4 +122,13 @@ export async function startServe(root: string, env: Record<string, string>, opti
   // The message's prefix: since issue 22 the line goes on with both URLs.
   else await waitForOutput(child, '"ehr-gateway started', 60_000);
   return { ...child, publicPort, internalPort, env: fullEnv };
+}
+
+/** What a report calls the checkout at `root`: git describe, or `unknown`. */
+export function describeCommit(root: string): string {
+  try {
+    return execFileSync('git', ['-C', root, 'describe', '--always', '--dirty', '--abbrev=7'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    return 'unknown';
+  }
 }

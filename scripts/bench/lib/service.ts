@@ -15,20 +15,26 @@ export const INTERNAL_PASSWORD = 'bench-auth-password';
 
 export const newDataKey = () => randomBytes(32).toString('hex');
 
+/** The per-clinic and per-address limits off (the bench is one clinic, or one app, on one address). */
+const NO_LIMITS = { RATE_LIMIT: '0', BYTE_QUOTA: '0', RPC_RATE_LIMIT: '0' };
+/** `--limits`: every request counted in the shared counters as in production, against allowances it never reaches. */
+const COUNTED_LIMITS = { RATE_LIMIT: '2000000000', BYTE_QUOTA: '1000gb', RPC_RATE_LIMIT: '2000000000' };
+
 /** Interface A's version segment of the checkout measured. */
 export function rpcVersion(root: string): string {
   return (JSON.parse(fs.readFileSync(path.join(root, 'specs/openrpc.json'), 'utf8')) as { info: { version: string } }).info.version;
 }
 
 /**
- * `serve` on the database with the bench's settings: no per-clinic rate limit or byte quota (the
- * bench is one clinic sending as fast as it can), the internal account, logs at warn. With a
- * profile directory, the process writes a CPU profile there when it stops.
+ * `serve` on the database with the bench's settings: no per-clinic rate limit or byte quota, no
+ * per-address call rate or connection cap (the bench is one clinic, or one app, on one address,
+ * sending as fast as it can), callbacks allowed to its receiver on loopback, the internal account,
+ * logs at warn. With a profile directory, the process writes a CPU profile there when it stops.
  */
 export async function startService(context: BenchContext, databaseUrl: string, dataKey: string, options: { only?: string; env?: Record<string, string> } = {}): Promise<ServiceProcess> {
   const service = await startServe(
     context.root,
-    { DATABASE_URL: databaseUrl, DATA_KEY: dataKey, INTERNAL_USERS: `${INTERNAL_USER}:${INTERNAL_PASSWORD}`, RATE_LIMIT: '0', BYTE_QUOTA: '0', ...options.env },
+    { DATABASE_URL: databaseUrl, DATA_KEY: dataKey, INTERNAL_USERS: `${INTERNAL_USER}:${INTERNAL_PASSWORD}`, ...(context.limits ? COUNTED_LIMITS : NO_LIMITS), MAX_CONNECTIONS_PER_CLIENT: '0', CALLBACK_ALLOWED_NETWORKS: '127.0.0.0/8', ...options.env },
     { only: options.only, nodeOptions: profileOptions(context) },
   );
   if (context.profileDir) context.log(`serve${options.only ? ` --only ${options.only}` : ''}: pid ${service.pid}`);

@@ -2,7 +2,7 @@ import type { OpenrpcDocument, MethodObject, ContentDescriptorObject } from '@op
 import type { ValidateFunction, ErrorObject } from 'ajv/dist/2020.js';
 import type { Logger } from '../../logging/logger.js';
 import { secondsSince, type Metrics } from '../../metrics/metrics.js';
-import { createJsonSchemaAjv, errorPath } from '../../validation/json-schema.js';
+import { createJsonSchemaAjv, errorPath, reportedErrors } from '../../validation/json-schema.js';
 import { isDatabaseUnavailable } from '../../db/database.js';
 import { UNSTORABLE_TEXT, unstorableTextPaths } from '../../validation/text.js';
 import { RpcError, serviceUnavailable, StandardErrors, type WireError } from './errors.js';
@@ -46,8 +46,11 @@ interface Response {
   error?: WireError;
 }
 
-/** What the HTTP route sends: a JSON body, or nothing at all (a notification or a batch of them). */
-export type EnvelopeOutcome = { body: Response | Response[] } | { body: undefined };
+/** What the HTTP route sends: a JSON body, nothing at all (a notification or a batch of them), or a refusal of the batch's rate. */
+export type EnvelopeOutcome = { body: Response | Response[] } | { body: undefined } | { retryAfterSeconds: number };
+
+/** Admits the calls of a batch beyond its first (RPC_RATE_LIMIT): undefined when admitted, else the seconds to wait. */
+export type AdmitCalls = (calls: number) => Promise<number | undefined>;
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -58,7 +61,7 @@ function isValidId(value: unknown): value is Id {
 }
 
 function toPaths(errors: ErrorObject[] | null | undefined): Array<{ path: string; message: string }> {
-  return (errors ?? []).map((error) => ({ path: errorPath(error), message: error.message ?? 'is invalid' }));
+  return reportedErrors(errors).map((error) => ({ path: errorPath(error), message: error.message ?? 'is invalid' }));
 }
 
 /**
@@ -108,8 +111,8 @@ export class RpcEnvelope {
     });
   }
 
-  /** Handles one HTTP request body, already read as text. */
-  async handle(text: string, channel: Channel, clientAddress: string): Promise<EnvelopeOutcome> {
+  /** Handles one HTTP request body, already read as text; `admitCalls` admits a batch's calls beyond the first before any is judged. */
+  async handle(text: string, channel: Channel, clientAddress: string, admitCalls?: AdmitCalls): Promise<EnvelopeOutcome> {
     let payload: unknown;
     try {
       payload = JSON.parse(text);
@@ -121,6 +124,8 @@ export class RpcEnvelope {
       if (payload.length > MAX_BATCH_SIZE) {
         return { body: errorResponse(null, StandardErrors.invalidRequest(`batch of more than ${MAX_BATCH_SIZE} calls`)) };
       }
+      const wait = payload.length > 1 ? await admitCalls?.(payload.length - 1) : undefined;
+      if (wait !== undefined) return { retryAfterSeconds: wait };
       const responses: Response[] = [];
       // Sequential on purpose: calls of one batch often depend on each other's effects.
       for (const call of payload) {

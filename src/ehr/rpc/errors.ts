@@ -43,3 +43,10 @@ export const serviceUnavailable = (): WireError => ({
   message: 'ServiceUnavailable',
   data: { reason: 'service temporarily unavailable; retry later', retryAfter: RETRY_AFTER_SECONDS },
 });
+
+/** A server error of ours: the client address sent more than RPC_RATE_LIMIT calls this minute (HTTP 429, before its body was read or its batch judged). */
+export const rateLimited = (retryAfter: number): WireError => ({
+  code: -32002,
+  message: 'RateLimited',
+  data: { reason: 'too many calls from this address; retry later', retryAfter },
+});

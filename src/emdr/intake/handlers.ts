@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { components } from '../../../generated/emdr-api.js';
 import { statement, type Sql } from '../../db/sql.js';
-import { AuditTrail } from '../../audit/trail.js';
-import { currentRequestId } from '../../logging/request-context.js';
+import { AuditTrail, clientColumns } from '../../audit/trail.js';
+import { currentRequest } from '../../logging/request-context.js';
 import { streamedBytes } from '../../memory/garbage.js';
 import { isStrictBase64, snilsDigits } from '../values.js';
 import { base64MemberOf } from './base64-member.js';
@@ -75,8 +75,10 @@ interface NewRequest {
   signature: string | null;
   personalSignatures: string | null;
   intakeErrors: CallbackErrorItem[] | null;
-  /** The x-request-id of the request: its callbacks carry it. */
+  /** The gateway's id of the request (its audit rows'). */
   requestId: string;
+  /** The client's own x-request-id, when it sent one: its callbacks carry it (else requestId). */
+  clientRequestId: string | null;
   /** The clinic's businessId, for the audit row. */
   businessId: string;
 }
@@ -91,15 +93,15 @@ interface NewRequest {
 const INSERT_REQUEST_TEXT = (document: string) =>
   `with inserted as (
      insert into emdr_requests (queue_message_id, client_id, operation, idempotency_key, body_hash, state, callback_url, local_uid, client_message_id, metadata,
-                                document, signature, personal_signatures, intake_errors, request_id)
-     values ($1, $2, $3, $4, $5, 'received', $6, $7, $8, $9, ${document}, $11::bytea, $12, $13, $14)
+                                document, signature, personal_signatures, intake_errors, request_id, client_request_id)
+     values ($1, $2, $3, $4, $5, 'received', $6, $7, $8, $9, ${document}, $11::bytea, $12, $13, $14, $16)
      on conflict (client_id, operation, idempotency_key, body_hash) do nothing
      returning queue_message_id, metadata
    ),
    -- The audit row of the registry request, with it (src/audit/trail.ts).
    audited as (
-     insert into audit_events (request_id, business_id, action, emdr_id, queue_message_id, outcome)
-     select $14, $15, $3, metadata->>'emdrId', queue_message_id, 'ok' from inserted
+     insert into audit_events (request_id, business_id, action, emdr_id, queue_message_id, outcome, client_address, client_request_id)
+     select $14, $15, $3, metadata->>'emdrId', queue_message_id, 'ok', $17, $16 from inserted
    )
    select queue_message_id, metadata from inserted`;
 const INSERT_REQUEST = statement('emdr_insert_request', INSERT_REQUEST_TEXT('$10::bytea'));
@@ -141,6 +143,8 @@ function requestValues(request: NewRequest, document: Buffer | null): unknown[] 
     request.intakeErrors === null ? null : JSON.stringify(request.intakeErrors),
     request.requestId,
     request.businessId,
+    request.clientRequestId,
+    clientColumns()[0],
   ];
 }
 
@@ -216,8 +220,9 @@ class EmdrHandlers {
   }
 
   /** Stores the request with its audit row; the identical retry stored before is recorded on its own. */
-  private async store(request: Omit<NewRequest, 'requestId' | 'businessId'>, clinic: ClinicAccount): Promise<{ queueMessageId: string; metadata: Record<string, unknown> }> {
-    const stored = await storeRequest(this.dependencies.sql, { ...request, requestId: currentRequestId() ?? randomUUID(), businessId: clinic.businessId });
+  private async store(request: Omit<NewRequest, 'requestId' | 'clientRequestId' | 'businessId'>, clinic: ClinicAccount): Promise<{ queueMessageId: string; metadata: Record<string, unknown> }> {
+    const context = currentRequest();
+    const stored = await storeRequest(this.dependencies.sql, { ...request, requestId: context?.requestId ?? randomUUID(), clientRequestId: context?.clientRequestId ?? null, businessId: clinic.businessId });
     if (stored.stored) this.dependencies.requestStored();
     else await this.audit.record({ action: request.operation, businessId: clinic.businessId, queueMessageId: stored.queueMessageId, emdrId: (stored.metadata as { emdrId?: string }).emdrId, outcome: 'ok' });
     return stored;

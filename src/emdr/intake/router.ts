@@ -7,11 +7,12 @@ import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { Logger } from '../../logging/logger.js';
 import { secondsSince, type Metrics } from '../../metrics/metrics.js';
 import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../../db/database.js';
-import { BodyRefusal, ClientGone, readBody, refuseBodyByHeaders } from '../../http/json-body.js';
+import { BodyRefusal, ClientGone, readBody, refuseBodyByHeaders, type BodyInspector } from '../../http/json-body.js';
+import { JsonShapeError, JsonShapeGuard } from '../../http/json-shape.js';
 import { sendJson, type HotPath } from '../../http/respond.js';
 import { droppedBuffer } from '../../memory/garbage.js';
 import { inlineLocalRefs } from '../../validation/inline-refs.js';
-import { createJsonSchemaAjv, errorPath } from '../../validation/json-schema.js';
+import { createJsonSchemaAjv, errorPath, reportedErrors } from '../../validation/json-schema.js';
 import { hasLoneSurrogate, textPaths } from '../../validation/text.js';
 import { ApiError, errorBody, type ErrorItem } from '../errors.js';
 import { parseJsonBody } from './base64-member.js';
@@ -51,8 +52,17 @@ export type SecurityHandler = (request: IncomingMessage) => Promise<unknown>;
 /** Admission after authentication and before the body is read (the rate limit); throws ApiError to refuse. */
 export type BeforeBody = (operationId: string, security: Readonly<Record<string, unknown>>, request: IncomingMessage) => void | Promise<void>;
 
-/** Admission of a body read and not yet parsed (the byte quota), by its length; throws ApiError to refuse. */
-export type BodyRead = (operationId: string, security: Readonly<Record<string, unknown>>, bytes: number) => void;
+/** What a body is admitted with: a look at each chunk as it arrives (throws to refuse it), and what to release once the request is answered. */
+export interface BodyAdmission {
+  inspect?: BodyInspector;
+  release?: () => void;
+}
+
+/**
+ * Admission of a body after its headers were checked and before a byte of it is read (the byte
+ * quota, the large-body slots); throws ApiError to refuse.
+ */
+export type AdmitBody = (operationId: string, security: Readonly<Record<string, unknown>>, request: IncomingMessage) => Promise<BodyAdmission>;
 
 export interface EmdrRouterOptions {
   /** The OpenAPI document, or the path of specs/openapi.yaml. */
@@ -60,7 +70,7 @@ export interface EmdrRouterOptions {
   handlers: Readonly<Record<string, OperationHandler>>;
   securityHandlers?: Readonly<Record<string, SecurityHandler>>;
   beforeBody?: BeforeBody;
-  bodyRead?: BodyRead;
+  admitBody?: AdmitBody;
   /** Largest request body: `default`, and per operationId where an operation takes more (RegisterDocument: BODY_LIMIT). */
   bodyLimits: { default: number; byOperation?: Readonly<Record<string, number>> };
   /** Per operationId, a top-level body member of large base64 kept out of the parsed body (see base64-member.ts). */
@@ -81,8 +91,8 @@ export const SMALL_BODY_LIMIT_BYTES = 64 * 1024;
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
 
-function toErrorItems(errors: ErrorObject[] | null | undefined): ErrorItem[] {
-  return (errors ?? []).map((error) => ({ code: 'VALIDATION_ERROR', message: error.message ?? 'is invalid', path: errorPath(error) }));
+function toErrorItems(errors: readonly ErrorObject[] | null | undefined): ErrorItem[] {
+  return reportedErrors(errors).map((error) => ({ code: 'VALIDATION_ERROR', message: error.message ?? 'is invalid', path: errorPath(error) }));
 }
 
 /**
@@ -142,6 +152,8 @@ type Route =
     }
   | { refusal: ApiError };
 
+type OperationRoute = Extract<Route, { operation: Operation }>;
+
 /** At most this many distinct method+path resolutions are kept (paths with ids vary without end). */
 const ROUTE_CACHE_SIZE = 1024;
 
@@ -188,7 +200,7 @@ class EmdrRouter {
   }
 
   /** Runs the operation's security requirements on the headers (one met is enough): their results, or 401. */
-  private async authenticate(route: Extract<Route, { operation: Operation }>, req: IncomingMessage): Promise<Record<string, unknown>> {
+  private async authenticate(route: OperationRoute, req: IncomingMessage): Promise<Record<string, unknown>> {
     const results: Record<string, unknown> = {};
     for (const scheme of route.schemes) results[scheme] = await this.options.securityHandlers?.[scheme]?.(req);
     if (route.requirements.length > 0 && !route.requirements.some((requirement) => Object.keys(requirement).every((scheme) => Boolean(results[scheme])))) {
@@ -197,20 +209,30 @@ class EmdrRouter {
     return results;
   }
 
-  /** The operation's JSON body, refused on its headers (415, 413) before it is read; undefined when the operation takes none or none came. */
-  private async readJsonBody(operation: Operation, operationId: string, security: Readonly<Record<string, unknown>>, req: IncomingMessage): Promise<unknown> {
+  /**
+   * The operation's JSON body, refused on its headers (415, 413) before it is read, then admitted
+   * (AdmitBody: quota, large-body slots) and bounded in shape while it arrives (json-shape.ts);
+   * undefined when the operation takes none or none came.
+   */
+  private async readJsonBody(route: OperationRoute, security: Readonly<Record<string, unknown>>, req: IncomingMessage, admission: BodyAdmission): Promise<unknown> {
+    const { operation, operationId } = route;
     if (!operation.requestBody) return undefined;
     const limit = this.options.bodyLimits.byOperation?.[operationId] ?? this.options.bodyLimits.default;
     const refusal = refuseBodyByHeaders(req, limit, { typeRequired: false });
     if (refusal) throw refusalError(refusal);
+    Object.assign(admission, await this.options.admitBody?.(operationId, security, req));
+    const shape = new JsonShapeGuard();
+    const inspect = admission.inspect;
     let body: unknown;
     try {
-      const raw = await readBody(req, limit);
-      // Counted before it is parsed: a body that fails parsing or validation costs the clinic's quota too.
-      this.options.bodyRead?.(operationId, security, raw.length);
+      const raw = await readBody(req, limit, (chunk) => {
+        shape.feed(chunk);
+        return inspect?.(chunk);
+      });
       body = parseJsonBody(req, raw, this.options.base64Members?.[operationId]);
     } catch (error) {
       if (error instanceof BodyRefusal) throw refusalError(error);
+      if (error instanceof JsonShapeError) throw ApiError.single(400, 'VALIDATION_ERROR', error.message, '/requestBody');
       if (error instanceof SyntaxError) throw ApiError.single(400, 'VALIDATION_ERROR', 'body is not valid JSON');
       throw error;
     }
@@ -229,22 +251,24 @@ class EmdrRouter {
    * builds their input, without its per-request routing and path parsing (the route has them): 400
    * with every error.
    */
-  private validate(route: Extract<Route, { operation: Operation }>, req: IncomingMessage, query: Record<string, unknown>, body: unknown): void {
+  private validate(route: OperationRoute, req: IncomingMessage, query: Record<string, unknown>, body: unknown): void {
     const parameters: Record<string, unknown> = { path: { ...route.params }, query, header: { ...req.headers }, cookie: {} };
     const contentType = String(req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
     if (typeof body === 'object' || contentType === 'application/json') parameters.requestBody = body;
+    // Bounded by the body's shape (json-shape.ts); only the first MAX_REPORTED_ERRORS are answered.
     const errors: ErrorObject[] = [];
     for (const validate of route.validators) {
       validate(parameters);
-      if (validate.errors) errors.push(...validate.errors);
+      for (const error of validate.errors ?? []) errors.push(error);
     }
     if (errors.length > 0) throw new ApiError(400, toErrorItems(errors));
   }
 
   /**
    * Before a byte of a body is read: the route (404, 405), the clinic's headers (401), the rate
-   * limit (429), then the body's encoding and type (415) and declared length (413); once read and
-   * before it is parsed, the byte quota (429).
+   * limit (429), the body's encoding and type (415) and declared length (413), then its admission:
+   * a large-body slot (429, 503) and the byte quota (429). While it is read: its shape (400) and,
+   * without a Content-Length, the byte quota again.
    */
   async answer(req: IncomingMessage, res: ServerResponse, answered?: Answered): Promise<void> {
     const url = req.url ?? '/';
@@ -255,12 +279,19 @@ class EmdrRouter {
     if (answered) answered.operation = route.operationId;
     const security = await this.authenticate(route, req);
     await this.options.beforeBody?.(route.operationId, security, req);
-    const body = await this.readJsonBody(route.operation, route.operationId, security, req);
-    const query = queryAt < 0 ? {} : this.api.router.parseRequestQuery({ method: req.method ?? 'GET', path: url, headers: {} });
-    this.validate(route, req, query, body);
-    const handler = this.options.handlers[route.operationId];
-    if (!handler) throw ApiError.single(501, 'NOT_IMPLEMENTED', `operation ${route.operationId} is not implemented`);
-    const result = await handler({ operationId: route.operationId, body, params: route.params, query, security, http: req });
+    const admission: BodyAdmission = {};
+    let result: HandlerResult;
+    try {
+      const body = await this.readJsonBody(route, security, req, admission);
+      const query = queryAt < 0 ? {} : this.api.router.parseRequestQuery({ method: req.method ?? 'GET', path: url, headers: {} });
+      this.validate(route, req, query, body);
+      const handler = this.options.handlers[route.operationId];
+      if (!handler) throw ApiError.single(501, 'NOT_IMPLEMENTED', `operation ${route.operationId} is not implemented`);
+      result = await handler({ operationId: route.operationId, body, params: route.params, query, security, http: req });
+    } finally {
+      // A large body's slot is held until it was handled (stored): its memory is the slot's.
+      admission.release?.();
+    }
     sendJson(res, result.status, result.body, result.headers);
     // A large body (a document) is garbage now: freed at once rather than while the workers take the document on.
     droppedBuffer(Number(req.headers['content-length'] ?? 0));

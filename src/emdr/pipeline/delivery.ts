@@ -36,7 +36,7 @@ interface ClaimedCallback {
   signing_secret_sealed: Buffer;
   document_size: number | null;
   signature_size: number | null;
-  /** The x-request-id of the request that created the callback. */
+  /** The x-request-id of the request that created the callback: the client's own, else the gateway's. */
   request_id: string;
 }
 
@@ -55,7 +55,7 @@ const CLAIM = statement(
    update emdr_callbacks c set available_at = now() + $2 * interval '1 millisecond'
      from claimed x, emdr_requests r, emdr_clients k
     where c.id = x.id and r.queue_message_id = c.queue_message_id and k.id = r.client_id
-   returning c.id, c.name, r.operation, c.url, c.payload::text as payload, c.queue_message_id, c.sequence, c.round_attempts, r.request_id,
+   returning c.id, c.name, r.operation, c.url, c.payload::text as payload, c.queue_message_id, c.sequence, c.round_attempts, coalesce(r.client_request_id, r.request_id) as request_id,
              k.business_id, k.user_name, k.callback_user, k.callback_token_sealed, k.signing_secret_sealed,
              case when c.name in (${FILE_CALLBACK_NAMES}) then octet_length(r.document) end as document_size,
              case when c.name in (${FILE_CALLBACK_NAMES}) then octet_length(r.signature) end as signature_size`,
@@ -219,7 +219,7 @@ export class DeliveryStage {
       if (outcome.delivered) continue;
       const row = rows.get(outcome.id)!;
       const fields = { queueMessageId: row.queue_message_id, callback: row.name, webhookId: row.id, url: row.url, httpStatus: outcome.httpStatus, error: outcome.error };
-      runInRequest(row.request_id, () => {
+      runInRequest({ requestId: row.request_id }, () => {
         this.context.logger.warn({ ...fields, nextAttemptInMs: outcome.retryInMs }, 'callback attempt failed');
         if (exhausted.has(row.id)) this.context.logger.warn(fields, 'callback failed: retry schedule exhausted; replay it from /console, POST /api/messages/{id}/replay or ehr-gateway callbacks replay');
       });

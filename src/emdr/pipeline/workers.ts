@@ -1,4 +1,5 @@
 import { CallbackSender } from '../../callbacks/delivery.js';
+import type { EgressPolicy } from '../../callbacks/egress.js';
 import { listen } from '../../db/notify.js';
 import { Stage, type StageOptions } from '../../work/stage.js';
 import { AcceptanceStage } from './acceptance.js';
@@ -37,10 +38,10 @@ type StageHandler<T> = Pick<StageOptions<T>, 'claim' | 'extend' | 'nextDue'> & {
  * the stages whose work its transitions make, all woken by notifications from the other processes;
  * and the registry's answers (registry/port.ts) recorded as they arrive.
  */
-export async function startWorkers(context: PipelineContext & { databaseUrl: string; signatureTrustAnchors?: readonly Uint8Array[] }): Promise<Workers> {
+export async function startWorkers(context: PipelineContext & { databaseUrl: string; signatureTrustAnchors?: readonly Uint8Array[]; callbackEgress: EgressPolicy }): Promise<Workers> {
   const documents = new DocumentCheckPool(undefined, context.signatureTrustAnchors ? { trustAnchors: context.signatureTrustAnchors } : {});
   documents.start();
-  const sender = new CallbackSender(context.retryScheduleMs);
+  const sender = new CallbackSender(context.retryScheduleMs, context.callbackEgress);
   const stages = {} as Record<StageName, Stage<unknown>>;
   /** What a transition made: the stages claiming the states it moved requests to, and delivery for callbacks due. */
   const made = (by: TransitionMaker, settled: Settled) => {

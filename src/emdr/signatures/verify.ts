@@ -32,6 +32,18 @@ export interface VerificationPolicy {
 /** Longest chain from a signer to a trust anchor. */
 const MAX_CHAIN = 8;
 
+/**
+ * Signature values verified for one document at most: its signers' and their chains' candidate
+ * issuers together. The largest request (21 signatures) with chains of two links needs 63; more
+ * signers per signature, or many candidates of one issuer name (each is tried), are what a hostile
+ * request sends to hold a worker (21 × 16 signers × 31 candidates took the whole XML_CHECK_TIMEOUT).
+ * Signers left when it is spent fail with SIGNATURE_VERIFICATION_ERROR, unverified.
+ */
+export const MAX_SIGNATURE_VERIFICATIONS = 64;
+
+/** Thrown when a document's verifications are spent: its signer fails, unverified. */
+class BudgetSpent extends Error {}
+
 interface PendingSigner {
   /** Position of its signature in the request: findings are reported in that order. */
   order: number;
@@ -47,6 +59,8 @@ export class DocumentSignatureCheck {
   private readonly pending: PendingSigner[] = [];
   private readonly digests = new Map<string, Digest>();
   private readonly policy: VerificationPolicy;
+  /** Verifications left for this document (MAX_SIGNATURE_VERIFICATIONS). */
+  private budget = MAX_SIGNATURE_VERIFICATIONS;
 
   constructor(signatures: readonly NamedSignature[], policy: VerificationPolicy) {
     this.policy = policy;
@@ -105,7 +119,7 @@ export class DocumentSignatureCheck {
       }
       signed = { digest: digestOf(digestOid, attributes.der)!, digestOid, data: attributes.der };
     }
-    if (!signatureVerifies(certificate.publicKey, signer.signatureAlgorithm, signed, signer.signature)) {
+    if (!this.verifies(certificate.publicKey, signer.signatureAlgorithm, signed, signer.signature)) {
       return { code: 'SIGNATURE_VERIFICATION_ERROR', message: `${name}: the signature value does not verify with the signer's certificate` };
     }
     const signingTime = attributes?.signingTime;
@@ -115,18 +129,30 @@ export class DocumentSignatureCheck {
       return { code: 'SIGNATURE_VERIFICATION_ERROR', message: `${name}: the signer's certificate is not valid ${when}, ${iso(at)} (valid from ${iso(certificate.notBefore)} to ${iso(certificate.notAfter)})` };
     }
     const anchors = this.policy.trustAnchors;
-    if (anchors && !chainsToAnchor(certificate, certificates, anchors, at)) {
+    if (anchors && !chainsToAnchor(certificate, certificates, anchors, at, this.verifies)) {
       return { code: 'CANT_BUILD_CERT_CHAIN_TO_ACCREDITED_CA_CERT', message: `${name}: the signer's certificate does not chain to a certificate this gateway trusts` };
     }
     return undefined;
   }
+
+  /** One signature value verified, out of the document's budget. */
+  private readonly verifies: Verify = (...args) => {
+    if (this.budget <= 0) throw new BudgetSpent();
+    this.budget -= 1;
+    return signatureVerifies(...args);
+  };
 }
+
+type Verify = typeof signatureVerifies;
 
 /** Runs one signature's step; a malformed or unsupported signature becomes its finding, never an exception. */
 function guarded(name: string, step: () => SignatureFinding | undefined): SignatureFinding | undefined {
   try {
     return step();
   } catch (error) {
+    if (error instanceof BudgetSpent) {
+      return { code: 'SIGNATURE_VERIFICATION_ERROR', message: `${name}: not verified: the document's signatures and their chains need more than ${MAX_SIGNATURE_VERIFICATIONS} verifications, the limit` };
+    }
     if (error instanceof UnsupportedAlgorithm) return { code: 'UNKNOWN_ALGORITHM', message: `${name}: unsupported ${error.message}` };
     if (error instanceof SignatureFormatError) return { code: 'SIGNATURE_DECODING_ERROR', message: `${name} is not a CMS SignedData: ${error.message}` };
     return { code: 'SIGNATURE_DECODING_ERROR', message: `${name} could not be decoded` };
@@ -140,14 +166,14 @@ function identifies(signer: SignerInfo, certificate: Certificate): boolean {
 }
 
 /** Whether `issuer` signed `subject` and may issue certificates at `at`. */
-function issued(issuer: Certificate, subject: Certificate, at: number): boolean {
+function issued(issuer: Certificate, subject: Certificate, at: number, verifies: Verify): boolean {
   if (!Buffer.from(issuer.subject).equals(subject.issuer)) return false;
   if (issuer.isCa !== true || (issuer.keyUsage !== undefined && (issuer.keyUsage & KEY_USAGE.keyCertSign) === 0)) return false;
   if (at < issuer.notBefore || at > issuer.notAfter) return false;
   const digestOid = certificateSignatureDigest(subject.signatureAlgorithm);
   if (!digestOid) return false;
   try {
-    return signatureVerifies(issuer.publicKey, subject.signatureAlgorithm, { digest: digestOf(digestOid, subject.tbs)!, digestOid, data: subject.tbs }, subject.signature);
+    return verifies(issuer.publicKey, subject.signatureAlgorithm, { digest: digestOf(digestOid, subject.tbs)!, digestOid, data: subject.tbs }, subject.signature);
   } catch (error) {
     if (error instanceof UnsupportedAlgorithm || error instanceof SignatureFormatError) return false;
     throw error;
@@ -155,12 +181,12 @@ function issued(issuer: Certificate, subject: Certificate, at: number): boolean 
 }
 
 /** Whether a chain of issuers leads from `certificate` to one of `anchors` (which may be roots or intermediates). */
-function chainsToAnchor(certificate: Certificate, carried: readonly Certificate[], anchors: readonly Certificate[], at: number): boolean {
+function chainsToAnchor(certificate: Certificate, carried: readonly Certificate[], anchors: readonly Certificate[], at: number, verifies: Verify): boolean {
   const isAnchor = (candidate: Certificate) => anchors.some((anchor) => Buffer.from(anchor.der).equals(candidate.der));
   let current = certificate;
   for (let depth = 0; depth <= MAX_CHAIN; depth += 1) {
     if (isAnchor(current)) return true;
-    const issuer = [...anchors, ...carried].find((candidate) => candidate !== current && issued(candidate, current, at));
+    const issuer = [...anchors, ...carried].find((candidate) => candidate !== current && issued(candidate, current, at, verifies));
     if (!issuer) return false;
     current = issuer;
   }

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { openDatabase } from '../../../src/db/database.js';
-import { seedDemoPatients } from '../../../src/ehr/patients.js';
+import { seedDemoPatients, toE164 } from '../../../src/ehr/patients.js';
 import { createLogger } from '../../../src/logging/logger.js';
 import type { Role } from '../../../src/service.js';
 import { startTestService, type TestService } from '../../support/service.js';
@@ -19,6 +19,12 @@ export const ALEXEY = { surname: 'Федоров', name: 'Алексей', date:
 export async function databaseOf(service: TestService): Promise<{ knex: Knex; close(): Promise<void> }> {
   return openDatabase(service.config, createLogger('silent'), { adopt: false });
 }
+
+/**
+ * EXCHANGE_TOKEN_PHONE=optional: for the suites about sessions, tokens and matching beyond the phone,
+ * which store exchange tokens without one (the binding itself: login-fixation.test.ts, sdk-flows).
+ */
+export const PHONE_OPTIONAL = { EXCHANGE_TOKEN_PHONE: 'optional' } as const;
 
 /** The real service with the test's internal account and the demo patients. */
 export async function startEhrTestService(env: Record<string, string> = {}, roles?: readonly Role[], logDestination?: NodeJS.WritableStream): Promise<TestService> {
@@ -59,7 +65,8 @@ export async function authenticatedUser(service: TestService, properties: Record
   const user = unique('user');
   const token = unique('token');
   const exchangeToken = unique('exchange');
-  const saved = await saveExchangeToken(service, exchangeToken, { user, token, ttl });
+  // The phone the authorization server verified: the patient's (EXCHANGE_TOKEN_PHONE=required by default).
+  const saved = await saveExchangeToken(service, exchangeToken, { user, token, ttl, phone: toE164(String(properties.phone)) });
   if (saved.error) throw new Error(JSON.stringify(saved.error));
   const answer = await authenticate(service, exchangeToken, properties);
   if (answer.error) throw new Error(JSON.stringify(answer.error));

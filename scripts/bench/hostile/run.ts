@@ -1,0 +1,277 @@
+/**
+ * `make hostile`: the hostile-load suite of issue 21. Each scenario puts one abusive clinic beside
+ * one honest clinic on `ehr-gateway serve` (its own process) and measures the honest clinic's p99
+ * acknowledgement and first-callback latency, and /healthz, without the abuser and then with it.
+ * Writes hostile.md and hostile.json into --out. Run `tsx scripts/bench/hostile/run.ts --help`.
+ */
+import { execFile, spawn } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs, promisify } from 'node:util';
+import { ORGANIZATION } from '../../../test/support/emdr.js';
+import { startDatabaseServer, type BenchDatabaseServer } from '../lib/database.js';
+import { describeCommit, startServe, type ServiceProcess } from '../lib/processes.js';
+import { rpcVersion } from '../lib/service.js';
+import type { AbuseOrder } from './abuser.js';
+import { figuresOf, honestClinic, probeHealth, startReceiver, type ClinicHeaders, type PhaseFigures } from './honest.js';
+
+const HELP = `usage: tsx scripts/bench/hostile/run.ts [options]
+
+One abusive clinic beside one honest clinic, per finding of issue 21, against \`ehr-gateway serve\`
+as its own process on a fresh database (the embedded PostgreSQL in a temporary directory, or
+DATABASE_URL's server). Each scenario measures the honest clinic (RegisterDocument at a steady rate,
+a connection each; its receiver answers at once) and /healthz (a probe every 100 ms) for a phase
+alone, then for a phase with the abuser running (its own process, from 127.0.0.2), and judges the
+honest clinic's p99 acknowledgement and first-callback latency against 2× of the phase alone, no
+failed request, and /healthz under 100 ms. Writes hostile.md and hostile.json into --out.
+
+Scenarios (--only, comma-separated; default all that exist):
+  H1  bodies of 2 million members (18 MB), of 120,000 (1 MB), of 16 MB of nested [, 8 at a time
+  M1  520 keep-alive connections sending GET /healthz every 3 s
+  M4  RegisterDocument bodies of 24 MiB, 64 at a time
+  M5  unauthenticated interface A calls, 32 connections back to back
+  M2, M3 (fair scheduling of acceptance checks and callbacks) come with the pipeline's restructuring.
+
+options:
+  --smoke            phases of 3 s and a lighter abuser: checks the suite works (make test runs it)
+  --seconds S        seconds per phase (default 20; smoke 3)
+  --out DIR          where to write (default docs)
+  --root DIR         the checkout whose serve is measured (default this one), e.g. an older commit
+  --label TEXT       what to call the measured code (default: git describe of --root)
+  --before FILE      an earlier run's hostile.json, shown as "before"
+  --from FILE        write the report of a recorded run's hostile.json instead of measuring
+  -h, --help         this text`;
+
+interface Scenario {
+  name: string;
+  finding: string;
+  /** The abuse, full and in a smoke run. */
+  abuse: { pattern: AbuseOrder['pattern']; concurrency: number; smokeConcurrency: number };
+}
+
+/** The scenarios of the review's findings; M2 and M3 plug in here with the scheduling work. */
+const SCENARIOS: Scenario[] = [
+  { name: 'H1', finding: 'validation of huge and deep bodies: 18 MB of 2M members, 1 MB of 120k, 16 MB of nested [', abuse: { pattern: 'h1', concurrency: 8, smokeConcurrency: 2 } },
+  { name: 'M1', finding: '520 busy keep-alive connections of one client', abuse: { pattern: 'm1', concurrency: 520, smokeConcurrency: 520 } },
+  { name: 'M4', finding: '64 concurrent bodies of 24 MiB', abuse: { pattern: 'm4', concurrency: 64, smokeConcurrency: 6 } },
+  { name: 'M5', finding: 'a flood of unauthenticated interface A calls', abuse: { pattern: 'm5', concurrency: 32, smokeConcurrency: 8 } },
+];
+const PLANNED = ['M2 (acceptance checks scheduled per clinic)', 'M3 (callbacks settled one by one, a circuit breaker for dead receivers)'];
+
+/** The honest clinic's rate, the probe's period, and how long a phase waits for its last callbacks. */
+const HONEST_PER_SECOND = 5;
+const PROBE_EVERY_MS = 100;
+const CALLBACK_WAIT_MS = 30_000;
+
+export interface ScenarioRecord {
+  name: string;
+  finding: string;
+  abuse: string;
+  alone: PhaseFigures;
+  abused: PhaseFigures;
+  /** Growth of serve's peak RSS while the abuser ran. */
+  peakRssGrowthMiB: number;
+  /** What the gateway answered the abuser, by status. */
+  abuserAnswers: Record<string, number>;
+  verdict: { ackWithin2x: boolean; callbackWithin2x: boolean; noFailures: boolean; healthzUnder100ms: boolean };
+}
+
+export interface HostileRun {
+  date: string;
+  commit: string;
+  mode: string;
+  machine: { cpu: string; cores: number; loadAverage: [number, number] };
+  scenarios: ScenarioRecord[];
+  planned: string[];
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function peakRssMiB(pid: number): Promise<number> {
+  return Number(/VmHWM:\s+(\d+) kB/.exec(await fs.readFile(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+}
+
+/** A clinic account made by the measured checkout's own `clients add`, calling back to `callbackUrl`. */
+async function addClinic(root: string, env: Record<string, string>, callbackUrl: string): Promise<ClinicHeaders> {
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    ['--import', 'tsx', path.join(root, 'src/main.ts'), 'clients', 'add', '--business-id', `hostile-${randomUUID().slice(0, 8)}`, '--user', 'mis', '--callback-url', callbackUrl, '--organization', ORGANIZATION],
+    { cwd: root, env: { ...process.env, ...env, LOG_LEVEL: 'warn' } },
+  );
+  const created = JSON.parse(stdout) as ClinicHeaders;
+  return { businessId: created.businessId, user: created.user, token: created.token };
+}
+
+/** A phase: the honest clinic and the probe for `seconds`, then its figures. */
+async function phase(service: ServiceProcess, clinic: ClinicHeaders, receiver: Awaited<ReturnType<typeof startReceiver>>, seconds: number): Promise<PhaseFigures> {
+  const url = `http://127.0.0.1:${service.publicPort}`;
+  const probe = probeHealth(url, PROBE_EVERY_MS);
+  const honest = honestClinic(url, clinic, HONEST_PER_SECOND);
+  await sleep(seconds * 1000);
+  const sent = await honest.stop();
+  const health = await probe.stop();
+  return figuresOf(sent, receiver, health, CALLBACK_WAIT_MS);
+}
+
+function verdict(alone: PhaseFigures, abused: PhaseFigures): ScenarioRecord['verdict'] {
+  const within = (base: number | undefined, value: number | undefined) => base !== undefined && value !== undefined && value <= 2 * base;
+  return {
+    ackWithin2x: within(alone.ackP99Ms, abused.ackP99Ms),
+    callbackWithin2x: within(alone.firstCallbackP99Ms, abused.firstCallbackP99Ms) && abused.callbacksMissing === 0,
+    noFailures: abused.acknowledged === abused.requests,
+    healthzUnder100ms: abused.healthzFailures === 0 && abused.healthzMaxMs !== undefined && abused.healthzMaxMs <= 100,
+  };
+}
+
+async function runScenario(scenario: Scenario, options: { root: string; database: BenchDatabaseServer; seconds: number; smoke: boolean; log: (text: string) => void }): Promise<ScenarioRecord> {
+  const key = randomBytes(32).toString('hex');
+  const env = {
+    DATABASE_URL: await options.database.freshDatabase(`hostile_${scenario.name.toLowerCase()}`),
+    // Both names of the data key: older checkouts read USER_SIGN_KEY.
+    DATA_KEY: key,
+    USER_SIGN_KEY: key,
+    // The receivers are on loopback: allowed for callbacks (a checkout without an egress policy ignores it).
+    CALLBACK_ALLOWED_NETWORKS: '127.0.0.0/8',
+  };
+  const honestReceiver = await startReceiver();
+  const abuserReceiver = await startReceiver();
+  const service = await startServe(options.root, env);
+  let abuser: ReturnType<typeof spawn> | undefined;
+  try {
+    const honest = await addClinic(options.root, env, honestReceiver.url);
+    const abusive = await addClinic(options.root, env, abuserReceiver.url);
+    // Warm up: the first requests pay for connections and prepared statements.
+    await phase(service, honest, honestReceiver, Math.min(2, options.seconds));
+    options.log(`${scenario.name}: the honest clinic alone`);
+    const alone = await phase(service, honest, honestReceiver, options.seconds);
+    const concurrency = options.smoke ? scenario.abuse.smokeConcurrency : scenario.abuse.concurrency;
+    const order: AbuseOrder = { pattern: scenario.abuse.pattern, port: service.publicPort, clinic: abusive, concurrency, rpcVersion: rpcVersion(options.root) };
+    await fs.writeFile(`/proc/${service.pid}/clear_refs`, '5');
+    const rssBefore = await peakRssMiB(service.pid);
+    abuser = spawn(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'abuser.ts'), JSON.stringify(order)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    abuser.stderr!.on('data', (chunk: Buffer) => options.log(`${scenario.name} abuser: ${chunk.toString().trim().slice(0, 300)}`));
+    let abuserOutput = '';
+    abuser.stdout!.on('data', (chunk: Buffer) => (abuserOutput += chunk.toString()));
+    await new Promise<void>((resolve) => abuser!.stdout!.once('data', () => resolve()));
+    // The abuse under way before the honest clinic is measured beside it.
+    await sleep(1000);
+    options.log(`${scenario.name}: the honest clinic beside the abuser (${scenario.abuse.pattern}, ${concurrency})`);
+    const abused = await phase(service, honest, honestReceiver, options.seconds);
+    const peakRssGrowthMiB = Math.round(((await peakRssMiB(service.pid)) - rssBefore) * 10) / 10;
+    const exited = new Promise((resolve) => abuser!.once('exit', resolve));
+    abuser.kill('SIGTERM');
+    await exited;
+    const abuserAnswers = (JSON.parse(abuserOutput.trim().split('\n').at(-1) ?? '{}') as { answers?: Record<string, number> }).answers ?? {};
+    return { name: scenario.name, finding: scenario.finding, abuse: `${scenario.abuse.pattern} × ${concurrency}`, alone, abused, peakRssGrowthMiB, abuserAnswers, verdict: verdict(alone, abused) };
+  } finally {
+    abuser?.kill('SIGTERM');
+    if (abuser && abuser.exitCode === null) await new Promise((resolve) => abuser!.once('exit', resolve));
+    await service.stop();
+    await honestReceiver.close();
+    await abuserReceiver.close();
+  }
+}
+
+const ms = (value: number | undefined) => (value === undefined ? '—' : `${value.toLocaleString('en', { maximumFractionDigits: value >= 100 ? 0 : 1 })} ms`);
+const ratio = (base: number | undefined, value: number | undefined) => (base === undefined || value === undefined || base === 0 ? '' : ` (${(value / base).toFixed(1)}×)`);
+const failuresText = (figures: PhaseFigures) => {
+  const entries = Object.entries(figures.failures);
+  return entries.length === 0 ? '0' : entries.map(([status, count]) => `${count} × ${status}`).join(', ');
+};
+
+function tableRows(run: HostileRun, label: string): string[] {
+  return run.scenarios.map((record) => {
+    const { alone, abused, verdict: judged } = record;
+    const met = judged.ackWithin2x && judged.callbackWithin2x && judged.noFailures && judged.healthzUnder100ms;
+    return `| ${record.name} ${label} | ${ms(alone.ackP99Ms)} → ${ms(abused.ackP99Ms)}${ratio(alone.ackP99Ms, abused.ackP99Ms)} | ${ms(alone.firstCallbackP99Ms)} → ${ms(abused.firstCallbackP99Ms)}${ratio(alone.firstCallbackP99Ms, abused.firstCallbackP99Ms)}${abused.callbacksMissing > 0 ? `, ${abused.callbacksMissing} missing` : ''} | ${abused.requests - abused.acknowledged} of ${abused.requests} (${failuresText(abused)}) | ${ms(alone.healthzMaxMs)} → ${ms(abused.healthzMaxMs)}${abused.healthzFailures > 0 ? `, ${abused.healthzFailures} failed` : ''} | ${record.peakRssGrowthMiB} MiB | ${met ? '**met**' : '**missed**'} |`;
+  });
+}
+
+function markdown(run: HostileRun, before: HostileRun | undefined): string {
+  const lines = [
+    '# Hostile load: one abusive clinic beside an honest one',
+    '',
+    `Written by \`make hostile\` (\`scripts/bench/hostile/run.ts\`), ${run.date}, ${run.commit}, ${run.mode}; ${run.machine.cores} cores (${run.machine.cpu}), load average ${run.machine.loadAverage[0]} at the start and ${run.machine.loadAverage[1]} at the end.`,
+    '',
+    `Each scenario: \`serve\` as its own process on a fresh database; the honest clinic sends RegisterDocument at ${HONEST_PER_SECOND} a second, a new connection each, and its receiver answers at once; /healthz is probed every ${PROBE_EVERY_MS} ms from another address. A phase without the abuser, then one with it (its own process, from 127.0.0.2). Latencies are the honest clinic's p99, alone → beside the abuser; the target: both within 2× of the phase alone, no failed request, /healthz under 100 ms.`,
+    '',
+    ...(before ? [`"before" rows: ${before.date}, ${before.commit}, ${before.mode}, load average ${before.machine.loadAverage[0]} at the start and ${before.machine.loadAverage[1]} at the end.`, ''] : []),
+    'On a machine shared with other work (the load averages above), the phases alone vary from run to run by as much as the ratios they are compared with; read the ratios with the load, and the failures, /healthz and memory as they are.',
+    '',
+    '| scenario | acknowledgement p99 | first callback p99 | honest requests failed beside the abuser | /healthz max | serve peak RSS growth | target |',
+    '|---|---|---|---|---|---|---|',
+    ...tableRows(run, run.commit === before?.commit ? '' : `(${run.commit})`),
+    ...(before ? tableRows(before, `before (${before.commit})`) : []),
+    '',
+    ...run.scenarios.map((record) => `- **${record.name}**: ${record.finding} (abuser \`${record.abuse}\`; the gateway answered it ${Object.entries(record.abuserAnswers ?? {}).map(([status, count]) => `${count} × ${status}`).join(', ') || 'nothing'}).`),
+    '',
+    `Not yet measured here: ${run.planned.join('; ')}; they come with the pipeline's fair scheduling.`,
+    '',
+  ];
+  return `${lines.join('\n')}`;
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      smoke: { type: 'boolean' },
+      seconds: { type: 'string' },
+      out: { type: 'string' },
+      root: { type: 'string' },
+      label: { type: 'string' },
+      before: { type: 'string' },
+      only: { type: 'string' },
+      from: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    console.log(HELP);
+    return;
+  }
+  const repo = path.resolve(import.meta.dirname, '../../..');
+  const root = path.resolve(values.root ?? repo);
+  const smoke = values.smoke ?? false;
+  const seconds = values.seconds === undefined ? (smoke ? 3 : 20) : Number(values.seconds);
+  if (!Number.isFinite(seconds) || seconds <= 0) throw new Error('--seconds takes a positive number');
+  const chosen = values.only ? SCENARIOS.filter((scenario) => values.only!.split(',').includes(scenario.name)) : SCENARIOS;
+  const out = path.resolve(values.out ?? path.join(repo, 'docs'));
+  const before = values.before && existsSync(values.before) ? (JSON.parse(await fs.readFile(values.before, 'utf8')) as HostileRun) : undefined;
+  if (values.from) {
+    const recorded = JSON.parse(await fs.readFile(values.from, 'utf8')) as HostileRun;
+    await fs.mkdir(out, { recursive: true });
+    await fs.writeFile(path.join(out, 'hostile.md'), markdown(recorded, before));
+    return;
+  }
+  const started = Date.now();
+  const log = (text: string) => console.error(`hostile ${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s  ${text}`);
+  const loadAtStart = +os.loadavg()[0]!.toFixed(2);
+  const database = await startDatabaseServer();
+  const scenarios: ScenarioRecord[] = [];
+  try {
+    for (const scenario of chosen) scenarios.push(await runScenario(scenario, { root, database, seconds, smoke, log }));
+  } finally {
+    await database.stop();
+  }
+  const run: HostileRun = {
+    date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+    commit: values.label ?? describeCommit(root),
+    mode: smoke ? 'smoke run' : `phases of ${seconds} s`,
+    machine: { cpu: os.cpus()[0]?.model ?? 'unknown', cores: os.cpus().length, loadAverage: [loadAtStart, +os.loadavg()[0]!.toFixed(2)] },
+    scenarios,
+    planned: PLANNED,
+  };
+  await fs.mkdir(out, { recursive: true });
+  await fs.writeFile(path.join(out, 'hostile.json'), `${JSON.stringify(run, null, 2)}\n`);
+  await fs.writeFile(path.join(out, 'hostile.md'), markdown(run, before));
+  log(`wrote ${path.join(out, 'hostile.md')}`);
+}
+
+main().catch((error: unknown) => {
+  console.error(`hostile: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  process.exit(1);
+});
