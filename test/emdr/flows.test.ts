@@ -67,7 +67,7 @@ describe('RegisterDocument then DemandContent', () => {
     expect(Number.isNaN(Date.parse(result.registrationDateTime as string))).toBe(false);
 
     const search = await post(service.publicUrl, '/api/SearchRegistryItem', authHeaders(clinic), { localUid: body.localUid });
-    expect(search).toMatchObject({ status: 200, body: { items: [{ emdrId: result.emdrId, localUid: body.localUid, kind: '6', organization: ORGANIZATION, version: 1 }] } });
+    expect(search).toMatchObject({ status: 200, body: { items: [{ emdrId: result.emdrId, localUid: body.localUid, kind: '119', organization: ORGANIZATION, version: 1 }] } });
 
     const clientMessageId = randomUUID();
     const demand = await post(service.publicUrl, '/api/DemandContent', authHeaders(clinic), { emdrId: result.emdrId, clientMessageId });

@@ -205,6 +205,7 @@ function registerMetadata(body: RegisterDocumentRequest): RegisterMetadata {
     creationDateTime: body.creationDateTime,
     ...(body.documentNumber === undefined ? {} : { documentNumber: body.documentNumber }),
     ...(body.replaces === undefined ? {} : { replaces: body.replaces }),
+    ...(body.signatureChecksum === undefined ? {} : { signatureChecksum: body.signatureChecksum }),
   };
 }
 

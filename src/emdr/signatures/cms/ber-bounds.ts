@@ -81,3 +81,59 @@ export function checkBerBounds(bytes: Uint8Array, limits: BerLimits): void {
   } while (open.length > 0);
   if (offset !== bytes.length) throw new SignatureFormatError('bytes after the signature');
 }
+
+/**
+ * The same element with every indefinite length made definite (BER to DER as far as lengths go:
+ * the order of a SET's members is kept as the signer wrote it, which is what it signed). For the
+ * signed attributes of a BER signature: the signature covers their DER. `bytes` has passed
+ * checkBerBounds, so the nesting is bounded.
+ */
+export function withDefiniteLengths(bytes: Uint8Array): Uint8Array {
+  const { element, end } = rewrite(bytes, 0);
+  if (end !== bytes.length) throw new SignatureFormatError('bytes after the element');
+  return element;
+}
+
+function rewrite(bytes: Uint8Array, offset: number): { element: Uint8Array; end: number } {
+  let cursor = offset + 1;
+  if ((bytes[offset]! & 0x1f) === 0x1f) while ((bytes[cursor++]! & 0x80) !== 0);
+  const tag = bytes.subarray(offset, cursor);
+  const constructed = (bytes[offset]! & 0x20) !== 0;
+  const first = bytes[cursor++]!;
+  const parts: Uint8Array[] = [];
+  let end: number;
+  if (first === 0x80) {
+    while (!(bytes[cursor] === 0 && bytes[cursor + 1] === 0)) {
+      if (cursor >= bytes.length) throw new SignatureFormatError('truncated element');
+      const child = rewrite(bytes, cursor);
+      parts.push(child.element);
+      cursor = child.end;
+    }
+    end = cursor + 2;
+  } else {
+    let length = first;
+    if (first > 0x80) {
+      length = 0;
+      for (let index = 0; index < (first & 0x7f); index += 1) length = length * 256 + bytes[cursor + index]!;
+      cursor += first & 0x7f;
+    }
+    end = cursor + length;
+    if (!constructed) parts.push(bytes.subarray(cursor, end));
+    else {
+      while (cursor < end) {
+        const child = rewrite(bytes, cursor);
+        parts.push(child.element);
+        cursor = child.end;
+      }
+    }
+  }
+  const content = Buffer.concat(parts);
+  return { element: Buffer.concat([tag, definiteLength(content.length), content]), end };
+}
+
+function definiteLength(length: number): Uint8Array {
+  if (length < 0x80) return Uint8Array.of(length);
+  const bytes: number[] = [];
+  for (let rest = length; rest > 0; rest = Math.floor(rest / 256)) bytes.unshift(rest % 256);
+  return Uint8Array.of(0x80 | bytes.length, ...bytes);
+}

@@ -23,8 +23,7 @@ import {
   SubjectKeyIdentifier,
   Time,
 } from '@peculiar/asn1-x509';
-import { checkBerBounds, SignatureFormatError, type BerLimits } from './ber-bounds.ts';
-import { setOf } from './der-writer.ts';
+import { checkBerBounds, SignatureFormatError, withDefiniteLengths, type BerLimits } from './ber-bounds.ts';
 
 export { SignatureFormatError } from './ber-bounds.ts';
 
@@ -210,17 +209,11 @@ function soleValue(attribute: CmsAttribute, what: string): ArrayBuffer {
 
 /**
  * The signed attributes: the DER the signature covers is their encoding with the SET OF tag
- * (RFC 5652, 5.4); as received when it has definite lengths, else encoded anew (BER's indefinite
- * lengths are not DER: the signer signed the DER).
+ * (RFC 5652, 5.4): as received, its indefinite lengths (BER) made definite, the signer signed the DER.
  */
 function signedAttributesOf(attributes: readonly CmsAttribute[], encoding: Uint8Array): SignedAttributes {
-  let der: Uint8Array;
-  if (encoding[1] === 0x80) {
-    der = setOf(...attributes.map((attribute) => Buffer.from(AsnConvert.serialize(attribute))));
-  } else {
-    der = Uint8Array.from(encoding);
-    der[0] = 0x31;
-  }
+  const der = Uint8Array.from(withDefiniteLengths(encoding));
+  der[0] = 0x31;
   const result: SignedAttributes = { der };
   for (const attribute of bounded(attributes, MAX_ATTRIBUTES, 'signedAttrs')) {
     if (attribute.attrType === id_messageDigest) {

@@ -1,6 +1,6 @@
 /**
  * DER encoding of the few ASN.1 types a certificate and a CMS SignedData need, for the test signer
- * (test-signer.ts) and the signed attributes of a BER signature (cms.ts).
+ * (test-signer.ts).
  */
 
 export const TAG = {
