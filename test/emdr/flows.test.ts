@@ -192,8 +192,8 @@ describe('acceptance errors in the acceptance callback', () => {
     expect(await acceptanceErrors({ document: 'not base64!' })).toEqual(['VALIDATION_ERROR']);
   });
 
-  it('XML_VALIDATION_ERROR for a document that is not well-formed XML', async () => {
-    expect(await acceptanceErrors({ document: Buffer.from('<a><b></a>').toString('base64') })).toEqual(['XML_VALIDATION_ERROR']);
+  it('XML_NOT_WELL_FORMED for a document that is not well-formed XML', async () => {
+    expect(await acceptanceErrors({ document: Buffer.from('<a><b></a>').toString('base64') })).toEqual(['XML_NOT_WELL_FORMED']);
   });
 
   it('SIGNATURE_DECODING_ERROR for a signature that is not a CMS SignedData', async () => {
@@ -246,10 +246,10 @@ describe('acceptance errors in the acceptance callback', () => {
 });
 
 describe('request errors', () => {
-  it('401 ACCESS_DENIED for a missing header or a wrong token', async () => {
+  it('401 UNAUTHENTICATED for a missing header or a wrong token', async () => {
     const { token: _token, ...withoutToken } = authHeaders(clinic);
     for (const headers of [withoutToken, { ...authHeaders(clinic), token: 'wrong' }, { ...authHeaders(clinic), user: 'someone' }]) {
-      expect(await post(service.publicUrl, '/api/RegisterDocument', headers, registerBody())).toMatchObject({ status: 401, body: { status: 'Error', errors: [{ code: 'ACCESS_DENIED' }] } });
+      expect(await post(service.publicUrl, '/api/RegisterDocument', headers, registerBody())).toMatchObject({ status: 401, body: { status: 'Error', errors: [{ code: 'UNAUTHENTICATED' }] } });
     }
   });
 
@@ -259,17 +259,17 @@ describe('request errors', () => {
     expect(answer.body.errors.map((error: { path: string }) => error.path)).toEqual(expect.arrayContaining(['/requestBody/localUid', '/requestBody/patientSnils', '/requestBody/extra']));
   });
 
-  it('403 ACCESS_DENIED for an organization the account does not act for', async () => {
+  it('403 FORBIDDEN for an organization the account does not act for', async () => {
     expect(await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody({ organization: '1.2.643.5.1.13.13.12.2.77.1' }))).toMatchObject({
       status: 403,
-      body: { errors: [{ code: 'ACCESS_DENIED', path: '/requestBody/organization' }] },
+      body: { errors: [{ code: 'FORBIDDEN', path: '/requestBody/organization' }] },
     });
   });
 
-  it('403 ACCESS_DENIED for a callbackUrl the clinic did not register', async () => {
+  it('403 FORBIDDEN for a callbackUrl the clinic did not register', async () => {
     expect(await post(service.publicUrl, '/api/DemandContent', authHeaders(clinic), { emdrId: '1.2', callbackUrl: 'http://169.254.169.254/latest' })).toMatchObject({
       status: 403,
-      body: { errors: [{ code: 'ACCESS_DENIED', path: '/requestBody/callbackUrl' }] },
+      body: { errors: [{ code: 'FORBIDDEN', path: '/requestBody/callbackUrl' }] },
     });
   });
 

@@ -181,8 +181,8 @@ public final class ClinicPartner {
     } catch (ApiException refused) {
       ErrorResponse error = client.getObjectMapper().readValue(refused.getResponseBody(), ErrorResponse.class);
       check(refused.getCode() == 403 && error.getStatus() == ErrorResponse.StatusEnum.ERROR
-          && "ACCESS_DENIED".equals(error.getErrors().get(0).getCode()) && "/requestBody/callbackUrl".equals(error.getErrors().get(0).getPath()),
-          "registerDocument with an unregistered callbackUrl: 403, ErrorResponse ACCESS_DENIED at /requestBody/callbackUrl");
+          && "FORBIDDEN".equals(error.getErrors().get(0).getCode()) && "/requestBody/callbackUrl".equals(error.getErrors().get(0).getPath()),
+          "registerDocument with an unregistered callbackUrl: 403, ErrorResponse FORBIDDEN at /requestBody/callbackUrl");
     }
   }
 
