@@ -8,6 +8,7 @@ import { runCli } from '../support/cli.js';
 import { startCallbackReceiver, type CallbackReceiver, type ReceivedCallback } from '../support/callback-receiver.js';
 import { addClinic, authHeaders, FIXTURE_ATTACHED_SIGNATURE, FIXTURE_SIGNATURE, FIXTURE_XML, largeXml, ORGANIZATION, post, registerBody } from '../support/emdr.js';
 import { startTestService, type TestService } from '../support/service.js';
+import { testSignatureOf } from '../support/signing.js';
 
 /** Both flows of interface B over real HTTP, with a real callback receiver on loopback. */
 let service: TestService;
@@ -156,7 +157,8 @@ describe('RegisterDocument then DemandContent', () => {
   });
 
   it('recognises the identical retry with its members, nested ones too, in another order', async () => {
-    const signature = FIXTURE_SIGNATURE.toString('base64');
+    // A personal signature by another certificate than the organization's (one certificate signing twice is SIGNATURE_DUPLICATION).
+    const signature = testSignatureOf(FIXTURE_XML).toString('base64');
     const body = registerBody({ personalSignatures: [{ signer: { snils: '08765432110', role: '1' }, signature }] });
     const first = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), body);
     const reordered = Object.fromEntries(Object.entries({ ...body, personalSignatures: [{ signature, signer: { role: '1', snils: '08765432110' } }] }).reverse());
@@ -225,14 +227,16 @@ describe('acceptance errors in the acceptance callback', () => {
     const search = await post(service.publicUrl, '/api/SearchRegistryItem', authHeaders(clinic), { registerDateBegin: '0000-01-01T00:00:00Z', registerDateEnd: '9999-12-31T23:59:59+23:59' });
     expect(search.status).toBe(400);
     expect(search.body.errors.map((error: { path: string }) => error.path)).toEqual(expect.arrayContaining(['/requestBody/registerDateBegin', '/requestBody/registerDateEnd']));
-    const { body, queueMessageId } = await register({ creationDateTime: '2016-12-31T23:59:60Z' });
+    // A leap second's form (the last real one, 2016-12-31, predates every kind of the 1520 table: NO_DOCUMENT_KIND_ON_DATE).
+    const { body, queueMessageId } = await register({ creationDateTime: '2025-12-31T23:59:60Z' });
     expect((await callbacksOf(queueMessageId, 2)).map((callback) => callback.body.status)).toEqual(['success', 'success']);
     const found = await post(service.publicUrl, '/api/SearchRegistryItem', authHeaders(clinic), { localUid: body.localUid, registerDateBegin: '1900-01-01T00:00:00-15:59', registerDateEnd: '9999-12-31T23:59:59+15:59' });
     expect(found.body.items.map((item: { localUid: string }) => item.localUid)).toEqual([body.localUid]);
   });
 
   it('WRONG_CREATION_DATE for a creation date in the future', async () => {
-    expect(await acceptanceErrors({ creationDateTime: '2999-01-01T00:00:00Z' })).toEqual(['WRONG_CREATION_DATE']);
+    // The organization's certificate (valid until 2040) is not valid then either: the registry's rule 8.
+    expect(await acceptanceErrors({ creationDateTime: '2999-01-01T00:00:00Z' })).toEqual(['DOC_DATE_MISMATCH_CERT_NOT_AFTER', 'WRONG_CREATION_DATE']);
   });
 
   it('REGISTRY_ITEM_NOT_FOUND for DemandContent of an unknown emdrId, and no file callback', async () => {
