@@ -158,14 +158,25 @@ export class TestPki {
   }
 }
 
-let defaultSigner: { pki: TestPki; signer: Issued } | undefined;
+let defaultSigners: { pki: TestPki; clinic: Issued; doctor: Issued } | undefined;
 
-/** A detached RSA signature of `document` by this process's test signer (no engine needed). */
-export function testSignatureOf(document: Buffer): Buffer {
-  if (!defaultSigner) {
+function signers(): { pki: TestPki; clinic: Issued; doctor: Issued } {
+  if (!defaultSigners) {
     const pki = new TestPki({ gost: false });
-    defaultSigner = { pki, signer: pki.issue({ algorithm: 'rsa', commonName: 'Test Clinic' }) };
+    defaultSigners = { pki, clinic: pki.issue({ algorithm: 'rsa', commonName: 'Test Clinic' }), doctor: pki.issue({ algorithm: 'rsa', commonName: 'Test Doctor' }) };
     process.once('exit', () => pki.remove());
   }
-  return defaultSigner.pki.sign(document, defaultSigner.signer);
+  return defaultSigners;
+}
+
+/** A detached RSA signature of `document` by this process's test signer of the organization (no engine needed). */
+export function testSignatureOf(document: Buffer): Buffer {
+  const { pki, clinic } = signers();
+  return pki.sign(document, clinic);
+}
+
+/** A personal one, by another certificate (one certificate signing twice is the registry's SIGNATURE_DUPLICATION). */
+export function testPersonalSignatureOf(document: Buffer): Buffer {
+  const { pki, doctor } = signers();
+  return pki.sign(document, doctor);
 }

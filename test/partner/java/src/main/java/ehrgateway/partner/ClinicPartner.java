@@ -92,7 +92,7 @@ public final class ClinicPartner {
     UUID localUid = UUID.randomUUID();
     RegisterDocumentRequest request = new RegisterDocumentRequest()
         .localUid(localUid)
-        .kind("6")
+        .kind("119")
         .organization(ORGANIZATION)
         .patientSnils(PATIENT_SNILS)
         .creationDateTime(OffsetDateTime.parse("2026-01-15T09:30:00+03:00"))
