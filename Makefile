@@ -188,14 +188,18 @@ typecheck: $(INSTALLED) ## TypeScript, strict (the service, and the scripts of t
 	npx --no-install tsc -p src/docs/client/tsconfig.json
 	npx --no-install tsc -p src/console/client/tsconfig.json
 
-unit: $(INSTALLED) $(GOST_WASM) browser gost-engine gost-engine-bench clients deploy-tools ## the vitest suite alone (the bench smoke test runs the engine timing program too)
+# What the suite's tests run besides the service: the spec-check tests call oasdiff, the bench smoke test
+# the engine timing program, the partner tests the generated clients, the chart tests helm and kubeconform.
+UNIT_TOOLS := $(INSTALLED) $(GOST_WASM) $(OASDIFF) browser gost-engine gost-engine-bench clients deploy-tools
+
+unit: $(UNIT_TOOLS) ## the vitest suite alone
 	npx --no-install vitest run
 
 test: check-specs check-generated check-breaking typecheck lint-docker check-deploy unit ## every check CI runs
 
 # The flaky-test hunt: the suite while a busy loop spins on every core (HOG_CORES, default all), as on
 # a busy CI machine. CPU-heavy for as long as the suite runs: not on a shared machine without need.
-unit-under-load: $(INSTALLED) $(GOST_WASM) browser gost-engine gost-engine-bench clients deploy-tools ## the vitest suite with a busy loop on every core beside it (HOG_CORES=N for fewer)
+unit-under-load: $(UNIT_TOOLS) ## the vitest suite with a busy loop on every core beside it (HOG_CORES=N for fewer)
 	scripts/under-cpu-hog.sh npx --no-install vitest run
 
 contract: $(INSTALLED) $(GOST_WASM) clients ## long Schemathesis run (CONTRACT_EXAMPLES per operation, default 500) and the Java client, against a live service
@@ -224,8 +228,8 @@ run: build ## start the whole service on the embedded PostgreSQL under ./.data, 
 mock: $(INSTALLED) ## mocks from the specs: interface B (Prism behind a relay that signs its callbacks) on :4010, interface A on :4011
 	scripts/mock.sh
 
-bench: $(INSTALLED) $(GOST_WASM) gost-engine-bench ## every benchmark scenario against its bare baseline → docs/benchmarks.md and .svg (BENCH_ARGS=--help for options)
+bench: $(INSTALLED) $(GOST_WASM) gost-engine-bench build ## every benchmark scenario against its bare baseline (serve as built) → docs/benchmarks.md and .svg (BENCH_ARGS=--help for options)
 	$(TSX) scripts/bench/run.ts $(BENCH_ARGS)
 
-hostile: $(INSTALLED) $(GOST_WASM) ## one abusive clinic beside an honest one, per finding of issue 21 → docs/hostile.md (HOSTILE_ARGS=--help for options)
+hostile: $(INSTALLED) $(GOST_WASM) gost-engine ## one abusive clinic beside an honest one, per finding of issue 21 → docs/hostile.md (M2 signs with the gost engine; HOSTILE_ARGS=--help for options)
 	$(TSX) scripts/bench/hostile/run.ts $(HOSTILE_ARGS)

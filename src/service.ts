@@ -30,12 +30,15 @@ import { AuditTrail, auditPurgeStep } from './audit/trail.js';
 import { emdrQueueDepths } from './emdr/queues.js';
 import { startListener, type Listener, type ListenerOptions } from './http/listener.js';
 import { withAccessLog } from './http/access-log.js';
+import { withRequestSpan } from './http/request-span.js';
+import { startTracing } from './tracing/tracing.js';
 import { withHotPaths, type HotPath } from './http/respond.js';
 import { clientKey } from './http/client-address.js';
 import { SharedAllowance } from './limits/allowance.js';
 import type { CounterStore } from './limits/counters.js';
 import type { Logger } from './logging/logger.js';
 import type { RequestListener } from 'node:http';
+import { tuneCollectorForServing } from './memory/garbage.js';
 
 export const ROLES = ['ehr', 'emdr', 'worker'] as const;
 export type Role = (typeof ROLES)[number];
@@ -119,8 +122,17 @@ function signatureTrustAnchors(config: Config): Uint8Array[] | undefined {
 
 /** Starts the given roles over one database: `serve` runs all three, `serve --only X` one. */
 export async function startService(config: Config, logger: Logger, roles: ReadonlySet<Role>): Promise<RunningService> {
+  tuneCollectorForServing();
   const trustAnchors = roles.has('worker') ? signatureTrustAnchors(config) : undefined;
-  const database = await openDatabase(config, logger, { adopt: true });
+  // First on, last off: the spans of the last work in hand are exported at stop.
+  const tracing = await startTracing(config.tracing, logger);
+  let database: Awaited<ReturnType<typeof openDatabase>>;
+  try {
+    database = await openDatabase(config, logger, { adopt: true });
+  } catch (error) {
+    await tracing.stop();
+    throw error;
+  }
   const listeners: Listener[] = [];
   let retention: Retention | undefined;
   let workers: Workers | undefined;
@@ -156,6 +168,8 @@ export async function startService(config: Config, logger: Logger, roles: Readon
         databaseUrl: database.url,
         registry,
         retryScheduleMs: config.callbackRetryScheduleMs,
+        callbackTimeoutMs: config.callbackTimeoutMs,
+        callbackCircuit: config.callbackCircuit,
         logger,
         dataKey: await database.dataKey(),
         xmlCheckTimeoutMs: config.xmlCheckTimeoutMs,
@@ -179,7 +193,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
     const internalFallbacks = internalListenerFallbacks(fallback, document?.info.version);
     const internalRouters = [healthRoutes(ready, fallback), metricsRoutes(metrics, fallback), internalFallbacks.elsewhere, ...(envelope ? [ehrRoutes(envelope, 'internal', document.info.version)] : [])];
     const internalApp = restApp(internalRouters, logger, fallback, internalFallbacks.notFoundMessage);
-    const internal = await listen(withAccessLog(withHotPaths(internalHotPaths, internalApp), logger, 'internal'), config.internalHost, config.internalPort, 'INTERNAL_PORT', internalOptions);
+    const internal = await listen(withAccessLog(withRequestSpan(withHotPaths(internalHotPaths, internalApp), 'internal'), logger, 'internal'), config.internalHost, config.internalPort, 'INTERNAL_PORT', internalOptions);
     listeners.push(internal);
     const internalPort = internal.port;
     callbackEgress.ownPorts.add(internalPort);
@@ -217,7 +231,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
         hotPaths.push(rpcHotPath(envelope, 'public', version, logger, admit));
         publicRouters.push(ehrRoutes(envelope, 'public', version, admit));
       }
-      const publicListener = await listen(withAccessLog(withHotPaths(hotPaths, restApp(publicRouters, logger, fallback)), logger, 'public'), config.host, config.port, 'PORT', listenerOptions);
+      const publicListener = await listen(withAccessLog(withRequestSpan(withHotPaths(hotPaths, restApp(publicRouters, logger, fallback)), 'public'), logger, 'public'), config.host, config.port, 'PORT', listenerOptions);
       listeners.push(publicListener);
       publicPort = publicListener.port;
       callbackEgress.ownPorts.add(publicPort);
@@ -232,6 +246,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
         await Promise.all(listeners.map((listener) => listener.stop()));
         await stopWork();
         await database.close();
+        await tracing.stop();
         logger.info('ehr-gateway stopped');
       },
     };
@@ -239,6 +254,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
     await Promise.all(listeners.map((listener) => listener.stop(0)));
     await stopWork();
     await database.close();
+    await tracing.stop();
     throw error;
   }
 }

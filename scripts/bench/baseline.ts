@@ -8,6 +8,7 @@
  *                               joined query that also writes the audit row, AES-256-GCM open of user_sign) and
  *                               embedded_storage.save_auth_info (the link and its sealed user_sign,
  *                               SHA-1 credential check, INSERT of the session)
+ *   GET /loop-delay             the event loop's delay (p99, max) and the collector's time since the last GET
  *   POST /api/RegisterDocument  the clinic's headers (SHA-256 of the token, one query, constant-time
  *                               compare), the body parsed, SHA-256 over it, the files decoded from
  *                               base64, one INSERT of the request (with its audit row) that the pipeline picks up
@@ -16,6 +17,7 @@
  */
 import { createDecipheriv, createHash, createSecretKey, randomUUID, timingSafeEqual } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import pg from 'pg';
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
@@ -149,9 +151,29 @@ function send(response: ServerResponse, status: number, value: unknown): void {
   response.end(text);
 }
 
+// The loop's stalls and the collector's time, as the service's /metrics has them (prom-client: a
+// 10 ms resolution); GET /loop-delay answers them since the last ask, for the bench's steady rounds.
+const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+loopDelay.enable();
+let collectorMs = 0;
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) collectorMs += entry.duration;
+}).observe({ entryTypes: ['gc'] });
+
+function loopDelaySinceLastAsk(): unknown {
+  const answer = { p99Ms: loopDelay.percentile(99) / 1e6, maxMs: loopDelay.max / 1e6, gcMs: collectorMs };
+  loopDelay.reset();
+  collectorMs = 0;
+  return answer;
+}
+
 const server = http.createServer((request, response) => {
   void (async () => {
     try {
+      if (request.url === '/loop-delay') {
+        send(response, 200, loopDelaySinceLastAsk());
+        return;
+      }
       const body = await readBody(request);
       if (request.url === '/rpc') send(response, 200, await rpc(body));
       else if (request.url === '/api/RegisterDocument') send(response, ...(await registerDocument(request, body)));

@@ -10,13 +10,14 @@ import { parseArgs } from 'node:util';
 import { startDatabaseServer } from './lib/database.js';
 import { describeCommit } from './lib/processes.js';
 import { chart, markdown, type RunRecord } from './lib/report.js';
-import { loadAverage, type BenchContext, type Scenario, type ScenarioOutcome } from './lib/scenario.js';
+import { loadAverage, type BenchContext, type Measured, type Scenario, type ScenarioOutcome } from './lib/scenario.js';
 import { gostCheck } from './scenarios/gost-check.js';
 import { growth } from './scenarios/growth.js';
 import { interfaceA } from './scenarios/interface-a.js';
 import { largeDocument } from './scenarios/large-document.js';
 import { pipeline } from './scenarios/pipeline.js';
 import { registerDocument } from './scenarios/register-document.js';
+import { tracing } from './scenarios/tracing.js';
 
 const HELP = `usage: tsx scripts/bench/run.ts [options]
 
@@ -33,6 +34,8 @@ Scenarios (--only, comma-separated; default all):
   large-document     peak RSS growth of serve for one --large-mib document through everything
   gost-check         one GOST-signed document (10 KiB, 5 MiB; 256, 512) checked in-process: ours vs the
                      OpenSSL gost engine (needs make gost-engine-bench)
+  tracing            RegisterDocument acknowledgements and get_patient with tracing on (OTLP to a collector
+                     stand-in) vs off
 
 options:
   --smoke                tiny counts and short rounds (seconds in all): checks the suite works
@@ -47,6 +50,8 @@ options:
   --growth-rows N        rows of the large growth database (default 200000; smoke 2000)
   --large-mib N          size of the large document (default 20; smoke 1)
   --profile DIR          write a CPU profile of each service and baseline process there (node --cpu-prof)
+  --node-options TEXT    more options of node for each service and baseline process, space-separated
+                         (e.g. --trace-gc with BENCH_LOG_DIR set to keep the children's output)
   --limits               count RATE_LIMIT, BYTE_QUOTA and RPC_RATE_LIMIT as in production (shared counters),
                          with allowances never reached (default: the limits off)
   -h, --help             this text`;
@@ -58,6 +63,7 @@ const SCENARIOS: Record<string, Scenario> = {
   growth,
   'large-document': largeDocument,
   'gost-check': gostCheck,
+  tracing,
 };
 
 function options() {
@@ -75,6 +81,7 @@ function options() {
       'growth-rows': { type: 'string' },
       'large-mib': { type: 'string' },
       profile: { type: 'string' },
+      'node-options': { type: 'string' },
       limits: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -129,16 +136,28 @@ async function main(): Promise<void> {
     growthRows: number(values['growth-rows'], smoke ? 2000 : 200_000, '--growth-rows'),
     largeDocumentBytes: number(values['large-mib'], smoke ? 1 : 20, '--large-mib') * 1024 * 1024,
     profileDir: values.profile && path.resolve(values.profile),
+    nodeOptions: values['node-options']?.split(' ').filter(Boolean) ?? [],
     limits: values.limits ?? false,
     log,
   };
   const outcomes: ScenarioOutcome[] = [];
+  const failures: string[] = [];
   try {
     for (const name of chosen) {
       const load = loadAverage();
       const groupStarted = Date.now();
-      log(`${name}: starting`);
-      for (const measured of await SCENARIOS[name]!(context)) outcomes.push({ ...measured, load: [load, loadAverage()], seconds: (Date.now() - groupStarted) / 1000 });
+      log(`${name}: starting at load average ${os.loadavg().map((value) => value.toFixed(2)).join(' ')}`);
+      let measured: Measured[];
+      try {
+        measured = await SCENARIOS[name]!(context);
+      } catch (error) {
+        // The other scenarios still run and the report is still written; the run fails at its end.
+        failures.push(`${name} did not run: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`);
+        log(`${name}: FAILED: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+        continue;
+      }
+      failures.push(...incomplete(name, measured));
+      for (const outcome of measured) outcomes.push({ ...outcome, load: [load, loadAverage()], seconds: (Date.now() - groupStarted) / 1000 });
     }
   } finally {
     await database.stop();
@@ -151,12 +170,31 @@ async function main(): Promise<void> {
     mode: `${smoke ? 'smoke run' : `full run, ${context.rounds} rounds of ${context.roundMs / 1000} s`}${context.limits ? ', limits counted' : ''}`,
     totalSeconds: (Date.now() - started) / 1000,
     outcomes,
+    ...(failures.length > 0 ? { failures } : {}),
   };
   await fs.mkdir(out, { recursive: true });
   await fs.writeFile(path.join(out, 'benchmarks.json'), `${JSON.stringify(run, null, 2)}\n`);
   await fs.writeFile(path.join(out, 'benchmarks.svg'), chart(run, before));
   await fs.writeFile(path.join(out, 'benchmarks.md'), markdown(run, before, 'benchmarks.svg'));
   log(`wrote ${path.join(out, 'benchmarks.md')} in ${Math.round(run.totalSeconds)} s`);
+  if (failures.length > 0) {
+    for (const failure of failures) console.error(`bench: FAILED: ${failure}`);
+    console.error(`bench: ${failures.length} scenario problem(s): the report lacks what they should have measured`);
+    process.exitCode = 1;
+  }
+}
+
+/** Why a scenario's outcomes are not a measurement: none at all, a row without a figure, failed requests. */
+function incomplete(name: string, measured: readonly Measured[]): string[] {
+  if (measured.length === 0) return [`${name} measured nothing`];
+  return measured.flatMap((outcome) => [
+    ...(outcome.rows.length === 0 ? [`${outcome.name} has no rows`] : []),
+    ...outcome.rows.flatMap((row) => {
+      const missing = [!(Number.isFinite(row.service) && row.service > 0) ? 'service' : undefined, row.baseline !== undefined && !(Number.isFinite(row.baseline) && row.baseline > 0) ? 'baseline' : undefined].filter(Boolean);
+      return missing.length > 0 ? [`${outcome.name}: "${row.metric}" has no ${missing.join(' or ')} figure`] : [];
+    }),
+    ...outcome.notes.filter((note) => /failed requests|NOT every callback/.test(note)).map((note) => `${outcome.name}: ${note}`),
+  ]);
 }
 
 main().catch((error: unknown) => {

@@ -2,6 +2,7 @@ import net from 'node:net';
 import { Readable } from 'node:stream';
 import { Agent, buildConnector, request } from 'undici';
 import { EgressRefused, type EgressPolicy } from './egress.js';
+import { nextAttemptInMs } from './retry-policy.js';
 import { signWebhook, signWebhookChunks } from './signing.js';
 
 /**
@@ -11,6 +12,7 @@ import { signWebhook, signWebhookChunks } from './signing.js';
  * the URL, the headers, the signing secret and a body source, and stores the outcomes.
  */
 
+/** CALLBACK_TIMEOUT's default: the time a receiver has to answer an attempt. */
 export const CALLBACK_TIMEOUT_MS = 15_000;
 /** What is kept of a receiver's answer, for `messages show`. */
 const ERROR_TEXT_LIMIT = 200;
@@ -43,6 +45,10 @@ export interface AttemptOutcome {
   durationMs: number;
   /** After a failed attempt: when to try again (ms from now), or null when the schedule is exhausted. */
   retryInMs: number | null;
+  /** The receiver gave no answer: none within the timeout, or no connection (the circuit breaker counts these). */
+  silent?: boolean;
+  /** Not sent: the receiver's circuit is open (circuit-breaker.ts). */
+  postponed?: boolean;
 }
 
 async function signedHeaders(callback: OutgoingCallback): Promise<Record<string, string>> {
@@ -119,13 +125,9 @@ export class CallbackSender {
   constructor(
     private readonly retryScheduleMs: readonly number[],
     egress: EgressPolicy,
+    private readonly timeoutMs: number = CALLBACK_TIMEOUT_MS,
   ) {
     this.agent = new Agent({ keepAliveTimeout: 30_000, connections: 32, connect: guardedConnector(egress) });
-  }
-
-  /** One attempt of each callback, at once. */
-  attemptAll(callbacks: readonly OutgoingCallback[]): Promise<AttemptOutcome[]> {
-    return Promise.all(callbacks.map((callback) => this.attempt(callback)));
   }
 
   async attempt(callback: OutgoingCallback): Promise<AttemptOutcome> {
@@ -133,15 +135,18 @@ export class CallbackSender {
     const started = performance.now();
     const result = await this.post(callback);
     const durationMs = Math.round(performance.now() - started);
-    const roundAttempts = callback.roundAttempts + 1;
-    const retryInMs = result.delivered || roundAttempts >= this.retryScheduleMs.length ? null : this.retryScheduleMs[roundAttempts]!;
-    return { id: callback.id, at, durationMs, retryInMs, ...result };
+    return { id: callback.id, at, durationMs, retryInMs: result.delivered ? null : nextAttemptInMs(this.retryScheduleMs, callback.roundAttempts + 1), ...result };
   }
 
-  private async post(callback: OutgoingCallback): Promise<{ delivered: boolean; httpStatus?: number; error?: string }> {
+  /** An attempt not made (the receiver's circuit is open), recorded as a failed one and put off by the retry policy. */
+  postpone(callback: Pick<OutgoingCallback, 'id' | 'roundAttempts'>, reason: string): AttemptOutcome {
+    return { id: callback.id, at: new Date(), durationMs: 0, delivered: false, error: reason.slice(0, ERROR_TEXT_LIMIT), postponed: true, retryInMs: nextAttemptInMs(this.retryScheduleMs, callback.roundAttempts + 1) };
+  }
+
+  private async post(callback: OutgoingCallback): Promise<{ delivered: boolean; httpStatus?: number; error?: string; silent?: boolean }> {
     // A timer cleared once the answer is read (AbortSignal.timeout's would fire later anyway, building a DOMException per attempt).
     const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), CALLBACK_TIMEOUT_MS).unref();
+    const timer = setTimeout(() => controller.abort(), this.timeoutMs).unref();
     try {
       const headers = await signedHeaders(callback);
       const body = 'bytes' in callback.body ? callback.body.bytes : Readable.from(callback.body.chunks());
@@ -150,10 +155,10 @@ export class CallbackSender {
       return { ...judged, httpStatus: response.statusCode };
     } catch (error) {
       const err = error as Error & { code?: string; cause?: { code?: string } };
-      if (err.name === 'TimeoutError' || err.name === 'AbortError') return { delivered: false, error: `no answer within ${CALLBACK_TIMEOUT_MS / 1000} s` };
+      if (err.name === 'TimeoutError' || err.name === 'AbortError') return { delivered: false, silent: true, error: `no answer within ${this.timeoutMs / 1000} s` };
       const refused = [err, err.cause].find((candidate) => candidate instanceof EgressRefused);
       if (refused) return { delivered: false, error: refused.message.slice(0, ERROR_TEXT_LIMIT) };
-      return { delivered: false, error: `connection failed: ${err.cause?.code ?? err.code ?? err.message}`.slice(0, ERROR_TEXT_LIMIT) };
+      return { delivered: false, silent: true, error: `connection failed: ${err.cause?.code ?? err.code ?? err.message}`.slice(0, ERROR_TEXT_LIMIT) };
     } finally {
       clearTimeout(timer);
     }

@@ -2,6 +2,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { DEFAULT_CONNECTION_LIMITS, type ConnectionLimits } from '../http/listener.js';
 import { parseNetworks, type Networks } from '../http/networks.js';
+import type { TracingConfig } from '../tracing/tracer.js';
 
 /** Everything the service reads from its environment, validated once at start. */
 export interface Config {
@@ -20,6 +21,10 @@ export interface Config {
   internalUsers: ReadonlyMap<string, string>;
   exchangeTokenTtlMs: number;
   callbackRetryScheduleMs: readonly number[];
+  /** Time a receiver has to answer a callback attempt (CALLBACK_TIMEOUT). */
+  callbackTimeoutMs: number;
+  /** The circuit breaker per receiver origin: attempts in a row without an answer that open it (0: never), and how long it stays open first. */
+  callbackCircuit: { failures: number; cooldownMs: number };
   authTtlUnit: 'seconds' | 'minutes';
   /** IANA time zone in which an instant sent as a birth date is read as a calendar date. */
   birthDateTimeZone: string;
@@ -76,7 +81,10 @@ export interface Config {
   /** РЭМД's address and the gateway's inbound listener for its answers (REGISTRY=remd only). */
   remd: RemdConfig | undefined;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Where spans go over OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT); undefined: tracing is off and its SDK never loaded. */
+  tracing: TracingConfig | undefined;
 }
+
 
 /** An address or a network (CIDR) that may call the gateway's inbound listener for РЭМД. */
 export interface AddressRange {
@@ -284,16 +292,20 @@ export function parseAddressRanges(text: string): AddressRange[] | undefined {
   return ranges;
 }
 
+/** `text` as an http: or https: URL; undefined when it is not one. */
+function httpUrl(text: string): URL | undefined {
+  try {
+    const url = new URL(text);
+    return url.protocol === 'http:' || url.protocol === 'https:' ? url : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** REMD_*: required with REGISTRY=remd, each checked. */
 function readRemd(env: Env): RemdConfig {
   const url = env.REMD_URL ?? '';
-  let parsed: URL | undefined;
-  try {
-    parsed = new URL(url);
-  } catch {
-    parsed = undefined;
-  }
-  if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) throw new ConfigError('REMD_URL', 'must be the http(s) URL of the registry\'s SOAP endpoint (required with REGISTRY=remd)');
+  if (!httpUrl(url)) throw new ConfigError('REMD_URL', 'must be the http(s) URL of the registry\'s SOAP endpoint (required with REGISTRY=remd)');
   const clientEntityId = env.REMD_CLIENT_ENTITY_ID ?? '';
   if (!GUID.test(clientEntityId)) throw new ConfigError('REMD_CLIENT_ENTITY_ID', 'must be the GUID the registry gave this system (required with REGISTRY=remd)');
   const sourcesText = env.REMD_ALLOWED_SOURCES ?? '';
@@ -302,6 +314,38 @@ function readRemd(env: Env): RemdConfig {
     throw new ConfigError('REMD_ALLOWED_SOURCES', 'must list the addresses or networks (e.g. 10.1.2.3,10.2.0.0/16) that may call the inbound listener (required with REGISTRY=remd)');
   }
   return { url, clientEntityId, callbackHost: env.REMD_CALLBACK_HOST || '127.0.0.1', callbackPort: readPort(env, 'REMD_CALLBACK_PORT', 8082), allowedSources };
+}
+
+/**
+ * OTEL_EXPORTER_OTLP_ENDPOINT (an http(s) base URL, as OpenTelemetry's specification defines it:
+ * traces go to `<it>/v1/traces`), OTEL_EXPORTER_OTLP_HEADERS (`name=value` pairs, comma-separated,
+ * values percent-encoded) and OTEL_SERVICE_NAME. Unset endpoint: tracing is off.
+ */
+function readTracing(env: Env): TracingConfig | undefined {
+  const endpoint = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+  if (!endpoint) return undefined;
+  const url = httpUrl(endpoint);
+  if (!url) throw new ConfigError('OTEL_EXPORTER_OTLP_ENDPOINT', 'must be the http(s) base URL of an OTLP/HTTP collector (e.g. http://collector:4318)');
+  if (url.search || url.hash) throw new ConfigError('OTEL_EXPORTER_OTLP_ENDPOINT', 'must have no query string or fragment (traces go to <it>/v1/traces)');
+  const headers: Record<string, string> = {};
+  for (const pair of (env.OTEL_EXPORTER_OTLP_HEADERS ?? '').split(',').map((part) => part.trim()).filter(Boolean)) {
+    const equals = pair.indexOf('=');
+    const name = equals > 0 ? pair.slice(0, equals).trim() : '';
+    let value: string | undefined;
+    try {
+      value = equals > 0 ? decodeURIComponent(pair.slice(equals + 1).trim()) : undefined;
+    } catch {
+      value = undefined;
+    }
+    // Never echoed: a header is usually a collector's credential.
+    if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(name) || value === undefined || /[\r\n]/.test(value)) {
+      throw new ConfigError('OTEL_EXPORTER_OTLP_HEADERS', 'expected name=value[,name=value] with header names and percent-encoded values');
+    }
+    headers[name] = value;
+  }
+  const serviceName = env.OTEL_SERVICE_NAME?.trim() || 'ehr-gateway';
+  if (serviceName.length > 100) throw new ConfigError('OTEL_SERVICE_NAME', 'is longer than 100 characters');
+  return { tracesUrl: `${url.href.replace(/\/+$/, '')}/v1/traces`, headers, serviceName };
 }
 
 /**
@@ -316,6 +360,11 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     }
     return ms;
   });
+
+  const callbackTimeoutMs = readDuration(env, 'CALLBACK_TIMEOUT', '15s');
+  if (callbackTimeoutMs < 100) throw new ConfigError('CALLBACK_TIMEOUT', 'must be at least 100ms');
+  const circuitCooldownMs = readDuration(env, 'CALLBACK_CIRCUIT_COOLDOWN', '30s');
+  if (circuitCooldownMs < 100) throw new ConfigError('CALLBACK_CIRCUIT_COOLDOWN', 'must be at least 100ms');
 
   const authTtlUnit = env.AUTH_TTL_UNIT || 'seconds';
   if (authTtlUnit !== 'seconds' && authTtlUnit !== 'minutes') {
@@ -388,6 +437,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     internalUsers: readInternalUsers(env),
     exchangeTokenTtlMs: readDuration(env, 'EXCHANGE_TOKEN_TTL', '10m'),
     callbackRetryScheduleMs: schedule,
+    callbackTimeoutMs,
+    callbackCircuit: { failures: readCount(env, 'CALLBACK_CIRCUIT_FAILURES', 5, 'attempts (0 turns the circuit breaker off)'), cooldownMs: circuitCooldownMs },
     authTtlUnit,
     birthDateTimeZone: readTimeZone(env, 'BIRTHDATE_TIME_ZONE', 'Europe/Moscow'),
     internalAuthMaxFailures: readPositiveInteger(env, 'INTERNAL_AUTH_MAX_FAILURES', '10', 'a whole number of failures, at least 1'),
@@ -420,6 +471,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     registryFail: registryFailRaw === 'true' || registryFailRaw === '1',
     remd: registry === 'remd' ? readRemd(env) : undefined,
     logLevel,
+    tracing: readTracing(env),
     ...overrides,
   };
 }
@@ -435,6 +487,13 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; fallback: string; m
   { name: 'INTERNAL_USERS', fallback: '(none)', meaning: "the authorization server's accounts, name:password[,name:password]" },
   { name: 'EXCHANGE_TOKEN_TTL', fallback: '10m', meaning: 'lifetime of an exchange token' },
   { name: 'CALLBACK_RETRY_SCHEDULE', fallback: '0,5s,5m,30m,2h,5h,10h,10h', meaning: 'delays between callback attempts' },
+  { name: 'CALLBACK_TIMEOUT', fallback: '15s', meaning: 'time a receiver has to answer a callback attempt (at least 100ms); no answer by then fails the attempt' },
+  {
+    name: 'CALLBACK_CIRCUIT_FAILURES',
+    fallback: '5',
+    meaning: "attempts in a row a receiver origin leaves without an answer (timeout, no connection) before its circuit opens: its callbacks are then postponed by the retry schedule without being sent, until a probe is answered (0 turns the breaker off)",
+  },
+  { name: 'CALLBACK_CIRCUIT_COOLDOWN', fallback: '30s', meaning: 'how long an open circuit waits before one probe attempt; each unanswered probe doubles it, up to 10 minutes' },
   { name: 'AUTH_TTL_UNIT', fallback: 'seconds', meaning: 'unit of authInfo.ttl: seconds or minutes' },
   { name: 'BIRTHDATE_TIME_ZONE', fallback: 'Europe/Moscow', meaning: 'IANA time zone in which a birth date sent as an instant (with Z or an offset) is read as a calendar date' },
   {
@@ -472,9 +531,9 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; fallback: string; m
   { name: 'RETENTION', fallback: '30d', meaning: 'how long ended requests (with their callbacks), expired sessions and exchange tokens are kept' },
   { name: 'AUDIT_RETENTION', fallback: '365d', meaning: 'how long the audit trail (ehr-gateway audit) keeps its rows; its own period, independent of RETENTION' },
   { name: 'DATABASE_POOL_SIZE', fallback: '10', meaning: "connections of each process's database pool (see the README's connection budget)" },
-  { name: 'WORKER_CONCURRENCY', fallback: '2', meaning: 'batches each stage of the worker role has in hand at once (acceptance, submission, delivery)' },
+  { name: 'WORKER_CONCURRENCY', fallback: '2', meaning: 'batches each stage of the worker role has in hand at once; acceptance and delivery hold as many items (64 and 128 at 2), at most half for one clinic or receiver origin, each settled on its own' },
   { name: 'JOB_EXPIRY', fallback: '30s', meaning: "how long a background job may run before another worker takes it over (a killed worker's jobs come back)" },
-  { name: 'XML_CHECK_TIMEOUT', fallback: '10s (at most half of JOB_EXPIRY)', meaning: "time budget of the checks of one RegisterDocument's document, the XML check and the signature check together (one worker thread runs both); beyond it, XML_VALIDATION_ERROR and SIGNATURE_VERIFICATION_ERROR" },
+  { name: 'XML_CHECK_TIMEOUT', fallback: '10s (at most half of JOB_EXPIRY)', meaning: "time budget of the checks of one RegisterDocument's document, the XML check and the signature check together (one worker thread runs both); beyond it, DOCUMENT_CHECK_LIMIT" },
   {
     name: 'SIGNATURE_TRUST_STORE',
     fallback: '(unset)',
@@ -491,4 +550,11 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; fallback: string; m
   { name: 'REMD_CALLBACK_PORT', fallback: '8082', meaning: 'REGISTRY=remd: port of that inbound listener' },
   { name: 'REMD_ALLOWED_SOURCES', fallback: '(unset)', meaning: 'REGISTRY=remd: the addresses or networks (CIDR) that may call the inbound listener, comma-separated; required' },
   { name: 'LOG_LEVEL', fallback: 'info', meaning: 'fatal, error, warn, info, debug, trace or silent' },
+  {
+    name: 'OTEL_EXPORTER_OTLP_ENDPOINT',
+    fallback: '(unset)',
+    meaning: "OpenTelemetry collector's base URL (OTLP/HTTP, e.g. http://collector:4318): spans of each request, pipeline stage and callback attempt go to <it>/v1/traces; unset: tracing off, its SDK not loaded",
+  },
+  { name: 'OTEL_EXPORTER_OTLP_HEADERS', fallback: '(none)', meaning: 'headers of each export, name=value[,name=value] with values percent-encoded (a collector\'s credentials)' },
+  { name: 'OTEL_SERVICE_NAME', fallback: 'ehr-gateway', meaning: "the spans' service.name" },
 ];

@@ -294,4 +294,50 @@ export const emdrMigrations: readonly NamedMigration[] = [
       },
     },
   ],
+  [
+    'emdr_0008_fair_claims',
+    {
+      // Fair scheduling (issue 21): the acceptance stage takes the oldest requests of each clinic in
+      // turn, the delivery stage the oldest callbacks of each receiver origin, each through an index
+      // that starts with the clinic or the origin. A claim's lease moves to leased_until, a column no
+      // index holds, so a claim can be a HOT update (issue 24); available_at keeps when a row is due.
+      async up(knex) {
+        await knex.raw(`
+          alter table emdr_requests add column leased_until timestamptz;
+          alter table emdr_callbacks add column leased_until timestamptz,
+            add column origin text not null generated always as (coalesce(lower(substring(url from '^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]+')), url)) stored;
+          update emdr_requests set leased_until = available_at, available_at = now() where available_at > now() and state in ('received', 'accepted');
+          drop index emdr_requests_received, emdr_callbacks_due;
+          create index emdr_requests_received on emdr_requests (client_id, available_at) where state = 'received';
+          create index emdr_callbacks_due on emdr_callbacks (origin, available_at) where state = 'pending';
+          alter table emdr_requests set (fillfactor = 90);
+          alter table emdr_callbacks set (fillfactor = 90);
+        `);
+      },
+      async down(knex) {
+        await knex.raw(`
+          drop index emdr_requests_received, emdr_callbacks_due;
+          update emdr_requests set available_at = greatest(available_at, leased_until) where leased_until is not null;
+          update emdr_callbacks set available_at = greatest(available_at, leased_until) where leased_until is not null;
+          alter table emdr_requests drop column leased_until, reset (fillfactor);
+          alter table emdr_callbacks drop column leased_until, drop column origin, reset (fillfactor);
+          create index emdr_requests_received on emdr_requests (available_at) where state = 'received';
+          create index emdr_callbacks_due on emdr_callbacks (available_at) where state = 'pending';
+        `);
+      },
+    },
+  ],
+  [
+    'emdr_0009_trace_context',
+    {
+      // The W3C traceparent of the request that stored the row (src/tracing/): the worker's spans of
+      // its stages and callback attempts continue that trace in another process. Null when tracing is off.
+      async up(knex) {
+        await knex.raw('alter table emdr_requests add column trace_parent text');
+      },
+      async down(knex) {
+        await knex.raw('alter table emdr_requests drop column trace_parent');
+      },
+    },
+  ],
 ];

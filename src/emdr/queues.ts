@@ -15,10 +15,10 @@ const QUEUES = statement(
     .map((stage) => {
       const claims: string = STAGES[stage].claims;
       return claims === 'callbacks'
-        ? `select '${stage}' as queue, count(*)::int as depth, (count(*) filter (where available_at <= now()))::int as claimable,
+        ? `select '${stage}' as queue, count(*)::int as depth, (count(*) filter (where available_at <= now() and (leased_until is null or leased_until <= now())))::int as claimable,
                   coalesce(extract(epoch from now() - min(created_at)), 0)::float8 as oldest_seconds
              from emdr_callbacks where state = 'pending'`
-        : `select '${stage}' as queue, count(*)::int as depth, (count(*) filter (where available_at <= now()))::int as claimable,
+        : `select '${stage}' as queue, count(*)::int as depth, (count(*) filter (where available_at <= now() and (leased_until is null or leased_until <= now())))::int as claimable,
                   coalesce(extract(epoch from now() - min(updated_at)), 0)::float8 as oldest_seconds
              from emdr_requests where state = '${claims}'`;
     })

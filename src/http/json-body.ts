@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { streamedBytes } from '../memory/garbage.js';
+import { STREAMED_BODY_BYTES, streamedBytes } from '../memory/garbage.js';
 
 /**
  * Request bodies of both interfaces: refused on their headers before a byte is read, then read
@@ -77,6 +77,7 @@ export function readBody(request: IncomingMessage, limitBytes: number, inspect?:
       return;
     }
     const whole = declared === undefined ? undefined : Buffer.allocUnsafe(declared);
+    const streamed = declared !== undefined && declared >= STREAMED_BODY_BYTES;
     const chunks: Buffer[] = [];
     let received = 0;
     let settled = false;
@@ -101,7 +102,7 @@ export function readBody(request: IncomingMessage, limitBytes: number, inspect?:
       }
       if (whole) {
         chunk.copy(whole, received);
-        streamedBytes(chunk.length);
+        if (streamed) streamedBytes(chunk.length);
       } else chunks.push(chunk);
       received += chunk.length;
       if (!inspect) return;

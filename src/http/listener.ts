@@ -182,8 +182,15 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex, errorBo
  */
 function watchBodyRates(server: http.Server, minBytesPerSecond: number): NodeJS.Timeout {
   const watched = new Map<IncomingMessage, Array<{ at: number; bytes: number }>>();
+  // Unwatched as soon as its body is in: a request held until the next tick would outlive a young
+  // collection or two with everything it refers to (under load, megabytes promoted a second).
+  const unwatch = function (this: IncomingMessage) {
+    watched.delete(this);
+  };
   server.on('request', (request: IncomingMessage) => {
-    if (announcesBody(request)) watched.set(request, [{ at: Date.now(), bytes: request.socket.bytesRead }]);
+    if (!announcesBody(request)) return;
+    watched.set(request, [{ at: Date.now(), bytes: request.socket.bytesRead }]);
+    request.once('end', unwatch);
   });
   const tick = Math.min(1000, BODY_RATE_WINDOW_MS / 4);
   const timer = setInterval(() => {

@@ -54,6 +54,7 @@ export class Metrics {
   readonly callbackAttempts = new client.Counter({ name: 'ehr_gateway_callback_attempts_total', help: 'Callback attempts by callback', labelNames: ['callback'], registers: [this.registry] });
   readonly callbackDeliveries = new client.Counter({ name: 'ehr_gateway_callback_deliveries_total', help: 'Callbacks delivered (HTTP 200 with status Success), by callback', labelNames: ['callback'], registers: [this.registry] });
   readonly callbackFailures = new client.Counter({ name: 'ehr_gateway_callback_failures_total', help: 'Callback attempts that failed (retried, or failed for good), by callback', labelNames: ['callback'], registers: [this.registry] });
+  readonly callbackPostponements = new client.Counter({ name: 'ehr_gateway_callback_postponements_total', help: 'Callback attempts not sent because the receiver origin\'s circuit was open (recorded as failed attempts, retried by the schedule), by callback', labelNames: ['callback'], registers: [this.registry] });
   readonly callbacksExhausted = new client.Counter({ name: 'ehr_gateway_callbacks_failed_total', help: 'Callbacks marked failed: their retry schedule is exhausted (ehr-gateway callbacks replay sends them again), by callback', labelNames: ['callback'], registers: [this.registry] });
 
   constructor(sources: { pool?: pg.Pool; queues?: () => Promise<QueueDepth[]> } = {}) {
@@ -120,6 +121,11 @@ export class Metrics {
     gauge('ehr_gateway_queue_depth', 'Rows waiting in a queue of background work (due, leased or scheduled), read from the database', (queue) => queue.depth);
     gauge('ehr_gateway_queue_claimable', 'Rows of a queue that a worker may claim now, read from the database', (queue) => queue.claimable);
     gauge('ehr_gateway_queue_oldest_age_seconds', 'Age of the oldest row waiting in a queue, read from the database', (queue) => queue.oldestSeconds);
+  }
+
+  /** Receiver origins whose circuit is open or half-open in this worker process (src/callbacks/circuit-breaker.ts). */
+  openCircuits(read: () => number): void {
+    new client.Gauge({ name: 'ehr_gateway_callback_circuits_open', help: 'Callback receiver origins whose circuit is open or half-open in this process: their callbacks are postponed until a probe is answered', registers: [this.registry], collect() { this.set(read()); } });
   }
 
   /** Interface A: one call answered. */

@@ -8,7 +8,7 @@ import { launchChromium } from '../support/browser.js';
 import { outcomeOf, repoRoot } from '../support/cli.js';
 import { spawn } from 'node:child_process';
 
-const SCENARIOS = ['get_patient', 'save_auth_info', 'register_document', 'pipeline', 'growth', 'large_document', 'gost_check'];
+const SCENARIOS = ['get_patient', 'save_auth_info', 'register_document', 'pipeline', 'growth', 'large_document', 'gost_check', 'tracing_register_document', 'tracing_get_patient'];
 
 /**
  * `make bench` in smoke mode (tiny counts, short rounds): every scenario runs against the real
@@ -46,6 +46,11 @@ describe('the benchmark suite, smoke run', () => {
       }
       expect(outcome.notes.filter((note) => /failed requests|NOT every callback/.test(note)), outcome.name).toEqual([]);
     }
+  });
+
+  it('exported spans with tracing on (the on side of the tracing scenario is not a second off side)', () => {
+    const note = run.outcomes.find((outcome) => outcome.name === 'tracing_register_document')!.notes.find((text) => text.startsWith('spans at the collector stand-in: '));
+    expect(Number(/: (\d+) for/.exec(note ?? '')?.[1])).toBeGreaterThan(0);
   });
 
   it('delivered every pipeline callback in order and signed, and the large document came back byte-identical', () => {

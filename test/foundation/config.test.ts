@@ -174,6 +174,11 @@ describe('config', () => {
     [{ ...REMD, REMD_ALLOWED_SOURCES: '10.0.0.0/33' }, 'REMD_ALLOWED_SOURCES'],
     [{ ...REMD, REMD_ALLOWED_SOURCES: 'registry.example' }, 'REMD_ALLOWED_SOURCES'],
     [{ ...REMD, REMD_CALLBACK_PORT: '70000' }, 'REMD_CALLBACK_PORT'],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }, 'OTEL_EXPORTER_OTLP_ENDPOINT'],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'grpc://collector:4317' }, 'OTEL_EXPORTER_OTLP_ENDPOINT'],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/?x=1' }, 'OTEL_EXPORTER_OTLP_ENDPOINT'],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_EXPORTER_OTLP_HEADERS: 'authorization' }, 'OTEL_EXPORTER_OTLP_HEADERS'],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_EXPORTER_OTLP_HEADERS: 'x-key=%zz' }, 'OTEL_EXPORTER_OTLP_HEADERS'],
   ])('rejects %o naming %s', (env, variable) => {
     let thrown: unknown;
     try {
@@ -190,6 +195,17 @@ describe('config', () => {
   it('never echoes a password from DATABASE_URL or INTERNAL_USERS in its errors', () => {
     expect(() => loadConfig({ DATABASE_URL: 'mysql://u:hunter2@localhost/db' })).toThrow(/^((?!hunter2).)*$/);
     expect(() => loadConfig({ INTERNAL_USERS: 'a:hunter2,a:hunter2' })).toThrow(/^((?!hunter2).)*$/);
+  });
+
+  it('traces only when OTEL_EXPORTER_OTLP_ENDPOINT is set: OTLP/HTTP to <it>/v1/traces, with its headers and service name', () => {
+    expect(loadConfig({}).tracing).toBeUndefined();
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: '' }).tracing).toBeUndefined();
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).tracing).toEqual({ tracesUrl: 'http://collector:4318/v1/traces', headers: {}, serviceName: 'ehr-gateway' });
+    expect(
+      loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example/base/', OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer%20s3cret, x-tenant=clinic', OTEL_SERVICE_NAME: 'gw-msk' }).tracing,
+    ).toEqual({ tracesUrl: 'https://otel.example/base/v1/traces', headers: { authorization: 'Bearer s3cret', 'x-tenant': 'clinic' }, serviceName: 'gw-msk' });
+    // A header's value is a credential: never in the error.
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_HEADERS: 'x-key=s3cret%' })).toThrow(/^((?!s3cret).)*$/);
   });
 
   it('lets tests override values after validation', () => {

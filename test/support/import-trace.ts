@@ -5,16 +5,20 @@ const LOADER_PACKAGES = new Set(['tsx', 'esbuild', 'get-tsconfig', 'resolve-pkg-
 
 /**
  * The npm packages a fresh Node process loads when it imports `modulePath` (through tsx, as the
- * tests run the source), read from the CommonJS module cache: every package that is CommonJS, or
- * that CommonJS code requires, lands there. Runs in a child so the caller's own imports do not count.
+ * tests run the source): those of the CommonJS module cache (every package that is CommonJS, or
+ * that CommonJS code requires) and those of every ES module resolved (a module hook sees each).
+ * Runs in a child so the caller's own imports do not count.
  */
 export async function packagesLoadedBy(modulePath: string, cwd: string): Promise<string[]> {
   const script = `
-    import { createRequire } from 'node:module';
+    import { createRequire, registerHooks } from 'node:module';
+    import { fileURLToPath } from 'node:url';
     const require = createRequire(import.meta.url);
+    const resolved = new Set();
+    registerHooks({ resolve(specifier, context, next) { const result = next(specifier, context); if (result.url.startsWith('file:')) resolved.add(fileURLToPath(result.url)); return result; } });
     await import(${JSON.stringify(modulePath)});
     const packages = new Set();
-    for (const file of Object.keys(require.cache)) {
+    for (const file of [...Object.keys(require.cache), ...resolved]) {
       const at = file.lastIndexOf('node_modules/');
       const match = at < 0 ? null : /^((?:@[^/]+\\/)?[^/]+)\\//.exec(file.slice(at + 'node_modules/'.length));
       if (match) packages.add(match[1]);

@@ -140,6 +140,18 @@ export class TestPki {
     }
   }
 
+  /** A detached DER CMS signature of `document` by every signer of `signers` (one SignerInfo each). */
+  signByAll(document: Buffer, signers: Issued[]): Buffer {
+    const input = this.file(`document-${process.hrtime.bigint()}`);
+    fs.writeFileSync(input, document);
+    try {
+      const each = signers.flatMap((signer) => ['-signer', signer.certificate, '-inkey', signer.key]);
+      return this.openssl(['cms', '-sign', '-binary', '-in', input, ...each, '-md', DIGEST[signers[0]!.algorithm], '-outform', 'DER']);
+    } finally {
+      fs.rmSync(input, { force: true });
+    }
+  }
+
   /** A folder holding the PEM certificates given (a trust store). */
   trustStore(certificates: Issued[]): string {
     const folder = fs.mkdtempSync(path.join(this.dir, 'trust-'));

@@ -11,13 +11,18 @@
  *   m4  RegisterDocument bodies of 24 MiB (a valid request with a 24 MiB document), `concurrency` at a time
  *   m5  unauthenticated interface A calls (get_patient of a session that does not exist) on
  *       `concurrency` keep-alive connections, back to back
+ *   m2  waves of `concurrency` RegisterDocument requests at once, every 5 s (within RATE_LIMIT), each
+ *       with 21 signatures of 16 signers with fresh GOST-512 keys (~480 KB): expensive acceptance checks
+ *   m3  `concurrency` RegisterDocument requests at once, whose callbacks go to a receiver that never
+ *       answers (run.ts gives this clinic such a receiver); then nothing more
  */
 import http from 'node:http';
 import net from 'node:net';
-import { largeXml, registerBody } from '../../../test/support/emdr.js';
+import { FIXTURE_XML, largeXml, registerBody } from '../../../test/support/emdr.js';
+import { TestPki } from '../../../test/support/signing.js';
 
 export interface AbuseOrder {
-  pattern: 'h1' | 'm1' | 'm4' | 'm5';
+  pattern: 'h1' | 'm1' | 'm2' | 'm3' | 'm4' | 'm5';
   port: number;
   clinic: { businessId: string; user: string; token: string };
   concurrency: number;
@@ -107,6 +112,66 @@ const m4: Pattern = () => {
     );
 };
 
+/** Connections of a wave at once: under MAX_CONNECTIONS_PER_CLIENT (64), so the abuse stays within the clinic's limits. */
+const WAVE_CONNECTIONS = 50;
+
+/** One valid RegisterDocument on a connection of its own, as a clinic sends it, waiting for the answer (within 60 s). */
+function postRegister(body: Buffer): Promise<void> {
+  return new Promise((resolve) => {
+    const { businessId, user, token } = order.clinic;
+    const request = http.request(
+      { port: order.port, host: '127.0.0.1', localAddress: ABUSER_ADDRESS, path: '/api/RegisterDocument', method: 'POST', agent: false, timeout: 60_000, headers: { businessId, user, token, 'content-type': 'application/json', 'content-length': body.length } },
+      (response) => {
+        count(String(response.statusCode));
+        response.resume();
+        response.on('end', resolve);
+        response.on('error', () => resolve());
+      },
+    );
+    request.on('timeout', () => request.destroy());
+    request.on('error', () => {
+      count('none');
+      resolve();
+    });
+    request.end(body);
+  });
+}
+
+/** A wave of RegisterDocument bodies, WAVE_CONNECTIONS at a time; resolves when every answer came. */
+async function wave(bodies: Buffer[]): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(WAVE_CONNECTIONS, bodies.length) }, async () => {
+      while (next < bodies.length) await postRegister(bodies[next++]!);
+    }),
+  );
+}
+
+/** M2's waves: a burst of requests whose signature checks are as expensive as the limits allow. */
+const M2_EVERY_MS = 5000;
+const m2: Pattern = () => {
+  const pki = new TestPki({ gost: true });
+  process.once('exit', () => pki.remove());
+  const signers = Array.from({ length: 16 }, (_, index) => pki.issue({ algorithm: 'gost2012_512', commonName: `Hostile signer ${index}` }));
+  const signature = pki.signByAll(FIXTURE_XML, signers).toString('base64');
+  const body = () =>
+    Buffer.from(JSON.stringify(registerBody({ signature, personalSignatures: Array.from({ length: 20 }, (_, index) => ({ signer: { snils: '08765432102', role: String((index % 9) + 1) }, signature })) })));
+  return async () => {
+    while (running) {
+      const started = Date.now();
+      await wave(Array.from({ length: order.concurrency }, body));
+      await sleep(Math.max(0, M2_EVERY_MS - (Date.now() - started)));
+    }
+  };
+};
+
+/** M3: one burst of small requests; their callbacks hang at the clinic's receiver, retried by the schedule. */
+const m3: Pattern = () => async () => {
+  await wave(Array.from({ length: order.concurrency }, () => Buffer.from(JSON.stringify(registerBody()))));
+  // Alive until killed: the suite reads what was answered from the last line.
+  while (running) await sleep(200);
+};
+
 const m1: Pattern = () => async () => {
   const hold = async () => {
     while (running) {
@@ -154,7 +219,7 @@ const m5: Pattern = () => async () => {
   );
 };
 
-const patterns: Record<AbuseOrder['pattern'], Pattern> = { h1, m1, m4, m5 };
+const patterns: Record<AbuseOrder['pattern'], Pattern> = { h1, m1, m2, m3, m4, m5 };
 const abuse = patterns[order.pattern]();
 console.log(`abuser ${order.pattern} started`);
 await abuse();

@@ -26,10 +26,17 @@ export interface Receiver {
   close(): Promise<void>;
 }
 
-/** A clinic's receiver that answers every callback Success at once and notes when each request's first one came. */
-export async function startReceiver(): Promise<Receiver> {
+/**
+ * A clinic's receiver that answers every callback Success at once and notes when each request's
+ * first one came; or, with `hang`, one that reads each callback and never answers (M3's dead receiver).
+ */
+export async function startReceiver(options: { hang?: boolean } = {}): Promise<Receiver> {
   const firstCallbackAt = new Map<string, number>();
   const server = http.createServer((request, response) => {
+    if (options.hang) {
+      request.resume();
+      return;
+    }
     let text = '';
     request.setEncoding('utf8');
     request.on('data', (chunk: string) => (text += chunk));
@@ -49,7 +56,12 @@ export async function startReceiver(): Promise<Receiver> {
   return {
     url: `http://${ADDRESSES.honest}:${(server.address() as AddressInfo).port}`,
     firstCallbackAt,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        // A hanging receiver's connections end now, or close would wait for them.
+        server.closeAllConnections();
+      }),
   };
 }
 

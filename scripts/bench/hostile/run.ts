@@ -33,7 +33,8 @@ Scenarios (--only, comma-separated; default all that exist):
   M1  520 keep-alive connections sending GET /healthz every 3 s
   M4  RegisterDocument bodies of 24 MiB, 64 at a time
   M5  unauthenticated interface A calls, 32 connections back to back
-  M2, M3 (fair scheduling of acceptance checks and callbacks) come with the pipeline's restructuring.
+  M2  RegisterDocument with 21 signatures × 16 signers of fresh GOST-512 keys, waves of 40 every 5 s
+  M3  300 RegisterDocument requests of a clinic whose receiver never answers (15 s timeout)
 
 options:
   --smoke            phases of 3 s and a lighter abuser: checks the suite works (make test runs it)
@@ -43,6 +44,8 @@ options:
   --label TEXT       what to call the measured code (default: git describe of --root)
   --before FILE      an earlier run's hostile.json, shown as "before"
   --from FILE        write the report of a recorded run's hostile.json instead of measuring
+  --merge FILE       keep the scenarios of an earlier run's hostile.json that this run did not
+                     measure (each keeps its own commit, date and load average), e.g. with --only
   -h, --help         this text`;
 
 interface Scenario {
@@ -50,16 +53,19 @@ interface Scenario {
   finding: string;
   /** The abuse, full and in a smoke run. */
   abuse: { pattern: AbuseOrder['pattern']; concurrency: number; smokeConcurrency: number };
+  /** The abusive clinic's receiver never answers (M3); otherwise it answers at once. */
+  deadReceiver?: boolean;
 }
 
-/** The scenarios of the review's findings; M2 and M3 plug in here with the scheduling work. */
+/** The scenarios of the review's findings. */
 const SCENARIOS: Scenario[] = [
   { name: 'H1', finding: 'validation of huge and deep bodies: 18 MB of 2M members, 1 MB of 120k, 16 MB of nested [', abuse: { pattern: 'h1', concurrency: 8, smokeConcurrency: 2 } },
   { name: 'M1', finding: '520 busy keep-alive connections of one client', abuse: { pattern: 'm1', concurrency: 520, smokeConcurrency: 520 } },
+  { name: 'M2', finding: 'waves of 40 requests of 21 signatures × 16 signers with fresh GOST-512 keys, every 5 s', abuse: { pattern: 'm2', concurrency: 40, smokeConcurrency: 10 } },
+  { name: 'M3', finding: '300 requests of a clinic whose receiver never answers (15 s timeout)', abuse: { pattern: 'm3', concurrency: 300, smokeConcurrency: 60 }, deadReceiver: true },
   { name: 'M4', finding: '64 concurrent bodies of 24 MiB', abuse: { pattern: 'm4', concurrency: 64, smokeConcurrency: 6 } },
   { name: 'M5', finding: 'a flood of unauthenticated interface A calls', abuse: { pattern: 'm5', concurrency: 32, smokeConcurrency: 8 } },
 ];
-const PLANNED = ['M2 (acceptance checks scheduled per clinic)', 'M3 (callbacks settled one by one, a circuit breaker for dead receivers)'];
 
 /** The honest clinic's rate, the probe's period, and how long a phase waits for its last callbacks. */
 const HONEST_PER_SECOND = 5;
@@ -77,6 +83,8 @@ export interface ScenarioRecord {
   /** What the gateway answered the abuser, by status. */
   abuserAnswers: Record<string, number>;
   verdict: { ackWithin2x: boolean; callbackWithin2x: boolean; noFailures: boolean; healthzUnder100ms: boolean };
+  /** Set on a scenario kept from an earlier run (--merge): that run's commit, date and load average. */
+  measured?: { commit: string; date: string; loadAverage: [number, number] };
 }
 
 export interface HostileRun {
@@ -85,7 +93,6 @@ export interface HostileRun {
   mode: string;
   machine: { cpu: string; cores: number; loadAverage: [number, number] };
   scenarios: ScenarioRecord[];
-  planned: string[];
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -137,7 +144,7 @@ async function runScenario(scenario: Scenario, options: { root: string; database
     CALLBACK_ALLOWED_NETWORKS: '127.0.0.0/8',
   };
   const honestReceiver = await startReceiver();
-  const abuserReceiver = await startReceiver();
+  const abuserReceiver = await startReceiver({ hang: scenario.deadReceiver === true });
   const service = await startServe(options.root, env);
   let abuser: ReturnType<typeof spawn> | undefined;
   try {
@@ -169,9 +176,10 @@ async function runScenario(scenario: Scenario, options: { root: string; database
   } finally {
     abuser?.kill('SIGTERM');
     if (abuser && abuser.exitCode === null) await new Promise((resolve) => abuser!.once('exit', resolve));
+    // A dead receiver's connections end first, so that serve's stop need not wait for their timeouts.
+    await abuserReceiver.close();
     await service.stop();
     await honestReceiver.close();
-    await abuserReceiver.close();
   }
 }
 
@@ -182,11 +190,21 @@ const failuresText = (figures: PhaseFigures) => {
   return entries.length === 0 ? '0' : entries.map(([status, count]) => `${count} × ${status}`).join(', ');
 };
 
+/** The run with the scenarios of `earlier` it did not measure, each stamped with where it was measured; in the order of SCENARIOS. */
+function merged(run: HostileRun, earlier: HostileRun): HostileRun {
+  const kept = earlier.scenarios
+    .filter((record) => !run.scenarios.some((measured) => measured.name === record.name))
+    .map((record) => ({ ...record, measured: record.measured ?? { commit: earlier.commit, date: earlier.date, loadAverage: earlier.machine.loadAverage } }));
+  const order = (record: ScenarioRecord) => SCENARIOS.findIndex((scenario) => scenario.name === record.name);
+  return { ...run, scenarios: [...run.scenarios, ...kept].sort((a, b) => order(a) - order(b)) };
+}
+
 function tableRows(run: HostileRun, label: string): string[] {
   return run.scenarios.map((record) => {
+    const rowLabel = record.measured ? (label.startsWith('before') ? `before (${record.measured.commit})` : `(${record.measured.commit})`) : label;
     const { alone, abused, verdict: judged } = record;
     const met = judged.ackWithin2x && judged.callbackWithin2x && judged.noFailures && judged.healthzUnder100ms;
-    return `| ${record.name} ${label} | ${ms(alone.ackP99Ms)} → ${ms(abused.ackP99Ms)}${ratio(alone.ackP99Ms, abused.ackP99Ms)} | ${ms(alone.firstCallbackP99Ms)} → ${ms(abused.firstCallbackP99Ms)}${ratio(alone.firstCallbackP99Ms, abused.firstCallbackP99Ms)}${abused.callbacksMissing > 0 ? `, ${abused.callbacksMissing} missing` : ''} | ${abused.requests - abused.acknowledged} of ${abused.requests} (${failuresText(abused)}) | ${ms(alone.healthzMaxMs)} → ${ms(abused.healthzMaxMs)}${abused.healthzFailures > 0 ? `, ${abused.healthzFailures} failed` : ''} | ${record.peakRssGrowthMiB} MiB | ${met ? '**met**' : '**missed**'} |`;
+    return `| ${record.name} ${rowLabel} | ${ms(alone.ackP99Ms)} → ${ms(abused.ackP99Ms)}${ratio(alone.ackP99Ms, abused.ackP99Ms)} | ${ms(alone.firstCallbackP99Ms)} → ${ms(abused.firstCallbackP99Ms)}${ratio(alone.firstCallbackP99Ms, abused.firstCallbackP99Ms)}${abused.callbacksMissing > 0 ? `, ${abused.callbacksMissing} missing` : ''} | ${abused.requests - abused.acknowledged} of ${abused.requests} (${failuresText(abused)}) | ${ms(alone.healthzMaxMs)} → ${ms(abused.healthzMaxMs)}${abused.healthzFailures > 0 ? `, ${abused.healthzFailures} failed` : ''} | ${record.peakRssGrowthMiB} MiB | ${met ? '**met**' : '**missed**'} |`;
   });
 }
 
@@ -206,9 +224,13 @@ function markdown(run: HostileRun, before: HostileRun | undefined): string {
     ...tableRows(run, run.commit === before?.commit ? '' : `(${run.commit})`),
     ...(before ? tableRows(before, `before (${before.commit})`) : []),
     '',
-    ...run.scenarios.map((record) => `- **${record.name}**: ${record.finding} (abuser \`${record.abuse}\`; the gateway answered it ${Object.entries(record.abuserAnswers ?? {}).map(([status, count]) => `${count} × ${status}`).join(', ') || 'nothing'}).`),
+    ...[run, ...(before ? [before] : [])].flatMap((shown) =>
+      shown.scenarios
+        .filter((record) => record.measured)
+        .map((record) => `- ${record.name}${shown === before ? ' before' : ''} (${record.measured!.commit}) comes from an earlier run: ${record.measured!.date}, load average ${record.measured!.loadAverage[0]} at its start and ${record.measured!.loadAverage[1]} at its end.`),
+    ),
     '',
-    `Not yet measured here: ${run.planned.join('; ')}; they come with the pipeline's fair scheduling.`,
+    ...run.scenarios.map((record) => `- **${record.name}**: ${record.finding} (abuser \`${record.abuse}\`; the gateway answered it ${Object.entries(record.abuserAnswers ?? {}).map(([status, count]) => `${count} × ${status}`).join(', ') || 'nothing'}).`),
     '',
   ];
   return `${lines.join('\n')}`;
@@ -225,6 +247,7 @@ async function main(): Promise<void> {
       before: { type: 'string' },
       only: { type: 'string' },
       from: { type: 'string' },
+      merge: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -241,10 +264,13 @@ async function main(): Promise<void> {
   const chosen = values.only ? SCENARIOS.filter((scenario) => values.only!.split(',').includes(scenario.name)) : SCENARIOS;
   const out = path.resolve(values.out ?? path.join(repo, 'docs'));
   const before = values.before && existsSync(values.before) ? (JSON.parse(await fs.readFile(values.before, 'utf8')) as HostileRun) : undefined;
+  const earlier = values.merge ? (JSON.parse(await fs.readFile(values.merge, 'utf8')) as HostileRun) : undefined;
   if (values.from) {
     const recorded = JSON.parse(await fs.readFile(values.from, 'utf8')) as HostileRun;
+    const report = earlier ? merged(recorded, earlier) : recorded;
     await fs.mkdir(out, { recursive: true });
-    await fs.writeFile(path.join(out, 'hostile.md'), markdown(recorded, before));
+    if (earlier) await fs.writeFile(path.join(out, 'hostile.json'), `${JSON.stringify(report, null, 2)}\n`);
+    await fs.writeFile(path.join(out, 'hostile.md'), markdown(report, before));
     return;
   }
   const started = Date.now();
@@ -257,14 +283,14 @@ async function main(): Promise<void> {
   } finally {
     await database.stop();
   }
-  const run: HostileRun = {
+  const measuredRun: HostileRun = {
     date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
     commit: values.label ?? describeCommit(root),
     mode: smoke ? 'smoke run' : `phases of ${seconds} s`,
     machine: { cpu: os.cpus()[0]?.model ?? 'unknown', cores: os.cpus().length, loadAverage: [loadAtStart, +os.loadavg()[0]!.toFixed(2)] },
     scenarios,
-    planned: PLANNED,
   };
+  const run = earlier ? merged(measuredRun, earlier) : measuredRun;
   await fs.mkdir(out, { recursive: true });
   await fs.writeFile(path.join(out, 'hostile.json'), `${JSON.stringify(run, null, 2)}\n`);
   await fs.writeFile(path.join(out, 'hostile.md'), markdown(run, before));

@@ -10,6 +10,8 @@ export interface RunRecord {
   mode: string;
   totalSeconds: number;
   outcomes: ScenarioOutcome[];
+  /** Scenarios that did not run, or measured nothing or failed requests (the run exits non-zero). */
+  failures?: string[];
 }
 
 const format = (value: number | undefined, unit = '') => {
@@ -80,6 +82,7 @@ export function markdown(run: RunRecord, before: RunRecord | undefined, chartFil
     '',
     'Load average (1 min) at the start and end of each scenario group: ' + run.outcomes.map((outcome) => `${outcome.name} ${outcome.load[0]} → ${outcome.load[1]}`).join('; ') + '.',
     '',
+    ...(run.failures?.length ? ['**This run is incomplete** (make bench exited non-zero):', '', ...run.failures.map((failure) => `- ${failure}`), ''] : []),
     '## Targets',
     '',
     '| scenario | metric | target | measured | |',

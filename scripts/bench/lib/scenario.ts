@@ -22,6 +22,8 @@ export interface BenchContext {
   largeDocumentBytes: number;
   /** CPU profiles of the service (node --cpu-prof) go here, when set. */
   profileDir: string | undefined;
+  /** More node options for each service and baseline process (--node-options). */
+  nodeOptions: readonly string[];
   /** The limits counted as in production (shared counters), set too high to refuse anything; else off. */
   limits: boolean;
   log(message: string): void;

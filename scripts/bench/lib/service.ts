@@ -41,9 +41,12 @@ export async function startService(context: BenchContext, databaseUrl: string, d
   return service;
 }
 
-/** `--profile DIR`: a CPU profile of each service and baseline process, named CPU.<date>.<time>.<pid>… (the bench log names the pids). */
+/**
+ * `--profile DIR`: a CPU profile of each service and baseline process, named CPU.<date>.<time>.<pid>… (the bench log names the pids);
+ * `--node-options` (e.g. --trace-gc, which NODE_OPTIONS refuses) for both too.
+ */
 function profileOptions(context: BenchContext): string[] {
-  return context.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${context.profileDir}`] : [];
+  return [...(context.profileDir ? ['--cpu-prof', `--cpu-prof-dir=${context.profileDir}`] : []), ...context.nodeOptions];
 }
 
 export interface Baseline extends Child {

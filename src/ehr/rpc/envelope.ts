@@ -6,6 +6,7 @@ import { createJsonSchemaAjv, errorPath, reportedErrors } from '../../validation
 import { isDatabaseUnavailable } from '../../db/database.js';
 import { UNSTORABLE_TEXT, unstorableTextPaths } from '../../validation/text.js';
 import { RpcError, serviceUnavailable, StandardErrors, type WireError } from './errors.js';
+import { tracer } from '../../tracing/tracing.js';
 
 
 export const MAX_BATCH_SIZE = 100;
@@ -161,7 +162,8 @@ export class RpcEnvelope {
 
     const method = call.method as string;
     const label = method === 'rpc.discover' || this.handlers.has(method) ? method : 'unknown';
-    const outcome = await this.dispatch(method, call.params, { cred: call.cred as Credentials | undefined, channel, clientAddress });
+    const dispatched = () => this.dispatch(method, call.params, { cred: call.cred as Credentials | undefined, channel, clientAddress });
+    const outcome = tracer().enabled ? await tracedCall(label, dispatched) : await dispatched();
     const errorCode = 'error' in outcome ? outcome.error.code : undefined;
     if (isNotification) return { method: label, response: undefined, errorCode };
     return { method: label, response: 'error' in outcome ? errorResponse(id, outcome.error) : { jsonrpc: '2.0', id, result: outcome.result }, errorCode };
@@ -234,4 +236,16 @@ function describeInvalidCall(call: Record<string, unknown>): string | undefined 
 
 function errorResponse(id: Id, error: WireError): Response {
   return { jsonrpc: '2.0', id, error };
+}
+
+/** A call's span (a child of its request's), named by its method: a batch's calls are told apart. */
+function tracedCall(method: string, dispatched: () => Promise<{ result: unknown } | { error: WireError }>): Promise<{ result: unknown } | { error: WireError }> {
+  return tracer().inSpan(method, { attributes: { 'rpc.system': 'jsonrpc', 'rpc.method': method } }, async (span) => {
+    const outcome = await dispatched();
+    if ('error' in outcome) {
+      span.setAttributes({ 'rpc.jsonrpc.error_code': outcome.error.code });
+      span.fail(String(outcome.error.code));
+    }
+    return outcome;
+  });
 }

@@ -4,6 +4,7 @@ import type { components } from '../../../generated/emdr-api.js';
 import { statement, type Sql } from '../../db/sql.js';
 import { AuditTrail, clientColumns } from '../../audit/trail.js';
 import { currentRequest } from '../../logging/request-context.js';
+import { tracer } from '../../tracing/tracing.js';
 import { streamedBytes } from '../../memory/garbage.js';
 import { isStrictBase64, snilsDigits } from '../values.js';
 import { base64MemberOf } from './base64-member.js';
@@ -93,8 +94,8 @@ interface NewRequest {
 const INSERT_REQUEST_TEXT = (document: string) =>
   `with inserted as (
      insert into emdr_requests (queue_message_id, client_id, operation, idempotency_key, body_hash, state, callback_url, local_uid, client_message_id, metadata,
-                                document, signature, personal_signatures, intake_errors, request_id, client_request_id)
-     values ($1, $2, $3, $4, $5, 'received', $6, $7, $8, $9, ${document}, $11::bytea, $12, $13, $14, $16)
+                                document, signature, personal_signatures, intake_errors, request_id, client_request_id, trace_parent)
+     values ($1, $2, $3, $4, $5, 'received', $6, $7, $8, $9, ${document}, $11::bytea, $12, $13, $14, $16, $18)
      on conflict (client_id, operation, idempotency_key, body_hash) do nothing
      returning queue_message_id, metadata
    ),
@@ -145,6 +146,8 @@ function requestValues(request: NewRequest, document: Buffer | null): unknown[] 
     request.businessId,
     request.clientRequestId,
     clientColumns()[0],
+    // The workers' spans of this request continue its trace from here (null when tracing is off).
+    tracer().traceparent() ?? null,
   ];
 }
 

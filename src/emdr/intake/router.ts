@@ -16,6 +16,7 @@ import { createJsonSchemaAjv, errorPath, reportedErrors } from '../../validation
 import { hasLoneSurrogate, textPaths } from '../../validation/text.js';
 import { ApiError, errorBody, type ErrorItem } from '../errors.js';
 import { parseJsonBody } from './base64-member.js';
+import { tracer } from '../../tracing/tracing.js';
 
 /** What an operation handler returns (ts-rest style); the router puts it on the wire. */
 export interface HandlerResult {
@@ -277,6 +278,12 @@ class EmdrRouter {
     const route = this.route(req.method ?? 'GET', path);
     if ('refusal' in route) throw route.refusal;
     if (answered) answered.operation = route.operationId;
+    // The request's span (http/request-span.ts) is named by its operation.
+    if (tracer().enabled) {
+      const span = tracer().current();
+      span.rename(route.operationId);
+      span.setAttributes({ 'ehr_gateway.operation': route.operationId });
+    }
     const security = await this.authenticate(route, req);
     await this.options.beforeBody?.(route.operationId, security, req);
     const admission: BodyAdmission = {};

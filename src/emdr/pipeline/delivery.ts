@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { retryOnDeadlock, statement, type Sql } from '../../db/sql.js';
+import type { CircuitBreaker } from '../../callbacks/circuit-breaker.js';
 import type { AttemptOutcome, CallbackBody, CallbackSender, OutgoingCallback } from '../../callbacks/delivery.js';
 import { runInRequest } from '../../logging/request-context.js';
 import { openClinicSecret } from '../clients.js';
@@ -7,20 +8,26 @@ import { CALLBACKS, ENDED_STATES, FILE_CALLBACKS, sqlList, type Operation } from
 import { requestFileBase64Slices } from './request-files.js';
 import { base64Length } from '../values.js';
 import type { PipelineContext } from './requests.js';
+import { tracer } from '../../tracing/tracing.js';
 
 /**
- * The delivery stage of interface B's callbacks: a batch of due callbacks claimed in one statement
- * (with the clinic's sealed credentials), each attempted by the generic sender (callbacks/), the
- * outcomes recorded in one statement. Then, once those are committed, what follows from them: the
- * callback held until this one was delivered (the next of its request, lifecycle.ts) is released,
- * and a request whose file callback was delivered loses its copy of the file (retention.ts).
+ * The delivery stage of interface B's callbacks: due callbacks claimed by receiver origin in turn
+ * (with the clinic's sealed credentials), each attempted on its own by the generic sender
+ * (callbacks/) unless its origin's circuit is open (then postponed by the retry policy), and its
+ * outcome recorded as soon as it is known, with the others known meanwhile, in one statement; a slow
+ * receiver delays only its own callbacks. Then, once those are committed, what follows from them:
+ * the callback held until this one was delivered (the next of its request, lifecycle.ts) is
+ * released, and a request whose file callback was delivered loses its copy of the file
+ * (retention.ts).
  */
 
 /** The callbacks whose bodies carry the request's files, as SQL. */
 const FILE_CALLBACK_NAMES = sqlList(FILE_CALLBACKS);
 
-interface ClaimedCallback {
+export interface ClaimedCallback {
   id: string;
+  /** Scheme, host and port of the URL: deliveries are shared fairly between origins, and each has its circuit. */
+  origin: string;
   name: string;
   operation: Operation;
   url: string;
@@ -38,24 +45,51 @@ interface ClaimedCallback {
   signature_size: number | null;
   /** The x-request-id of the request that created the callback: the client's own, else the gateway's. */
   request_id: string;
+  /** The request's W3C traceparent: each attempt's span continues its trace (src/tracing/). */
+  trace_parent: string | null;
 }
 
+/** A callback that may be claimed: pending, its time come (see CLAIM), and no worker's lease on it. */
+const CLAIMABLE = `c.state = 'pending' and c.available_at <= now() and (c.leased_until is null or c.leased_until <= now())
+        and (c.round_attempts > 0 or c.available_at <= now() - $3 * interval '1 millisecond')`;
+
 /**
- * Due callbacks: a retry at its time; the first attempt of a round (a new callback, a released
- * result, a replay) CALLBACK_RETRY_SCHEDULE's first entry ($3) after it became due.
+ * Due callbacks, by receiver origin in turn: a retry at its time; the first attempt of a round (a
+ * new callback, a released result, a replay) CALLBACK_RETRY_SCHEDULE's first entry ($3) after it
+ * became due. The origins with pending callbacks are found by skipping through the index on
+ * (origin, available_at); each offers its oldest due callbacks, at most its room in this process
+ * ($4, $5; $6 for the others; none of the origins in $7, which are full); the first of every
+ * origin's offer is taken, then the second, up to $1, leased for $2 ms in leased_until (no index
+ * holds it: a HOT update).
  */
 const CLAIM = statement(
   'emdr_claim_callbacks',
-  `with claimed as (
-     select id from emdr_callbacks
-      where state = 'pending' and available_at <= now()
-        and (round_attempts > 0 or available_at <= now() - $3 * interval '1 millisecond')
-      order by available_at limit $1 for update skip locked
+  `with recursive origins(origin) as (
+     (select origin from emdr_callbacks where state = 'pending' order by origin limit 1)
+     union all
+     select (select n.origin from emdr_callbacks n where n.state = 'pending' and n.origin > o.origin order by n.origin limit 1)
+       from origins o where o.origin is not null
+   ),
+   offered as (
+     select d.id, d.available_at, row_number() over (partition by d.origin order by d.available_at) as turn
+       from origins o
+       cross join lateral (
+         select c.id, c.origin, c.available_at from emdr_callbacks c
+          where c.origin = o.origin and ${CLAIMABLE}
+          order by c.available_at
+          limit coalesce((select u.room from unnest($4::text[], $5::int[]) as u(origin, room) where u.origin = o.origin), $6)
+       ) d
+      where o.origin is not null and o.origin <> all($7::text[])
+   ),
+   claimed as (
+     select c.id from emdr_callbacks c
+      where c.id in (select id from offered order by turn, available_at limit $1) and ${CLAIMABLE}
+      for update skip locked
    )
-   update emdr_callbacks c set available_at = now() + $2 * interval '1 millisecond'
+   update emdr_callbacks c set leased_until = now() + $2 * interval '1 millisecond'
      from claimed x, emdr_requests r, emdr_clients k
     where c.id = x.id and r.queue_message_id = c.queue_message_id and k.id = r.client_id
-   returning c.id, c.name, r.operation, c.url, c.payload::text as payload, c.queue_message_id, c.sequence, c.round_attempts, coalesce(r.client_request_id, r.request_id) as request_id,
+   returning c.id, c.origin, c.name, r.operation, c.url, c.payload::text as payload, c.queue_message_id, c.sequence, c.round_attempts, coalesce(r.client_request_id, r.request_id) as request_id, r.trace_parent,
              k.business_id, k.user_name, k.callback_user, k.callback_token_sealed, k.signing_secret_sealed,
              case when c.name in (${FILE_CALLBACK_NAMES}) then octet_length(r.document) end as document_size,
              case when c.name in (${FILE_CALLBACK_NAMES}) then octet_length(r.signature) end as signature_size`,
@@ -78,7 +112,8 @@ const RECORD = statement(
             round_attempts = c.round_attempts + 1,
             attempt_count = c.attempt_count + 1,
             last_error = case when i.delivered then c.last_error else i.error end,
-            available_at = case when i.retry_in_ms is null then c.available_at else now() + i.retry_in_ms * interval '1 millisecond' end
+            available_at = case when i.retry_in_ms is null then c.available_at else now() + i.retry_in_ms * interval '1 millisecond' end,
+            leased_until = null
        from input i join locked l using (id) where c.id = i.id and c.state = 'pending'
      returning c.id, c.queue_message_id, c.sequence, c.state, c.attempt_count, c.name
    ),
@@ -132,7 +167,7 @@ const RELEASE_STRANDED = statement(
 /** A stranded callback needs a worker stopped between two statements: looked for as rarely as a lease runs out. */
 const STRANDED_SWEEP_MS = 30_000;
 
-const EXTEND_CALLBACKS = statement('emdr_extend_callbacks', `update emdr_callbacks set available_at = now() + $2 * interval '1 millisecond' where id = any($1::text[]) and state = 'pending'`);
+const EXTEND_CALLBACKS = statement('emdr_extend_callbacks', `update emdr_callbacks set leased_until = now() + $2 * interval '1 millisecond' where id = any($1::text[]) and state = 'pending'`);
 
 /** The opened credentials of a clinic, kept while its sealed secrets are the same. */
 interface OpenedCredentials {
@@ -143,6 +178,12 @@ interface OpenedCredentials {
 }
 const CREDENTIALS_CACHE_SIZE = 1000;
 
+/** A callback claimed and its attempt's outcome. */
+export interface Attempted {
+  row: ClaimedCallback;
+  outcome: AttemptOutcome;
+}
+
 export class DeliveryStage {
   private readonly credentials = new Map<string, OpenedCredentials>();
   private lastSweep = 0;
@@ -150,15 +191,17 @@ export class DeliveryStage {
   constructor(
     private readonly context: PipelineContext,
     private readonly sender: CallbackSender,
+    private readonly circuits: CircuitBreaker,
   ) {}
 
-  readonly claim = async (limit: number): Promise<ClaimedCallback[]> => {
+  /** Up to `limit` due callbacks, by origin in turn: none of the origins in `full`, at most its room of an origin in `room`, `perOrigin` of another. */
+  async claim(limit: number, room: ReadonlyMap<string, number>, perOrigin: number, full: readonly string[]): Promise<ClaimedCallback[]> {
     if (Date.now() - this.lastSweep > STRANDED_SWEEP_MS) {
       this.lastSweep = Date.now();
       await this.context.sql.run(RELEASE_STRANDED);
     }
-    return this.context.sql.rows<ClaimedCallback>(CLAIM, [limit, this.context.leaseMs, this.context.retryScheduleMs[0] ?? 0]);
-  };
+    return this.context.sql.rows<ClaimedCallback>(CLAIM, [limit, this.context.leaseMs, this.context.retryScheduleMs[0] ?? 0, [...room.keys()], [...room.values()], perOrigin, [...full]]);
+  }
 
   private opened(row: ClaimedCallback): OpenedCredentials {
     const key = `${row.business_id}\u0000${row.user_name}`;
@@ -188,9 +231,42 @@ export class DeliveryStage {
     };
   }
 
-  /** Attempts the batch and records the outcomes; returns how many callbacks became due at once (released results). */
-  readonly process = async (batch: ClaimedCallback[]): Promise<{ released: number; retries: number[] }> => {
-    const outcomes = await this.sender.attemptAll(batch.map((row) => this.outgoing(row)));
+  /** An attempt in a client span of the request's trace: which callback, which attempt, whether it was delivered (never the URL, the body or the answer). */
+  private tracedAttempt(row: ClaimedCallback): Promise<AttemptOutcome> {
+    const attributes = {
+      'ehr_gateway.callback': row.name,
+      'ehr_gateway.webhook_id': row.id,
+      'ehr_gateway.queue_message_id': row.queue_message_id,
+      'ehr_gateway.callback_sequence': row.sequence,
+      'ehr_gateway.round_attempt': row.round_attempts + 1,
+    };
+    return tracer().inSpan('callback attempt', { kind: 'client', parent: row.trace_parent, attributes }, async (span) => {
+      const outcome = await this.sender.attempt(this.outgoing(row));
+      span.setAttributes({ 'ehr_gateway.delivered': outcome.delivered, ...(outcome.httpStatus === undefined ? {} : { 'http.response.status_code': outcome.httpStatus }) });
+      if (!outcome.delivered) span.fail(outcome.httpStatus === undefined ? 'no answer' : `HTTP ${outcome.httpStatus}`);
+      return outcome;
+    });
+  }
+
+  /** One callback's attempt, or its postponement while its origin's circuit is open; the circuit learns whether the receiver answered. */
+  readonly attempt = async (row: ClaimedCallback): Promise<Attempted> => {
+    const admission = this.circuits.admit(row.origin);
+    if (!admission.send) return { row, outcome: this.sender.postpone({ id: row.id, roundAttempts: row.round_attempts }, admission.reason) };
+    const outcome = await (tracer().enabled ? this.tracedAttempt(row) : this.sender.attempt(this.outgoing(row)));
+    if (outcome.httpStatus !== undefined || outcome.silent) {
+      const before = this.circuits.state(row.origin);
+      this.circuits.record(row.origin, outcome.httpStatus !== undefined, admission.probe);
+      const after = this.circuits.state(row.origin);
+      if (after !== before && after === 'open') this.context.logger.warn({ origin: row.origin, error: outcome.error }, 'callback receiver not answering: its circuit is open, its callbacks are postponed by the retry schedule until a probe is answered');
+      if (after !== before && after === 'closed') this.context.logger.info({ origin: row.origin }, 'callback receiver answers again: its circuit is closed');
+    }
+    return { row, outcome };
+  };
+
+  /** Records the outcomes in one statement and what follows from them; returns how many callbacks became due at once (released results) and when retries fall due. */
+  readonly settle = async (attempted: readonly Attempted[]): Promise<{ released: number; retries: number[] }> => {
+    const batch = attempted.map((entry) => entry.row);
+    const outcomes = attempted.map((entry) => entry.outcome);
     const settled = await recordOutcomes(this.context.sql, outcomes);
     this.count(batch, outcomes, settled);
     this.logFailures(batch, outcomes, settled);
@@ -220,7 +296,9 @@ export class DeliveryStage {
       const row = rows.get(outcome.id)!;
       const fields = { queueMessageId: row.queue_message_id, callback: row.name, webhookId: row.id, url: row.url, httpStatus: outcome.httpStatus, error: outcome.error };
       runInRequest({ requestId: row.request_id }, () => {
-        this.context.logger.warn({ ...fields, nextAttemptInMs: outcome.retryInMs }, 'callback attempt failed');
+        // A postponement is one line per callback of a receiver already logged as not answering: debug.
+        if (outcome.postponed) this.context.logger.debug({ ...fields, nextAttemptInMs: outcome.retryInMs }, 'callback attempt postponed: circuit open');
+        else this.context.logger.warn({ ...fields, nextAttemptInMs: outcome.retryInMs }, 'callback attempt failed');
         if (exhausted.has(row.id)) this.context.logger.warn(fields, 'callback failed: retry schedule exhausted; replay it from /console, POST /api/messages/{id}/replay or ehr-gateway callbacks replay');
       });
     }
@@ -233,6 +311,10 @@ export class DeliveryStage {
     const names = new Map(batch.map((row) => [row.id, row.name]));
     for (const outcome of outcomes) {
       const callback = names.get(outcome.id)!;
+      if (outcome.postponed) {
+        metrics.callbackPostponements.inc({ callback });
+        continue;
+      }
       metrics.callbackAttempts.inc({ callback });
       (outcome.delivered ? metrics.callbackDeliveries : metrics.callbackFailures).inc({ callback });
     }
@@ -291,7 +373,7 @@ const REPLAY = statement(
   `with callbacks as (select id, sequence, state from emdr_callbacks where queue_message_id = $1 order by id for share)
    update emdr_callbacks c
       set state = case when exists (select 1 from callbacks e where e.sequence < c.sequence and e.state <> 'delivered') then 'waiting' else 'pending' end,
-          round_attempts = 0, available_at = now()
+          round_attempts = 0, available_at = now(), leased_until = null
     where c.queue_message_id = $1 and c.state = 'failed'
    returning c.id`,
 );

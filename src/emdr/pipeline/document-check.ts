@@ -3,6 +3,7 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import type { CallbackErrorItem } from '../codes.js';
 import type { NamedSignature, SignatureFinding } from '../signatures/verify.js';
+import { FairQueue } from '../../work/fair-queue.js';
 import type { DocumentCheckAnswer, DocumentCheckRequest, DocumentCheckWorkerData, SignaturesToCheck } from './document-check-worker.js';
 
 /**
@@ -13,8 +14,10 @@ import type { DocumentCheckAnswer, DocumentCheckRequest, DocumentCheckWorkerData
  * MAX_XML_DEPTH fail the XML, both checks together get `timeoutMs` (XML_CHECK_TIMEOUT), and the
  * worker's heap is capped, so the event loop keeps answering meanwhile. A small pool of such workers
  * serves every check (a thread costs tens of milliseconds and megabytes to start); a worker whose
- * document ran out of time or memory is ended and replaced. A document arrives whole (a small one)
- * or in slices streamed from the database, never as one string.
+ * document ran out of time or memory is ended and replaced. Documents waiting for a worker take
+ * turns by clinic (`turnOf`), so one clinic's backlog waits behind one document of each other
+ * clinic. A document arrives whole (a small one) or in slices streamed from the database, never as
+ * one string.
  */
 
 /** The documented limit of element nesting (libxml2's default limit too); CDA documents nest a few dozen levels. */
@@ -38,6 +41,8 @@ export interface DocumentCheckOptions {
   signatures?: NamedSignature[];
   /** The document's creation (epoch ms): the signatures' certificates must be valid at it. */
   documentCreatedAt?: number;
+  /** Whose document it is (a clinic): waiting documents get a worker in turn by it. */
+  turnOf?: string;
 }
 
 /** What the checks found: why the XML fails (undefined: it passed), each signature that fails, or the limit that stopped the checks. */
@@ -110,7 +115,7 @@ const timedOut = Symbol('timed out');
 
 export class DocumentCheckPool {
   private readonly idle: CheckWorker[] = [];
-  private readonly waiting: Array<(worker: CheckWorker) => void> = [];
+  private readonly waiting = new FairQueue<(worker: CheckWorker) => void>();
   private started = 0;
 
   private readonly settings: DocumentCheckSettings;
@@ -139,7 +144,7 @@ export class DocumentCheckPool {
   async check(document: Uint8Array | AsyncIterable<Uint8Array>, options: DocumentCheckOptions): Promise<DocumentCheckOutcome> {
     const signatures: SignaturesToCheck = { signatures: options.signatures ?? [], now: Date.now(), ...(options.documentCreatedAt === undefined ? {} : { documentCreatedAt: options.documentCreatedAt }) };
     // The budget is the check's own: it starts when a worker takes the document, not while it waits for one.
-    const worker = await this.acquire();
+    const worker = await this.acquire(options.turnOf ?? '');
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<typeof timedOut>((resolve) => (timer = setTimeout(() => resolve(timedOut), options.timeoutMs)));
     let healthy = true;
@@ -181,14 +186,14 @@ export class DocumentCheckPool {
     }
   }
 
-  private acquire(): Promise<CheckWorker> {
+  private acquire(turnOf: string): Promise<CheckWorker> {
     const worker = this.idle.pop();
     if (worker) return Promise.resolve(worker);
     if (this.started < this.size) {
       this.started += 1;
       return Promise.resolve(new CheckWorker(this.settings));
     }
-    return new Promise((resolve) => this.waiting.push(resolve));
+    return new Promise((resolve) => this.waiting.push(turnOf, resolve));
   }
 
   /** Back to the pool; a worker that ran out of time or memory (it may still be parsing) is ended and replaced. */

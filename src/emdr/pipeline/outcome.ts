@@ -5,6 +5,8 @@ import { OPERATION_HANDLERS } from './operations.js';
 import type { ClaimedRequestRow, PipelineContext } from './requests.js';
 import { settle, type Settled, type Settlement } from './transitions.js';
 import { isUuid } from '../values.js';
+import { tracer } from '../../tracing/tracing.js';
+import { stageSpan } from './stage-span.js';
 
 /**
  * The registry's answers, recorded: the `outcome` transition of lifecycle.ts. The built-in
@@ -16,7 +18,7 @@ import { isUuid } from '../values.js';
 
 const REQUESTS = statement(
   'emdr_outcome_requests',
-  `select r.queue_message_id, r.client_id, r.operation, r.state, r.callback_url, r.metadata, r.claims, k.organizations
+  `select r.queue_message_id, r.client_id, r.operation, r.state, r.callback_url, r.metadata, r.claims, r.trace_parent, k.organizations
      from emdr_requests r join emdr_clients k on k.id = r.client_id
     where r.queue_message_id = any($1::uuid[])`,
 );
@@ -71,7 +73,9 @@ export class OutcomeRecorder implements OutcomeSink {
       settlements.push({ queueMessageId: id, operation: request.operation, callbackBase: request.callback_url, ...handler.result(request, outcome) });
       receipts.push('recorded');
     }
-    const settled = await settle(this.context.sql, by, settlements);
+    // A span per answer recorded, in its request's trace: the result the clinic's result callback carries.
+    const spans = tracer().enabled ? settlements.map((settlement) => tracer().startSpan(`registry ${by}`, stageSpan(byId.get(settlement.queueMessageId)!, { 'ehr_gateway.state': settlement.state }))) : [];
+    const settled = await settle(this.context.sql, by, settlements).finally(() => spans.forEach((span) => span.end()));
     this.onSettled(settled);
     // Moved on by another worker or answer in the meantime: a duplicate after all.
     return receipts.map((receipt, index) => (receipt === 'recorded' && !settled.moved.has(outcomes[index]!.messageId.toLowerCase()) ? 'duplicate' : receipt));

@@ -17,6 +17,8 @@ import { kindFindings } from '../prechecks/kinds.js';
 /** A RegisterDocument request as the acceptance stage claimed it. */
 export interface RegisterDocumentUnderCheck {
   queueMessageId: string;
+  /** The clinic's account: documents waiting for a check take turns by it. */
+  clientId: string;
   /** Files that were not base64 at intake: the request is rejected with these, unread. */
   intakeErrors: CallbackErrorItem[] | null;
   metadata: RegisterMetadata;
@@ -52,6 +54,7 @@ async function documentStep(context: AcceptanceCheckContext, request: RegisterDo
     timeoutMs: context.xmlCheckTimeoutMs,
     signatures: signaturesOf(request),
     documentCreatedAt: instantMs(request.metadata.creationDateTime),
+    turnOf: request.clientId,
   });
   if (outcome.limitFailure !== undefined) return { errors: [{ code: 'DOCUMENT_CHECK_LIMIT', message: outcome.limitFailure }], warnings: [] };
   return {

@@ -14,6 +14,7 @@ export const registerDocument: OperationHandler = {
   accept(request, context) {
     return registerDocumentAcceptance(context, {
       queueMessageId: request.queue_message_id,
+      clientId: request.client_id,
       intakeErrors: request.intake_errors,
       metadata: request.metadata as RegisterMetadata,
       document: request.document,

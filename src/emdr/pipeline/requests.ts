@@ -23,6 +23,8 @@ export interface ClaimedRequestRow {
   metadata: RegisterMetadata | DemandMetadata;
   organizations: string[] | null;
   claims: number;
+  /** The W3C traceparent of the request that stored the row: the stages' spans continue its trace (src/tracing/). */
+  trace_parent: string | null;
 }
 
 /** What the request row keeps besides the files (`metadata`). */

@@ -5,6 +5,8 @@ import type { ClaimedForSubmission } from './operation-handler.js';
 import { OPERATION_HANDLERS } from './operations.js';
 import type { PipelineContext } from './requests.js';
 import { claimRequests, extendRequests, RELEASE_REQUESTS, settle, type Settled, type Settlement } from './transitions.js';
+import { tracer } from '../../tracing/tracing.js';
+import { stageSpan } from './stage-span.js';
 
 /**
  * The submission stage: a batch of accepted requests claimed in one statement, each sent to the
@@ -33,7 +35,11 @@ export class SubmissionStage {
         const handler = OPERATION_HANDLERS[request.operation];
         let submission: Submission;
         try {
-          submission = await handler.submit(this.context.registry, request);
+          submission = await tracer().inSpan('registry submission', stageSpan(request), async (span) => {
+            const submitted = await handler.submit(this.context.registry, request);
+            span.setAttributes({ 'ehr_gateway.verdict': submitted.accepted ? 'submitted' : 'refused', ...(submitted.accepted ? {} : { 'ehr_gateway.error_codes': submitted.errors.map((error) => error.code).join(' ') }) });
+            return submitted;
+          });
         } catch (error) {
           if (isDatabaseUnavailable(error)) throw error;
           this.context.logger.warn({ err: error, queueMessageId: request.queue_message_id }, 'the registry did not take the request; trying again later');

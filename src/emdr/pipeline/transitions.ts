@@ -12,39 +12,91 @@ import { callbackUrl } from './requests.js';
  * written here by hand.
  */
 
+/** A request a stage may claim: in the stage's state, its time come, and no worker's lease on it. */
+const claimable = (alias: string) => `${alias}.available_at <= now() and (${alias}.leased_until is null or ${alias}.leased_until <= now())`;
+
+/** What every claim of requests returns (ClaimedRequestRow), and the stage's own `returning` (`r` is the request). */
+const claimedColumns = (returning: string) => `r.queue_message_id, r.client_id, r.operation, r.state, r.callback_url, r.metadata, r.claims, r.trace_parent,
+               (select k.organizations from emdr_clients k where k.id = r.client_id) as organizations${returning ? `,
+               ${returning}` : ''}`;
+
 /**
  * A stage's claim: up to $1 requests in the stage's state whose time has come, oldest first, leased
- * for $2 ms (rows another worker holds are skipped), each returned with the columns of
- * ClaimedRequestRow and the stage's `returning` (`r` is the request).
+ * for $2 ms (rows another worker holds are skipped). The lease is leased_until, which no index
+ * holds: the claim can be a HOT update.
  */
 export function claimRequests(stage: RequestStageName, returning = ''): Statement {
   return statement(
     `emdr_${stage}_claim`,
     `with claimed as (
-       select queue_message_id from emdr_requests
-        where state = '${STAGES[stage].claims}' and available_at <= now()
+       select queue_message_id from emdr_requests r
+        where state = '${STAGES[stage].claims}' and ${claimable('r')}
         order by available_at limit $1 for update skip locked
      )
-     update emdr_requests r set available_at = now() + $2 * interval '1 millisecond', claims = r.claims + 1
+     update emdr_requests r set leased_until = now() + $2 * interval '1 millisecond', claims = r.claims + 1
        from claimed c where r.queue_message_id = c.queue_message_id
-     returning r.queue_message_id, r.client_id, r.operation, r.state, r.callback_url, r.metadata, r.claims,
-               (select k.organizations from emdr_clients k where k.id = r.client_id) as organizations${returning ? `,
-               ${returning}` : ''}`,
+     returning ${claimedColumns(returning)}`,
   );
+}
+
+/**
+ * A stage's claim shared fairly between clinics: the clinics with requests in the stage's state
+ * are found by skipping through the index on (client_id, available_at) one clinic at a time; each
+ * offers its oldest claimable requests, at most its room ($4, $5: clinics and their room in this
+ * process; $6 for the others; none of the clinics in $7, which are full); then the first of every
+ * clinic's offer is taken, then the second, oldest first within a turn, up to $1, leased for $2 ms.
+ * A clinic's backlog waits behind one request of each other clinic, never the other way round.
+ */
+export function claimRequestsByClinic(stage: RequestStageName, returning = ''): Statement {
+  const state = STAGES[stage].claims;
+  return statement(
+    `emdr_${stage}_claim_by_clinic`,
+    `with recursive clinics(client_id) as (
+       (select client_id from emdr_requests where state = '${state}' order by client_id limit 1)
+       union all
+       select (select n.client_id from emdr_requests n where n.state = '${state}' and n.client_id > c.client_id order by n.client_id limit 1)
+         from clinics c where c.client_id is not null
+     ),
+     offered as (
+       select o.queue_message_id, o.available_at, row_number() over (partition by o.client_id order by o.available_at) as turn
+         from clinics c
+         cross join lateral (
+           select r.queue_message_id, r.client_id, r.available_at from emdr_requests r
+            where r.state = '${state}' and r.client_id = c.client_id and ${claimable('r')}
+            order by r.available_at
+            limit coalesce((select u.room from unnest($4::bigint[], $5::int[]) as u(client_id, room) where u.client_id = c.client_id), $6)
+         ) o
+        where c.client_id is not null and c.client_id <> all($7::bigint[])
+     ),
+     claimed as (
+       select r.queue_message_id from emdr_requests r
+        where r.queue_message_id in (select queue_message_id from offered order by turn, available_at limit $1)
+          and r.state = '${state}' and ${claimable('r')}
+        for update skip locked
+     )
+     update emdr_requests r set leased_until = now() + $2 * interval '1 millisecond', claims = r.claims + 1
+       from claimed c where r.queue_message_id = c.queue_message_id
+     returning ${claimedColumns(returning)}`,
+  );
+}
+
+/** The parameters $4 to $7 of claimRequestsByClinic: each clinic's room, the room of the others, the clinics that are full. */
+export function clinicRoom(room: ReadonlyMap<string, number>, perClinic: number, full: readonly string[]): unknown[] {
+  return [[...room.keys()], [...room.values()], perClinic, [...full]];
 }
 
 /** Extends the leases of requests in hand ($1) that are still in the state the stage claimed. */
 export function extendRequests(stage: RequestStageName): Statement {
   return statement(
     `emdr_${stage}_extend`,
-    `update emdr_requests set available_at = now() + $2 * interval '1 millisecond' where queue_message_id = any($1::uuid[]) and state = '${STAGES[stage].claims}'`,
+    `update emdr_requests set leased_until = now() + $2 * interval '1 millisecond' where queue_message_id = any($1::uuid[]) and state = '${STAGES[stage].claims}'`,
   );
 }
 
 /** Puts requests ($1) back for a later try, in $2 ms (processing them failed: the registry was unavailable, say). */
 export const RELEASE_REQUESTS = statement(
   'emdr_release_requests',
-  `update emdr_requests set available_at = now() + $2 * interval '1 millisecond' where queue_message_id = any($1::uuid[])`,
+  `update emdr_requests set available_at = now() + $2 * interval '1 millisecond', leased_until = null where queue_message_id = any($1::uuid[])`,
 );
 
 /** A delivery of another organization's document, to record (access.ts). */
@@ -118,7 +170,7 @@ function settleStatement(by: TransitionMaker): Statement {
               document = case when i.keep_files then r.document end,
               signature = case when i.keep_files then r.signature end,
               personal_signatures = case when i.keep_files then r.personal_signatures end,
-              available_at = now() + coalesce(i.available_in_ms, 0) * interval '1 millisecond', updated_at = now()
+              available_at = now() + coalesce(i.available_in_ms, 0) * interval '1 millisecond', leased_until = null, updated_at = now()
          from input i where r.queue_message_id = i.queue_message_id and r.state in (${sqlList(sourceStates(by))})
        returning r.queue_message_id, r.client_id
      ),

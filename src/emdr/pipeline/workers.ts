@@ -1,10 +1,13 @@
+import { CircuitBreaker } from '../../callbacks/circuit-breaker.js';
 import { CallbackSender } from '../../callbacks/delivery.js';
 import type { EgressPolicy } from '../../callbacks/egress.js';
 import { listen } from '../../db/notify.js';
+import { FairStage, type FairStageOptions } from '../../work/fair-stage.js';
 import { Stage, type StageOptions } from '../../work/stage.js';
-import { AcceptanceStage } from './acceptance.js';
+import { AcceptanceStage, type Checked } from './acceptance.js';
+import type { ClaimedForAcceptance } from './operation-handler.js';
 import { DeadlineStage } from './deadline.js';
-import { DeliveryStage } from './delivery.js';
+import { DeliveryStage, type Attempted, type ClaimedCallback } from './delivery.js';
 import { DocumentCheckPool } from './document-check.js';
 import { KeptFileStore } from './kept-files.js';
 import { STAGES, stagesWoken, type StageName, type TransitionMaker } from './lifecycle.js';
@@ -30,19 +33,40 @@ export interface Workers {
   stop(): Promise<void>;
 }
 
-/** What a stage's engine needs of its handler (the classes of acceptance.ts, submission.ts, deadline.ts, delivery.ts). */
+/** What a stage's engine needs of its handler (the classes of submission.ts and deadline.ts). */
 type StageHandler<T> = Pick<StageOptions<T>, 'claim' | 'extend' | 'nextDue'> & { process(batch: T[]): Promise<void> };
+
+/** What the workers do with a stage, whichever engine runs it (Stage, or FairStage for acceptance and delivery). */
+interface RunningStage {
+  start(): void;
+  wake(): void;
+  wakeAt(at: number): void;
+  stop(): Promise<void>;
+}
 
 /**
  * The worker role: one Stage (src/work/stage.ts) per entry of lifecycle.ts's STAGES, each waking
  * the stages whose work its transitions make, all woken by notifications from the other processes;
  * and the registry's answers (registry/port.ts) recorded as they arrive.
  */
-export async function startWorkers(context: PipelineContext & { databaseUrl: string; signatureTrustAnchors?: readonly Uint8Array[]; callbackEgress: EgressPolicy }): Promise<Workers> {
+export async function startWorkers(
+  context: PipelineContext & {
+    databaseUrl: string;
+    signatureTrustAnchors?: readonly Uint8Array[];
+    callbackEgress: EgressPolicy;
+    /** CALLBACK_TIMEOUT; default 15 s. */
+    callbackTimeoutMs?: number;
+    /** CALLBACK_CIRCUIT_FAILURES (0: never open) and CALLBACK_CIRCUIT_COOLDOWN. */
+    callbackCircuit?: { failures: number; cooldownMs: number };
+  },
+): Promise<Workers> {
   const documents = new DocumentCheckPool(undefined, context.signatureTrustAnchors ? { trustAnchors: context.signatureTrustAnchors } : {});
   documents.start();
-  const sender = new CallbackSender(context.retryScheduleMs, context.callbackEgress);
-  const stages = {} as Record<StageName, Stage<unknown>>;
+  const sender = new CallbackSender(context.retryScheduleMs, context.callbackEgress, context.callbackTimeoutMs);
+  const circuit = context.callbackCircuit ?? { failures: 5, cooldownMs: 30_000 };
+  const circuits = new CircuitBreaker({ threshold: circuit.failures === 0 ? Infinity : circuit.failures, cooldownMs: circuit.cooldownMs });
+  context.metrics?.openCircuits(() => circuits.opened);
+  const stages = {} as Record<StageName, RunningStage>;
   /** What a transition made: the stages claiming the states it moved requests to, and delivery for callbacks due. */
   const made = (by: TransitionMaker, settled: Settled) => {
     for (const stage of stagesWoken(by)) if (stage === 'delivery' ? settled.due > 0 : settled.moved.size > 0) stages[stage].wake();
@@ -51,24 +75,36 @@ export async function startWorkers(context: PipelineContext & { databaseUrl: str
   const acceptance = new AcceptanceStage(context, documents);
   const submission = new SubmissionStage(context);
   const deadline = new DeadlineStage(context, outcomes);
-  const delivery = new DeliveryStage(context, sender);
+  const delivery = new DeliveryStage(context, sender, circuits);
 
+  const loops = context.loops ?? LOOPS;
   /** A stage of lifecycle.ts's STAGES, as the table declares it, with its handler. */
-  const stageOf = <T>(name: StageName, handler: StageHandler<T>): Stage<unknown> => {
+  const stageOf = <T>(name: StageName, handler: StageHandler<T>): RunningStage => {
     const declared: { batch: number; idlePollMs: number; loops?: number } = STAGES[name];
     const stage = new Stage<T>({
       name,
       batchSize: declared.batch,
-      loops: declared.loops ?? context.loops ?? LOOPS,
+      loops: declared.loops ?? loops,
       idlePollMs: declared.idlePollMs,
       leaseMs: context.leaseMs,
       logger: context.logger,
       ...handler,
     });
-    return stage as unknown as Stage<unknown>;
+    return stage;
+  };
+  /** A stage shared fairly by key: as many items in hand as `loops` batches of the table's size, at most half of them of one key. */
+  const fairStageOf = <T, R>(name: 'acceptance' | 'delivery', handler: { claim: FairStageOptions<T, R>['claim']; keyOf(item: T): string; process(item: T): Promise<R>; settle(results: R[]): Promise<void>; extend(items: T[]): Promise<unknown> }): RunningStage => {
+    const capacity = STAGES[name].batch * loops;
+    return new FairStage<T, R>({ name, capacity, perKey: Math.max(1, Math.floor(capacity / 2)), settleGroup: STAGES[name].batch, idlePollMs: STAGES[name].idlePollMs, leaseMs: context.leaseMs, logger: context.logger, ...handler });
   };
   Object.assign(stages, {
-    acceptance: stageOf('acceptance', { claim: acceptance.claim, extend: acceptance.extend, process: async (batch) => made('acceptance', await acceptance.process(batch)) }),
+    acceptance: fairStageOf<ClaimedForAcceptance, Checked>('acceptance', {
+      claim: (limit, room, perClinic, full) => acceptance.claim(limit, room, perClinic, full),
+      keyOf: (request) => request.client_id,
+      process: acceptance.check,
+      settle: async (checked) => made('acceptance', await acceptance.settle(checked)),
+      extend: acceptance.extend,
+    }),
     submission: stageOf('submission', {
       claim: submission.claim,
       extend: submission.extend,
@@ -80,16 +116,18 @@ export async function startWorkers(context: PipelineContext & { databaseUrl: str
       },
     }),
     deadline: stageOf('deadline', { claim: deadline.claim, extend: deadline.extend, nextDue: deadline.nextDue, process: deadline.process }),
-    delivery: stageOf('delivery', {
-      claim: delivery.claim,
-      extend: delivery.extend,
-      process: async (batch) => {
-        const { released, retries } = await delivery.process(batch);
+    delivery: fairStageOf<ClaimedCallback, Attempted>('delivery', {
+      claim: (limit, room, perOrigin, full) => delivery.claim(limit, room, perOrigin, full),
+      keyOf: (row) => row.origin,
+      process: delivery.attempt,
+      settle: async (attempted) => {
+        const { released, retries } = await delivery.settle(attempted);
         if (released > 0) stages.delivery.wake();
         if (retries.length > 0) stages.delivery.wakeAt(Date.now() + Math.min(...retries));
       },
+      extend: delivery.extend,
     }),
-  } satisfies Record<StageName, Stage<unknown>>);
+  } satisfies Record<StageName, RunningStage>);
   const all = Object.values(stages);
   // Only the stage the work is for: every woken loop costs a claim statement, and the intake announces new requests up to 200 times a second.
   const woken = (payload: string) => (payload === WORK.requests ? [stages.acceptance] : payload === WORK.callbacks ? [stages.delivery] : all);

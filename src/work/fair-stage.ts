@@ -1,0 +1,238 @@
+import type { Logger } from '../logging/logger.js';
+
+/**
+ * A stage of background work shared fairly between keys (the clinics whose requests are checked,
+ * the receiver origins callbacks go to). Unlike Stage (stage.ts), which takes a batch and settles it
+ * when its slowest item is done, this one keeps up to `capacity` items in hand and works on each on
+ * its own: an item's result is settled as soon as it is ready, with whatever else finished meanwhile
+ * (one settle statement at a time; while other items are still in hand, a result waits up to
+ * SETTLE_GATHER_MS for them, so a busy stage writes in groups and an idle one at once), and its
+ * place goes to the next claim. No key holds more than `perKey` of the places, so another key's item always finds
+ * one; the claim itself takes keys in turn (the SQL's business: it gets the keys at their cap and
+ * the room each other key has).
+ *
+ * Leases as in Stage: the claim leases the rows, every item in hand has its lease extended every
+ * `leaseMs / 3`, and an item whose processing or settling failed comes back when its lease ends.
+ */
+export interface FairStageOptions<T, R> {
+  name: string;
+  /** Claims up to `limit` items: none of a key in `full`, at most its room of a key in `room`, at most `perKey` of another. */
+  claim(limit: number, room: ReadonlyMap<string, number>, perKey: number, full: readonly string[]): Promise<T[]>;
+  keyOf(item: T): string;
+  /** Works on one item; what it returns is settled with the other results ready at the time. */
+  process(item: T): Promise<R>;
+  /** Settles results in one go. */
+  settle(results: R[]): Promise<void>;
+  extend(items: T[]): Promise<unknown>;
+  leaseMs: number;
+  /** Items in hand at once (claimed and not yet settled). */
+  capacity: number;
+  /** Items of one key in hand at once. */
+  perKey: number;
+  /** Results settled in one go at most (a settle statement's size). */
+  settleGroup: number;
+  idlePollMs: number;
+  logger: Logger;
+}
+
+/** Waits after a failed claim (the database is down, say) before the next. */
+const CLAIM_RETRY_MS = 1000;
+/** How long a ready result waits for others still in hand, so that they settle in one statement (issue 24: statements per document). */
+const SETTLE_GATHER_MS = 10;
+/**
+ * Claims of a busy stage are this far apart at least: new work is announced per request (up to 200
+ * NOTIFYs a second), and a claim per announcement would cost a statement per item. An idle stage
+ * claims at once.
+ */
+const CLAIM_SPACING_MS = 20;
+
+export class FairStage<T, R> {
+  private stopping = false;
+  private running: Promise<void> | undefined;
+  private readonly inHand = new Set<T>();
+  private readonly perKey = new Map<string, number>();
+  /** Results ready to settle, and the settle under way. */
+  private ready: Array<{ item: T; result: R }> = [];
+  private settling: Promise<void> | undefined;
+  private gathering: NodeJS.Timeout | undefined;
+  /** Something changed that a claim may act on (a wake-up, a freed place); the claimer sleeps only when nothing did. */
+  private changed = false;
+  private sleeper: (() => void) | undefined;
+  private dueTimer: NodeJS.Timeout | undefined;
+  private dueAt = Infinity;
+  /** The keys full after the last claim (it left them out, or took all their room), and whether it took all it asked for. */
+  private lastFull = new Set<string>();
+  private lastClaimFilled = false;
+  private lastClaimAt = 0;
+
+  constructor(private readonly options: FairStageOptions<T, R>) {}
+
+  start(): void {
+    this.running = this.loop();
+  }
+
+  /** There is work: the claimer claims now. */
+  wake(): void {
+    this.changed = true;
+    this.sleeper?.();
+  }
+
+  /** Work falls due at `at` (epoch ms): the claimer claims then. */
+  wakeAt(at: number): void {
+    if (at >= this.dueAt) return;
+    this.dueAt = at;
+    clearTimeout(this.dueTimer);
+    this.dueTimer = setTimeout(
+      () => {
+        this.dueAt = Infinity;
+        this.wake();
+      },
+      Math.max(0, at - Date.now()),
+    );
+    this.dueTimer.unref();
+  }
+
+  /** Items in hand now, by key (for tests and metrics). */
+  held(key: string): number {
+    return this.perKey.get(key) ?? 0;
+  }
+
+  /** Stops claiming and waits for the items in hand to settle (at most `graceMs`; the rest come back when their leases end). */
+  async stop(graceMs = 20_000): Promise<void> {
+    this.stopping = true;
+    clearTimeout(this.dueTimer);
+    this.wake();
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
+    const drained = (async () => {
+      await this.running;
+      while (this.inHand.size > 0) await new Promise<void>((resolve) => (this.sleeper = resolve));
+    })();
+    await Promise.race([drained, grace]);
+    clearTimeout(timer);
+  }
+
+  private async loop(): Promise<void> {
+    const heartbeat = setInterval(() => {
+      if (this.inHand.size === 0) return;
+      this.options.extend([...this.inHand]).catch((error: unknown) => this.options.logger.warn({ code: (error as { code?: unknown }).code, stage: this.options.name }, 'extending leases failed'));
+    }, Math.max(100, this.options.leaseMs / 3));
+    try {
+      while (!this.stopping) {
+        this.changed = false;
+        const spacing = this.lastClaimAt + CLAIM_SPACING_MS - Date.now();
+        if (this.inHand.size > 0 && spacing > 0 && !this.stopping) await new Promise((resolve) => setTimeout(resolve, spacing));
+        const free = this.options.capacity - this.inHand.size;
+        if (free > 0 && !this.stopping) {
+          this.lastClaimAt = Date.now();
+          let claimed: T[];
+          const { room, full } = this.rooms();
+          try {
+            claimed = await this.options.claim(free, room, this.options.perKey, full);
+          } catch (error) {
+            this.options.logger.error({ err: error, stage: this.options.name }, 'claiming work failed; trying again');
+            await this.sleep(CLAIM_RETRY_MS);
+            continue;
+          }
+          this.lastClaimFilled = claimed.length >= free;
+          for (const item of claimed) this.begin(item);
+          // Full now, before or by this claim: a key whose room the claim used up may have more waiting.
+          this.lastFull = new Set([...this.perKey].filter(([, count]) => count >= this.options.perKey).map(([key]) => key));
+          if (this.lastClaimFilled) continue;
+        }
+        if (!this.changed) await this.sleep(this.options.idlePollMs);
+      }
+    } finally {
+      clearInterval(heartbeat);
+    }
+  }
+
+  /** The room each key in hand has left, and the keys with none. */
+  private rooms(): { room: Map<string, number>; full: string[] } {
+    const room = new Map<string, number>();
+    const full: string[] = [];
+    for (const [key, count] of this.perKey) {
+      if (count >= this.options.perKey) full.push(key);
+      else room.set(key, this.options.perKey - count);
+    }
+    return { room, full };
+  }
+
+  private begin(item: T): void {
+    const key = this.options.keyOf(item);
+    this.inHand.add(item);
+    this.perKey.set(key, (this.perKey.get(key) ?? 0) + 1);
+    this.options.process(item).then(
+      (result) => {
+        this.ready.push({ item, result });
+        this.flush();
+      },
+      (error: unknown) => {
+        this.options.logger.error({ err: error, stage: this.options.name }, 'an item failed; it comes back when its lease ends');
+        this.end([item]);
+      },
+    );
+  }
+
+  /**
+   * Settles what is ready, unless a settle is under way (then the next one takes it) or other items
+   * in hand may finish within SETTLE_GATHER_MS (then they go together).
+   */
+  private flush(): void {
+    if (this.settling || this.ready.length === 0) return;
+    const othersInHand = this.inHand.size > this.ready.length;
+    if (othersInHand && this.ready.length < this.options.settleGroup && !this.stopping) {
+      this.gathering ??= setTimeout(() => {
+        this.gathering = undefined;
+        this.settleReady();
+      }, SETTLE_GATHER_MS);
+      return;
+    }
+    this.settleReady();
+  }
+
+  private settleReady(): void {
+    clearTimeout(this.gathering);
+    this.gathering = undefined;
+    if (this.settling || this.ready.length === 0) return;
+    const group = this.ready.splice(0, this.options.settleGroup);
+    this.settling = this.options
+      .settle(group.map((entry) => entry.result))
+      .catch((error: unknown) => this.options.logger.error({ err: error, stage: this.options.name }, 'settling failed; the items come back when their leases end'))
+      .finally(() => {
+        this.settling = undefined;
+        this.end(group.map((entry) => entry.item));
+        this.flush();
+      });
+  }
+
+  /** Items out of hand: their places go to the next claim, which runs now when it may find work it could not take before. */
+  private end(items: T[]): void {
+    let reclaim = false;
+    for (const item of items) {
+      this.inHand.delete(item);
+      const key = this.options.keyOf(item);
+      const count = (this.perKey.get(key) ?? 1) - 1;
+      if (count <= 0) this.perKey.delete(key);
+      else this.perKey.set(key, count);
+      // A key left out for being full now has room: in half its places, so a busy key is claimed for in groups.
+      if (this.lastFull.has(key) && this.options.perKey - count >= Math.max(1, Math.floor(this.options.perKey / 2))) reclaim = true;
+    }
+    // The last claim took all it could hold: more may wait, claimed once a quarter of the places is free.
+    if (this.lastClaimFilled && this.options.capacity - this.inHand.size >= Math.max(1, Math.floor(this.options.capacity / 4))) reclaim = true;
+    if (reclaim || this.stopping) this.wake();
+  }
+
+  private sleep(ms: number): Promise<void> {
+    if (this.stopping) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        if (this.sleeper === done) this.sleeper = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.sleeper = done;
+    });
+  }
+}
