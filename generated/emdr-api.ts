@@ -12,43 +12,65 @@ export interface paths {
         put?: never;
         /**
          * Register a document in the registry
-         * @description Stores the request and answers at once. Acceptance checks follow asynchronously (base64,
-         *     well-formed XML, the signatures, patient SNILS checksum, creation date not in the future,
-         *     `localUid` not used before by this clinic) and end in `SendRegisterDocumentResponse`; the
-         *     request is then submitted to the registry, whose answer comes asynchronously (the federal
-         *     registry's up to days later; the request is `submitted` meanwhile) and ends in
-         *     `SendRegisterDocumentResultResponse`: the registration, the registry's refusal with its
+         * @description Stores the request and answers at once. Acceptance checks follow asynchronously and end in
+         *     `SendRegisterDocumentResponse`; the request is then submitted to the registry, whose answer
+         *     comes asynchronously (the federal registry's up to days later; the request is `submitted`
+         *     meanwhile) and ends in `SendRegisterDocumentResultResponse`: the registration (with the
+         *     registry's `storeTillDate` and `registrationWarnings`), the registry's refusal with its
          *     classifier codes, or `ASYNC_RESPONSE_TIMEOUT` when no answer came within the gateway's
          *     deadline (the document may still have been registered: `SearchRegistryItem` by `localUid`
          *     tells).
          *
-         *     **Signatures.** `signature` and each `personalSignatures[].signature` must be a detached
-         *     DER CMS SignedData that verifies over the decoded `document`: the signer's certificate is
-         *     taken from the CMS, the `messageDigest` signed attribute must equal the document's digest
-         *     and the signature value must verify over the signed attributes (or over the document when
-         *     there are none). GOST R 34.10-2012 (256 and 512 bit) with GOST R 34.11-2012 (Streebog) is
-         *     checked, and RSA or ECDSA with SHA-2. The certificate must be valid at the `signingTime`
-         *     signed attribute (at intake without one). When the gateway has a trust store, the
-         *     certificate must chain to it (`CANT_BUILD_CERT_CHAIN_TO_ACCREDITED_CA_CERT`); without one
-         *     the chain is not checked and the acceptance callback says so in `warnings`
-         *     (`CERTIFICATE_CHAIN_NOT_CHECKED`). Nothing is fetched from the network (no CRL, no OCSP).
-         *     Failures name the signature, e.g. `personalSignatures/1/signature: the document's digest
-         *     does not match the signed messageDigest …` with `SIGNATURE_VERIFICATION_ERROR`; other
-         *     codes: `SIGNATURE_DECODING_ERROR`, `WRONG_SIGNATURE_FORMAT`, `NO_SIGNATURE`,
-         *     `NO_END_ENTITY_CERTIFICATE`, `UNKNOWN_ALGORITHM`. `ehr-gateway document verify` runs the
-         *     same check on a local pair of files.
-         *
-         *     **Limits of the XML check.** Elements may be nested at most 256 levels deep; a deeper
-         *     document is rejected with `XML_VALIDATION_ERROR` ("the document nests elements deeper than
-         *     256 levels, the limit"). The check of one document has a time budget (`XML_CHECK_TIMEOUT`,
-         *     default 10 s); a document it cannot finish within it is rejected with `XML_VALIDATION_ERROR`
-         *     ("the document could not be checked within 10 s, the limit").
+         *     **Acceptance: what the registry would refuse, refused first.** The registry answers a
+         *     refusal days later; the gateway checks at once what it can know without the registry's
+         *     own data (ФРМР, ФРМО, the patient index), each with the classifier code the registry
+         *     would answer, naming the field or the signature (`signature`, `personalSignatures/N/signature`):
+         *     - the request: the files' base64 (`VALIDATION_ERROR`, `SIGNATURE_DECODING_ERROR`), the
+         *       patient's SNILS check number (`VALIDATION_ERROR`), `creationDateTime` not in the future
+         *       (`WRONG_CREATION_DATE`), `localUid` not used before by this clinic (`NOT_UNIQUE_PROVIDED_ID`);
+         *     - the kind, against the gateway's table of NSI 1.2.643.5.1.13.13.11.1520
+         *       (`src/emdr/prechecks/kinds-1520.json`, data its operator updates): a code the table lacks
+         *       (`OBJECT_NOT_FOUND`), a `creationDateTime` outside the kind's period
+         *       (`NO_DOCUMENT_KIND_ON_DATE`);
+         *     - each signature: a detached CMS SignedData, DER or BER (`SIGNATURE_DECODING_ERROR`;
+         *       attached content: `WRONG_SIGNATURE_FORMAT`) with exactly one signer (none:
+         *       `NO_SIGNATURE`; more: `MULTIPLE_SIGNERS`) whose certificate it carries
+         *       (`NO_END_ENTITY_CERTIFICATE`); GOST R 34.10-2012 (256 and 512 bit) with GOST R 34.11-2012
+         *       (Streebog), or RSA or ECDSA with SHA-2 (`UNKNOWN_ALGORITHM`); its `messageDigest` equal to
+         *       the document's digest and its value verifying over the signed attributes (or the document
+         *       when there are none), its certificate valid at its `signingTime`
+         *       (`SIGNATURE_VERIFICATION_ERROR`); with a trust store, its chain
+         *       (`CANT_BUILD_CERT_CHAIN_TO_ACCREDITED_CA_CERT`; without one, `warnings` say
+         *       `CERTIFICATE_CHAIN_NOT_CHECKED`); a certificate's keyUsage, when it has one, naming
+         *       digitalSignature (`INVALID_CERT_KEY_USAGE`); the certificate valid at `creationDateTime`:
+         *       the organization's (`DOC_DATE_MISMATCH_CERT_NOT_BEFORE`, `DOC_DATE_MISMATCH_CERT_NOT_AFTER`),
+         *       a personal one (`PERSONAL_SIG_CERT_NOT_ACTUAL_ON_DOC_CREATION_DT`), and a personal one also
+         *       at the check (`PERSONAL_SIG_CERT_NOT_ACTUAL_ON_CHECK_DT`). Nothing is fetched from the
+         *       network (no CRL, no OCSP);
+         *     - the signatures together: no certificate signing twice (`SIGNATURE_DUPLICATION`), the same
+         *       document digest in every signature of one digest algorithm (`INCONSISTENT_DIGESTS`);
+         *     - each signer block against its certificate's subject, where the certificate names them:
+         *       SNILS (OID 1.2.643.100.3), surname (`lastName`), given name (`firstName` and `middleName`,
+         *       as Russian qualified certificates write them together)
+         *       (`VALUE_MISMATCH_METADATA_AND_CERTIFICATE`). Names compare trimmed, case-insensitive, with
+         *       ё as е.
+         *     The document itself must be well-formed UTF-8 XML nested at most 256 levels deep
+         *     (`XML_NOT_WELL_FORMED`, a gateway code: the classifier's `XML_VALIDATION_ERROR` is the
+         *     registry's Schematron step, which the gateway does not run); the checks of one document have
+         *     a time budget (`XML_CHECK_TIMEOUT`, default 10 s) and a memory budget, and a document they
+         *     cannot finish within them is rejected with `DOCUMENT_CHECK_LIMIT` ("the document and its
+         *     signatures could not be checked within 10 s, the limit"): neither is known to be wrong.
+         *     What needs the registry's own data is left to it: the ФРМР (positions, specialities,
+         *     roles: `VALUE_MISMATCH_METADATA_AND_FRMR`, `PERSON_NOT_FOUND`, `POSITION_TO_ROLE_MISMATCH`…),
+         *     the ФРМО (`ORG_NOT_FOUND_IN_FRMO`), the patient index (`PATIENT_MPI_MISMATCH`…), the
+         *     Schematron and NSI checks of the content, revocation (`CA_INACCESSIBILITY`).
+         *     `ehr-gateway document verify` runs the signature checks on a local pair of files.
          *
          *     The identical request retried (same clinic, same `localUid`, same body) gets the same
-         *     acknowledgement and is processed once. A different body with a `localUid` already used is
-         *     acknowledged, then rejected with `NOT_UNIQUE_PROVIDED_ID` in the acceptance callback.
-         *     An `organization` the clinic account does not act for, or a `callbackUrl` it did not
-         *     register, answers 403 `ACCESS_DENIED`.
+         *     acknowledgement and is processed once. A different body with a `localUid` already used by
+         *     this clinic is acknowledged, then rejected with `NOT_UNIQUE_PROVIDED_ID` in the acceptance
+         *     callback. An `organization` the clinic account does not act for, or a
+         *     `callbackUrl` it did not register, answers 403 `FORBIDDEN`.
          */
         post: operations["RegisterDocument"];
         delete?: never;
@@ -88,7 +110,7 @@ export interface paths {
          *     `clientMessageId` is the clinic's own correlation id: echoed, or generated when absent;
          *     every callback of the request carries it. The identical request retried with the same
          *     `clientMessageId` gets the same acknowledgement and is processed once. A `callbackUrl` the
-         *     clinic did not register answers 403 `ACCESS_DENIED`.
+         *     clinic did not register answers 403 `FORBIDDEN`.
          */
         post: operations["DemandContent"];
         delete?: never;
@@ -292,14 +314,14 @@ export interface components {
         Base64: string;
         /**
          * DetachedSignature
-         * @description Base64 of a DER detached CMS/PKCS#7 SignedData over the document XML (saved as `.xml.sig`).
+         * @description Base64 of a detached CMS/PKCS#7 SignedData over the document XML (saved as `.xml.sig`), in DER or BER (indefinite lengths, as CryptoPro and `openssl cms -stream` write them), at most 1 MiB decoded.
          * @example MIIBmQYJKoZIhvcNAQcCoIIBijCCAYYCAQExDjAMBggqhQMHAQECAgUAMAsGCSqGSIb3DQEHAQ==
          */
         DetachedSignature: string;
         /**
          * CallbackUrl
          * @description Base address of the clinic's system for this request's callbacks; must be one the clinic
-         *     account registered (else 403 `ACCESS_DENIED`). An absolute `http` or `https` URL of RFC 3986
+         *     account registered (else 403 `FORBIDDEN`). An absolute `http` or `https` URL of RFC 3986
          *     characters: host (name, IPv4 or `[IPv6]`), optional port and path, no query or fragment (the
          *     gateway appends `/api/<Name>`). A plain string, not `format: uri`, so that generated clients
          *     keep it as text.
@@ -307,59 +329,117 @@ export interface components {
          */
         CallbackUrl: string;
         /**
+         * Checksum
+         * @description The registry's checksum of a signature (`checksum` beside each signature in its requests),
+         *     passed on to the registry as given. The gateway does not check it: no public material names
+         *     its algorithm.
+         * @example 2715427301
+         */
+        Checksum: string;
+        /**
+         * NsiCode
+         * @description A code of an NSI dictionary (nsi.rosminzdrav.ru).
+         * @example 109
+         */
+        NsiCode: string;
+        /**
+         * PersonName
+         * @description A part of a person's name as the document writes it; no NUL characters.
+         * @example Петров
+         */
+        PersonName: string;
+        /**
          * Signer
-         * @description The medical worker who made a personal signature.
+         * @description The medical worker who made a personal signature: the registry's signer block (all but
+         *     `snils` optional, for 1.x clients). The gateway checks it against the signature's
+         *     certificate (SNILS, names) and passes it on; what the registry checks against the ФРМР
+         *     (`position`, `speciality`, `role`, `department`) is left to it.
          */
         Signer: {
+            /**
+             * @description The worker's id in the МИС: the `extension` of the document's person `id` whose root ends in `.70` (`<organization OID>.100.<n>.<n>.70`); no NUL characters.
+             * @example 4
+             */
+            localId?: string;
+            /** @example Петров */
+            lastName?: components["schemas"]["PersonName"];
+            /** @example Сергей */
+            firstName?: components["schemas"]["PersonName"];
+            /**
+             * @description The patronymic, when the worker has one (the document's `identity:Patronymic`).
+             * @example Иванович
+             */
+            middleName?: components["schemas"]["PersonName"];
             snils: components["schemas"]["Snils"];
             /**
-             * @description Code of the signer's role in the document (the kind's role dictionary); no NUL characters.
+             * @description Code of the signer's role in the document (the role dictionary the kind names), counted per role against the kind's requirements.
              * @example 1
              */
-            role?: string;
+            role?: components["schemas"]["NsiCode"];
+            /**
+             * @description The worker's position, a code of NSI 1.2.643.5.1.13.13.11.1002.
+             * @example 109
+             */
+            position?: components["schemas"]["NsiCode"];
+            /**
+             * @description The worker's speciality, a code of NSI 1.2.643.5.1.13.13.11.1066 (the registry checks it: `NO_SPECIALITY`).
+             * @example 27
+             */
+            speciality?: components["schemas"]["NsiCode"];
+            /**
+             * @description OID of the worker's department (the registry checks it: `SIGNER_ORG_MISMATCH`, `NO_DEPARTMENT`).
+             * @example 1.2.643.5.1.13.13.12.2.77.7973.0.181245
+             */
+            department?: components["schemas"]["Oid"];
         };
         /** PersonalSignature */
         PersonalSignature: {
             signer: components["schemas"]["Signer"];
             signature: components["schemas"]["DetachedSignature"];
+            checksum?: components["schemas"]["Checksum"];
         };
         /**
          * RegisterDocumentRequest
          * @description A consultation protocol with one personal signature, in the example: a real document signed with GOST R 34.10-2012 test keys (self-signed certificates, so the acceptance callback warns `CERTIFICATE_CHAIN_NOT_CHECKED` unless the gateway has a trust store), for the demo clinic of `make run` and its callback URL. `ehr-gateway document sample` makes more.
          * @example {
          *       "localUid": "3f1c2a9e-8b7d-4e6f-9a01-2b3c4d5e6f70",
-         *       "kind": "6",
+         *       "kind": "119",
          *       "organization": "1.2.643.5.1.13.13.12.2.77.7973",
          *       "patientSnils": "11223344595",
          *       "creationDateTime": "2026-11-20T09:30:00+03:00",
          *       "documentNumber": "КП-2026-000154",
          *       "document": "PD94bWwgdmVyc2lvbj0iMS4wIiBlbmNvZGluZz0iVVRGLTgiPz4KPENsaW5pY2FsRG9jdW1lbnQgeG1sbnM9InVybjpobDctb3JnOnYzIj4KICA8cmVhbG1Db2RlIGNvZGU9IlJVIi8+CiAgPHR5cGVJZCByb290PSIyLjE2Ljg0MC4xLjExMzg4My4xLjMiIGV4dGVuc2lvbj0iUE9DRF9NVDAwMDA0MCIvPgogIDxpZCByb290PSIxLjIuNjQzLjUuMS4xMy4xMy4xMi4yLjc3Ljc5NzMuMTAwLjEuMS41MSIgZXh0ZW5zaW9uPSIzZjFjMmE5ZS04YjdkLTRlNmYtOWEwMS0yYjNjNGQ1ZTZmNzAiLz4KICA8Y29kZSBjb2RlPSI2IiBjb2RlU3lzdGVtPSIxLjIuNjQzLjUuMS4xMy4xMy4xMS4xNTIyIiBkaXNwbGF5TmFtZT0i0J/RgNC+0YLQvtC60L7QuyDQutC+0L3RgdGD0LvRjNGC0LDRhtC40LgiLz4KICA8dGl0bGU+0J/RgNC+0YLQvtC60L7QuyDQutC+0L3RgdGD0LvRjNGC0LDRhtC40LggKNC/0YDQuNC80LXRgCBlaHItZ2F0ZXdheSwg0L3QtSDQvNC10LTQuNGG0LjQvdGB0LrQuNC5INC00L7QutGD0LzQtdC90YIpPC90aXRsZT4KICA8ZWZmZWN0aXZlVGltZSB2YWx1ZT0iMjAyNjExMjAwOTMwMDArMDMwMCIvPgogIDxyZWNvcmRUYXJnZXQ+CiAgICA8cGF0aWVudFJvbGU+CiAgICAgIDxpZCByb290PSIxLjIuNjQzLjEwMC4zIiBleHRlbnNpb249IjExMi0yMzMtNDQ1IDk1Ii8+CiAgICAgIDxwYXRpZW50PgogICAgICAgIDxuYW1lPjxmYW1pbHk+0JjQstCw0L3QvtCy0LA8L2ZhbWlseT48Z2l2ZW4+0JzQsNGA0LjRjzwvZ2l2ZW4+PGdpdmVuPtCf0LXRgtGA0L7QstC90LA8L2dpdmVuPjwvbmFtZT4KICAgICAgICA8YWRtaW5pc3RyYXRpdmVHZW5kZXJDb2RlIGNvZGU9IjIiIGNvZGVTeXN0ZW09IjEuMi42NDMuNS4xLjEzLjEzLjExLjEwNDAiLz4KICAgICAgICA8YmlydGhUaW1lIHZhbHVlPSIxOTkwMDUxNyIvPgogICAgICA8L3BhdGllbnQ+CiAgICA8L3BhdGllbnRSb2xlPgogIDwvcmVjb3JkVGFyZ2V0PgogIDxhdXRob3I+CiAgICA8dGltZSB2YWx1ZT0iMjAyNjExMjAwOTMwMDArMDMwMCIvPgogICAgPGFzc2lnbmVkQXV0aG9yPgogICAgICA8aWQgcm9vdD0iMS4yLjY0My4xMDAuMyIgZXh0ZW5zaW9uPSIwODctNjU0LTMyMSAwMiIvPgogICAgICA8YXNzaWduZWRQZXJzb24+PG5hbWU+PGZhbWlseT7Qn9C10YLRgNC+0LI8L2ZhbWlseT48Z2l2ZW4+0KHQtdGA0LPQtdC5PC9naXZlbj48L25hbWU+PC9hc3NpZ25lZFBlcnNvbj4KICAgIDwvYXNzaWduZWRBdXRob3I+CiAgPC9hdXRob3I+CiAgPGN1c3RvZGlhbj48YXNzaWduZWRDdXN0b2RpYW4+PHJlcHJlc2VudGVkQ3VzdG9kaWFuT3JnYW5pemF0aW9uPjxpZCByb290PSIxLjIuNjQzLjUuMS4xMy4xMy4xMi4yLjc3Ljc5NzMiLz48L3JlcHJlc2VudGVkQ3VzdG9kaWFuT3JnYW5pemF0aW9uPjwvYXNzaWduZWRDdXN0b2RpYW4+PC9jdXN0b2RpYW4+CiAgPGNvbXBvbmVudD4KICAgIDxzdHJ1Y3R1cmVkQm9keT4KICAgICAgPGNvbXBvbmVudD4KICAgICAgICA8c2VjdGlvbj4KICAgICAgICAgIDx0aXRsZT7Ql9Cw0LrQu9GO0YfQtdC90LjQtTwvdGl0bGU+CiAgICAgICAgICA8dGV4dD7Ql9C00L7RgNC+0LLQsC4g0JTQvtC60YPQvNC10L3RgiDRgdC+0LfQtNCw0L0g0LrQvtC80LDQvdC00L7QuSBlaHItZ2F0ZXdheSBkb2N1bWVudCBzYW1wbGUg0LTQu9GPINC/0YDQvtCy0LXRgNC60Lgg0LjQvdGC0LXQs9GA0LDRhtC40LguPC90ZXh0PgogICAgICAgIDwvc2VjdGlvbj4KICAgICAgPC9jb21wb25lbnQ+CiAgICA8L3N0cnVjdHVyZWRCb2R5PgogIDwvY29tcG9uZW50Pgo8L0NsaW5pY2FsRG9jdW1lbnQ+Cg==",
-         *       "signature": "MIIDxwYJKoZIhvcNAQcCoIIDuDCCA7QCAQExDjAMBggqhQMHAQECAgUAMAsGCSqGSIb3DQEHAaCCAjQwggIwMIIB26ADAgECAgkA5wM0KOWHcjswDAYIKoUDBwEBAwIFADB4MU8wTQYDVQQDDEbQotC10YHRgtC+0LLQsNGPINC+0YDQs9Cw0L3QuNC30LDRhtC40Y8gMS4yLjY0My41LjEuMTMuMTMuMTIuMi43Ny43OTczMSUwIwYDVQQKDBxlaHItZ2F0ZXdheSB0ZXN0IGNlcnRpZmljYXRlMB4XDTI2MDEwMTAwMDAwMFoXDTM2MDEwMTAwMDAwMFoweDFPME0GA1UEAwxG0KLQtdGB0YLQvtCy0LDRjyDQvtGA0LPQsNC90LjQt9Cw0YbQuNGPIDEuMi42NDMuNS4xLjEzLjEzLjEyLjIuNzcuNzk3MzElMCMGA1UECgwcZWhyLWdhdGV3YXkgdGVzdCBjZXJ0aWZpY2F0ZTBmMB8GCCqFAwcBAQEBMBMGByqFAwICIwEGCCqFAwcBAQICA0MABEBzI+/9RPXDpo1b87Fx/2+980NUMa9FeHe6rTuwP9rcO5QCbJcEgshqrGoi9UE/BqjM7ttTC4UflodpoEHk8PChoz8wPTAMBgNVHRMBAf8EAjAAMA4GA1UdDwEB/wQEAwIGwDAdBgNVHQ4EFgQUI43deFQiKMQSkkZfLwiBva6IrvwwDAYIKoUDBwEBAwIFAANBAJL9jRUWQky10RPA27mYyeA1J+h8FRsJTKu980Wx8m+ozot+TP6pDKUWbzlxT+5NANYOfbVn0iHiTkOx5yo6JN0xggFYMIIBVAIBATCBhTB4MU8wTQYDVQQDDEbQotC10YHRgtC+0LLQsNGPINC+0YDQs9Cw0L3QuNC30LDRhtC40Y8gMS4yLjY0My41LjEuMTMuMTMuMTIuMi43Ny43OTczMSUwIwYDVQQKDBxlaHItZ2F0ZXdheSB0ZXN0IGNlcnRpZmljYXRlAgkA5wM0KOWHcjswDAYIKoUDBwEBAgIFAKBpMBgGCSqGSIb3DQEJAzELBgkqhkiG9w0BBwEwHAYJKoZIhvcNAQkFMQ8XDTI2MTEyMDA2MzAwMFowLwYJKoZIhvcNAQkEMSIEIG2kG+FDUzBIypU3QZZ7YzEFU9/whjfz2W4AwfN9pEmuMAwGCCqFAwcBAQEBBQAEQM1wvA9Dw3B1MgIG277sQsr2Q1m208KHZKNZRPLrAcGf/MuGT1pOx41DvA3VknENtU2qYtLDfGcAGfmeHDbP1Sk=",
+         *       "signature": "MIIDxwYJKoZIhvcNAQcCoIIDuDCCA7QCAQExDjAMBggqhQMHAQECAgUAMAsGCSqGSIb3DQEHAaCCAjQwggIwMIIB26ADAgECAgkA/YTl86h+xt0wDAYIKoUDBwEBAwIFADB4MU8wTQYDVQQDDEbQotC10YHRgtC+0LLQsNGPINC+0YDQs9Cw0L3QuNC30LDRhtC40Y8gMS4yLjY0My41LjEuMTMuMTMuMTIuMi43Ny43OTczMSUwIwYDVQQKDBxlaHItZ2F0ZXdheSB0ZXN0IGNlcnRpZmljYXRlMB4XDTI2MDEwMTAwMDAwMFoXDTM2MDEwMTAwMDAwMFoweDFPME0GA1UEAwxG0KLQtdGB0YLQvtCy0LDRjyDQvtGA0LPQsNC90LjQt9Cw0YbQuNGPIDEuMi42NDMuNS4xLjEzLjEzLjEyLjIuNzcuNzk3MzElMCMGA1UECgwcZWhyLWdhdGV3YXkgdGVzdCBjZXJ0aWZpY2F0ZTBmMB8GCCqFAwcBAQEBMBMGByqFAwICIwEGCCqFAwcBAQICA0MABEC7Iy9KjLYpngyRH3TFWzJXzb4XPqrKh4hjGMneVf7eQfDEBlVkMgbEbsAWguIYpYd6N4SvR9Li/EzVJM1CbYb6oz8wPTAMBgNVHRMBAf8EAjAAMA4GA1UdDwEB/wQEAwIGwDAdBgNVHQ4EFgQUQDPz9sopKHt70m4cDRGoqwQAS8wwDAYIKoUDBwEBAwIFAANBAHU0O0bauWqwPT3LA5fIbQlWOTX6QATM1D62MgbdW1MQ9Eb+ojd48fCre9cS9WZgtJ3K32dhvx73WMtMSAke/NYxggFYMIIBVAIBATCBhTB4MU8wTQYDVQQDDEbQotC10YHRgtC+0LLQsNGPINC+0YDQs9Cw0L3QuNC30LDRhtC40Y8gMS4yLjY0My41LjEuMTMuMTMuMTIuMi43Ny43OTczMSUwIwYDVQQKDBxlaHItZ2F0ZXdheSB0ZXN0IGNlcnRpZmljYXRlAgkA/YTl86h+xt0wDAYIKoUDBwEBAgIFAKBpMBgGCSqGSIb3DQEJAzELBgkqhkiG9w0BBwEwHAYJKoZIhvcNAQkFMQ8XDTI2MTEyMDA2MzAwMFowLwYJKoZIhvcNAQkEMSIEIG2kG+FDUzBIypU3QZZ7YzEFU9/whjfz2W4AwfN9pEmuMAwGCCqFAwcBAQEBBQAEQMS8PWBhwwQbYuMpm4mxKsNtERzr41tYrU8v2gSnvuMVdCrFrKmj733+p1e6iQAjdgJttBK7jY1POPBFExUouKE=",
          *       "personalSignatures": [
          *         {
          *           "signer": {
+         *             "localId": "4",
+         *             "lastName": "Петров",
+         *             "firstName": "Сергей",
+         *             "middleName": "Иванович",
          *             "snils": "08765432102",
          *             "role": "1"
          *           },
-         *           "signature": "MIIDfgYJKoZIhvcNAQcCoIIDbzCCA2sCAQExDjAMBggqhQMHAQECAgUAMAsGCSqGSIb3DQEHAaCCAgQwggIAMIIBq6ADAgECAgkAmcSyfg2ktFUwDAYIKoUDBwEBAwIFADBgMTcwNQYDVQQDDC7Qn9C10YLRgNC+0LIg0KHQtdGA0LPQtdC5LCDQstGA0LDRhyAo0YLQtdGB0YIpMSUwIwYDVQQKDBxlaHItZ2F0ZXdheSB0ZXN0IGNlcnRpZmljYXRlMB4XDTI2MDEwMTAwMDAwMFoXDTM2MDEwMTAwMDAwMFowYDE3MDUGA1UEAwwu0J/QtdGC0YDQvtCyINCh0LXRgNCz0LXQuSwg0LLRgNCw0YcgKNGC0LXRgdGCKTElMCMGA1UECgwcZWhyLWdhdGV3YXkgdGVzdCBjZXJ0aWZpY2F0ZTBmMB8GCCqFAwcBAQEBMBMGByqFAwICIwEGCCqFAwcBAQICA0MABEBljFs9YaBr0xNmwIpGqM1dlLbObC+FWfGRephry6zOB2NfXfUKk1w7l1Q/v4isC41q2EA/2JOsqzmgzxd2UY09oz8wPTAMBgNVHRMBAf8EAjAAMA4GA1UdDwEB/wQEAwIGwDAdBgNVHQ4EFgQUNAXPI9kbIeZZqRRpEaahXB7x+JkwDAYIKoUDBwEBAwIFAANBANkOgJ7KBwO2seYJOkzVvw2FREscVyQUoYMN8iiPBDMo3p7UZy0Yh7m4h+7Df+F7NXI6i1xp4FpLeOQaXK5t/QkxggE/MIIBOwIBATBtMGAxNzA1BgNVBAMMLtCf0LXRgtGA0L7QsiDQodC10YDQs9C10LksINCy0YDQsNGHICjRgtC10YHRgikxJTAjBgNVBAoMHGVoci1nYXRld2F5IHRlc3QgY2VydGlmaWNhdGUCCQCZxLJ+DaS0VTAMBggqhQMHAQECAgUAoGkwGAYJKoZIhvcNAQkDMQsGCSqGSIb3DQEHATAcBgkqhkiG9w0BCQUxDxcNMjYxMTIwMDYzMDAwWjAvBgkqhkiG9w0BCQQxIgQgbaQb4UNTMEjKlTdBlntjMQVT3/CGN/PZbgDB832kSa4wDAYIKoUDBwEBAQEFAARApLZzwgvR8mw4vSpQ2K1q+kn8MJwikJNlyfHrfSSicQodwHcWRZwczLDt5NCOnjDoU3LlilOlyF0dUmozM8K83g=="
+         *           "signature": "MIIDfAYJKoZIhvcNAQcCoIIDbTCCA2kCAQExDjAMBggqhQMHAQECAgUAMAsGCSqGSIb3DQEHAaCCAgMwggH/MIIBqqADAgECAggM0UXXpkAhkTAMBggqhQMHAQEDAgUAMGAxNzA1BgNVBAMMLtCf0LXRgtGA0L7QsiDQodC10YDQs9C10LksINCy0YDQsNGHICjRgtC10YHRgikxJTAjBgNVBAoMHGVoci1nYXRld2F5IHRlc3QgY2VydGlmaWNhdGUwHhcNMjYwMTAxMDAwMDAwWhcNMzYwMTAxMDAwMDAwWjBgMTcwNQYDVQQDDC7Qn9C10YLRgNC+0LIg0KHQtdGA0LPQtdC5LCDQstGA0LDRhyAo0YLQtdGB0YIpMSUwIwYDVQQKDBxlaHItZ2F0ZXdheSB0ZXN0IGNlcnRpZmljYXRlMGYwHwYIKoUDBwEBAQEwEwYHKoUDAgIjAQYIKoUDBwEBAgIDQwAEQM0+Flb37hGYLIL9Ntxp9lRc6c6h/UnJVhdvO7tc5Ne81MP9tmD5Ke1dMSn2LQFy3qLUXLVWh7Rbo7DTdXypS0ajPzA9MAwGA1UdEwEB/wQCMAAwDgYDVR0PAQH/BAQDAgbAMB0GA1UdDgQWBBRA1FR3bemXs/+jD79isY6TIjTa4zAMBggqhQMHAQEDAgUAA0EAejHfeqCBVPos36MzHVgfoR4uZYINk0lYHbuevi1YgDdomBMkCc/ngW2VLr3ri3tTH/rvLcMZldJ50QT8j5qWRjGCAT4wggE6AgEBMGwwYDE3MDUGA1UEAwwu0J/QtdGC0YDQvtCyINCh0LXRgNCz0LXQuSwg0LLRgNCw0YcgKNGC0LXRgdGCKTElMCMGA1UECgwcZWhyLWdhdGV3YXkgdGVzdCBjZXJ0aWZpY2F0ZQIIDNFF16ZAIZEwDAYIKoUDBwEBAgIFAKBpMBgGCSqGSIb3DQEJAzELBgkqhkiG9w0BBwEwHAYJKoZIhvcNAQkFMQ8XDTI2MTEyMDA2MzAwMFowLwYJKoZIhvcNAQkEMSIEIG2kG+FDUzBIypU3QZZ7YzEFU9/whjfz2W4AwfN9pEmuMAwGCCqFAwcBAQEBBQAEQLYbVmQ8HaCDUp8e82845oYDG8ZdX3RQXXCzvXP6xOOslCyNBYpAMUp2PaJe/qoUxKt0AYVqPv+2Hfj+urUi+Pc="
          *         }
          *       ],
          *       "callbackUrl": "http://127.0.0.1:9090"
          *     }
          */
         RegisterDocumentRequest: {
-            /** @description The clinic's own id of the document; unique per clinic. */
+            /** @description The clinic's own id of the document (the registry's `localUid`); unique per clinic here (the registry keeps it unique across all its senders). */
             localUid: components["schemas"]["Uuid"];
             /**
-             * @description Document kind, a code of NSI 1.2.643.5.1.13.13.11.1520.
-             * @example 6
+             * @description Document kind (a structured medical document, СЭМД), a code of NSI 1.2.643.5.1.13.13.11.1520, e.g. `119` "Протокол консультации (CDA) Редакция 4"; checked against the gateway's kinds table (`OBJECT_NOT_FOUND`, `NO_DOCUMENT_KIND_ON_DATE`). Not the document's own `ClinicalDocument/code`, which is a code of NSI 1.2.643.5.1.13.13.11.1522.
+             * @example 119
              */
             kind: string;
             /** @description OID of the organization that signs the document; the clinic account must act for it. */
             organization: components["schemas"]["Oid"];
+            /** @description The patient's SNILS (check number validated). */
             patientSnils: components["schemas"]["Snils"];
             /**
-             * @description When the document was created; must not lie in the future.
+             * @description When the document was created; must not lie in the future. The signatures' certificates must be valid at it, and the kind allowed on it.
              * @example 2026-11-20T09:30:00+03:00
              */
             creationDateTime: components["schemas"]["Instant"];
@@ -370,7 +450,11 @@ export interface components {
             documentNumber?: string;
             /** @description Base64 of the document XML (saved as `.xml`). */
             document: components["schemas"]["Base64"];
+            /** @description The organization's detached signature (`.xml.sig`). */
             signature: components["schemas"]["DetachedSignature"];
+            /** @description The registry's checksum of `signature` (see Checksum). */
+            signatureChecksum?: components["schemas"]["Checksum"];
+            /** @description The medical workers' signatures, each with its signer block and checksum. */
             personalSignatures?: components["schemas"]["PersonalSignature"][];
             /** @description emdrId of the current version this document supersedes, a document of the same organization; the new version gets its own emdrId and version = previous + 1. A document of another organization is answered in the result callback exactly as an unknown emdrId (REGISTRY_ITEM_NOT_FOUND), so emdrIds cannot be probed; a version that is no longer current is CANT_REG_VERSION. */
             replaces?: components["schemas"]["EmdrId"];
@@ -416,7 +500,7 @@ export interface components {
          * SearchRegistryItemRequest
          * @example {
          *       "patientSnils": "11223344595",
-         *       "kind": "6",
+         *       "kind": "119",
          *       "registerDateBegin": "2026-11-01T00:00:00Z",
          *       "registerDateEnd": "2026-12-01T00:00:00Z"
          *     }
@@ -424,7 +508,7 @@ export interface components {
         SearchRegistryItemRequest: {
             /** @description The patient's items of every organization; without it, only the organizations the clinic account acts for. */
             patientSnils?: components["schemas"]["Snils"];
-            /** @example 6 */
+            /** @example 119 */
             kind?: string;
             organization?: components["schemas"]["Oid"];
             localUid?: components["schemas"]["Uuid"];
@@ -443,7 +527,7 @@ export interface components {
         RegistryItem: {
             emdrId: components["schemas"]["EmdrId"];
             localUid: components["schemas"]["Uuid"];
-            /** @example 6 */
+            /** @example 119 */
             kind: string;
             organization: components["schemas"]["Oid"];
             /**
@@ -453,6 +537,24 @@ export interface components {
             registrationDateTime: string;
             /** @example 1 */
             version: number;
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * StoreTillDate
+         * @description Until when the registry keeps the record, as the registry writes it (an XML Schema date, with or without its zone, e.g. `2046-09-11+03:00`); absent when the registry did not say.
+         * @example 2046-11-20+03:00
+         */
+        StoreTillDate: string;
+        /**
+         * RegistryWarning
+         * @description A warning of the registry about a registered document, relayed as it came; `code` is a mnemonic of classifier 1.2.643.5.1.13.13.99.2.305 (e.g. `IPS_VALIDATION_WARNING`).
+         */
+        RegistryWarning: {
+            /** @example IPS_VALIDATION_WARNING */
+            code: string;
+            /** @example Замечание от подсистемы ИПС по проверке данных запроса */
+            message: string;
         } & {
             [key: string]: unknown;
         };
@@ -581,7 +683,7 @@ export interface components {
         /** ErrorItem */
         ErrorItem: {
             /**
-             * @description Mnemonic of classifier 1.2.643.5.1.13.13.99.2.305, or a gateway code.
+             * @description A mnemonic of classifier 1.2.643.5.1.13.13.99.2.305 used with its classifier meaning, or a gateway code (see **Errors** above). Its known values: treat one you do not know as an error of the request.
              * @example VALIDATION_ERROR
              */
             code: string;
@@ -606,11 +708,11 @@ export interface components {
         /** CallbackError */
         CallbackError: {
             /**
-             * @description Mnemonic of classifier 1.2.643.5.1.13.13.99.2.305.
+             * @description A mnemonic of classifier 1.2.643.5.1.13.13.99.2.305 (all 128 of version 3.18 are listed; the registry's codes are relayed as it sent them, a newer one too), or one of the gateway's codes `XML_NOT_WELL_FORMED` and `DOCUMENT_CHECK_LIMIT`. Treat one you do not know as a refusal.
              * @example NOT_UNIQUE_PROVIDED_ID
              */
             code: string;
-            /** @example a document with this localUid was already submitted by this clinic */
+            /** @example a document with this localUid was already submitted to this gateway */
             message: string;
         } & {
             [key: string]: unknown;
@@ -618,7 +720,7 @@ export interface components {
         /** CallbackWarning */
         CallbackWarning: {
             /**
-             * @description A gateway code (the classifier has no warnings).
+             * @description A gateway code (the registry's own warnings come in `registrationWarnings` of the result). Ignore one you do not know.
              * @example CERTIFICATE_CHAIN_NOT_CHECKED
              */
             code: string;
@@ -648,7 +750,7 @@ export interface components {
          *       "errors": [
          *         {
          *           "code": "NOT_UNIQUE_PROVIDED_ID",
-         *           "message": "a document with this localUid was already submitted by this clinic"
+         *           "message": "a document with this localUid was already submitted to this gateway"
          *         }
          *       ]
          *     }
@@ -658,7 +760,7 @@ export interface components {
          *       "status": "error",
          *       "errors": [
          *         {
-         *           "code": "XML_VALIDATION_ERROR",
+         *           "code": "XML_NOT_WELL_FORMED",
          *           "message": "the document nests elements deeper than 256 levels, the limit"
          *         }
          *       ]
@@ -698,7 +800,8 @@ export interface components {
         };
         /**
          * SendRegisterDocumentResultResponse
-         * @description Body of the registration result callback; `emdrId` and `registrationDateTime` on success. On
+         * @description Body of the registration result callback; `emdrId` and `registrationDateTime` on success,
+         *     with the registry's `storeTillDate` and `registrationWarnings` when it gave them. On
          *     `error`, `errors` carries the registry's classifier-305 codes as it reported them (e.g.
          *     `NOT_UNIQUE_PROVIDED_ID`, `DIGEST_MISMATCH`, `FILE_WAS_NOT_SENT`), or
          *     `ASYNC_RESPONSE_TIMEOUT` (since 1.4.0) when the registry did not answer within the gateway's
@@ -709,7 +812,14 @@ export interface components {
          *       "localUid": "3f1c2a9e-8b7d-4e6f-9a01-2b3c4d5e6f70",
          *       "status": "success",
          *       "emdrId": "26.11.000000154",
-         *       "registrationDateTime": "2026-11-20T06:30:04.512Z"
+         *       "registrationDateTime": "2026-11-20T06:30:04.512Z",
+         *       "storeTillDate": "2046-11-20+03:00",
+         *       "registrationWarnings": [
+         *         {
+         *           "code": "IPS_VALIDATION_WARNING",
+         *           "message": "Замечание от подсистемы ИПС по проверке данных запроса"
+         *         }
+         *       ]
          *     }
          * @example {
          *       "queueMessageId": "9d2e7c41-5a3b-4f08-b6c1-0e9f8a7b6c5d",
@@ -733,6 +843,9 @@ export interface components {
              * @example 2026-11-20T06:30:04.512Z
              */
             registrationDateTime?: string;
+            storeTillDate?: components["schemas"]["StoreTillDate"];
+            /** @description The registry's warnings about the registered document (since 2.0.0), beside the gateway's own `warnings` of the acceptance callback; absent when it gave none. */
+            registrationWarnings?: components["schemas"]["RegistryWarning"][];
             errors?: components["schemas"]["CallbackError"][];
         } & {
             [key: string]: unknown;
@@ -774,7 +887,7 @@ export interface components {
          */
         DocumentFile: {
             localUid: components["schemas"]["Uuid"];
-            /** @example 6 */
+            /** @example 119 */
             kind: string;
             /** @example 1 */
             version: number;
@@ -798,11 +911,11 @@ export interface components {
          *       "status": "success",
          *       "document": {
          *         "localUid": "3f1c2a9e-8b7d-4e6f-9a01-2b3c4d5e6f70",
-         *         "kind": "6",
+         *         "kind": "119",
          *         "version": 1,
          *         "fileName": "26.11.000000154.xml",
          *         "content": "PD94bWwgdmVyc2lvbj0iMS4wIiBlbmNvZGluZz0iVVRGLTgiPz4KPENsaW5pY2FsRG9jdW1lbnQgeG1sbnM9InVybjpobDctb3JnOnYzIj4KICA8cmVhbG1Db2RlIGNvZGU9IlJVIi8+CiAgPHR5cGVJZCByb290PSIyLjE2Ljg0MC4xLjExMzg4My4xLjMiIGV4dGVuc2lvbj0iUE9DRF9NVDAwMDA0MCIvPgogIDxpZCByb290PSIxLjIuNjQzLjUuMS4xMy4xMy4xMi4yLjc3Ljc5NzMuMTAwLjEuMS41MSIgZXh0ZW5zaW9uPSIzZjFjMmE5ZS04YjdkLTRlNmYtOWEwMS0yYjNjNGQ1ZTZmNzAiLz4KICA8Y29kZSBjb2RlPSI2IiBjb2RlU3lzdGVtPSIxLjIuNjQzLjUuMS4xMy4xMy4xMS4xNTIyIiBkaXNwbGF5TmFtZT0i0J/RgNC+0YLQvtC60L7QuyDQutC+0L3RgdGD0LvRjNGC0LDRhtC40LgiLz4KICA8dGl0bGU+0J/RgNC+0YLQvtC60L7QuyDQutC+0L3RgdGD0LvRjNGC0LDRhtC40LggKNC/0YDQuNC80LXRgCBlaHItZ2F0ZXdheSwg0L3QtSDQvNC10LTQuNGG0LjQvdGB0LrQuNC5INC00L7QutGD0LzQtdC90YIpPC90aXRsZT4KICA8ZWZmZWN0aXZlVGltZSB2YWx1ZT0iMjAyNjExMjAwOTMwMDArMDMwMCIvPgogIDxyZWNvcmRUYXJnZXQ+CiAgICA8cGF0aWVudFJvbGU+CiAgICAgIDxpZCByb290PSIxLjIuNjQzLjEwMC4zIiBleHRlbnNpb249IjExMi0yMzMtNDQ1IDk1Ii8+CiAgICAgIDxwYXRpZW50PgogICAgICAgIDxuYW1lPjxmYW1pbHk+0JjQstCw0L3QvtCy0LA8L2ZhbWlseT48Z2l2ZW4+0JzQsNGA0LjRjzwvZ2l2ZW4+PGdpdmVuPtCf0LXRgtGA0L7QstC90LA8L2dpdmVuPjwvbmFtZT4KICAgICAgICA8YWRtaW5pc3RyYXRpdmVHZW5kZXJDb2RlIGNvZGU9IjIiIGNvZGVTeXN0ZW09IjEuMi42NDMuNS4xLjEzLjEzLjExLjEwNDAiLz4KICAgICAgICA8YmlydGhUaW1lIHZhbHVlPSIxOTkwMDUxNyIvPgogICAgICA8L3BhdGllbnQ+CiAgICA8L3BhdGllbnRSb2xlPgogIDwvcmVjb3JkVGFyZ2V0PgogIDxhdXRob3I+CiAgICA8dGltZSB2YWx1ZT0iMjAyNjExMjAwOTMwMDArMDMwMCIvPgogICAgPGFzc2lnbmVkQXV0aG9yPgogICAgICA8aWQgcm9vdD0iMS4yLjY0My4xMDAuMyIgZXh0ZW5zaW9uPSIwODctNjU0LTMyMSAwMiIvPgogICAgICA8YXNzaWduZWRQZXJzb24+PG5hbWU+PGZhbWlseT7Qn9C10YLRgNC+0LI8L2ZhbWlseT48Z2l2ZW4+0KHQtdGA0LPQtdC5PC9naXZlbj48L25hbWU+PC9hc3NpZ25lZFBlcnNvbj4KICAgIDwvYXNzaWduZWRBdXRob3I+CiAgPC9hdXRob3I+CiAgPGN1c3RvZGlhbj48YXNzaWduZWRDdXN0b2RpYW4+PHJlcHJlc2VudGVkQ3VzdG9kaWFuT3JnYW5pemF0aW9uPjxpZCByb290PSIxLjIuNjQzLjUuMS4xMy4xMy4xMi4yLjc3Ljc5NzMiLz48L3JlcHJlc2VudGVkQ3VzdG9kaWFuT3JnYW5pemF0aW9uPjwvYXNzaWduZWRDdXN0b2RpYW4+PC9jdXN0b2RpYW4+CiAgPGNvbXBvbmVudD4KICAgIDxzdHJ1Y3R1cmVkQm9keT4KICAgICAgPGNvbXBvbmVudD4KICAgICAgICA8c2VjdGlvbj4KICAgICAgICAgIDx0aXRsZT7Ql9Cw0LrQu9GO0YfQtdC90LjQtTwvdGl0bGU+CiAgICAgICAgICA8dGV4dD7Ql9C00L7RgNC+0LLQsC4g0JTQvtC60YPQvNC10L3RgiDRgdC+0LfQtNCw0L0g0LrQvtC80LDQvdC00L7QuSBlaHItZ2F0ZXdheSBkb2N1bWVudCBzYW1wbGUg0LTQu9GPINC/0YDQvtCy0LXRgNC60Lgg0LjQvdGC0LXQs9GA0LDRhtC40LguPC90ZXh0PgogICAgICAgIDwvc2VjdGlvbj4KICAgICAgPC9jb21wb25lbnQ+CiAgICA8L3N0cnVjdHVyZWRCb2R5PgogIDwvY29tcG9uZW50Pgo8L0NsaW5pY2FsRG9jdW1lbnQ+Cg==",
-         *         "signature": "MIIDxwYJKoZIhvcNAQcCoIIDuDCCA7QCAQExDjAMBggqhQMHAQECAgUAMAsGCSqGSIb3DQEHAaCCAjQwggIwMIIB26ADAgECAgkA5wM0KOWHcjswDAYIKoUDBwEBAwIFADB4MU8wTQYDVQQDDEbQotC10YHRgtC+0LLQsNGPINC+0YDQs9Cw0L3QuNC30LDRhtC40Y8gMS4yLjY0My41LjEuMTMuMTMuMTIuMi43Ny43OTczMSUwIwYDVQQKDBxlaHItZ2F0ZXdheSB0ZXN0IGNlcnRpZmljYXRlMB4XDTI2MDEwMTAwMDAwMFoXDTM2MDEwMTAwMDAwMFoweDFPME0GA1UEAwxG0KLQtdGB0YLQvtCy0LDRjyDQvtGA0LPQsNC90LjQt9Cw0YbQuNGPIDEuMi42NDMuNS4xLjEzLjEzLjEyLjIuNzcuNzk3MzElMCMGA1UECgwcZWhyLWdhdGV3YXkgdGVzdCBjZXJ0aWZpY2F0ZTBmMB8GCCqFAwcBAQEBMBMGByqFAwICIwEGCCqFAwcBAQICA0MABEBzI+/9RPXDpo1b87Fx/2+980NUMa9FeHe6rTuwP9rcO5QCbJcEgshqrGoi9UE/BqjM7ttTC4UflodpoEHk8PChoz8wPTAMBgNVHRMBAf8EAjAAMA4GA1UdDwEB/wQEAwIGwDAdBgNVHQ4EFgQUI43deFQiKMQSkkZfLwiBva6IrvwwDAYIKoUDBwEBAwIFAANBAJL9jRUWQky10RPA27mYyeA1J+h8FRsJTKu980Wx8m+ozot+TP6pDKUWbzlxT+5NANYOfbVn0iHiTkOx5yo6JN0xggFYMIIBVAIBATCBhTB4MU8wTQYDVQQDDEbQotC10YHRgtC+0LLQsNGPINC+0YDQs9Cw0L3QuNC30LDRhtC40Y8gMS4yLjY0My41LjEuMTMuMTMuMTIuMi43Ny43OTczMSUwIwYDVQQKDBxlaHItZ2F0ZXdheSB0ZXN0IGNlcnRpZmljYXRlAgkA5wM0KOWHcjswDAYIKoUDBwEBAgIFAKBpMBgGCSqGSIb3DQEJAzELBgkqhkiG9w0BBwEwHAYJKoZIhvcNAQkFMQ8XDTI2MTEyMDA2MzAwMFowLwYJKoZIhvcNAQkEMSIEIG2kG+FDUzBIypU3QZZ7YzEFU9/whjfz2W4AwfN9pEmuMAwGCCqFAwcBAQEBBQAEQM1wvA9Dw3B1MgIG277sQsr2Q1m208KHZKNZRPLrAcGf/MuGT1pOx41DvA3VknENtU2qYtLDfGcAGfmeHDbP1Sk="
+         *         "signature": "MIIDxwYJKoZIhvcNAQcCoIIDuDCCA7QCAQExDjAMBggqhQMHAQECAgUAMAsGCSqGSIb3DQEHAaCCAjQwggIwMIIB26ADAgECAgkA/YTl86h+xt0wDAYIKoUDBwEBAwIFADB4MU8wTQYDVQQDDEbQotC10YHRgtC+0LLQsNGPINC+0YDQs9Cw0L3QuNC30LDRhtC40Y8gMS4yLjY0My41LjEuMTMuMTMuMTIuMi43Ny43OTczMSUwIwYDVQQKDBxlaHItZ2F0ZXdheSB0ZXN0IGNlcnRpZmljYXRlMB4XDTI2MDEwMTAwMDAwMFoXDTM2MDEwMTAwMDAwMFoweDFPME0GA1UEAwxG0KLQtdGB0YLQvtCy0LDRjyDQvtGA0LPQsNC90LjQt9Cw0YbQuNGPIDEuMi42NDMuNS4xLjEzLjEzLjEyLjIuNzcuNzk3MzElMCMGA1UECgwcZWhyLWdhdGV3YXkgdGVzdCBjZXJ0aWZpY2F0ZTBmMB8GCCqFAwcBAQEBMBMGByqFAwICIwEGCCqFAwcBAQICA0MABEC7Iy9KjLYpngyRH3TFWzJXzb4XPqrKh4hjGMneVf7eQfDEBlVkMgbEbsAWguIYpYd6N4SvR9Li/EzVJM1CbYb6oz8wPTAMBgNVHRMBAf8EAjAAMA4GA1UdDwEB/wQEAwIGwDAdBgNVHQ4EFgQUQDPz9sopKHt70m4cDRGoqwQAS8wwDAYIKoUDBwEBAwIFAANBAHU0O0bauWqwPT3LA5fIbQlWOTX6QATM1D62MgbdW1MQ9Eb+ojd48fCre9cS9WZgtJ3K32dhvx73WMtMSAke/NYxggFYMIIBVAIBATCBhTB4MU8wTQYDVQQDDEbQotC10YHRgtC+0LLQsNGPINC+0YDQs9Cw0L3QuNC30LDRhtC40Y8gMS4yLjY0My41LjEuMTMuMTMuMTIuMi43Ny43OTczMSUwIwYDVQQKDBxlaHItZ2F0ZXdheSB0ZXN0IGNlcnRpZmljYXRlAgkA/YTl86h+xt0wDAYIKoUDBwEBAgIFAKBpMBgGCSqGSIb3DQEJAzELBgkqhkiG9w0BBwEwHAYJKoZIhvcNAQkFMQ8XDTI2MTEyMDA2MzAwMFowLwYJKoZIhvcNAQkEMSIEIG2kG+FDUzBIypU3QZZ7YzEFU9/whjfz2W4AwfN9pEmuMAwGCCqFAwcBAQEBBQAEQMS8PWBhwwQbYuMpm4mxKsNtERzr41tYrU8v2gSnvuMVdCrFrKmj733+p1e6iQAjdgJttBK7jY1POPBFExUouKE="
          *       }
          *     }
          */
@@ -836,7 +949,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description A header of `businessId`, `user`, `token` is missing or they do not name a clinic account. */
+        /** @description A header of `businessId`, `user`, `token` is missing or they do not name a clinic account (`UNAUTHENTICATED`). */
         Unauthorized: {
             headers: {
                 "x-request-id": components["headers"]["RequestId"];
@@ -846,7 +959,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description The clinic account does not act for this organization, or did not register this callback URL. */
+        /** @description The clinic account does not act for this organization, or did not register this callback URL (`FORBIDDEN`). */
         Forbidden: {
             headers: {
                 "x-request-id": components["headers"]["RequestId"];

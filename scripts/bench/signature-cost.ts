@@ -1,6 +1,6 @@
 /**
  * What the signature check costs per document (`node --import tsx scripts/bench/signature-cost.ts`):
- * median and p99 of DocumentCheckPool.check (one worker thread, document fed in 48 KiB slices, as
+ * the CMS and X.509 parsing of a signature alone ("parse alone"), then median and p99 of DocumentCheckPool.check (one worker thread, document fed in 48 KiB slices, as
  * the acceptance stage does, minus the database reads) for 10 KiB and 5 MiB documents signed with
  * GOST R 34.10-2012 256 and 512 and with RSA, with the signature and without it (the XML check
  * alone): the difference is what verification adds. Each signer signs every run, so from its second
@@ -19,8 +19,12 @@ import { DocumentCheckPool } from '../../src/emdr/pipeline/document-check.js';
 import { FILE_SLICE_BYTES } from '../../src/emdr/pipeline/request-files.js';
 import { largeXml } from '../../test/support/emdr.js';
 import { createTestSigner } from '../../src/emdr/signatures/test-signer.js';
+import { parseSignedData } from '../../src/emdr/signatures/cms/cms.js';
 import { TestPki, type Issued } from '../../test/support/signing.js';
 import { measureGostCheck } from './lib/gost-check.js';
+
+/** Parses of one signature timed for the "parse alone" lines. */
+const PARSE_RUNS = 2000;
 
 const SIZES = [
   { label: '10 KiB', bytes: 10 * 1024, runs: 300 },
@@ -50,6 +54,18 @@ try {
     ['GOST 512 (Streebog-512)', pki.issue({ algorithm: 'gost2012_512', commonName: 'bench 512' })],
     ['RSA 2048 (SHA-256)', pki.issue({ algorithm: 'rsa', commonName: 'bench rsa' })],
   ];
+  // The CMS and X.509 parsing alone, in this thread: what the parser costs of a document's check.
+  for (const [label, signer] of signers) {
+    const signature = pki.sign(Buffer.from('<a/>'), signer);
+    const times: number[] = [];
+    for (let run = 0; run < PARSE_RUNS + 100; run += 1) {
+      const started = performance.now();
+      parseSignedData(signature);
+      if (run >= 100) times.push(performance.now() - started);
+    }
+    const sorted = times.sort((a, b) => a - b);
+    console.log(`parse alone  ${label.padEnd(24)} ${signature.length} bytes: median ${(percentile(sorted, 0.5) * 1000).toFixed(1)} µs, p99 ${(percentile(sorted, 0.99) * 1000).toFixed(1)} µs (${times.length} runs)`);
+  }
   for (const size of SIZES) {
     const document = largeXml(size.bytes);
     const documentPath = path.join(pki.dir, `bench-${size.bytes}.xml`);

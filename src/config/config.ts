@@ -533,7 +533,7 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; fallback: string; m
   { name: 'DATABASE_POOL_SIZE', fallback: '10', meaning: "connections of each process's database pool (see the README's connection budget)" },
   { name: 'WORKER_CONCURRENCY', fallback: '2', meaning: 'batches each stage of the worker role has in hand at once; acceptance and delivery hold as many items (64 and 128 at 2), at most half for one clinic or receiver origin, each settled on its own' },
   { name: 'JOB_EXPIRY', fallback: '30s', meaning: "how long a background job may run before another worker takes it over (a killed worker's jobs come back)" },
-  { name: 'XML_CHECK_TIMEOUT', fallback: '10s (at most half of JOB_EXPIRY)', meaning: "time budget of the checks of one RegisterDocument's document, the XML check and the signature check together (one worker thread runs both); beyond it, XML_VALIDATION_ERROR and SIGNATURE_VERIFICATION_ERROR" },
+  { name: 'XML_CHECK_TIMEOUT', fallback: '10s (at most half of JOB_EXPIRY)', meaning: "time budget of the checks of one RegisterDocument's document, the XML check and the signature check together (one worker thread runs both); beyond it, DOCUMENT_CHECK_LIMIT" },
   {
     name: 'SIGNATURE_TRUST_STORE',
     fallback: '(unset)',

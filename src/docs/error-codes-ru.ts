@@ -1,10 +1,11 @@
-import type { ErrorCode } from '../emdr/codes.js';
+import type { GatewayCode } from '../emdr/codes.js';
 
 /**
  * The error codes' meanings in Russian, for the docs pages' error tables, beside the English ones
- * (interface A's in specs/openrpc.json `x-error-codes`, interface B's in src/emdr/codes.ts). The
- * `message` on the wire stays English: it is for logs. A code without its Russian here fails the
- * docs test (interface A) or the typecheck (interface B).
+ * (interface A's in specs/openrpc.json `x-error-codes`, interface B's gateway codes in src/emdr/codes.ts;
+ * its classifier codes carry the classifier's Russian). The `message` on the wire stays English: it
+ * is for logs. A code without its Russian here fails the docs test (interface A) or the typecheck
+ * (interface B).
  */
 export const RPC_ERROR_MEANINGS_RU: Readonly<Record<string, string>> = {
   '-32700': 'Тело запроса не является корректным JSON (id null).',
@@ -45,35 +46,18 @@ export const RPC_ERROR_MEANINGS_RU: Readonly<Record<string, string>> = {
     'appointment_result.get_appointment_result_by_id: нет результата приёма с этим id, который вызывающему можно видеть (неизвестный или другого пациента).',
 };
 
-export const REGISTRY_ERROR_MEANINGS_RU: Readonly<Record<ErrorCode, string>> = {
-  ACCESS_DENIED: 'нет прав (неизвестная учётная запись клиники, неверный токен или организация, от имени которой учётная запись не действует)',
-  CANT_BUILD_CERT_CHAIN_TO_ACCREDITED_CA_CERT: 'нет цепочки от сертификата подписанта до доверенного сертификата (SIGNATURE_TRUST_STORE)',
-  CANT_REG_VERSION: 'регистрация версии документа невозможна (заменяемая версия не текущая)',
-  INTERNAL_ERROR: 'внутренняя ошибка',
-  MIS_NOT_AVAILABLE: 'предоставляющая система (архив МИС) недоступна',
-  DIGEST_MISMATCH: 'хеш файла, полученного реестром от предоставляющей системы, не совпадает с зарегистрированным',
-  FILE_WAS_NOT_SENT: 'предоставляющая система не передала файл документа (getDocumentFile: шлюз его больше не хранит)',
-  GET_DOCUMENT_FILE_ERROR: 'не удалось получить файл документа от предоставляющей системы',
-  ASYNC_RESPONSE_TIMEOUT: 'асинхронный ответ реестра не пришёл за REGISTRY_DEADLINE: шлюз перестал ждать (реестр мог всё же зарегистрировать документ: это покажет SearchRegistryItem по localUid)',
-  NO_END_ENTITY_CERTIFICATE: 'сертификата подписанта нет в подписи',
-  NO_SIGNATURE: 'у документа нет подписи (CMS без подписантов)',
-  NOT_UNIQUE_PROVIDED_ID: 'документ с этим локальным идентификатором (localUid) уже был отправлен',
-  REGISTRY_ITEM_NOT_FOUND: 'запрошенная запись реестра не найдена',
-  RUNTIME_ERROR: 'непредвиденная ошибка реестра',
-  SIGNATURE_DECODING_ERROR: 'подпись не декодируется (не base64, не CMS SignedData)',
-  SIGNATURE_VERIFICATION_ERROR: 'подпись не проверяется: сделана над другими байтами, неверное значение подписи или сертификат не действовал в момент подписания',
-  UNKNOWN_ALGORITHM: 'алгоритм хеширования, подписи или ключа, который шлюз не поддерживает',
-  WRONG_CREATION_DATE: 'дата создания документа позже даты его регистрации',
-  VALIDATION_ERROR: 'значение не прошло проверку (схема запроса, base64, контрольное число СНИЛС)',
-  WRONG_SIGNATURE_FORMAT: 'неподдерживаемый формат подписи (не отсоединённая CMS)',
-  RATE_LIMIT: 'достигнут защитный предел, повторите через минуту или позже',
-  XML_VALIDATION_ERROR: 'документ не является корректным XML',
-  NOT_FOUND: 'шлюз: нет такой операции или запроса',
-  METHOD_NOT_ALLOWED: 'шлюз: метод не разрешён на этом пути',
-  NOT_IMPLEMENTED: 'шлюз: операция не реализована',
-  REQUEST_TOO_LARGE: 'шлюз: тело больше предела операции (BODY_LIMIT для RegisterDocument, 64 КиБ для остальных)',
-  UNSUPPORTED_MEDIA_TYPE: 'шлюз: тело не application/json в UTF-8 или сжато (Content-Encoding не identity)',
-  NOTHING_TO_REPLAY: 'шлюз: повтор запроса, ни один обратный вызов которого не завершился неудачей',
-  SERVICE_UNAVAILABLE: 'шлюз: база данных сейчас недоступна; повторите через Retry-After секунд',
-  CERTIFICATE_CHAIN_NOT_CHECKED: 'предупреждение шлюза: подписи проверены, но хранилище доверенных сертификатов не настроено, поэтому их цепочки не проверялись',
+/** The gateway's own codes in Russian; a classifier code's Russian is the classifier's own wording (src/emdr/classifier-305.ts). */
+export const GATEWAY_CODE_MEANINGS_RU: Readonly<Record<GatewayCode, string>> = {
+  UNAUTHENTICATED: 'нет одного из заголовков businessId, user и token, или они не называют действующую учётную запись клиники (HTTP 401). ACCESS_DENIED классификатора — о праве получить документ',
+  FORBIDDEN: 'учётная запись клиники не действует от имени этой организации или не регистрировала этот адрес обратного вызова (HTTP 403)',
+  NOT_FOUND: 'нет такой операции, запроса или записи реестра этой клиники (HTTP 404)',
+  METHOD_NOT_ALLOWED: 'метод не разрешён на этом пути (HTTP 405)',
+  NOT_IMPLEMENTED: 'операция не реализована (HTTP 501)',
+  REQUEST_TOO_LARGE: 'тело больше предела операции: BODY_LIMIT для RegisterDocument, 64 КиБ для остальных (HTTP 413)',
+  UNSUPPORTED_MEDIA_TYPE: 'тело не application/json в UTF-8 или сжато: Content-Encoding не identity (HTTP 415)',
+  NOTHING_TO_REPLAY: 'повтор запроса, ни один обратный вызов которого не завершился неудачей (HTTP 409)',
+  SERVICE_UNAVAILABLE: 'база данных, а для поиска — реестр, сейчас недоступны; повторите через Retry-After секунд (HTTP 503)',
+  XML_NOT_WELL_FORMED: 'документ не является корректным XML в UTF-8 или вкладывает элементы глубже предела (обратный вызов приёма). XML_VALIDATION_ERROR классификатора — это проверка реестра по Schematron',
+  DOCUMENT_CHECK_LIMIT: 'документ и его подписи не удалось проверить за XML_CHECK_TIMEOUT или в пределах памяти проверки (обратный вызов приёма): неверными они не признаны',
+  CERTIFICATE_CHAIN_NOT_CHECKED: 'предупреждение: подписи проверены, но хранилище доверенных сертификатов не настроено, поэтому их цепочки не проверялись',
 };

@@ -2,9 +2,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import express, { Router } from 'express';
 import { openApiSpecPath, openRpcSpecPath, packageRoot } from '../config/paths.js';
-import { ERROR_CODES } from '../emdr/codes.js';
+import { CLASSIFIER_305, CLASSIFIER_305_VERSION, CLASSIFIER_BY_MNEMONIC } from '../emdr/classifier-305.js';
+import { ERROR_CODES, type ErrorCode, type GatewayCode, type GatewayUse } from '../emdr/codes.js';
 import type { FallbackBody } from '../http/fallback.js';
-import { REGISTRY_ERROR_MEANINGS_RU } from './error-codes-ru.js';
+import { GATEWAY_CODE_MEANINGS_RU } from './error-codes-ru.js';
 import { flowFile } from './flows.js';
 import { GETTING_STARTED_STYLE, GETTING_STARTED_TITLE, gettingStarted } from './getting-started.js';
 import type { Language } from './language.js';
@@ -34,27 +35,48 @@ const PAGE_TEXT = {
   ru: { interfaceA: 'Интерфейс A: сервер ЭМК', interfaceB: 'Интерфейс B: шлюз реестра ЭМД' },
 } as const;
 
+/** In Russian: a classifier code's meaning in the classifier's words, a gateway code's from error-codes-ru.ts. */
+export function registryCodeMeaningRu(code: ErrorCode): string {
+  const entry = CLASSIFIER_BY_MNEMONIC.get(code);
+  if (!entry) return GATEWAY_CODE_MEANINGS_RU[code as GatewayCode];
+  return entry.meaningRu ?? `вторая запись ${code} в классификаторе; её описание в публичной выгрузке не приведено`;
+}
+
+const USE_LABELS: Record<Language, Record<GatewayUse, string>> = {
+  en: { http: 'HTTP answer', acceptance: 'acceptance callback', result: 'result callback' },
+  ru: { http: 'ответ HTTP', acceptance: 'обратный вызов приёма', result: 'обратный вызов результата' },
+};
+
+/** Who reports a code: the gateway (where), or only the registry. */
+export function reporterOf(code: ErrorCode, language: Language): string {
+  const entry = ERROR_CODES[code];
+  if (entry.id === null) return language === 'ru' ? 'шлюз' : 'the gateway';
+  if (entry.uses.length === 0) return language === 'ru' ? 'реестр' : 'the registry';
+  return `${language === 'ru' ? 'шлюз' : 'the gateway'}: ${entry.uses.map((use) => USE_LABELS[language][use]).join(', ')}`;
+}
+
 /**
- * Interface B's error codes (src/emdr/codes.ts) as a table with their meanings in both languages,
- * the page's own first; the `message` on the wire stays English.
+ * Interface B's error codes (src/emdr/codes.ts: the classifier's 128, then the gateway's) as a
+ * table with their meanings in both languages, the page's own first, and who reports each; the
+ * `message` on the wire stays English.
  */
 function registryErrorTable(language: Language): string {
-  const english = (code: keyof typeof ERROR_CODES) => ERROR_CODES[code].meaning;
-  const russian = (code: keyof typeof ERROR_CODES) => REGISTRY_ERROR_MEANINGS_RU[code];
-  const columns = language === 'ru' ? [['когда (по-русски)', russian], ['when (English)', english]] as const : [['when (English)', english], ['когда (по-русски)', russian]] as const;
-  const rows = (Object.keys(ERROR_CODES) as Array<keyof typeof ERROR_CODES>).map(
-    (code) => `<tr><td><code>${code}</code></td><td>${ERROR_CODES[code].id ?? '—'}</td>${columns.map(([, meaning]) => `<td>${escapeHtml(meaning(code))}</td>`).join('')}</tr>`,
+  const english = (code: ErrorCode) => ERROR_CODES[code].meaning;
+  const columns = language === 'ru' ? [['значение (по-русски)', registryCodeMeaningRu], ['meaning (English)', english]] as const : [['meaning (English)', english], ['значение (по-русски)', registryCodeMeaningRu]] as const;
+  const rows = (Object.keys(ERROR_CODES) as ErrorCode[]).map(
+    (code) =>
+      `<tr><td><code>${code}</code></td><td>${ERROR_CODES[code].id ?? '—'}</td>${columns.map(([, meaning]) => `<td>${escapeHtml(meaning(code))}</td>`).join('')}<td>${escapeHtml(reporterOf(code, language))}</td></tr>`,
   );
   const intro =
     language === 'ru'
-      ? 'Каждый код <code>errors[].code</code> интерфейса B: в ответах об ошибке и в обратных вызовах. Коды с номером взяты из классификатора 1.2.643.5.1.13.13.99.2.305; остальные — коды шлюза. Поле <code>message</code> всегда на английском: оно для журналов.'
-      : 'Every <code>errors[].code</code> of interface B, in error answers and in callbacks. Codes with an id are mnemonics of classifier 1.2.643.5.1.13.13.99.2.305; the others are the gateway\'s own. The <code>message</code> is always English: it is for logs.';
+      ? `Каждый код <code>errors[].code</code> интерфейса B: в ответах об ошибке и в обратных вызовах. Все ${CLASSIFIER_305.length} кодов классификатора 1.2.643.5.1.13.13.99.2.305 версии ${CLASSIFIER_305_VERSION} (значение — словами классификатора), каждый — только в его значении; затем коды шлюза для условий, которых классификатор не называет. Последний столбец: сообщает ли код сам шлюз (и где) или только реестр. Поле <code>message</code> всегда на английском: оно для журналов.`
+      : `Every <code>errors[].code</code> of interface B, in error answers and in callbacks: the ${CLASSIFIER_305.length} codes of classifier 1.2.643.5.1.13.13.99.2.305 version ${CLASSIFIER_305_VERSION} (the Russian meaning in the classifier's words), each used only with its classifier meaning, then the gateway's own codes for conditions the classifier does not name. The last column: whether the gateway reports a code itself (and where) or only the registry does. The <code>message</code> is always English: it is for logs.`;
   // Above Redoc, folded, where a reader finds it without scrolling past the whole reference.
   return `<details id="error-codes" class="error-codes">
 <summary><h2>${language === 'ru' ? 'Коды ошибок' : 'Error codes'}</h2></summary>
 <p>${intro}</p>
 <table>
-<thead><tr><th>code</th><th>${language === 'ru' ? 'номер в классификаторе 305' : 'classifier 305 id'}</th>${columns.map(([title]) => `<th>${title}</th>`).join('')}</tr></thead>
+<thead><tr><th>code</th><th>${language === 'ru' ? 'номер в классификаторе 305' : 'classifier 305 id'}</th>${columns.map(([title]) => `<th>${title}</th>`).join('')}<th>${language === 'ru' ? 'кто сообщает' : 'reported by'}</th></tr></thead>
 <tbody>
 ${rows.join('\n')}
 </tbody>

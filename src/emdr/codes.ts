@@ -1,56 +1,109 @@
-/**
- * Every error code interface B uses, in one place.
- *
- * Codes with an `id` are mnemonics of classifier 1.2.643.5.1.13.13.99.2.305 («РЭМД. Классификатор
- * кодов сообщений»). The numeric ids and meanings were taken from a public transcription of the
- * classifier's version 3.18 (an FNSI export in a public repository); they were not checked against
- * nsi.rosminzdrav.ru itself, so confirm them there before relying on the numbers. The ids of the
- * signature codes added later (4, 18, 42, 44) were read off the same transcription's order of
- * entries, which matches every id above.
- * Codes with `id: null` are the gateway's own: the classifier has no entry for these HTTP-level
- * conditions.
- */
-export const ERROR_CODES = {
-  ACCESS_DENIED: { id: 1, meaning: 'no permission (unknown clinic account, wrong token, or an organization the account does not act for)' },
-  DIGEST_MISMATCH: { id: 6, meaning: "the digest of the file the registry pulled from the providing system does not match the registered one" },
-  CANT_BUILD_CERT_CHAIN_TO_ACCREDITED_CA_CERT: { id: 4, meaning: "no chain from the signer's certificate to a trusted certificate (SIGNATURE_TRUST_STORE)" },
-  CANT_REG_VERSION: { id: 5, meaning: 'registration of the document version is impossible (the replaced version is not current)' },
-  INTERNAL_ERROR: { id: 11, meaning: 'internal error' },
-  MIS_NOT_AVAILABLE: { id: 16, meaning: 'the providing system (МИС archive) is not available' },
-  NO_END_ENTITY_CERTIFICATE: { id: 18, meaning: "the signer's certificate is not in the signature" },
-  NO_SIGNATURE: { id: 21, meaning: 'the document has no signature (a CMS without signers)' },
-  FILE_WAS_NOT_SENT: { id: 56, meaning: 'the providing system did not send the document file (getDocumentFile: the gateway no longer keeps it)' },
-  GET_DOCUMENT_FILE_ERROR: { id: 61, meaning: 'fetching the document file from the providing system failed' },
-  NOT_UNIQUE_PROVIDED_ID: { id: 25, meaning: 'a document with this local id (localUid) was already submitted' },
-  REGISTRY_ITEM_NOT_FOUND: { id: 37, meaning: 'the requested registry item was not found' },
-  RUNTIME_ERROR: { id: 40, meaning: 'unexpected error in the registry' },
-  SIGNATURE_DECODING_ERROR: { id: 41, meaning: 'the signature could not be decoded (not base64, not a CMS SignedData)' },
-  SIGNATURE_VERIFICATION_ERROR: { id: 42, meaning: "the signature does not verify: made over other bytes, a wrong signature value, or a certificate not valid at the signing time" },
-  UNKNOWN_ALGORITHM: { id: 44, meaning: 'a digest, signature or key algorithm the gateway does not support' },
-  WRONG_CREATION_DATE: { id: 47, meaning: 'the document creation date is later than its registration date' },
-  VALIDATION_ERROR: { id: 49, meaning: 'a value failed validation (request schema, base64, SNILS check number)' },
-  WRONG_SIGNATURE_FORMAT: { id: 53, meaning: 'unsupported signature format (not a detached CMS)' },
-  RATE_LIMIT: { id: 95, meaning: 'protective limit reached, retry in a minute or later' },
-  ASYNC_RESPONSE_TIMEOUT: { id: 97, meaning: "no asynchronous answer from the registry within REGISTRY_DEADLINE: the gateway stopped waiting (the registry may still have registered the document: SearchRegistryItem by localUid tells)" },
-  XML_VALIDATION_ERROR: { id: 104, meaning: 'the document is not well-formed XML' },
-  NOT_FOUND: { id: null, meaning: 'gateway: no such operation or request' },
-  METHOD_NOT_ALLOWED: { id: null, meaning: 'gateway: method not allowed on this path' },
-  NOT_IMPLEMENTED: { id: null, meaning: 'gateway: operation not implemented' },
-  REQUEST_TOO_LARGE: { id: null, meaning: "gateway: body larger than the operation's limit (BODY_LIMIT for RegisterDocument, 64 KiB for the others)" },
-  UNSUPPORTED_MEDIA_TYPE: { id: null, meaning: 'gateway: body is not application/json in UTF-8, or is compressed (Content-Encoding other than identity)' },
-  NOTHING_TO_REPLAY: { id: null, meaning: 'gateway: a replay of a request none of whose callbacks has failed' },
-  SERVICE_UNAVAILABLE: { id: null, meaning: 'gateway: the database cannot be reached right now; retry after Retry-After seconds' },
-  CERTIFICATE_CHAIN_NOT_CHECKED: { id: null, meaning: 'gateway warning: the signatures verified, but no trust store is configured, so their certificate chains were not checked' },
-} as const satisfies Record<string, { id: number | null; meaning: string }>;
+import { CLASSIFIER_305, type ClassifierCode } from './classifier-305.js';
 
-export type ErrorCode = keyof typeof ERROR_CODES;
+/**
+ * Every error code of interface B, in one place: the 128 codes of classifier
+ * 1.2.643.5.1.13.13.99.2.305 (classifier-305.ts, the table they are read from), each used only with
+ * its classifier meaning, and the gateway's own codes for conditions of the gateway that no
+ * classifier code spells (an HTTP refusal, a document the gateway could not parse or check).
+ */
+
+/** The gateway's own codes: no classifier code spells these conditions. */
+export const GATEWAY_CODES = {
+  UNAUTHENTICATED: "a header of businessId, user and token is missing, or they name no active clinic account (HTTP 401). The classifier's ACCESS_DENIED is about getting a document",
+  FORBIDDEN: 'the clinic account does not act for the organization, or did not register the callback URL (HTTP 403)',
+  NOT_FOUND: 'no such operation, request or registry item of this clinic (HTTP 404)',
+  METHOD_NOT_ALLOWED: 'method not allowed on this path (HTTP 405)',
+  NOT_IMPLEMENTED: 'operation not implemented (HTTP 501)',
+  REQUEST_TOO_LARGE: "body larger than the operation's limit: BODY_LIMIT for RegisterDocument, 64 KiB for the others (HTTP 413)",
+  UNSUPPORTED_MEDIA_TYPE: 'body is not application/json in UTF-8, or is compressed: Content-Encoding other than identity (HTTP 415)',
+  NOTHING_TO_REPLAY: 'a replay of a request none of whose callbacks has failed (HTTP 409)',
+  SERVICE_UNAVAILABLE: 'the database, or the registry for a search, cannot be reached right now; retry after Retry-After seconds (HTTP 503)',
+  XML_NOT_WELL_FORMED:
+    "the document is not well-formed UTF-8 XML, or nests elements deeper than the limit (acceptance callback). The classifier's XML_VALIDATION_ERROR is the registry's Schematron step",
+  DOCUMENT_CHECK_LIMIT: 'the document and its signatures could not be checked within XML_CHECK_TIMEOUT or the check\'s memory (acceptance callback): neither is known to be wrong',
+  CERTIFICATE_CHAIN_NOT_CHECKED: 'warning: the signatures verified, but no trust store is configured, so their certificate chains were not checked',
+} as const;
+
+export type GatewayCode = keyof typeof GATEWAY_CODES;
+
+/** Where the gateway itself reports a classifier code: an HTTP answer, the acceptance callback (predicted before the registry), or the result callback. */
+export type GatewayUse = 'http' | 'acceptance' | 'result';
+
+/**
+ * The classifier codes the gateway reports on its own, and where; every other classifier code
+ * reaches a clinic only as the registry reported it. Each is used with its classifier meaning.
+ */
+export const GATEWAY_USES: Readonly<Partial<Record<ClassifierCode, readonly GatewayUse[]>>> = {
+  VALIDATION_ERROR: ['http', 'acceptance'],
+  RATE_LIMIT: ['http'],
+  INTERNAL_ERROR: ['http', 'result'],
+  REGISTRY_ITEM_NOT_FOUND: ['acceptance'],
+  NOT_UNIQUE_PROVIDED_ID: ['acceptance'],
+  WRONG_CREATION_DATE: ['acceptance'],
+  OBJECT_NOT_FOUND: ['acceptance'],
+  NO_DOCUMENT_KIND_ON_DATE: ['acceptance'],
+  NO_SIGNATURE: ['acceptance'],
+  SIGNATURE_DECODING_ERROR: ['acceptance'],
+  WRONG_SIGNATURE_FORMAT: ['acceptance'],
+  UNKNOWN_ALGORITHM: ['acceptance'],
+  NO_END_ENTITY_CERTIFICATE: ['acceptance'],
+  MULTIPLE_SIGNERS: ['acceptance'],
+  SIGNATURE_DUPLICATION: ['acceptance'],
+  INCONSISTENT_DIGESTS: ['acceptance'],
+  SIGNATURE_VERIFICATION_ERROR: ['acceptance'],
+  INVALID_CERT_KEY_USAGE: ['acceptance'],
+  DOC_DATE_MISMATCH_CERT_NOT_AFTER: ['acceptance'],
+  DOC_DATE_MISMATCH_CERT_NOT_BEFORE: ['acceptance'],
+  PERSONAL_SIG_CERT_NOT_ACTUAL_ON_DOC_CREATION_DT: ['acceptance'],
+  PERSONAL_SIG_CERT_NOT_ACTUAL_ON_CHECK_DT: ['acceptance'],
+  CANT_BUILD_CERT_CHAIN_TO_ACCREDITED_CA_CERT: ['acceptance'],
+  VALUE_MISMATCH_METADATA_AND_CERTIFICATE: ['acceptance'],
+  ASYNC_RESPONSE_TIMEOUT: ['result'],
+};
+
+export type ErrorCode = ClassifierCode | GatewayCode;
+
+export interface ErrorCodeEntry {
+  /** The classifier's id; null for a gateway code. */
+  id: number | null;
+  /** English: the classifier's meaning, or the gateway code's. */
+  meaning: string;
+  /** Where the gateway reports it itself; empty: only relayed from the registry. */
+  uses: readonly GatewayUse[];
+}
+
+/** Every code: the classifier's, in the order of their ids, then the gateway's. */
+export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeEntry>> = Object.fromEntries([
+  ...CLASSIFIER_305.filter((entry, index, all) => all.findIndex((other) => other.mnemonic === entry.mnemonic) === index).map(
+    (entry): [string, ErrorCodeEntry] => [entry.mnemonic, { id: entry.id, meaning: entry.meaning, uses: GATEWAY_USES[entry.mnemonic] ?? [] }],
+  ),
+  ...Object.entries(GATEWAY_CODES).map(([code, meaning]): [string, ErrorCodeEntry] => [code, { id: null, meaning, uses: [] }]),
+]) as Record<ErrorCode, ErrorCodeEntry>;
+
+/** Codes a gateway HTTP answer may carry (`ErrorItem.code` in the spec). */
+export const HTTP_ERROR_CODES: readonly ErrorCode[] = [
+  ...(Object.keys(GATEWAY_USES) as ClassifierCode[]).filter((code) => GATEWAY_USES[code]!.includes('http')),
+  ...(['UNAUTHENTICATED', 'FORBIDDEN', 'NOT_FOUND', 'METHOD_NOT_ALLOWED', 'NOT_IMPLEMENTED', 'REQUEST_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'NOTHING_TO_REPLAY', 'SERVICE_UNAVAILABLE'] as const),
+];
+
+/** The gateway's codes of callbacks' `errors` beside the classifier's (`CallbackError.code` in the spec). */
+export const CALLBACK_GATEWAY_CODES: readonly GatewayCode[] = ['XML_NOT_WELL_FORMED', 'DOCUMENT_CHECK_LIMIT'];
+
+/** The gateway's warning codes (`CallbackWarning.code`). */
+export const WARNING_CODES: readonly GatewayCode[] = ['CERTIFICATE_CHAIN_NOT_CHECKED'];
 
 /**
  * An error reported in a callback body: `{code, message}`. The gateway's own findings use the
- * catalog above; an error the registry reported is relayed with its classifier code as it came,
- * which the catalog may not list (the classifier has over a hundred).
+ * catalog above; an error the registry reported is relayed with its code as it came, which the
+ * catalog may not list (a newer classifier version).
  */
 export interface CallbackErrorItem {
   code: ErrorCode | (string & {});
   message: string;
+}
+
+/** The spec's enums of codes (scripts/spec-codes.ts writes them, test/emdr/classifier.test.ts compares): per schema, its `code`'s known values. */
+export function specCodeLists(): Record<'ErrorItem' | 'CallbackError' | 'CallbackWarning', string[]> {
+  const classifier = [...new Set(CLASSIFIER_305.map((entry) => entry.mnemonic))];
+  return { ErrorItem: [...HTTP_ERROR_CODES], CallbackError: [...classifier, ...CALLBACK_GATEWAY_CODES], CallbackWarning: [...WARNING_CODES] };
 }

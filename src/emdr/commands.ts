@@ -13,7 +13,9 @@ import { messageState } from './messages.js';
 import { registerSampleCommand } from './sample-document.js';
 import { parseCertificate } from './signatures/cms/cms.js';
 import { loadTrustStore, TrustStoreError } from './signatures/trust-store.js';
-import { DocumentSignatureCheck } from './signatures/verify.js';
+import { DocumentSignatureCheck, type NamedSignature, type SignerBlock } from './signatures/verify.js';
+import { instantMs } from './instant.js';
+import { kindFindings } from './prechecks/kinds.js';
 import { FILE_SLICE_BYTES } from './pipeline/request-files.js';
 
 
@@ -25,8 +27,38 @@ function queueMessageIdArgument(value: string): string {
 /** Signature files are a few kilobytes; a bigger one is not a signature a clinic meant to send. */
 const MAX_SIGNATURE_FILE_BYTES = 1024 * 1024;
 
-/** `document verify`: the acceptance stage's signature check on a local pair; exit 0 valid, 1 invalid. */
-async function verifyDocumentPair(documentPath: string, signaturePath: string, options: { trustStore?: string }): Promise<void> {
+interface VerifyOptions {
+  trustStore?: string;
+  creationDateTime?: string;
+  kind?: string;
+  signer: string[];
+}
+
+/** `--signer SNILS[,LAST,FIRST[,MIDDLE]]`: a personal signature's signer block, as far as a certificate shows it. */
+function signerBlockOf(value: string): SignerBlock {
+  const [snils, lastName, firstName, middleName] = value.split(',').map((part) => part.trim());
+  if (!snils || !/^[0-9 -]{11,14}$/.test(snils)) throw new UsageError(`--signer "${value}": give SNILS[,LAST_NAME,FIRST_NAME[,MIDDLE_NAME]]`);
+  return { snils, ...(lastName ? { lastName } : {}), ...(firstName ? { firstName } : {}), ...(middleName ? { middleName } : {}) };
+}
+
+/**
+ * `document verify`: the acceptance stage's checks on local files: the signature checks and the
+ * registry's signature rules, over the organization's signature and the personal ones after it
+ * (as RegisterDocument's `signature` and `personalSignatures`), and with --kind the kinds table;
+ * exit 0 valid, 1 invalid.
+ */
+async function verifyDocumentPair(documentPath: string, signaturePaths: string[], options: VerifyOptions): Promise<void> {
+  let documentCreatedAt: number | undefined;
+  if (options.creationDateTime !== undefined) {
+    try {
+      documentCreatedAt = instantMs(options.creationDateTime);
+    } catch {
+      throw new UsageError(`--creation-date-time "${options.creationDateTime}" is not an RFC 3339 date-time`);
+    }
+  }
+  if (options.kind !== undefined && options.creationDateTime === undefined) throw new UsageError('--kind needs --creation-date-time (a kind is checked on the creation date)');
+  const signers = options.signer.map(signerBlockOf);
+  if (signers.length > Math.max(0, signaturePaths.length - 1)) throw new UsageError('more --signer than personal signatures (the signatures after the first)');
   let trustAnchors;
   if (options.trustStore !== undefined) {
     try {
@@ -42,19 +74,23 @@ async function verifyDocumentPair(documentPath: string, signaturePath: string, o
     return stat;
   };
   await readable(documentPath);
-  if ((await readable(signaturePath)).size > MAX_SIGNATURE_FILE_BYTES) throw new UsageError(`${signaturePath}: larger than 1 MiB, not a detached signature`);
-  const name = path.basename(signaturePath);
-  const check = new DocumentSignatureCheck([{ name, bytes: await fs.readFile(signaturePath) }], { now: Date.now(), ...(trustAnchors ? { trustAnchors } : {}) });
+  const signatures: NamedSignature[] = [];
+  for (const [index, signaturePath] of signaturePaths.entries()) {
+    if ((await readable(signaturePath)).size > MAX_SIGNATURE_FILE_BYTES) throw new UsageError(`${signaturePath}: larger than 1 MiB, not a detached signature`);
+    const signer = index > 0 ? signers[index - 1] : undefined;
+    signatures.push({ name: path.basename(signaturePath), bytes: await fs.readFile(signaturePath), ...(index > 0 ? { personal: true } : {}), ...(signer ? { signer } : {}) });
+  }
+  const check = new DocumentSignatureCheck(signatures, { now: Date.now(), ...(documentCreatedAt === undefined ? {} : { documentCreatedAt }), ...(trustAnchors ? { trustAnchors } : {}) });
   if (check.needsDocument) {
     for await (const chunk of createReadStream(documentPath, { highWaterMark: FILE_SLICE_BYTES })) check.update(chunk as Buffer);
   }
-  const findings = check.finish();
+  const findings = [...(options.kind === undefined ? [] : kindFindings(options.kind, options.creationDateTime!)), ...check.finish()];
   for (const finding of findings) process.stdout.write(`${finding.code}: ${finding.message}\n`);
   if (findings.length > 0) {
     process.exitCode = 1;
     return;
   }
-  process.stdout.write(`valid: ${name} verifies over ${path.basename(documentPath)}\n`);
+  process.stdout.write(`valid: ${signaturePaths.map((file) => path.basename(file)).join(', ')} ${signaturePaths.length > 1 ? 'verify' : 'verifies'} over ${path.basename(documentPath)}\n`);
   if (!trustAnchors) process.stdout.write('warning: the certificate chain was not checked (no --trust-store)\n');
 }
 
@@ -125,10 +161,13 @@ export function registerEmdrCommands(program: Command, kit: CommandKit): void {
   registerSampleCommand(document);
   document
     .command('verify')
-    .description("check a document and its detached signature (.xml.sig) as the gateway's acceptance stage does: exit 0 valid, 1 invalid (one line per failure)")
+    .description("check a document and its detached signatures as the gateway's acceptance stage does, the registry's signature rules included: exit 0 valid, 1 invalid (one line per failure)")
     .argument('<document>', 'the XML file')
-    .argument('<signature>', 'its detached DER CMS signature')
+    .argument('<signatures...>', "the organization's detached CMS signature (.xml.sig, DER or BER), then the personal ones")
     .option('--trust-store <dir>', 'folder of PEM roots and intermediates the signer must chain to (without it, the chain is not checked)')
+    .option('--creation-date-time <instant>', "the document's creationDateTime (RFC 3339): the certificates must be valid at it")
+    .option('--kind <code>', 'the kind (NSI 1.2.643.5.1.13.13.11.1520), checked against the kinds table on the creation date')
+    .addOption(new Option('--signer <block>', 'a personal signature\'s signer block, SNILS[,LAST,FIRST[,MIDDLE]], in the order of the personal signatures (repeatable): checked against its certificate').argParser(collect).default([]))
     .action(verifyDocumentPair);
   document
     .command('save')

@@ -21,7 +21,7 @@ export const SAMPLE_ORGANIZATION = '1.2.643.5.1.13.13.12.2.77.7973';
 /** demo-1 of `seed-demo`, Иванова Мария Петровна. */
 const SAMPLE_PATIENT = { snils: '112-233-445 95', surname: 'Иванова', name: 'Мария', middleName: 'Петровна', birthDate: '19900517', gender: 2 };
 /** The doctor of the personal signature (a SNILS with a valid check number). */
-const SAMPLE_DOCTOR = { snils: '087-654-321 02', surname: 'Петров', name: 'Сергей' };
+const SAMPLE_DOCTOR = { snils: '087-654-321 02', surname: 'Петров', name: 'Сергей', middleName: 'Иванович', localId: '4' };
 
 export interface SampleOptions {
   localUid?: string;
@@ -111,14 +111,20 @@ export function createSample(options: SampleOptions = {}): Sample {
   const signature = organizationSigner.sign(xml, createdAt);
   const request: RegisterDocumentRequest = {
     localUid,
-    kind: '6',
+    // «Протокол консультации (CDA) Редакция 4» of NSI 1.2.643.5.1.13.13.11.1520, in force since 2022-01-01.
+    kind: '119',
     organization,
     patientSnils: SAMPLE_PATIENT.snils.replace(/[^0-9]/g, ''),
     creationDateTime: moscowDateTime(createdAt),
     documentNumber: options.documentNumber ?? `SAMPLE-${localUid.slice(0, 8)}`,
     document: xml.toString('base64'),
     signature: signature.toString('base64'),
-    personalSignatures: [{ signer: { snils: SAMPLE_DOCTOR.snils.replace(/[^0-9]/g, ''), role: '1' }, signature: doctorSigner.sign(xml, createdAt).toString('base64') }],
+    personalSignatures: [
+      {
+        signer: { localId: SAMPLE_DOCTOR.localId, lastName: SAMPLE_DOCTOR.surname, firstName: SAMPLE_DOCTOR.name, middleName: SAMPLE_DOCTOR.middleName, snils: SAMPLE_DOCTOR.snils.replace(/[^0-9]/g, ''), role: '1' },
+        signature: doctorSigner.sign(xml, createdAt).toString('base64'),
+      },
+    ],
     callbackUrl: options.callbackUrl ?? DEMO_CLINIC.callbackUrls[0],
   };
   return { xml, signature, request, certificates: [organizationSigner.certificate, doctorSigner.certificate] };

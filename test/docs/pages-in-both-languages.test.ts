@@ -4,7 +4,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REGISTRY_ERROR_MEANINGS_RU, RPC_ERROR_MEANINGS_RU } from '../../src/docs/error-codes-ru.js';
+import { RPC_ERROR_MEANINGS_RU } from '../../src/docs/error-codes-ru.js';
+import { registryCodeMeaningRu } from '../../src/docs/routes.js';
 import { pageLanguage } from '../../src/docs/language.js';
 import type { CreatedClinicAccount } from '../../src/emdr/clients.js';
 import { ERROR_CODES } from '../../src/emdr/codes.js';
@@ -123,7 +124,7 @@ describe('the web pages in Russian and English', () => {
       expect(restRows.map((row) => row[0])).toEqual(Object.keys(ERROR_CODES));
       for (const row of restRows) {
         const code = row[0] as keyof typeof ERROR_CODES;
-        expect(row[russianColumn]).toBe(REGISTRY_ERROR_MEANINGS_RU[code]);
+        expect(row[russianColumn]).toBe(registryCodeMeaningRu(code));
         expect(row[5 - russianColumn]).toBe(ERROR_CODES[code].meaning);
       }
       // Redoc's badge no longer floats over the table (it was pinned to the window's bottom-left).

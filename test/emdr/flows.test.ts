@@ -8,6 +8,7 @@ import { runCli } from '../support/cli.js';
 import { startCallbackReceiver, type CallbackReceiver, type ReceivedCallback } from '../support/callback-receiver.js';
 import { addClinic, authHeaders, FIXTURE_ATTACHED_SIGNATURE, FIXTURE_SIGNATURE, FIXTURE_XML, largeXml, ORGANIZATION, post, registerBody } from '../support/emdr.js';
 import { startTestService, type TestService } from '../support/service.js';
+import { testSignatureOf } from '../support/signing.js';
 
 /** Both flows of interface B over real HTTP, with a real callback receiver on loopback. */
 let service: TestService;
@@ -67,7 +68,7 @@ describe('RegisterDocument then DemandContent', () => {
     expect(Number.isNaN(Date.parse(result.registrationDateTime as string))).toBe(false);
 
     const search = await post(service.publicUrl, '/api/SearchRegistryItem', authHeaders(clinic), { localUid: body.localUid });
-    expect(search).toMatchObject({ status: 200, body: { items: [{ emdrId: result.emdrId, localUid: body.localUid, kind: '6', organization: ORGANIZATION, version: 1 }] } });
+    expect(search).toMatchObject({ status: 200, body: { items: [{ emdrId: result.emdrId, localUid: body.localUid, kind: '119', organization: ORGANIZATION, version: 1 }] } });
 
     const clientMessageId = randomUUID();
     const demand = await post(service.publicUrl, '/api/DemandContent', authHeaders(clinic), { emdrId: result.emdrId, clientMessageId });
@@ -156,7 +157,8 @@ describe('RegisterDocument then DemandContent', () => {
   });
 
   it('recognises the identical retry with its members, nested ones too, in another order', async () => {
-    const signature = FIXTURE_SIGNATURE.toString('base64');
+    // A personal signature by another certificate than the organization's (one certificate signing twice is SIGNATURE_DUPLICATION).
+    const signature = testSignatureOf(FIXTURE_XML).toString('base64');
     const body = registerBody({ personalSignatures: [{ signer: { snils: '08765432110', role: '1' }, signature }] });
     const first = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), body);
     const reordered = Object.fromEntries(Object.entries({ ...body, personalSignatures: [{ signature, signer: { role: '1', snils: '08765432110' } }] }).reverse());
@@ -192,8 +194,8 @@ describe('acceptance errors in the acceptance callback', () => {
     expect(await acceptanceErrors({ document: 'not base64!' })).toEqual(['VALIDATION_ERROR']);
   });
 
-  it('XML_VALIDATION_ERROR for a document that is not well-formed XML', async () => {
-    expect(await acceptanceErrors({ document: Buffer.from('<a><b></a>').toString('base64') })).toEqual(['XML_VALIDATION_ERROR']);
+  it('XML_NOT_WELL_FORMED for a document that is not well-formed XML', async () => {
+    expect(await acceptanceErrors({ document: Buffer.from('<a><b></a>').toString('base64') })).toEqual(['XML_NOT_WELL_FORMED']);
   });
 
   it('SIGNATURE_DECODING_ERROR for a signature that is not a CMS SignedData', async () => {
@@ -225,14 +227,16 @@ describe('acceptance errors in the acceptance callback', () => {
     const search = await post(service.publicUrl, '/api/SearchRegistryItem', authHeaders(clinic), { registerDateBegin: '0000-01-01T00:00:00Z', registerDateEnd: '9999-12-31T23:59:59+23:59' });
     expect(search.status).toBe(400);
     expect(search.body.errors.map((error: { path: string }) => error.path)).toEqual(expect.arrayContaining(['/requestBody/registerDateBegin', '/requestBody/registerDateEnd']));
-    const { body, queueMessageId } = await register({ creationDateTime: '2016-12-31T23:59:60Z' });
+    // A leap second's form (the last real one, 2016-12-31, predates every kind of the 1520 table: NO_DOCUMENT_KIND_ON_DATE).
+    const { body, queueMessageId } = await register({ creationDateTime: '2025-12-31T23:59:60Z' });
     expect((await callbacksOf(queueMessageId, 2)).map((callback) => callback.body.status)).toEqual(['success', 'success']);
     const found = await post(service.publicUrl, '/api/SearchRegistryItem', authHeaders(clinic), { localUid: body.localUid, registerDateBegin: '1900-01-01T00:00:00-15:59', registerDateEnd: '9999-12-31T23:59:59+15:59' });
     expect(found.body.items.map((item: { localUid: string }) => item.localUid)).toEqual([body.localUid]);
   });
 
   it('WRONG_CREATION_DATE for a creation date in the future', async () => {
-    expect(await acceptanceErrors({ creationDateTime: '2999-01-01T00:00:00Z' })).toEqual(['WRONG_CREATION_DATE']);
+    // The organization's certificate (valid until 2040) is not valid then either: the registry's rule 8.
+    expect(await acceptanceErrors({ creationDateTime: '2999-01-01T00:00:00Z' })).toEqual(['DOC_DATE_MISMATCH_CERT_NOT_AFTER', 'WRONG_CREATION_DATE']);
   });
 
   it('REGISTRY_ITEM_NOT_FOUND for DemandContent of an unknown emdrId, and no file callback', async () => {
@@ -246,10 +250,10 @@ describe('acceptance errors in the acceptance callback', () => {
 });
 
 describe('request errors', () => {
-  it('401 ACCESS_DENIED for a missing header or a wrong token', async () => {
+  it('401 UNAUTHENTICATED for a missing header or a wrong token', async () => {
     const { token: _token, ...withoutToken } = authHeaders(clinic);
     for (const headers of [withoutToken, { ...authHeaders(clinic), token: 'wrong' }, { ...authHeaders(clinic), user: 'someone' }]) {
-      expect(await post(service.publicUrl, '/api/RegisterDocument', headers, registerBody())).toMatchObject({ status: 401, body: { status: 'Error', errors: [{ code: 'ACCESS_DENIED' }] } });
+      expect(await post(service.publicUrl, '/api/RegisterDocument', headers, registerBody())).toMatchObject({ status: 401, body: { status: 'Error', errors: [{ code: 'UNAUTHENTICATED' }] } });
     }
   });
 
@@ -259,17 +263,17 @@ describe('request errors', () => {
     expect(answer.body.errors.map((error: { path: string }) => error.path)).toEqual(expect.arrayContaining(['/requestBody/localUid', '/requestBody/patientSnils', '/requestBody/extra']));
   });
 
-  it('403 ACCESS_DENIED for an organization the account does not act for', async () => {
+  it('403 FORBIDDEN for an organization the account does not act for', async () => {
     expect(await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody({ organization: '1.2.643.5.1.13.13.12.2.77.1' }))).toMatchObject({
       status: 403,
-      body: { errors: [{ code: 'ACCESS_DENIED', path: '/requestBody/organization' }] },
+      body: { errors: [{ code: 'FORBIDDEN', path: '/requestBody/organization' }] },
     });
   });
 
-  it('403 ACCESS_DENIED for a callbackUrl the clinic did not register', async () => {
+  it('403 FORBIDDEN for a callbackUrl the clinic did not register', async () => {
     expect(await post(service.publicUrl, '/api/DemandContent', authHeaders(clinic), { emdrId: '1.2', callbackUrl: 'http://169.254.169.254/latest' })).toMatchObject({
       status: 403,
-      body: { errors: [{ code: 'ACCESS_DENIED', path: '/requestBody/callbackUrl' }] },
+      body: { errors: [{ code: 'FORBIDDEN', path: '/requestBody/callbackUrl' }] },
     });
   });
 

@@ -40,7 +40,7 @@ describe('interface B: checks before the body', () => {
   };
 
   it.each([
-    ['RegisterDocument without credentials', '/api/RegisterDocument', 401, 'ACCESS_DENIED'],
+    ['RegisterDocument without credentials', '/api/RegisterDocument', 401, 'UNAUTHENTICATED'],
     ['an unknown operation', '/api/nope', 404, 'NOT_FOUND'],
   ])('answers a gzip bomb to %s without inflating it (peak RSS grows by far less than the 32 MB it inflates to)', async (_name, route, status, code) => {
     const pid = serve.child.pid!;

@@ -11,7 +11,7 @@ import { startCallbackReceiver, SUCCESS, type CallbackReceiver, type ReceivedCal
 import { createTestDatabase, openSql } from '../support/database.js';
 import { addClinic, authHeaders, largeXml, openKnex, post, registerBody } from '../support/emdr.js';
 import { startTestService, type TestService } from '../support/service.js';
-import { testSignatureOf } from '../support/signing.js';
+import { testPersonalSignatureOf } from '../support/signing.js';
 import { until } from '../support/until.js';
 
 /** What the service keeps, and for how long (RETENTION), and the byte quota (BYTE_QUOTA). */
@@ -51,7 +51,7 @@ describe("a request's copy of the files", () => {
 
   it('is dropped once the result callback is delivered; the registry keeps its copy', async () => {
     const xml = largeXml(1024 * 1024);
-    const body = registerBody({ document: xml.toString('base64'), personalSignatures: [{ signer: { snils: '08765432110' }, signature: testSignatureOf(xml).toString('base64') }] });
+    const body = registerBody({ document: xml.toString('base64'), personalSignatures: [{ signer: { snils: '08765432110' }, signature: testPersonalSignatureOf(xml).toString('base64') }] });
     const { body: ack } = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), body);
     const [, result] = await callbacksOf(ack.queueMessageId, 2);
     expect(result!.body.status).toBe('success');

@@ -42,17 +42,20 @@ describe('the signature verification budget of a document', () => {
     const signature = pki.sign(document, signer);
     const signatures = Array.from({ length: MAX_SIGNATURE_VERIFICATIONS + 6 }, (_, index) => ({ name: `personalSignatures/${index}/signature`, bytes: signature }));
     const findings = check(signatures);
+    // One certificate signing many times is also the registry's SIGNATURE_DUPLICATION, reported beside.
+    expect(findings.filter((finding) => finding.code === 'SIGNATURE_DUPLICATION')).toHaveLength(MAX_SIGNATURE_VERIFICATIONS + 5);
     // Before: all 70 were verified.
-    expect(findings).toEqual(Array.from({ length: 6 }, (_, index) => ({ code: 'SIGNATURE_VERIFICATION_ERROR', message: `personalSignatures/${MAX_SIGNATURE_VERIFICATIONS + index}/signature: ${BUDGET_SPENT}` })));
+    expect(findings.filter((finding) => finding.code !== 'SIGNATURE_DUPLICATION')).toEqual(Array.from({ length: 6 }, (_, index) => ({ code: 'DOCUMENT_CHECK_LIMIT', message: `personalSignatures/${MAX_SIGNATURE_VERIFICATIONS + index}/signature: ${BUDGET_SPENT}` })));
   });
 
   it('counts the candidate issuers tried while building chains', () => {
     const anchors = loadTrustStore(pki.trustStore([root]));
     // Each signer costs 6: its value, 3 decoys tried before the intermediate, the intermediate, the root's signature on it.
     const honest = pki.sign(document, signer, [intermediate]);
-    expect(check(Array.from({ length: 12 }, (_, index) => ({ name: `s${index}`, bytes: honest })), anchors)).toEqual([]);
+    const notDuplication = (findings: Array<{ code: string; message: string }>) => findings.filter((finding) => finding.code !== 'SIGNATURE_DUPLICATION');
+    expect(notDuplication(check(Array.from({ length: 12 }, (_, index) => ({ name: `s${index}`, bytes: honest })), anchors))).toEqual([]);
     const crowded = pki.sign(document, signer, [...decoys, intermediate]);
     const findings = check(Array.from({ length: 12 }, (_, index) => ({ name: `s${index}`, bytes: crowded })), anchors);
-    expect(findings.map((finding) => finding.message)).toEqual([`s10: ${BUDGET_SPENT}`, `s11: ${BUDGET_SPENT}`]);
+    expect(notDuplication(findings).map((finding) => finding.message)).toEqual([`s10: ${BUDGET_SPENT}`, `s11: ${BUDGET_SPENT}`]);
   });
 });

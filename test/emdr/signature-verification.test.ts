@@ -133,7 +133,12 @@ describe('without SIGNATURE_TRUST_STORE', () => {
     ];
     const body = await acceptance(gateway, document, pki.sign(document, signer512), { personalSignatures });
     expect(body.status).toBe('error');
-    expect(body.errors).toEqual([{ code: 'SIGNATURE_VERIFICATION_ERROR', message: expect.stringMatching(/^personalSignatures\/1\/signature: the document's digest does not match/) }]);
+    expect(body.errors).toEqual([
+      { code: 'SIGNATURE_VERIFICATION_ERROR', message: expect.stringMatching(/^personalSignatures\/1\/signature: the document's digest does not match/) },
+      // One certificate signing twice, over two documents: the registry's rules 51 and 10 too.
+      { code: 'SIGNATURE_DUPLICATION', message: 'personalSignatures/1/signature is made with the same certificate as personalSignatures/0/signature' },
+      { code: 'INCONSISTENT_DIGESTS', message: expect.stringMatching(/^personalSignatures\/1\/signature signs another document digest than personalSignatures\/0\/signature/) },
+    ]);
   });
 
   it('answers a signature that is not a CMS with SIGNATURE_DECODING_ERROR and one with a broken value with SIGNATURE_VERIFICATION_ERROR', async () => {
@@ -143,7 +148,7 @@ describe('without SIGNATURE_TRUST_STORE', () => {
     const body = await acceptance(gateway, document, broken, { personalSignatures: [{ signer: { snils: '08765432110' }, signature: Buffer.from('not a CMS').toString('base64') }] });
     expect(body.errors).toEqual([
       { code: 'SIGNATURE_VERIFICATION_ERROR', message: "signature: the signature value does not verify with the signer's certificate" },
-      { code: 'SIGNATURE_DECODING_ERROR', message: expect.stringMatching(/^personalSignatures\/0\/signature is not a DER CMS SignedData: /) },
+      { code: 'SIGNATURE_DECODING_ERROR', message: expect.stringMatching(/^personalSignatures\/0\/signature is not a CMS SignedData: /) },
     ]);
   });
 

@@ -73,7 +73,7 @@ describe('metrics, audit trail and request ids', () => {
     expect(sample(text, 'ehr_gateway_rpc_requests_total', { method: 'embedded_storage.authenticate' })).toBe(1);
     expect(sample(text, 'ehr_gateway_api_requests_total', { operation: 'RegisterDocument', status: '200' })).toBe(1);
     expect(sample(text, 'ehr_gateway_api_requests_total', { operation: 'RegisterDocument', status: '401' })).toBe(1);
-    expect(sample(text, 'ehr_gateway_api_errors_total', { operation: 'RegisterDocument', code: 'ACCESS_DENIED' })).toBe(1);
+    expect(sample(text, 'ehr_gateway_api_errors_total', { operation: 'RegisterDocument', code: 'UNAUTHENTICATED' })).toBe(1);
     expect(sample(text, 'ehr_gateway_api_request_duration_seconds_count', { operation: 'RegisterDocument' })).toBe(2);
     expect(sample(text, 'ehr_gateway_callback_attempts_total', { callback: 'SendRegisterDocumentResponse' })).toBe(1);
     expect(sample(text, 'ehr_gateway_callback_deliveries_total', { callback: 'SendRegisterDocumentResponse' })).toBe(1);

@@ -137,7 +137,7 @@ describe('a clinic integrating with interface B', () => {
       localUid: randomUUID(),
       status: 'error',
       errors: [
-        { code: 'XML_VALIDATION_ERROR', message: 'the document is not well-formed XML' },
+        { code: 'XML_NOT_WELL_FORMED', message: 'the document is not well-formed XML' },
         { code: 'SIGNATURE_VERIFICATION_ERROR', message: 'the signature does not verify' },
       ],
     });
@@ -149,7 +149,7 @@ describe('a clinic integrating with interface B', () => {
       body,
     });
     expect(response.status).toBe(200);
-    const line = `SendRegisterDocumentResponse ${webhookId} accepted (status error) errors: XML_VALIDATION_ERROR: the document is not well-formed XML; SIGNATURE_VERIFICATION_ERROR: the signature does not verify`;
+    const line = `SendRegisterDocumentResponse ${webhookId} accepted (status error) errors: XML_NOT_WELL_FORMED: the document is not well-formed XML; SIGNATURE_VERIFICATION_ERROR: the signature does not verify`;
     await until(line, async () => receiverLog, (log) => log.includes(line), 10_000);
   });
 

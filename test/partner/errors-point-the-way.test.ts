@@ -44,7 +44,7 @@ describe('errors that point the right way', () => {
     const [russian, english] = [await ask('ru-RU,ru;q=0.9'), await ask('en')];
     expect(russian.rpc).toEqual(english.rpc);
     expect(russian.rest).toEqual(english.rest);
-    expect(russian.rest).toMatchObject({ status: 'Error', errors: [{ code: 'ACCESS_DENIED', message: expect.stringMatching(/^[\x20-\x7e]+$/) }] });
+    expect(russian.rest).toMatchObject({ status: 'Error', errors: [{ code: 'UNAUTHENTICATED', message: expect.stringMatching(/^[\x20-\x7e]+$/) }] });
     expect(russian.contentLanguage).toEqual([null, null]);
   });
 

@@ -54,7 +54,7 @@ export function registerBody(overrides: Record<string, unknown> = {}): Record<st
   const signature = document && !('signature' in overrides) ? testSignatureOf(document) : FIXTURE_SIGNATURE;
   return {
     localUid: randomUUID(),
-    kind: '6',
+    kind: '119',
     organization: ORGANIZATION,
     patientSnils: VALID_SNILS,
     creationDateTime: '2026-01-15T09:30:00+03:00',

@@ -70,6 +70,11 @@ export class TestPki {
       'basicConstraints = CA:false',
       'keyUsage = critical, digitalSignature, nonRepudiation',
       'subjectKeyIdentifier = hash',
+      // A certificate for encryption only: the registry refuses its signatures (INVALID_CERT_KEY_USAGE).
+      '[encipherment_cert]',
+      'basicConstraints = CA:false',
+      'keyUsage = critical, keyEncipherment',
+      'subjectKeyIdentifier = hash',
     ].join('\n');
     fs.writeFileSync(path.join(this.dir, 'ca.cnf'), `${config}\n`);
     this.env = { ...process.env, OPENSSL_CONF: path.join(this.dir, 'engine.cnf') };
@@ -85,33 +90,51 @@ export class TestPki {
 
   /**
    * A key and a certificate: self-signed without `issuer`, a CA certificate with `ca`, valid from
-   * `notBefore` (default: a day ago) to `notAfter` (default: a year on).
+   * `notBefore` (default: 2025-01-01, before the creation dates of the tests' documents) to
+   * `notAfter` (default: a year on). `person` adds a qualified certificate's subject attributes
+   * (surname, given name with patronymic, SNILS as OID 1.2.643.100.3); `encipherment` gives it a
+   * keyUsage without digitalSignature.
    */
-  issue(options: { algorithm: KeyAlgorithm; commonName: string; issuer?: Issued; ca?: boolean; notBefore?: Date; notAfter?: Date; paramset?: string }): Issued {
+  issue(options: {
+    algorithm: KeyAlgorithm;
+    commonName: string;
+    issuer?: Issued;
+    ca?: boolean;
+    notBefore?: Date;
+    notAfter?: Date;
+    paramset?: string;
+    person?: { surname: string; givenName: string; snils: string };
+    encipherment?: boolean;
+  }): Issued {
     this.serial += 1;
     const name = `${this.serial}-${options.algorithm}`;
     const key = this.file(`${name}.key`);
     const keyOptions = options.algorithm === 'rsa' ? ['-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048'] : ['-algorithm', options.algorithm, '-pkeyopt', `paramset:${options.paramset ?? 'A'}`];
     this.openssl(['genpkey', ...keyOptions, '-out', key]);
     const request = this.file(`${name}.csr`);
-    this.openssl(['req', '-new', '-utf8', '-key', key, '-subj', `/CN=${options.commonName}/O=ehr-gateway tests`, '-out', request]);
+    const person = options.person ? `/SN=${options.person.surname}/GN=${options.person.givenName}/1.2.643.100.3=${options.person.snils}` : '';
+    this.openssl(['req', '-new', '-utf8', '-key', key, '-subj', `/CN=${options.commonName}${person}/O=ehr-gateway tests`, '-out', request]);
     const certificate = this.file(`${name}.crt`);
-    const notBefore = options.notBefore ?? new Date(Date.now() - 86_400_000);
+    const notBefore = options.notBefore ?? new Date('2025-01-01T00:00:00Z');
     const notAfter = options.notAfter ?? new Date(Date.now() + 365 * 86_400_000);
     const signedBy = options.issuer ? ['-cert', options.issuer.certificate, '-keyfile', options.issuer.key] : ['-selfsign', '-keyfile', key];
     const digest = DIGEST[(options.issuer ?? { algorithm: options.algorithm }).algorithm];
     this.openssl(['ca', '-batch', '-notext', '-config', this.file('ca.cnf'), '-in', request, '-out', certificate, ...signedBy, '-md', digest,
-      '-startdate', caDate(notBefore), '-enddate', caDate(notAfter), '-extensions', options.ca ? 'ca_cert' : 'signer_cert']);
+      '-startdate', caDate(notBefore), '-enddate', caDate(notAfter), '-preserveDN', '-extensions', options.ca ? 'ca_cert' : options.encipherment ? 'encipherment_cert' : 'signer_cert']);
     return { certificate, key, algorithm: options.algorithm };
   }
 
-  /** A detached DER CMS signature of `document` by `signer`, carrying `chain` beside the signer's certificate. */
-  sign(document: Buffer, signer: Issued, chain: Issued[] = []): Buffer {
+  /**
+   * A detached DER CMS signature of `document` by `signer`, carrying `chain` beside the signer's
+   * certificate; `coSigners` sign in the same container.
+   */
+  sign(document: Buffer, signer: Issued, chain: Issued[] = [], options: { coSigners?: Issued[] } = {}): Buffer {
     const input = this.file(`document-${process.hrtime.bigint()}`);
     fs.writeFileSync(input, document);
     try {
       const extra = chain.length > 0 ? ['-certfile', this.bundle(chain)] : [];
-      return this.openssl(['cms', '-sign', '-binary', '-in', input, '-signer', signer.certificate, '-inkey', signer.key, '-md', DIGEST[signer.algorithm], '-outform', 'DER', ...extra]);
+      const more = (options.coSigners ?? []).flatMap((other) => ['-signer', other.certificate, '-inkey', other.key]);
+      return this.openssl(['cms', '-sign', '-binary', '-in', input, '-signer', signer.certificate, '-inkey', signer.key, ...more, '-md', DIGEST[signer.algorithm], '-outform', 'DER', ...extra]);
     } finally {
       fs.rmSync(input, { force: true });
     }
@@ -147,14 +170,25 @@ export class TestPki {
   }
 }
 
-let defaultSigner: { pki: TestPki; signer: Issued } | undefined;
+let defaultSigners: { pki: TestPki; clinic: Issued; doctor: Issued } | undefined;
 
-/** A detached RSA signature of `document` by this process's test signer (no engine needed). */
-export function testSignatureOf(document: Buffer): Buffer {
-  if (!defaultSigner) {
+function signers(): { pki: TestPki; clinic: Issued; doctor: Issued } {
+  if (!defaultSigners) {
     const pki = new TestPki({ gost: false });
-    defaultSigner = { pki, signer: pki.issue({ algorithm: 'rsa', commonName: 'Test Clinic' }) };
+    defaultSigners = { pki, clinic: pki.issue({ algorithm: 'rsa', commonName: 'Test Clinic' }), doctor: pki.issue({ algorithm: 'rsa', commonName: 'Test Doctor' }) };
     process.once('exit', () => pki.remove());
   }
-  return defaultSigner.pki.sign(document, defaultSigner.signer);
+  return defaultSigners;
+}
+
+/** A detached RSA signature of `document` by this process's test signer of the organization (no engine needed). */
+export function testSignatureOf(document: Buffer): Buffer {
+  const { pki, clinic } = signers();
+  return pki.sign(document, clinic);
+}
+
+/** A personal one, by another certificate (one certificate signing twice is the registry's SIGNATURE_DUPLICATION). */
+export function testPersonalSignatureOf(document: Buffer): Buffer {
+  const { pki, doctor } = signers();
+  return pki.sign(document, doctor);
 }

@@ -120,7 +120,7 @@ export async function seedDocuments(url: string, clinicBusinessId: string, count
          requests as (
            insert into emdr_requests (queue_message_id, client_id, operation, idempotency_key, body_hash, state, callback_url, local_uid, emdr_id, metadata)
            select qid, $1, 'RegisterDocument', uid, md5(i::text), 'completed', 'http://127.0.0.1:9', uid, 'bench.' || i,
-                  jsonb_build_object('localUid', uid, 'kind', '6', 'organization', $4::text, 'patientSnils', '11223344595', 'creationDateTime', '2026-01-15T09:30:00+03:00')
+                  jsonb_build_object('localUid', uid, 'kind', '119', 'organization', $4::text, 'patientSnils', '11223344595', 'creationDateTime', '2026-01-15T09:30:00+03:00')
              from seeded
          )
          insert into emdr_registry_documents (emdr_id, request_key, local_uid, kind, organization, patient_snils, creation_date_time, registration_date_time, version, file_name, content, signature)

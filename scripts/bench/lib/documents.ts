@@ -13,7 +13,7 @@ import { clinicHeaders, type BenchClinic } from './service.js';
  * the accepted path. 'rsa' (RSA-2048 by the openssl CLI, verified by Node's OpenSSL) shows the same
  * path without the cost of our GOST arithmetic.
  */
-const signer = createTestSigner({ commonName: 'ehr-gateway bench (test)' });
+const signer = createTestSigner({ commonName: 'ehr-gateway bench (test)', notBefore: new Date('2025-01-01T00:00:00Z') });
 
 export type SignatureKind = 'gost' | 'rsa';
 
@@ -38,7 +38,7 @@ export function xmlOfSize(bytes: number): Buffer {
 
 /** A RegisterDocument body with a new localUid each call (a new document, not a retry). */
 export function registerDocumentBody(document: SignedDocument, localUid = randomUUID()): string {
-  return `{"localUid":"${localUid}","kind":"6","organization":"${BENCH_ORGANIZATION}","patientSnils":"112-233-445 95","creationDateTime":"2026-01-15T09:30:00+03:00","document":"${document.documentBase64}","signature":"${document.signatureBase64}"}`;
+  return `{"localUid":"${localUid}","kind":"119","organization":"${BENCH_ORGANIZATION}","patientSnils":"112-233-445 95","creationDateTime":"2026-01-15T09:30:00+03:00","document":"${document.documentBase64}","signature":"${document.signatureBase64}"}`;
 }
 
 /** Requests of new documents of `bytes` bytes each, for `clinic`. */

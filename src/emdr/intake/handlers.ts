@@ -183,7 +183,7 @@ function callbackBase(clinic: ClinicAccount, requested: string | undefined): str
   if (requested === undefined) return clinic.callbackUrls[0]!;
   const normalize = (url: string) => url.replace(/\/+$/, '');
   if (!clinic.callbackUrls.some((registered) => normalize(registered) === normalize(requested))) {
-    throw ApiError.single(403, 'ACCESS_DENIED', 'callbackUrl is not one of the callback URLs registered for this clinic account', '/requestBody/callbackUrl');
+    throw ApiError.single(403, 'FORBIDDEN', 'callbackUrl is not one of the callback URLs registered for this clinic account', '/requestBody/callbackUrl');
   }
   return requested;
 }
@@ -208,6 +208,7 @@ function registerMetadata(body: RegisterDocumentRequest): RegisterMetadata {
     creationDateTime: body.creationDateTime,
     ...(body.documentNumber === undefined ? {} : { documentNumber: body.documentNumber }),
     ...(body.replaces === undefined ? {} : { replaces: body.replaces }),
+    ...(body.signatureChecksum === undefined ? {} : { signatureChecksum: body.signatureChecksum }),
   };
 }
 
@@ -237,7 +238,7 @@ class EmdrHandlers {
     // A large document arrives as bytes of strict base64, with a placeholder in body.document (see base64-member.ts).
     const documentBytes = base64MemberOf(request.http);
     if (clinic.organizations !== null && !clinic.organizations.includes(body.organization)) {
-      throw ApiError.single(403, 'ACCESS_DENIED', 'this clinic account does not act for the organization', '/requestBody/organization');
+      throw ApiError.single(403, 'FORBIDDEN', 'this clinic account does not act for the organization', '/requestBody/organization');
     }
     const callbackUrl = callbackBase(clinic, body.callbackUrl);
     const documentValid = documentBytes !== undefined || isStrictBase64(body.document);

@@ -44,7 +44,7 @@ export type OperationHandler = (request: OperationRequest) => Promise<HandlerRes
 
 /**
  * Checks one security scheme of the definition from the request's headers, before its body is
- * read. A falsy result fails the scheme (401 ACCESS_DENIED when no requirement is met); a truthy
+ * read. A falsy result fails the scheme (401 UNAUTHENTICATED when no requirement is met); a truthy
  * one is available as `request.security[scheme]`. A throw is not a refusal: an ApiError keeps its
  * status, an unreachable database answers 503, anything else 500.
  */
@@ -205,7 +205,7 @@ class EmdrRouter {
     const results: Record<string, unknown> = {};
     for (const scheme of route.schemes) results[scheme] = await this.options.securityHandlers?.[scheme]?.(req);
     if (route.requirements.length > 0 && !route.requirements.some((requirement) => Object.keys(requirement).every((scheme) => Boolean(results[scheme])))) {
-      throw ApiError.single(401, 'ACCESS_DENIED', 'unknown clinic account or wrong token (send the headers businessId, user and token)');
+      throw ApiError.single(401, 'UNAUTHENTICATED', 'unknown clinic account or wrong token (send the headers businessId, user and token)');
     }
     return results;
   }

@@ -27,6 +27,8 @@ export interface DocumentCheckWorkerData {
 export interface SignaturesToCheck {
   signatures: NamedSignature[];
   now: number;
+  /** The document's creation (epoch ms), when the request gives it. */
+  documentCreatedAt?: number;
 }
 
 export type DocumentCheckRequest = { begin: SignaturesToCheck } | { chunk: Uint8Array } | { end: true } | { document: Uint8Array; signatures: SignaturesToCheck };
@@ -106,8 +108,8 @@ class DocumentCheck {
   private readonly xml = new XmlCheck();
   private readonly signatures: DocumentSignatureCheck;
 
-  constructor({ signatures, now }: SignaturesToCheck) {
-    this.signatures = new DocumentSignatureCheck(signatures, { now, ...(anchors ? { trustAnchors: anchors } : {}) });
+  constructor({ signatures, now, documentCreatedAt }: SignaturesToCheck) {
+    this.signatures = new DocumentSignatureCheck(signatures, { now, ...(documentCreatedAt === undefined ? {} : { documentCreatedAt }), ...(anchors ? { trustAnchors: anchors } : {}) });
   }
 
   /** Whether any check still needs more of the document. */

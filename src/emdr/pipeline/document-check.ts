@@ -39,14 +39,18 @@ export interface DocumentCheckOptions {
   timeoutMs: number;
   /** The signatures to verify over the document; none: the XML check alone. */
   signatures?: NamedSignature[];
+  /** The document's creation (epoch ms): the signatures' certificates must be valid at it. */
+  documentCreatedAt?: number;
   /** Whose document it is (a clinic): waiting documents get a worker in turn by it. */
   turnOf?: string;
 }
 
-/** What the checks found: why the XML fails (undefined: it passed), each signature that fails. */
+/** What the checks found: why the XML fails (undefined: it passed), each signature that fails, or the limit that stopped the checks. */
 export interface DocumentCheckOutcome {
   xmlFailure: string | undefined;
   signatureFindings: SignatureFinding[];
+  /** The checks did not finish within their time or memory: neither the XML nor a signature is known to be wrong. */
+  limitFailure?: string;
 }
 
 /** What the pool's workers are given: the depth limit, and the trust store's certificates (DER). */
@@ -138,7 +142,7 @@ export class DocumentCheckPool {
 
   /** The XML and signature checks of a document: the whole document, or its slices. */
   async check(document: Uint8Array | AsyncIterable<Uint8Array>, options: DocumentCheckOptions): Promise<DocumentCheckOutcome> {
-    const signatures = { signatures: options.signatures ?? [], now: Date.now() };
+    const signatures: SignaturesToCheck = { signatures: options.signatures ?? [], now: Date.now(), ...(options.documentCreatedAt === undefined ? {} : { documentCreatedAt: options.documentCreatedAt }) };
     // The budget is the check's own: it starts when a worker takes the document, not while it waits for one.
     const worker = await this.acquire(options.turnOf ?? '');
     let timer: NodeJS.Timeout | undefined;
@@ -216,10 +220,8 @@ export class DocumentCheckPool {
 
 /** A check stopped by its time or memory limit: the XML fails, and so do the signatures, unchecked. */
 function unfinished(limit: string, { signatures }: SignaturesToCheck): DocumentCheckOutcome {
-  return {
-    xmlFailure: `the document could not be checked ${limit}`,
-    signatureFindings: signatures.length === 0 ? [] : [{ code: 'SIGNATURE_VERIFICATION_ERROR', message: `the signatures could not be checked ${limit}` }],
-  };
+  const what = signatures.length === 0 ? 'the document' : 'the document and its signatures';
+  return { xmlFailure: undefined, signatureFindings: [], limitFailure: `${what} could not be checked ${limit}` };
 }
 
 /** CERTIFICATE_CHAIN_NOT_CHECKED: the acceptance callback's warning when signatures were verified without a trust store. */

@@ -1,6 +1,6 @@
 import type { Queryable } from '../../db/sql.js';
 import type { CallbackErrorItem } from '../codes.js';
-import type { RegistryOutcome, RegistryPort, Submission } from '../registry/port.js';
+import type { PersonalSignatureOfRequest, RegistryOutcome, RegistryPort, Submission } from '../registry/port.js';
 import type { DocumentCheckPool } from './document-check.js';
 import type { ClaimedRequestRow } from './requests.js';
 import type { Disclosure } from './transitions.js';
@@ -41,7 +41,7 @@ export interface AcceptanceFindings {
 export interface ClaimedForAcceptance extends ClaimedRequestRow {
   intake_errors: CallbackErrorItem[] | null;
   signature: Buffer | null;
-  personal_signatures: Array<{ signer: { snils: string; role?: string }; signature: string }> | null;
+  personal_signatures: PersonalSignatureOfRequest[] | null;
   document_size: number;
   /** The document itself when it is small (it came with the claim). */
   document: Buffer | null;
@@ -51,7 +51,7 @@ export interface ClaimedForAcceptance extends ClaimedRequestRow {
 /** A request as the submission stage claims it: the signatures go to the registry with it. */
 export interface ClaimedForSubmission extends ClaimedRequestRow {
   signature: Buffer | null;
-  personal_signatures: Array<{ signer: { snils: string; role?: string }; signature: string }> | null;
+  personal_signatures: PersonalSignatureOfRequest[] | null;
 }
 
 /** How a request ends, and the body of its result callback. */

@@ -1,11 +1,13 @@
 import type { CallbackErrorItem } from '../codes.js';
 import { instantMs } from '../instant.js';
 import type { NamedSignature } from '../signatures/verify.js';
+import type { PersonalSigner } from '../registry/port.js';
 import { CHAIN_NOT_CHECKED } from './document-check.js';
 import type { AcceptanceContext, AcceptanceFindings } from './operation-handler.js';
 import { requestFileSlices } from './request-files.js';
 import type { RegisterMetadata } from './requests.js';
 import { snilsChecksumValid } from '../values.js';
+import { kindFindings } from '../prechecks/kinds.js';
 
 /**
  * The acceptance checks of a RegisterDocument request that need no registry: each a named step of
@@ -24,7 +26,7 @@ export interface RegisterDocumentUnderCheck {
   document: Buffer | null;
   documentSize: number;
   signature: Buffer | null;
-  personalSignatures: Array<{ signature: string }> | null;
+  personalSignatures: Array<{ signer: PersonalSigner; signature: string }> | null;
   /** An earlier request of the same clinic carries the same localUid (the claim's query looked). */
   duplicateLocalUid: boolean;
 }
@@ -35,20 +37,28 @@ type AcceptanceCheckContext = Pick<AcceptanceContext, 'sql' | 'documents' | 'xml
 function signaturesOf(request: RegisterDocumentUnderCheck): NamedSignature[] {
   return [
     { name: 'signature', bytes: request.signature ?? Buffer.alloc(0) },
-    ...(request.personalSignatures ?? []).map((item, index) => ({ name: `personalSignatures/${index}/signature`, bytes: Buffer.from(item.signature, 'base64') })),
+    ...(request.personalSignatures ?? []).map((item, index) => ({ name: `personalSignatures/${index}/signature`, bytes: Buffer.from(item.signature, 'base64'), personal: true, signer: item.signer })),
   ];
 }
 
 /**
- * XML_VALIDATION_ERROR unless the document is well-formed UTF-8 XML within the depth, time and
- * memory limits; and each signature verified over it (its structure, digest, value, certificate's
- * validity and, with a trust store, chain), each failure named. One read of the document serves both.
+ * XML_NOT_WELL_FORMED unless the document is well-formed UTF-8 XML within the depth limit; each
+ * signature verified over it (its structure, digest, value, certificate's validity and, with a trust
+ * store, chain) and held to the registry's signature rules (signatures/verify.ts), each failure
+ * named; DOCUMENT_CHECK_LIMIT when the time or memory limit stopped the checks. One read of the
+ * document serves both.
  */
 async function documentStep(context: AcceptanceCheckContext, request: RegisterDocumentUnderCheck): Promise<AcceptanceFindings> {
   const document = request.document ?? requestFileSlices(context.sql, request.queueMessageId, 'document', request.documentSize);
-  const outcome = await context.documents.check(document, { timeoutMs: context.xmlCheckTimeoutMs, signatures: signaturesOf(request), turnOf: request.clientId });
+  const outcome = await context.documents.check(document, {
+    timeoutMs: context.xmlCheckTimeoutMs,
+    signatures: signaturesOf(request),
+    documentCreatedAt: instantMs(request.metadata.creationDateTime),
+    turnOf: request.clientId,
+  });
+  if (outcome.limitFailure !== undefined) return { errors: [{ code: 'DOCUMENT_CHECK_LIMIT', message: outcome.limitFailure }], warnings: [] };
   return {
-    errors: [...(outcome.xmlFailure === undefined ? [] : [{ code: 'XML_VALIDATION_ERROR' as const, message: outcome.xmlFailure.slice(0, 300) }]), ...outcome.signatureFindings],
+    errors: [...(outcome.xmlFailure === undefined ? [] : [{ code: 'XML_NOT_WELL_FORMED' as const, message: outcome.xmlFailure.slice(0, 300) }]), ...outcome.signatureFindings],
     warnings: context.documents.checksChains ? [] : [CHAIN_NOT_CHECKED],
   };
 }
@@ -71,7 +81,7 @@ export async function registerDocumentAcceptance(context: AcceptanceCheckContext
   if (request.intakeErrors && request.intakeErrors.length > 0) return { errors: request.intakeErrors, warnings: [] };
   const document = await documentStep(context, request);
   return {
-    errors: [...document.errors, ...snilsStep(request), ...creationDateStep(request), ...uniquenessStep(request)],
+    errors: [...kindFindings(request.metadata.kind, request.metadata.creationDateTime), ...document.errors, ...snilsStep(request), ...creationDateStep(request), ...uniquenessStep(request)],
     warnings: document.warnings,
   };
 }

@@ -41,6 +41,7 @@ export const registerDocument: OperationHandler = {
       ...(metadata.documentNumber === undefined ? {} : { documentNumber: metadata.documentNumber }),
       ...(metadata.replaces === undefined ? {} : { replaces: metadata.replaces }),
       signature: request.signature ?? Buffer.alloc(0),
+      ...(metadata.signatureChecksum === undefined ? {} : { signatureChecksum: metadata.signatureChecksum }),
       personalSignatures: request.personal_signatures ?? [],
     });
   },
@@ -48,8 +49,9 @@ export const registerDocument: OperationHandler = {
   result(request, outcome) {
     const base = { queueMessageId: request.queue_message_id, localUid: (request.metadata as RegisterMetadata).localUid };
     if (outcome.ok && 'registration' in outcome) {
-      const { emdrId, registrationDateTime } = outcome.registration;
-      return { state: 'completed', errors: [], emdrId, keepFiles: false, payload: { ...base, status: 'success', emdrId, registrationDateTime } };
+      const { emdrId, registrationDateTime, storeTillDate, registrationWarnings } = outcome.registration;
+      const registrySaid = { ...(storeTillDate === undefined ? {} : { storeTillDate }), ...(registrationWarnings?.length ? { registrationWarnings } : {}) };
+      return { state: 'completed', errors: [], emdrId, keepFiles: false, payload: { ...base, status: 'success', emdrId, registrationDateTime, ...registrySaid } };
     }
     const errors = outcome.ok ? [{ code: 'INTERNAL_ERROR' as const, message: 'the registry answered a registration with a file' }] : outcome.errors;
     return { state: 'failed', errors, keepFiles: false, payload: withErrors(base, errors) };

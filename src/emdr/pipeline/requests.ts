@@ -36,6 +36,8 @@ export interface RegisterMetadata {
   creationDateTime: string;
   documentNumber?: string;
   replaces?: string;
+  /** The registry's checksum of the organization's signature, when the request gave it (since 2.0.0). */
+  signatureChecksum?: string;
 }
 
 export interface DemandMetadata {

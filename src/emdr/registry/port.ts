@@ -51,7 +51,33 @@ export interface RegistrationSubmission {
   replaces?: string;
   /** The organization's detached signature (DER). */
   signature: Buffer;
-  personalSignatures: ReadonlyArray<{ signer: { snils: string; role?: string }; signature: string }>;
+  /** Its checksum, when the request gave one (signatureChecksum). */
+  signatureChecksum?: string;
+  personalSignatures: ReadonlyArray<PersonalSignatureOfRequest>;
+}
+
+/**
+ * The signer block of a personal signature, the registry's names (since interface B 2.0.0 beyond
+ * `snils` and `role`): position is a code of NSI 1.2.643.5.1.13.13.11.1002, speciality of
+ * 1.2.643.5.1.13.13.11.1066, department an OID. Requests of 1.x stored only snils and role.
+ */
+export interface PersonalSigner {
+  localId?: string;
+  lastName?: string;
+  firstName?: string;
+  middleName?: string;
+  snils: string;
+  role?: string;
+  position?: string;
+  speciality?: string;
+  department?: string;
+}
+
+/** A personal signature as the request gave it: the signer block, the base64 signature and its checksum. */
+export interface PersonalSignatureOfRequest {
+  signer: PersonalSigner;
+  signature: string;
+  checksum?: string;
 }
 
 export interface DemandSubmission {

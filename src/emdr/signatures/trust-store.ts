@@ -1,7 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseCertificate } from './cms/cms.ts';
-import { DerError } from './cms/der.ts';
+import { parseCertificate, SignatureFormatError } from './cms/cms.ts';
 
 /** More than any real trust store (the accredited CAs' roots and intermediates are a few hundred). */
 const MAX_TRUST_STORE_CERTIFICATES = 5000;
@@ -30,7 +29,7 @@ export function loadTrustStore(directory: string): Uint8Array[] {
       try {
         parseCertificate(der);
       } catch (error) {
-        if (error instanceof DerError) throw new TrustStoreError(`${name}: a certificate that does not parse (${error.message})`);
+        if (error instanceof SignatureFormatError) throw new TrustStoreError(`${name}: a certificate that does not parse (${error.message})`);
         throw error;
       }
       certificates.push(der);

@@ -4,30 +4,51 @@
  * has none), its certificate's validity at the signing time, and, given trust anchors, the chain
  * to one of them. The document is fed in slices (`update`), hashed once per digest algorithm.
  *
+ * Beside them, the registry's own signature rules (classifier 1.2.643.5.1.13.13.99.2.305), checked
+ * first so that a clinic does not wait days for the refusal: one signer per container
+ * (MULTIPLE_SIGNERS), no certificate signing twice (SIGNATURE_DUPLICATION), one document digest per
+ * digest algorithm (INCONSISTENT_DIGESTS), keyUsage naming digitalSignature (INVALID_CERT_KEY_USAGE),
+ * the certificate valid at the document's creation (DOC_DATE_MISMATCH_CERT_NOT_BEFORE/NOT_AFTER for
+ * the organization's, PERSONAL_SIG_CERT_NOT_ACTUAL_ON_DOC_CREATION_DT for a personal one) and a
+ * personal one also at the check (PERSONAL_SIG_CERT_NOT_ACTUAL_ON_CHECK_DT), and the signer block
+ * against the certificate's subject (VALUE_MISMATCH_METADATA_AND_CERTIFICATE).
+ *
  * Runs in a worker thread (worker.ts) and in the CLI, so it imports nothing but its siblings and
  * Node, with `.ts` specifiers (Node runs it with types stripped under the tests).
  */
 import type { ErrorCode } from '../codes.ts';
 import { certificateSignatureDigest, createDigest, digestOf, signatureVerifies, UnsupportedAlgorithm, type Digest, type SignedBytes } from './crypto/algorithms.ts';
-import { parseSignedData, type Certificate, type SignerInfo } from './cms/cms.ts';
-import { DerError } from './cms/der.ts';
+import { KEY_USAGE, parseSignedData, SignatureFormatError, type Certificate, type SignerInfo } from './cms/cms.ts';
 
 export interface SignatureFinding {
   code: ErrorCode;
   message: string;
 }
 
+/** What the request says of a personal signature's signer (the registry's signer block), as far as a certificate can confirm it. */
+export interface SignerBlock {
+  snils: string;
+  lastName?: string;
+  firstName?: string;
+  middleName?: string;
+}
+
 export interface NamedSignature {
   /** How the request names it: `signature`, `personalSignatures/1/signature`. */
   name: string;
   bytes: Uint8Array;
+  /** A medical worker's signature (not the organization's), and its signer block when the request gives one. */
+  personal?: boolean;
+  signer?: SignerBlock;
 }
 
 export interface VerificationPolicy {
   /** Trusted roots and intermediates; without them, chains are not checked. */
   trustAnchors?: readonly Certificate[];
-  /** Intake time (epoch ms): the validity check's time when a signer gives no signingTime. */
+  /** Intake time (epoch ms): the validity check's time when a signer gives no signingTime, and the check time of personal certificates. */
   now: number;
+  /** The document's creation (epoch ms, creationDateTime): every certificate must be valid at it. */
+  documentCreatedAt?: number;
 }
 
 /** Longest chain from a signer to a trust anchor. */
@@ -49,8 +70,11 @@ interface PendingSigner {
   /** Position of its signature in the request: findings are reported in that order. */
   order: number;
   name: string;
+  signature: NamedSignature;
   signer: SignerInfo;
   certificates: Certificate[];
+  /** The signer's certificate, once found. */
+  certificate?: Certificate;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
@@ -65,7 +89,7 @@ export class DocumentSignatureCheck {
 
   constructor(signatures: readonly NamedSignature[], policy: VerificationPolicy) {
     this.policy = policy;
-    signatures.forEach(({ name, bytes }, order) => this.accept(order, name, bytes));
+    signatures.forEach((signature, order) => this.accept(order, signature));
   }
 
   /** Whether any signature is left whose verification needs the document. */
@@ -84,32 +108,36 @@ export class DocumentSignatureCheck {
       const finding = guarded(pending.name, () => this.verifySigner(pending, documentDigests.get(pending.signer.digestAlgorithm.oid)!));
       if (finding) this.findings.push({ order: pending.order, finding });
     }
+    for (const { order, finding } of acrossSignatures(this.pending)) this.findings.push({ order, finding });
     return this.findings.sort((left, right) => left.order - right.order).map(({ finding }) => finding);
   }
 
-  private accept(order: number, name: string, bytes: Uint8Array): void {
+  private accept(order: number, signature: NamedSignature): void {
+    const { name, bytes } = signature;
     const finding = guarded(name, () => {
       const signedData = parseSignedData(bytes);
       if (signedData.attached) return { code: 'WRONG_SIGNATURE_FORMAT', message: `${name} carries the signed content: send a detached signature` };
       if (signedData.signers.length === 0) return { code: 'NO_SIGNATURE', message: `${name} has no signer` };
-      signedData.signers.forEach((signer, index) => {
-        const signerName = signedData.signers.length === 1 ? name : `${name} (signer ${index + 1})`;
-        const oid = signer.digestAlgorithm.oid;
-        if (!this.digests.has(oid)) {
-          const digest = createDigest(oid);
-          if (!digest) throw new UnsupportedAlgorithm(`digest algorithm ${oid}`);
-          this.digests.set(oid, digest);
-        }
-        this.pending.push({ order, name: signerName, signer, certificates: signedData.certificates });
-      });
+      // The registry takes one signer per container: each signer signs in a container of its own.
+      if (signedData.signers.length > 1) return { code: 'MULTIPLE_SIGNERS', message: `${name} holds ${signedData.signers.length} signers: send each signature in a container of its own` };
+      const signer = signedData.signers[0]!;
+      const oid = signer.digestAlgorithm.oid;
+      if (!this.digests.has(oid)) {
+        const digest = createDigest(oid);
+        if (!digest) throw new UnsupportedAlgorithm(`digest algorithm ${oid}`);
+        this.digests.set(oid, digest);
+      }
+      this.pending.push({ order, name, signature, signer, certificates: signedData.certificates });
       return undefined;
     });
     if (finding) this.findings.push({ order, finding });
   }
 
-  private verifySigner({ name, signer, certificates }: PendingSigner, documentDigest: Buffer): SignatureFinding | undefined {
+  private verifySigner(pending: PendingSigner, documentDigest: Buffer): SignatureFinding | undefined {
+    const { name, signer, certificates } = pending;
     const certificate = certificates.find((candidate) => identifies(signer, candidate));
     if (!certificate) return { code: 'NO_END_ENTITY_CERTIFICATE', message: `${name}: the signer's certificate is not in the signature` };
+    pending.certificate = certificate;
     const digestOid = signer.digestAlgorithm.oid;
     const attributes = signer.signedAttributes;
     let signed: SignedBytes = { digest: documentDigest, digestOid };
@@ -133,7 +161,7 @@ export class DocumentSignatureCheck {
     if (anchors && !chainsToAnchor(certificate, certificates, anchors, at, this.verifies)) {
       return { code: 'CANT_BUILD_CERT_CHAIN_TO_ACCREDITED_CA_CERT', message: `${name}: the signer's certificate does not chain to a certificate this gateway trusts` };
     }
-    return undefined;
+    return registryRules(pending.signature, certificate, this.policy);
   }
 
   /** One signature value verified, out of the document's budget. */
@@ -144,6 +172,63 @@ export class DocumentSignatureCheck {
   };
 }
 
+/** The registry's rules of one verified signature: key usage, validity at the document's creation (and, personal, at the check), the signer block against the certificate. */
+function registryRules(signature: NamedSignature, certificate: Certificate, policy: VerificationPolicy): SignatureFinding | undefined {
+  const { name } = signature;
+  // A certificate without keyUsage restricts nothing (RFC 5280, 4.2.1.3); one that has it must allow signing.
+  if (certificate.keyUsage !== undefined && (certificate.keyUsage & KEY_USAGE.digitalSignature) === 0) {
+    return { code: 'INVALID_CERT_KEY_USAGE', message: `${name}: the certificate's keyUsage does not allow digitalSignature` };
+  }
+  const validity = `valid from ${iso(certificate.notBefore)} to ${iso(certificate.notAfter)}`;
+  const created = policy.documentCreatedAt;
+  if (created !== undefined && (created < certificate.notBefore || created > certificate.notAfter)) {
+    const message = `${name}: the signer's certificate is not valid at the document's creation, ${iso(created)} (${validity})`;
+    if (signature.personal) return { code: 'PERSONAL_SIG_CERT_NOT_ACTUAL_ON_DOC_CREATION_DT', message };
+    return { code: created < certificate.notBefore ? 'DOC_DATE_MISMATCH_CERT_NOT_BEFORE' : 'DOC_DATE_MISMATCH_CERT_NOT_AFTER', message };
+  }
+  if (signature.personal && (policy.now < certificate.notBefore || policy.now > certificate.notAfter)) {
+    return { code: 'PERSONAL_SIG_CERT_NOT_ACTUAL_ON_CHECK_DT', message: `${name}: the signer's certificate is not valid at the check, ${iso(policy.now)} (${validity})` };
+  }
+  const mismatch = signature.signer ? signerMismatch(signature.signer, certificate) : undefined;
+  if (mismatch) return { code: 'VALUE_MISMATCH_METADATA_AND_CERTIFICATE', message: `${name}: the signer block's ${mismatch} differs from the certificate's` };
+  return undefined;
+}
+
+/** Names compare trimmed, case-insensitive, with ё as е (the certificate and the МИС may spell them either way). */
+const nameKey = (text: string) => text.trim().toLocaleLowerCase('ru').replaceAll('ё', 'е').replace(/\s+/g, ' ');
+
+/** Which part of the signer block the certificate's subject contradicts; a part the certificate lacks is not compared. */
+function signerMismatch(signer: SignerBlock, certificate: Certificate): string | undefined {
+  const subject = certificate.subjectText;
+  if (subject.snils !== undefined && subject.snils.replace(/\D/g, '') !== signer.snils.replace(/\D/g, '')) return 'snils';
+  if (subject.surname !== undefined && signer.lastName !== undefined && nameKey(subject.surname) !== nameKey(signer.lastName)) return 'lastName';
+  // Russian qualified certificates write the given name and the patronymic together in givenName (Приказ ФСБ № 795).
+  if (subject.givenName !== undefined && signer.firstName !== undefined && nameKey(subject.givenName) !== nameKey(`${signer.firstName} ${signer.middleName ?? ''}`)) return 'firstName and middleName';
+  return undefined;
+}
+
+/** The rules across the signatures of one document: no certificate twice, one document digest per digest algorithm. */
+function acrossSignatures(pending: readonly PendingSigner[]): Array<{ order: number; finding: SignatureFinding }> {
+  const findings: Array<{ order: number; finding: SignatureFinding }> = [];
+  pending.forEach((current, index) => {
+    const earlier = pending.slice(0, index);
+    const certificate = current.certificate;
+    const twin = certificate && earlier.find((other) => other.certificate !== undefined && Buffer.from(other.certificate.der).equals(certificate.der));
+    if (twin) findings.push({ order: current.order, finding: { code: 'SIGNATURE_DUPLICATION', message: `${current.name} is made with the same certificate as ${twin.name}` } });
+    const digest = current.signer.signedAttributes?.messageDigest;
+    const other =
+      digest &&
+      earlier.find((candidate) => {
+        const theirs = candidate.signer.signedAttributes?.messageDigest;
+        return candidate.signer.digestAlgorithm.oid === current.signer.digestAlgorithm.oid && theirs !== undefined && !Buffer.from(theirs).equals(digest);
+      });
+    if (other) {
+      findings.push({ order: current.order, finding: { code: 'INCONSISTENT_DIGESTS', message: `${current.name} signs another document digest than ${other.name} with the same digest algorithm: signatures of different documents` } });
+    }
+  });
+  return findings;
+}
+
 type Verify = typeof signatureVerifies;
 
 /** Runs one signature's step; a malformed or unsupported signature becomes its finding, never an exception. */
@@ -152,10 +237,10 @@ function guarded(name: string, step: () => SignatureFinding | undefined): Signat
     return step();
   } catch (error) {
     if (error instanceof BudgetSpent) {
-      return { code: 'SIGNATURE_VERIFICATION_ERROR', message: `${name}: not verified: the document's signatures and their chains need more than ${MAX_SIGNATURE_VERIFICATIONS} verifications, the limit` };
+      return { code: 'DOCUMENT_CHECK_LIMIT', message: `${name}: not verified: the document's signatures and their chains need more than ${MAX_SIGNATURE_VERIFICATIONS} verifications, the limit` };
     }
     if (error instanceof UnsupportedAlgorithm) return { code: 'UNKNOWN_ALGORITHM', message: `${name}: unsupported ${error.message}` };
-    if (error instanceof DerError) return { code: 'SIGNATURE_DECODING_ERROR', message: `${name} is not a DER CMS SignedData: ${error.message}` };
+    if (error instanceof SignatureFormatError) return { code: 'SIGNATURE_DECODING_ERROR', message: `${name} is not a CMS SignedData: ${error.message}` };
     return { code: 'SIGNATURE_DECODING_ERROR', message: `${name} could not be decoded` };
   }
 }
@@ -169,14 +254,14 @@ function identifies(signer: SignerInfo, certificate: Certificate): boolean {
 /** Whether `issuer` signed `subject` and may issue certificates at `at`. */
 function issued(issuer: Certificate, subject: Certificate, at: number, verifies: Verify): boolean {
   if (!Buffer.from(issuer.subject).equals(subject.issuer)) return false;
-  if (issuer.isCa !== true || issuer.mayCertify === false) return false;
+  if (issuer.isCa !== true || (issuer.keyUsage !== undefined && (issuer.keyUsage & KEY_USAGE.keyCertSign) === 0)) return false;
   if (at < issuer.notBefore || at > issuer.notAfter) return false;
   const digestOid = certificateSignatureDigest(subject.signatureAlgorithm);
   if (!digestOid) return false;
   try {
     return verifies(issuer.publicKey, subject.signatureAlgorithm, { digest: digestOf(digestOid, subject.tbs)!, digestOid, data: subject.tbs }, subject.signature);
   } catch (error) {
-    if (error instanceof UnsupportedAlgorithm || error instanceof DerError) return false;
+    if (error instanceof UnsupportedAlgorithm || error instanceof SignatureFormatError) return false;
     throw error;
   }
 }

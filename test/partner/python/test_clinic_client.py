@@ -46,7 +46,7 @@ def registered(client: Client) -> tuple[uuid.UUID, RegisterDocumentAcknowledgeme
     local_uid = uuid.uuid4()
     request = RegisterDocumentRequest(
         local_uid=local_uid,
-        kind="6",
+        kind="119",
         organization=ORGANIZATION,
         patient_snils=VALID_SNILS,
         creation_date_time=datetime.datetime(2026, 1, 15, 9, 30, tzinfo=datetime.timezone(datetime.timedelta(hours=3))),
@@ -80,7 +80,7 @@ def test_register_document_is_acknowledged_with_its_local_uid(registered):
 def test_search_registry_item_finds_the_registered_document(client, registered):
     local_uid, _ = registered
     emdr_id = wait_for_emdr_id(client, local_uid)
-    found = search_registry_item.sync(client=client, body=SearchRegistryItemRequest(patient_snils=VALID_SNILS, kind="6", local_uid=local_uid))
+    found = search_registry_item.sync(client=client, body=SearchRegistryItemRequest(patient_snils=VALID_SNILS, kind="119", local_uid=local_uid))
     assert isinstance(found, SearchRegistryItemResponse)
     assert [(item.emdr_id, item.local_uid, item.organization, item.version) for item in found.items] == [(emdr_id, local_uid, ORGANIZATION, 1)]
     assert found.items[0].registration_date_time.tzinfo is not None

@@ -17,7 +17,7 @@
  *       (storeTillDate, registrationWarnings) beyond [EGM]'s, with no public source given.
  */
 import { randomUUID } from 'node:crypto';
-import type { RegistryErrorItem, RegistryItem, RegistrySearch, RegistrationSubmission } from '../port.js';
+import type { PersonalSigner, RegistryErrorItem, RegistryItem, RegistrySearch, RegistrationSubmission } from '../port.js';
 import { buildXml, childOf, childrenOf, node, parseXml, textOf, XmlError, type XmlElement, type XmlLimits, type XmlNode } from '../../../xml/xml.js';
 
 export const NS = {
@@ -81,10 +81,23 @@ const field = (name: string, value: string | undefined) => node(NS.service, `ser
  * (getDocumentFile, [ETL]).
  */
 export function registerDocumentFields(submission: RegistrationSubmission): XmlNode[] {
-  const signature = (base64: string, signer?: { snils: string; role?: string }) =>
+  // The signer block's names and order, and `checksum`, as issue 20 lists the registry's (UNVERIFIED against a WSDL).
+  const signature = (base64: string, checksum: string | undefined, signer?: PersonalSigner) =>
     node(NS.service, 'ser:item', [
-      signer && node(NS.service, 'ser:signer', [field('snils', signer.snils), field('role', signer.role)]),
+      signer &&
+        node(NS.service, 'ser:signer', [
+          field('localId', signer.localId),
+          field('lastName', signer.lastName),
+          field('firstName', signer.firstName),
+          field('middleName', signer.middleName),
+          field('snils', signer.snils.replace(/[^0-9]/g, '')),
+          field('role', signer.role),
+          field('position', signer.position),
+          field('speciality', signer.speciality),
+          field('department', signer.department),
+        ]),
       field('signature', base64),
+      field('checksum', checksum),
     ]);
   return [
     field('localUid', submission.localUid),
@@ -95,8 +108,8 @@ export function registerDocumentFields(submission: RegistrationSubmission): XmlN
     field('documentNumber', submission.documentNumber),
     field('replaces', submission.replaces),
     node(NS.service, 'ser:signatures', [
-      signature(submission.signature.toString('base64')),
-      ...submission.personalSignatures.map((personal) => signature(personal.signature, { snils: personal.signer.snils.replace(/[^0-9]/g, ''), role: personal.signer.role })),
+      signature(submission.signature.toString('base64'), submission.signatureChecksum),
+      ...submission.personalSignatures.map((personal) => signature(personal.signature, personal.checksum, personal.signer)),
     ]),
   ].filter((element): element is XmlNode => element !== undefined);
 }

@@ -1,34 +1,84 @@
 /**
  * The parts of a CMS SignedData (RFC 5652) and of X.509 certificates (RFC 5280) that signature
- * verification reads, parsed with der.ts. Counts are bounded; anything malformed is a DerError.
+ * verification and the registry's signer rules read, parsed with a maintained ASN.1 library:
+ * asn1js reads the encoding (DER, and BER with indefinite lengths, as CryptoPro and `openssl cms
+ * -stream` write), @peculiar/asn1-cms and @peculiar/asn1-x509 map it to CMS and X.509 (asn1js is
+ * held at 3.x: @peculiar/asn1-schema 2.11 depends on it). Before the library sees a byte, the
+ * encoding's size, element count and depth are bounded (ber-bounds.ts); counts of certificates,
+ * signers, attributes and extensions are bounded after. Anything malformed is a SignatureFormatError.
  */
-import { bitStringBytes, childrenOf, context, contentOf, DerError, encodingOf, oidOf, readElement, Reader, TAG, timeOf, type Element } from './der.ts';
+import * as asn1js from 'asn1js';
+import { AsnConvert, AsnParser, OctetString } from '@peculiar/asn1-schema';
+import { Attribute as CmsAttribute, ContentInfo, id_messageDigest, id_signedData, id_signingTime, SignedData as CmsSignedData, SignerInfo as CmsSignerInfo } from '@peculiar/asn1-cms';
+import {
+  AlgorithmIdentifier as X509AlgorithmIdentifier,
+  BasicConstraints,
+  Certificate as X509Certificate,
+  id_ce_basicConstraints,
+  id_ce_keyUsage,
+  id_ce_subjectKeyIdentifier,
+  KeyUsage,
+  KeyUsageFlags,
+  Name,
+  SubjectKeyIdentifier,
+  Time,
+} from '@peculiar/asn1-x509';
+import { checkBerBounds, SignatureFormatError, withDefiniteLengths, type BerLimits } from './ber-bounds.ts';
 
+export { SignatureFormatError } from './ber-bounds.ts';
+
+/** A signature is a few kilobytes (a chain of certificates at most tens): 1 MiB is far beyond any real one. */
+export const MAX_SIGNATURE_BYTES = 1024 * 1024;
+const SIGNATURE_LIMITS: BerLimits = { maxBytes: MAX_SIGNATURE_BYTES, maxElements: 20_000, maxDepth: 32 };
+/** A certificate alone (a trust store's): the same bounds. */
+const CERTIFICATE_LIMITS: BerLimits = { maxBytes: 256 * 1024, maxElements: 10_000, maxDepth: 32 };
 const MAX_CERTIFICATES = 32;
 const MAX_SIGNERS = 16;
 const MAX_ATTRIBUTES = 64;
 const MAX_EXTENSIONS = 64;
 
+/** Subject attributes of qualified certificates of Russian physical persons (Приказ ФСБ № 795). */
+const SUBJECT = {
+  commonName: '2.5.4.3',
+  surname: '2.5.4.4',
+  givenName: '2.5.4.42',
+  snils: '1.2.643.100.3',
+} as const;
+
 export interface AlgorithmIdentifier {
   oid: string;
-  /** The encoding of the parameters, when present. */
+  /** The encoding of the parameters, when present (not NULL). */
   parameters?: Uint8Array;
 }
 
 export interface SubjectPublicKey {
   algorithm: AlgorithmIdentifier;
-  /** The whole SubjectPublicKeyInfo, for Node's crypto. */
+  /** The whole SubjectPublicKeyInfo (DER), for Node's crypto. */
   info: Uint8Array;
   /** The BIT STRING's bytes. */
   key: Uint8Array;
 }
 
+/** What a certificate says of its subject, as text (absent attributes absent). */
+export interface SubjectText {
+  commonName?: string;
+  surname?: string;
+  /** Given name, and patronymic after a space, in Russian qualified certificates. */
+  givenName?: string;
+  /** SNILS as the certificate writes it (11 digits). */
+  snils?: string;
+}
+
 export interface Certificate {
+  /** The certificate in DER (encoded anew from what was read, so a BER copy and a DER copy compare equal). */
   der: Uint8Array;
+  /** The tbsCertificate as encoded: what the issuer signed, and the certificate's identity. */
   tbs: Uint8Array;
   serial: Uint8Array;
+  /** DER of the issuer and subject names (encoded alike wherever they come from, so they compare). */
   issuer: Uint8Array;
   subject: Uint8Array;
+  subjectText: SubjectText;
   notBefore: number;
   notAfter: number;
   publicKey: SubjectPublicKey;
@@ -37,8 +87,8 @@ export interface Certificate {
   subjectKeyIdentifier?: Uint8Array;
   /** basicConstraints cA; undefined when the extension is absent. */
   isCa?: boolean;
-  /** keyUsage keyCertSign; undefined when the extension is absent. */
-  mayCertify?: boolean;
+  /** keyUsage's bits (KeyUsageFlags); undefined when the extension is absent. */
+  keyUsage?: number;
 }
 
 export type SignerIdentifier = { issuer: Uint8Array; serial: Uint8Array } | { subjectKeyIdentifier: Uint8Array };
@@ -65,139 +115,176 @@ export interface SignedData {
   signers: SignerInfo[];
 }
 
-const SIGNED_DATA = '1.2.840.113549.1.7.2';
-const MESSAGE_DIGEST = '1.2.840.113549.1.9.4';
-const SIGNING_TIME = '1.2.840.113549.1.9.5';
-const SUBJECT_KEY_IDENTIFIER = '2.5.29.14';
-const KEY_USAGE = '2.5.29.15';
-const BASIC_CONSTRAINTS = '2.5.29.19';
+/** keyUsage's digitalSignature and keyCertSign bits (KeyUsageFlags of @peculiar/asn1-x509). */
+export const KEY_USAGE = { digitalSignature: KeyUsageFlags.digitalSignature, nonRepudiation: KeyUsageFlags.nonRepudiation, keyCertSign: KeyUsageFlags.keyCertSign } as const;
 
-function algorithmOf(bytes: Uint8Array, element: Element): AlgorithmIdentifier {
-  if (element.tag !== TAG.SEQUENCE) throw new DerError('AlgorithmIdentifier is not a SEQUENCE');
-  const reader = new Reader(bytes, element);
-  const oid = oidOf(bytes, reader.next(TAG.OID, 'algorithm'));
-  const parameters = reader.done ? undefined : encodingOf(bytes, reader.next());
-  return parameters === undefined || (parameters.length === 2 && parameters[0] === TAG.NULL) ? { oid } : { oid, parameters };
-}
+const bytesOf = (buffer: ArrayBuffer | ArrayBufferView): Uint8Array =>
+  buffer instanceof ArrayBuffer ? new Uint8Array(buffer) : new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
 
-/** A ContentInfo holding a SignedData. */
-export function parseSignedData(bytes: Uint8Array): SignedData {
-  const contentInfo = readElement(bytes, 0, bytes.length);
-  if (contentInfo.tag !== TAG.SEQUENCE || contentInfo.end !== bytes.length) throw new DerError('not a ContentInfo SEQUENCE');
-  const outer = new Reader(bytes, contentInfo);
-  if (oidOf(bytes, outer.next(TAG.OID, 'content type')) !== SIGNED_DATA) throw new DerError('content type is not signedData (1.2.840.113549.1.7.2)');
-  const explicit = outer.next(context(0), 'signedData content');
-  const signedData = new Reader(bytes, new Reader(bytes, explicit).next(TAG.SEQUENCE, 'SignedData'));
-  signedData.next(TAG.INTEGER, 'SignedData version');
-  signedData.next(TAG.SET, 'digestAlgorithms');
-  const encapsulated = new Reader(bytes, signedData.next(TAG.SEQUENCE, 'encapContentInfo'));
-  encapsulated.next(TAG.OID, 'eContentType');
-  const attached = !encapsulated.done;
-  const certificateSet = signedData.optional(context(0));
-  signedData.optional(context(1));
-  const signerSet = signedData.next(TAG.SET, 'signerInfos');
-  const certificates = certificateSet
-    ? childrenOf(bytes, certificateSet, MAX_CERTIFICATES, 'certificates')
-        // Other CertificateChoices (attribute certificates…) are tagged and play no part here.
-        .filter((element) => element.tag === TAG.SEQUENCE)
-        .map((element) => parseCertificate(encodingOf(bytes, element)))
-    : [];
-  const signers = childrenOf(bytes, signerSet, MAX_SIGNERS, 'signerInfos').map((element) => parseSignerInfo(bytes, element));
-  return { attached, certificates, signers };
-}
-
-function parseSignerInfo(bytes: Uint8Array, element: Element): SignerInfo {
-  if (element.tag !== TAG.SEQUENCE) throw new DerError('SignerInfo is not a SEQUENCE');
-  const reader = new Reader(bytes, element);
-  reader.next(TAG.INTEGER, 'SignerInfo version');
-  const sidElement = reader.next();
-  let sid: SignerIdentifier;
-  if (sidElement.tag === TAG.SEQUENCE) {
-    const issuerAndSerial = new Reader(bytes, sidElement);
-    const issuer = encodingOf(bytes, issuerAndSerial.next(TAG.SEQUENCE, 'issuer'));
-    sid = { issuer, serial: contentOf(bytes, issuerAndSerial.next(TAG.INTEGER, 'serialNumber')) };
-  } else if (sidElement.tag === 0x80) {
-    sid = { subjectKeyIdentifier: contentOf(bytes, sidElement) };
-  } else {
-    throw new DerError('bad SignerIdentifier');
+/** Runs one library step; its errors (of any kind) become a SignatureFormatError naming `what`. */
+function decoded<T>(what: string, step: () => T): T {
+  try {
+    return step();
+  } catch (error) {
+    if (error instanceof SignatureFormatError) throw error;
+    throw new SignatureFormatError(`bad ${what}`);
   }
-  const digestAlgorithm = algorithmOf(bytes, reader.next(TAG.SEQUENCE, 'digestAlgorithm'));
-  const attributes = reader.optional(context(0));
-  const signatureAlgorithm = algorithmOf(bytes, reader.next(TAG.SEQUENCE, 'signatureAlgorithm'));
-  const signature = contentOf(bytes, reader.next(TAG.OCTET_STRING, 'signature'));
-  return { sid, digestAlgorithm, signatureAlgorithm, signature, ...(attributes ? { signedAttributes: parseSignedAttributes(bytes, attributes) } : {}) };
 }
 
-function parseSignedAttributes(bytes: Uint8Array, element: Element): SignedAttributes {
-  const der = Buffer.from(encodingOf(bytes, element));
-  der[0] = TAG.SET;
-  const attributes: SignedAttributes = { der };
-  for (const attribute of childrenOf(bytes, element, MAX_ATTRIBUTES, 'signedAttrs')) {
-    if (attribute.tag !== TAG.SEQUENCE) throw new DerError('Attribute is not a SEQUENCE');
-    const reader = new Reader(bytes, attribute);
-    const type = oidOf(bytes, reader.next(TAG.OID, 'attribute type'));
-    const values = childrenOf(bytes, reader.next(TAG.SET, 'attribute values'), MAX_ATTRIBUTES, 'attribute values');
-    if (type !== MESSAGE_DIGEST && type !== SIGNING_TIME) continue;
-    if (values.length !== 1) throw new DerError(`${type === MESSAGE_DIGEST ? 'messageDigest' : 'signingTime'} must have one value`);
-    if (type === MESSAGE_DIGEST) {
-      if (attributes.messageDigest) throw new DerError('messageDigest given twice');
-      if (values[0]!.tag !== TAG.OCTET_STRING) throw new DerError('messageDigest is not an OCTET STRING');
-      attributes.messageDigest = contentOf(bytes, values[0]!);
-    } else {
-      if (attributes.signingTime !== undefined) throw new DerError('signingTime given twice');
-      attributes.signingTime = timeOf(bytes, values[0]!);
+function bounded<T>(items: readonly T[] | undefined, max: number, what: string): readonly T[] {
+  if ((items?.length ?? 0) > max) throw new SignatureFormatError(`${what}: more than ${max}`);
+  return items ?? [];
+}
+
+function algorithmOf(identifier: X509AlgorithmIdentifier): AlgorithmIdentifier {
+  const parameters = identifier.parameters ? bytesOf(identifier.parameters) : undefined;
+  return parameters === undefined || (parameters.length === 2 && parameters[0] === 0x05) ? { oid: identifier.algorithm } : { oid: identifier.algorithm, parameters };
+}
+
+/** The text of a name attribute's value: a DirectoryString, or another string type (SNILS is a NumericString). */
+function attributeText(value: Name[number][number]['value']): string | undefined {
+  const text = value.utf8String ?? value.printableString ?? value.teletexString ?? value.bmpString ?? value.universalString ?? value.ia5String;
+  if (text !== undefined) return text;
+  if (!value.anyValue) return undefined;
+  const parsed = asn1js.fromBER(value.anyValue);
+  const block = parsed.result as unknown as { valueBlock?: { value?: unknown } };
+  return parsed.offset === -1 || typeof block.valueBlock?.value !== 'string' ? undefined : block.valueBlock.value;
+}
+
+function subjectTextOf(name: Name): SubjectText {
+  const text: SubjectText = {};
+  const keys = Object.entries(SUBJECT) as Array<[keyof SubjectText, string]>;
+  for (const rdn of bounded(name, MAX_ATTRIBUTES, 'subject')) {
+    for (const attribute of bounded(rdn, MAX_ATTRIBUTES, 'subject')) {
+      const key = keys.find(([, oid]) => oid === attribute.type)?.[0];
+      if (key && text[key] === undefined) {
+        const value = attributeText(attribute.value);
+        if (value !== undefined) text[key] = value.slice(0, 256);
+      }
     }
   }
-  return attributes;
+  return text;
 }
 
-export function parseCertificate(der: Uint8Array): Certificate {
-  const outer = readElement(der, 0, der.length);
-  if (outer.tag !== TAG.SEQUENCE || outer.end !== der.length) throw new DerError('certificate is not a SEQUENCE');
-  const certificate = new Reader(der, outer);
-  const tbsElement = certificate.next(TAG.SEQUENCE, 'tbsCertificate');
-  const signatureAlgorithm = algorithmOf(der, certificate.next(TAG.SEQUENCE, 'signatureAlgorithm'));
-  const signature = bitStringBytes(der, certificate.next(TAG.BIT_STRING, 'signatureValue'));
-  const tbs = new Reader(der, tbsElement);
-  tbs.optional(context(0));
-  const serial = contentOf(der, tbs.next(TAG.INTEGER, 'serialNumber'));
-  tbs.next(TAG.SEQUENCE, 'signature');
-  const issuer = encodingOf(der, tbs.next(TAG.SEQUENCE, 'issuer'));
-  const validity = new Reader(der, tbs.next(TAG.SEQUENCE, 'validity'));
-  const notBefore = timeOf(der, validity.next());
-  const notAfter = timeOf(der, validity.next());
-  const subject = encodingOf(der, tbs.next(TAG.SEQUENCE, 'subject'));
-  const keyInfoElement = tbs.next(TAG.SEQUENCE, 'subjectPublicKeyInfo');
-  const keyInfo = new Reader(der, keyInfoElement);
-  const publicKey: SubjectPublicKey = {
-    algorithm: algorithmOf(der, keyInfo.next(TAG.SEQUENCE, 'public key algorithm')),
-    key: bitStringBytes(der, keyInfo.next(TAG.BIT_STRING, 'subjectPublicKey')),
-    info: encodingOf(der, keyInfoElement),
+function certificateOf(certificate: X509Certificate): Certificate {
+  const tbs = certificate.tbsCertificate;
+  if (!certificate.tbsCertificateRaw) throw new SignatureFormatError('bad certificate');
+  const result: Certificate = {
+    der: bytesOf(AsnConvert.serialize(certificate)),
+    tbs: bytesOf(certificate.tbsCertificateRaw),
+    serial: bytesOf(tbs.serialNumber),
+    issuer: bytesOf(AsnConvert.serialize(tbs.issuer)),
+    subject: bytesOf(AsnConvert.serialize(tbs.subject)),
+    subjectText: subjectTextOf(tbs.subject),
+    notBefore: tbs.validity.notBefore.getTime().getTime(),
+    notAfter: tbs.validity.notAfter.getTime().getTime(),
+    publicKey: {
+      algorithm: algorithmOf(tbs.subjectPublicKeyInfo.algorithm),
+      key: bytesOf(tbs.subjectPublicKeyInfo.subjectPublicKey),
+      info: bytesOf(AsnConvert.serialize(tbs.subjectPublicKeyInfo)),
+    },
+    signatureAlgorithm: algorithmOf(certificate.signatureAlgorithm),
+    signature: bytesOf(certificate.signatureValue),
   };
-  const result: Certificate = { der, tbs: encodingOf(der, tbsElement), serial, issuer, subject, notBefore, notAfter, publicKey, signatureAlgorithm, signature };
-  tbs.optional(0x81);
-  tbs.optional(0x82);
-  const extensions = tbs.optional(context(3));
-  if (extensions) readExtensions(der, new Reader(der, extensions).next(TAG.SEQUENCE, 'extensions'), result);
+  for (const extension of bounded(tbs.extensions, MAX_EXTENSIONS, 'extensions')) {
+    const value = extension.extnValue.buffer;
+    if (extension.extnID === id_ce_subjectKeyIdentifier) result.subjectKeyIdentifier = bytesOf(decoded('subjectKeyIdentifier', () => AsnParser.parse(value, SubjectKeyIdentifier)).buffer);
+    if (extension.extnID === id_ce_basicConstraints) result.isCa = decoded('basicConstraints', () => AsnParser.parse(value, BasicConstraints)).cA;
+    if (extension.extnID === id_ce_keyUsage) result.keyUsage = decoded('keyUsage', () => AsnParser.parse(value, KeyUsage)).toNumber();
+  }
   return result;
 }
 
-function readExtensions(der: Uint8Array, sequence: Element, into: Certificate): void {
-  for (const extension of childrenOf(der, sequence, MAX_EXTENSIONS, 'extensions')) {
-    const reader = new Reader(der, extension);
-    const id = oidOf(der, reader.next(TAG.OID, 'extnID'));
-    reader.optional(TAG.BOOLEAN);
-    const value = reader.next(TAG.OCTET_STRING, 'extnValue');
-    const inner = readElement(der, value.contentStart, value.end);
-    if (id === SUBJECT_KEY_IDENTIFIER && inner.tag === TAG.OCTET_STRING) into.subjectKeyIdentifier = contentOf(der, inner);
-    if (id === BASIC_CONSTRAINTS && inner.tag === TAG.SEQUENCE) {
-      const flag = new Reader(der, inner).optional(TAG.BOOLEAN);
-      into.isCa = flag !== undefined && contentOf(der, flag)[0] !== 0;
-    }
-    if (id === KEY_USAGE && inner.tag === TAG.BIT_STRING) {
-      const content = contentOf(der, inner);
-      // keyCertSign is bit 5: the first byte after the unused-bits count, 0x04.
-      into.mayCertify = content.length > 1 && (content[1]! & 0x04) !== 0;
+/** An X.509 certificate (DER or BER), e.g. one of a trust store. */
+export function parseCertificate(der: Uint8Array): Certificate {
+  checkBerBounds(der, CERTIFICATE_LIMITS);
+  return certificateOf(decoded('certificate', () => AsnParser.parse(der, X509Certificate)));
+}
+
+/** The only value of a signed attribute; more than one is malformed. */
+function soleValue(attribute: CmsAttribute, what: string): ArrayBuffer {
+  if (attribute.attrValues.length !== 1) throw new SignatureFormatError(`${what} must have one value`);
+  return attribute.attrValues[0]!;
+}
+
+/**
+ * The signed attributes: the DER the signature covers is their encoding with the SET OF tag
+ * (RFC 5652, 5.4): as received, its indefinite lengths (BER) made definite, the signer signed the DER.
+ */
+function signedAttributesOf(attributes: readonly CmsAttribute[], encoding: Uint8Array): SignedAttributes {
+  const der = Uint8Array.from(withDefiniteLengths(encoding));
+  der[0] = 0x31;
+  const result: SignedAttributes = { der };
+  for (const attribute of bounded(attributes, MAX_ATTRIBUTES, 'signedAttrs')) {
+    if (attribute.attrType === id_messageDigest) {
+      if (result.messageDigest) throw new SignatureFormatError('messageDigest given twice');
+      result.messageDigest = bytesOf(decoded('messageDigest', () => AsnParser.parse(soleValue(attribute, 'messageDigest'), OctetString)).buffer);
+    } else if (attribute.attrType === id_signingTime) {
+      if (result.signingTime !== undefined) throw new SignatureFormatError('signingTime given twice');
+      result.signingTime = decoded('signingTime', () => AsnParser.parse(soleValue(attribute, 'signingTime'), Time)).getTime().getTime();
     }
   }
+  return result;
+}
+
+/** A SignerInfo, and the encoding of its [0] signedAttrs as it came (asn1js keeps it; the mapping does not). */
+function signerOf(node: asn1js.AsnType): SignerInfo {
+  const signer = decoded('SignerInfo', () => AsnParser.fromASN(node, CmsSignerInfo));
+  const children = (node as asn1js.Sequence).valueBlock.value;
+  const attributesNode = children.find((child) => child.idBlock.tagClass === 3 && child.idBlock.tagNumber === 0);
+  const sid: SignerIdentifier = signer.sid.issuerAndSerialNumber
+    ? { issuer: bytesOf(AsnConvert.serialize(signer.sid.issuerAndSerialNumber.issuer)), serial: bytesOf(signer.sid.issuerAndSerialNumber.serialNumber) }
+    : signer.sid.subjectKeyIdentifier
+      ? { subjectKeyIdentifier: bytesOf(signer.sid.subjectKeyIdentifier.buffer) }
+      : (() => {
+          throw new SignatureFormatError('bad SignerIdentifier');
+        })();
+  return {
+    sid,
+    digestAlgorithm: algorithmOf(signer.digestAlgorithm),
+    signatureAlgorithm: algorithmOf(signer.signatureAlgorithm),
+    signature: bytesOf(signer.signature.buffer),
+    ...(signer.signedAttrs && attributesNode ? { signedAttributes: signedAttributesOf(signer.signedAttrs, bytesOf(attributesNode.valueBeforeDecodeView)) } : {}),
+  };
+}
+
+/** The constructed children of `node`, bounded. */
+function childrenOf(node: asn1js.AsnType, max: number, what: string): asn1js.AsnType[] {
+  const value = (node as asn1js.Constructed).valueBlock?.value;
+  if (!Array.isArray(value)) throw new SignatureFormatError(`bad ${what}`);
+  return [...bounded(value, max, what)];
+}
+
+/** A ContentInfo holding a SignedData, DER or BER. */
+export function parseSignedData(bytes: Uint8Array): SignedData {
+  checkBerBounds(bytes, SIGNATURE_LIMITS);
+  const parsed = asn1js.fromBER(bytes);
+  if (parsed.offset === -1) throw new SignatureFormatError('not ASN.1');
+  const contentInfo = decoded('ContentInfo', () => AsnParser.fromASN(parsed.result, ContentInfo));
+  if (contentInfo.contentType !== id_signedData) throw new SignatureFormatError(`content type is not signedData (${id_signedData})`);
+  // ContentInfo ::= SEQUENCE { contentType, [0] EXPLICIT content }: the SignedData node, to keep its raw parts.
+  const [, explicit] = childrenOf(parsed.result, 2, 'ContentInfo');
+  const [signedDataNode] = explicit ? childrenOf(explicit, 1, 'content') : [];
+  if (!signedDataNode) throw new SignatureFormatError('bad content');
+  const signedData = decoded('SignedData', () => AsnParser.fromASN(signedDataNode, CmsSignedData));
+  const certificates = bounded(signedData.certificates, MAX_CERTIFICATES, 'certificates')
+    // Other CertificateChoices (attribute certificates…) play no part here.
+    .flatMap((choice) => (choice.certificate ? [certificateOf(choice.certificate)] : []));
+  const signerInfosNode = childrenOf(signedDataNode, 6, 'SignedData').at(-1)!;
+  const signers = childrenOf(signerInfosNode, MAX_SIGNERS, 'signerInfos').map(signerOf);
+  return { attached: signedData.encapContentInfo.eContent !== undefined, certificates, signers };
+}
+
+/**
+ * The parameter set of a GOST R 34.10-2012 public key (RFC 9215, 4: SEQUENCE { publicKeyParamSet,
+ * digestParamSet OPTIONAL, … }) and its point x ‖ y (an OCTET STRING in the BIT STRING, RFC 4491, 2.3.2).
+ */
+export function gostKeyParts(publicKey: SubjectPublicKey): { paramSet: string; point: Uint8Array } {
+  const parameters = publicKey.algorithm.parameters;
+  if (!parameters) throw new SignatureFormatError('a GOST public key without its parameter set');
+  const sequence = asn1js.fromBER(parameters);
+  const first = sequence.offset === -1 ? undefined : (sequence.result as asn1js.Sequence).valueBlock?.value?.[0];
+  if (!(sequence.result instanceof asn1js.Sequence) || !(first instanceof asn1js.ObjectIdentifier)) throw new SignatureFormatError('bad GOST public key parameters');
+  const point = decoded('GOST public key', () => AsnParser.parse(publicKey.key, OctetString));
+  return { paramSet: first.valueBlock.toString(), point: bytesOf(point.buffer) };
 }

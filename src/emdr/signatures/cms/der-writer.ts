@@ -1,8 +1,22 @@
 /**
- * DER encoding of the few ASN.1 types a certificate and a CMS SignedData need (the writing side of
- * der.ts), for the test signer (test-signer.ts).
+ * DER encoding of the few ASN.1 types a certificate and a CMS SignedData need, for the test signer
+ * (test-signer.ts).
  */
-import { TAG } from './der.ts';
+
+export const TAG = {
+  BOOLEAN: 0x01,
+  INTEGER: 0x02,
+  BIT_STRING: 0x03,
+  OCTET_STRING: 0x04,
+  NULL: 0x05,
+  OID: 0x06,
+  UTF8_STRING: 0x0c,
+  NUMERIC_STRING: 0x12,
+  UTC_TIME: 0x17,
+  GENERALIZED_TIME: 0x18,
+  SEQUENCE: 0x30,
+  SET: 0x31,
+} as const;
 
 function lengthOf(length: number): Buffer {
   if (length < 0x80) return Buffer.from([length]);

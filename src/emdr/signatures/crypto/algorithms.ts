@@ -5,8 +5,7 @@
  * tools verify too.
  */
 import { createHash, createPublicKey, publicDecrypt, verify as cryptoVerify, constants, type KeyObject } from 'node:crypto';
-import type { AlgorithmIdentifier, SubjectPublicKey } from '../cms/cms.ts';
-import { childrenOf, DerError, oidOf, readElement, TAG } from '../cms/der.ts';
+import { gostKeyParts, SignatureFormatError, type AlgorithmIdentifier, type SubjectPublicKey } from '../cms/cms.ts';
 import { CURVES, type Curve } from './curves.ts';
 import { WasmStreebog, wasmGostVerify } from './gost-wasm.ts';
 
@@ -87,19 +86,12 @@ export interface SignedBytes {
 
 /** A GOST public key: x ‖ y, each little-endian, in an OCTET STRING (RFC 4491, 2.3.2), and its parameter set. */
 export function gostPublicKey(publicKey: SubjectPublicKey, bits: 256 | 512): { curve: Curve; key: Uint8Array } {
-  const parameters = publicKey.algorithm.parameters;
-  if (!parameters) throw new UnsupportedAlgorithm('a GOST public key without its parameter set');
-  const sequence = readElement(parameters, 0, parameters.length);
-  if (sequence.tag !== TAG.SEQUENCE) throw new DerError('bad GOST public key parameters');
-  const [paramSet] = childrenOf(parameters, sequence, 3, 'GOST public key parameters');
-  if (!paramSet) throw new DerError('bad GOST public key parameters');
-  const paramSetOid = oidOf(parameters, paramSet);
-  const curve = CURVES.get(paramSetOid);
-  if (!curve || curve.bits !== bits) throw new UnsupportedAlgorithm(`GOST public key parameter set ${paramSetOid}`);
-  const octets = readElement(publicKey.key, 0, publicKey.key.length);
-  const size = bits / 8;
-  if (octets.tag !== TAG.OCTET_STRING || octets.end !== publicKey.key.length || octets.end - octets.contentStart !== 2 * size) throw new DerError('bad GOST public key');
-  return { curve, key: publicKey.key.subarray(octets.contentStart) };
+  if (!publicKey.algorithm.parameters) throw new UnsupportedAlgorithm('a GOST public key without its parameter set');
+  const { paramSet, point } = gostKeyParts(publicKey);
+  const curve = CURVES.get(paramSet);
+  if (!curve || curve.bits !== bits) throw new UnsupportedAlgorithm(`GOST public key parameter set ${paramSet}`);
+  if (point.length !== 2 * (bits / 8)) throw new SignatureFormatError('bad GOST public key');
+  return { curve, key: point };
 }
 
 function nodeKey(publicKey: SubjectPublicKey): KeyObject {
@@ -126,7 +118,7 @@ function digestInfo(digestOid: string, digest: Uint8Array): Buffer {
 
 /**
  * Whether `signature` by `publicKey` under `signatureAlgorithm` covers the signed bytes. Throws
- * UnsupportedAlgorithm for a combination we cannot check, DerError for a malformed key.
+ * UnsupportedAlgorithm for a combination we cannot check, SignatureFormatError for a malformed key.
  */
 export function signatureVerifies(publicKey: SubjectPublicKey, signatureAlgorithm: AlgorithmIdentifier, signed: SignedBytes, signature: Uint8Array): boolean {
   const family = SIGNATURE_FAMILY[signatureAlgorithm.oid];

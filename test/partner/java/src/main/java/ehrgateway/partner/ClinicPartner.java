@@ -92,7 +92,7 @@ public final class ClinicPartner {
     UUID localUid = UUID.randomUUID();
     RegisterDocumentRequest request = new RegisterDocumentRequest()
         .localUid(localUid)
-        .kind("6")
+        .kind("119")
         .organization(ORGANIZATION)
         .patientSnils(PATIENT_SNILS)
         .creationDateTime(OffsetDateTime.parse("2026-01-15T09:30:00+03:00"))
@@ -181,8 +181,8 @@ public final class ClinicPartner {
     } catch (ApiException refused) {
       ErrorResponse error = client.getObjectMapper().readValue(refused.getResponseBody(), ErrorResponse.class);
       check(refused.getCode() == 403 && error.getStatus() == ErrorResponse.StatusEnum.ERROR
-          && "ACCESS_DENIED".equals(error.getErrors().get(0).getCode()) && "/requestBody/callbackUrl".equals(error.getErrors().get(0).getPath()),
-          "registerDocument with an unregistered callbackUrl: 403, ErrorResponse ACCESS_DENIED at /requestBody/callbackUrl");
+          && "FORBIDDEN".equals(error.getErrors().get(0).getCode()) && "/requestBody/callbackUrl".equals(error.getErrors().get(0).getPath()),
+          "registerDocument with an unregistered callbackUrl: 403, ErrorResponse FORBIDDEN at /requestBody/callbackUrl");
     }
   }
 

@@ -1,0 +1,139 @@
+/**
+ * The bounds of a signature's encoding, checked before the ASN.1 library reads it: a walk over its
+ * tag-length-value elements (definite lengths and BER's indefinite ones) that counts them and their
+ * nesting, and checks every length against its container, without allocating per element. The
+ * library (cms.ts) then meets only input of bounded size, count and depth.
+ */
+
+export class SignatureFormatError extends Error {}
+
+export interface BerLimits {
+  /** Largest encoding, in bytes. */
+  maxBytes: number;
+  /** Most elements, at every level together. */
+  maxElements: number;
+  /** Deepest nesting. */
+  maxDepth: number;
+}
+
+/** Bytes of a length's long form that anything here needs (a length of 4 GiB). */
+const MAX_LENGTH_BYTES = 4;
+/** Bytes of a tag's high-tag-number form (CMS and X.509 use single-byte tags). */
+const MAX_TAG_BYTES = 4;
+
+/** Throws SignatureFormatError unless `bytes` is one BER element within `limits`. */
+export function checkBerBounds(bytes: Uint8Array, limits: BerLimits): void {
+  if (bytes.length === 0) throw new SignatureFormatError('empty');
+  if (bytes.length > limits.maxBytes) throw new SignatureFormatError(`larger than ${limits.maxBytes} bytes`);
+  // The end of each open constructed element: an offset, or undefined for an indefinite length (ends at its end-of-contents).
+  const open: Array<number | undefined> = [];
+  let offset = 0;
+  let elements = 0;
+  do {
+    const limit = open.reduce<number>((nearest, end) => (end === undefined ? nearest : Math.min(nearest, end)), bytes.length);
+    // Closes what ends here: definite elements at their end, an indefinite one at its end-of-contents.
+    if (open.length > 0 && open.at(-1) === offset) {
+      open.pop();
+      continue;
+    }
+    if (open.length > 0 && open.at(-1) === undefined && bytes[offset] === 0 && bytes[offset + 1] === 0) {
+      if (offset + 2 > limit) throw new SignatureFormatError('truncated end-of-contents');
+      offset += 2;
+      open.pop();
+      continue;
+    }
+    if (offset + 2 > limit) throw new SignatureFormatError('truncated element');
+    elements += 1;
+    if (elements > limits.maxElements) throw new SignatureFormatError(`more than ${limits.maxElements} elements`);
+    const tag = bytes[offset]!;
+    let cursor = offset + 1;
+    if ((tag & 0x1f) === 0x1f) {
+      let tagBytes = 0;
+      while (cursor < limit && (bytes[cursor]! & 0x80) !== 0) {
+        cursor += 1;
+        if ((tagBytes += 1) >= MAX_TAG_BYTES) throw new SignatureFormatError('tag too long');
+      }
+      cursor += 1;
+    }
+    if (cursor >= limit) throw new SignatureFormatError('truncated element');
+    const first = bytes[cursor]!;
+    cursor += 1;
+    const constructed = (tag & 0x20) !== 0;
+    if (first === 0x80) {
+      if (!constructed) throw new SignatureFormatError('indefinite length of a primitive element');
+      open.push(undefined);
+    } else {
+      let length = first;
+      if (first > 0x80) {
+        const count = first & 0x7f;
+        if (count > MAX_LENGTH_BYTES || cursor + count > limit) throw new SignatureFormatError('bad length');
+        length = 0;
+        for (let index = 0; index < count; index += 1) length = length * 256 + bytes[cursor + index]!;
+        cursor += count;
+      }
+      const end = cursor + length;
+      if (end > limit) throw new SignatureFormatError('element runs past its container');
+      if (constructed) open.push(end);
+      else cursor = end;
+    }
+    if (open.length > limits.maxDepth) throw new SignatureFormatError(`nested deeper than ${limits.maxDepth} levels`);
+    offset = cursor;
+  } while (open.length > 0);
+  if (offset !== bytes.length) throw new SignatureFormatError('bytes after the signature');
+}
+
+/**
+ * The same element with every indefinite length made definite (BER to DER as far as lengths go:
+ * the order of a SET's members is kept as the signer wrote it, which is what it signed). For the
+ * signed attributes of a BER signature: the signature covers their DER. `bytes` has passed
+ * checkBerBounds, so the nesting is bounded.
+ */
+export function withDefiniteLengths(bytes: Uint8Array): Uint8Array {
+  const { element, end } = rewrite(bytes, 0);
+  if (end !== bytes.length) throw new SignatureFormatError('bytes after the element');
+  return element;
+}
+
+function rewrite(bytes: Uint8Array, offset: number): { element: Uint8Array; end: number } {
+  let cursor = offset + 1;
+  if ((bytes[offset]! & 0x1f) === 0x1f) while ((bytes[cursor++]! & 0x80) !== 0);
+  const tag = bytes.subarray(offset, cursor);
+  const constructed = (bytes[offset]! & 0x20) !== 0;
+  const first = bytes[cursor++]!;
+  const parts: Uint8Array[] = [];
+  let end: number;
+  if (first === 0x80) {
+    while (!(bytes[cursor] === 0 && bytes[cursor + 1] === 0)) {
+      if (cursor >= bytes.length) throw new SignatureFormatError('truncated element');
+      const child = rewrite(bytes, cursor);
+      parts.push(child.element);
+      cursor = child.end;
+    }
+    end = cursor + 2;
+  } else {
+    let length = first;
+    if (first > 0x80) {
+      length = 0;
+      for (let index = 0; index < (first & 0x7f); index += 1) length = length * 256 + bytes[cursor + index]!;
+      cursor += first & 0x7f;
+    }
+    end = cursor + length;
+    if (!constructed) parts.push(bytes.subarray(cursor, end));
+    else {
+      while (cursor < end) {
+        const child = rewrite(bytes, cursor);
+        parts.push(child.element);
+        cursor = child.end;
+      }
+    }
+  }
+  const content = Buffer.concat(parts);
+  return { element: Buffer.concat([tag, definiteLength(content.length), content]), end };
+}
+
+function definiteLength(length: number): Uint8Array {
+  if (length < 0x80) return Uint8Array.of(length);
+  const bytes: number[] = [];
+  for (let rest = length; rest > 0; rest = Math.floor(rest / 256)) bytes.unshift(rest % 256);
+  return Uint8Array.of(0x80 | bytes.length, ...bytes);
+}

@@ -1,0 +1,186 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { kindFindings } from '../../src/emdr/prechecks/kinds.js';
+import { parseSignedData } from '../../src/emdr/signatures/cms/cms.js';
+import { DocumentSignatureCheck, type NamedSignature, type SignatureFinding, type VerificationPolicy } from '../../src/emdr/signatures/verify.js';
+import { TestPki, type Issued } from '../support/signing.js';
+
+/**
+ * The registry's rules the gateway checks first (classifier 1.2.643.5.1.13.13.99.2.305): for each,
+ * a document and signatures the registry would refuse for that reason, made here with openssl
+ * (RSA keys, so no engine is needed), and the finding the acceptance stage reports. The same check
+ * runs in the document-check worker and in `ehr-gateway document verify`.
+ */
+
+const DAY = 86_400_000;
+const DOCUMENT = Buffer.from('<ClinicalDocument xmlns="urn:hl7-org:v3"><title>Протокол консультации</title></ClinicalDocument>\n');
+const OTHER_DOCUMENT = Buffer.from('<ClinicalDocument xmlns="urn:hl7-org:v3"><title>Другой документ</title></ClinicalDocument>\n');
+const DOCTOR = { surname: 'Петров', givenName: 'Сергей Иванович', snils: '08765432102' };
+
+let pki: TestPki;
+let organization: Issued;
+let doctor: Issued;
+let nurse: Issued;
+
+beforeAll(() => {
+  pki = new TestPki({ gost: false });
+  organization = pki.issue({ algorithm: 'rsa', commonName: 'Тестовая организация' });
+  doctor = pki.issue({ algorithm: 'rsa', commonName: 'Петров Сергей Иванович', person: DOCTOR });
+  nurse = pki.issue({ algorithm: 'rsa', commonName: 'Сидорова Анна', person: { surname: 'Сидорова', givenName: 'Анна Петровна', snils: '11223344595' } });
+});
+
+afterAll(() => pki?.remove());
+
+/** The findings of the acceptance stage's signature check over `document`. */
+function check(signatures: NamedSignature[], policy: Partial<VerificationPolicy> = {}, document = DOCUMENT): SignatureFinding[] {
+  const verification = new DocumentSignatureCheck(signatures, { now: Date.now(), ...policy });
+  if (verification.needsDocument) verification.update(document);
+  return verification.finish();
+}
+
+const organizationSignature = (bytes: Buffer): NamedSignature => ({ name: 'signature', bytes });
+const personal = (index: number, bytes: Buffer, signer: NamedSignature['signer'] = { snils: DOCTOR.snils }): NamedSignature => ({
+  name: `personalSignatures/${index}/signature`,
+  bytes,
+  personal: true,
+  ...(signer ? { signer } : {}),
+});
+const codes = (findings: SignatureFinding[]) => findings.map((finding) => finding.code);
+
+describe('the signature rules of the registry, checked at acceptance', () => {
+  it('accepts an organization signature and a personal one whose signer block matches the certificate (names in another case, ё as е)', () => {
+    const signer = { snils: '087-654-321 02', lastName: 'ПЕТРОВ', firstName: 'сергей', middleName: 'Иванович' };
+    expect(check([organizationSignature(pki.sign(DOCUMENT, organization)), personal(0, pki.sign(DOCUMENT, doctor), signer)], { documentCreatedAt: Date.now() - DAY })).toEqual([]);
+  });
+
+  it('MULTIPLE_SIGNERS (52): two signers in one container', () => {
+    const findings = check([organizationSignature(pki.sign(DOCUMENT, organization, [], { coSigners: [doctor] }))]);
+    expect(findings).toEqual([{ code: 'MULTIPLE_SIGNERS', message: 'signature holds 2 signers: send each signature in a container of its own' }]);
+  });
+
+  it('SIGNATURE_DUPLICATION (51): the same certificate signs twice', () => {
+    const findings = check([personal(0, pki.sign(DOCUMENT, doctor)), personal(1, pki.sign(DOCUMENT, doctor))]);
+    expect(findings).toEqual([{ code: 'SIGNATURE_DUPLICATION', message: 'personalSignatures/1/signature is made with the same certificate as personalSignatures/0/signature' }]);
+  });
+
+  it('INCONSISTENT_DIGESTS (10): signatures of the same digest algorithm over different documents', () => {
+    const findings = check([organizationSignature(pki.sign(DOCUMENT, organization)), personal(0, pki.sign(OTHER_DOCUMENT, doctor))]);
+    expect(codes(findings)).toEqual(['SIGNATURE_VERIFICATION_ERROR', 'INCONSISTENT_DIGESTS']);
+    expect(findings[1]!.message).toBe('personalSignatures/0/signature signs another document digest than signature with the same digest algorithm: signatures of different documents');
+  });
+
+  it('INVALID_CERT_KEY_USAGE (12): a certificate whose keyUsage does not allow digitalSignature', () => {
+    const encipherment = pki.issue({ algorithm: 'rsa', commonName: 'Только шифрование', encipherment: true });
+    expect(check([organizationSignature(pki.sign(DOCUMENT, encipherment))])).toEqual([
+      { code: 'INVALID_CERT_KEY_USAGE', message: "signature: the certificate's keyUsage does not allow digitalSignature" },
+    ]);
+  });
+
+  it("DOC_DATE_MISMATCH_CERT_NOT_BEFORE (9) and _NOT_AFTER (8): the organization's certificate not valid at the document's creation", () => {
+    const signature = organizationSignature(pki.sign(DOCUMENT, organization));
+    expect(codes(check([signature], { documentCreatedAt: new Date('2024-06-01T09:00:00Z').getTime() }))).toEqual(['DOC_DATE_MISMATCH_CERT_NOT_BEFORE']);
+    const shortLived = pki.issue({ algorithm: 'rsa', commonName: 'Организация', notAfter: new Date(Date.now() + DAY) });
+    const findings = check([organizationSignature(pki.sign(DOCUMENT, shortLived))], { documentCreatedAt: Date.now() + 2 * DAY });
+    expect(codes(findings)).toEqual(['DOC_DATE_MISMATCH_CERT_NOT_AFTER']);
+    expect(findings[0]!.message).toMatch(/^signature: the signer's certificate is not valid at the document's creation, /);
+  });
+
+  it('PERSONAL_SIG_CERT_NOT_ACTUAL_ON_DOC_CREATION_DT (105): a personal certificate not valid at the creation', () => {
+    expect(codes(check([personal(0, pki.sign(DOCUMENT, doctor))], { documentCreatedAt: new Date('2024-06-01T09:00:00Z').getTime() }))).toEqual([
+      'PERSONAL_SIG_CERT_NOT_ACTUAL_ON_DOC_CREATION_DT',
+    ]);
+  });
+
+  it('PERSONAL_SIG_CERT_NOT_ACTUAL_ON_CHECK_DT (125): a personal certificate expired by the check, though valid at signing and creation', () => {
+    const shortLived = pki.issue({ algorithm: 'rsa', commonName: 'Петров', notAfter: new Date(Date.now() + DAY) });
+    const signature = pki.sign(DOCUMENT, shortLived);
+    const checkedLater = { now: Date.now() + 2 * DAY, documentCreatedAt: Date.now() - DAY };
+    expect(codes(check([personal(0, signature)], checkedLater))).toEqual(['PERSONAL_SIG_CERT_NOT_ACTUAL_ON_CHECK_DT']);
+    // The organization's certificate is held to the creation alone.
+    expect(check([organizationSignature(signature)], checkedLater)).toEqual([]);
+  });
+
+  it("VALUE_MISMATCH_METADATA_AND_CERTIFICATE (45): the signer block's SNILS or names against the certificate's subject", () => {
+    const signature = pki.sign(DOCUMENT, doctor);
+    expect(check([personal(0, signature, { snils: '11223344595' })])).toEqual([
+      { code: 'VALUE_MISMATCH_METADATA_AND_CERTIFICATE', message: "personalSignatures/0/signature: the signer block's snils differs from the certificate's" },
+    ]);
+    expect(codes(check([personal(0, signature, { snils: DOCTOR.snils, lastName: 'Сидоров' })]))).toEqual(['VALUE_MISMATCH_METADATA_AND_CERTIFICATE']);
+    expect(codes(check([personal(0, signature, { snils: DOCTOR.snils, firstName: 'Сергей', middleName: 'Петрович' })]))).toEqual(['VALUE_MISMATCH_METADATA_AND_CERTIFICATE']);
+    // Another worker's certificate for this signer block.
+    expect(codes(check([personal(0, pki.sign(DOCUMENT, nurse))]))).toEqual(['VALUE_MISMATCH_METADATA_AND_CERTIFICATE']);
+  });
+});
+
+/** The DER elements (tag, header length, content) of `bytes`, in order. */
+function elementsOf(bytes: Buffer): Array<{ tag: number; content: Buffer }> {
+  const elements: Array<{ tag: number; content: Buffer }> = [];
+  for (let offset = 0; offset < bytes.length; ) {
+    const tag = bytes[offset]!;
+    let length = bytes[offset + 1]!;
+    let header = 2;
+    if (length > 0x80) {
+      const count = length & 0x7f;
+      length = bytes.subarray(offset + 2, offset + 2 + count).reduce((value, byte) => value * 256 + byte, 0);
+      header += count;
+    }
+    elements.push({ tag, content: bytes.subarray(offset + header, offset + header + length) });
+    offset += header + length;
+  }
+  return elements;
+}
+
+/**
+ * A DER signature re-encoded as BER the way CryptoPro writes one: every constructed element with an
+ * indefinite length, the signed attributes too; the certificates inside stay as issued (DER).
+ */
+function asIndefiniteBer(der: Buffer, depth = 0): Buffer {
+  return Buffer.concat(
+    elementsOf(der).map(({ tag, content }) => {
+      const certificates = depth === 3 && tag === 0xa0;
+      if ((tag & 0x20) === 0 || certificates) return Buffer.concat([Buffer.from([tag]), lengthOf(content.length), content]);
+      return Buffer.concat([Buffer.from([tag, 0x80]), asIndefiniteBer(content, depth + 1), Buffer.from([0, 0])]);
+    }),
+  );
+}
+
+function lengthOf(length: number): Buffer {
+  if (length < 0x80) return Buffer.from([length]);
+  const bytes: number[] = [];
+  for (let rest = length; rest > 0; rest = Math.floor(rest / 256)) bytes.unshift(rest % 256);
+  return Buffer.from([0x80 | bytes.length, ...bytes]);
+}
+
+describe('BER and DER signatures', () => {
+  it('reads a BER signature (indefinite lengths) as it reads a DER one, and verifies both alike', () => {
+    const der = pki.sign(DOCUMENT, doctor);
+    const ber = asIndefiniteBer(der);
+    expect(der[1]).not.toBe(0x80);
+    expect(ber[1]).toBe(0x80);
+    expect(ber.length).toBeGreaterThan(der.length);
+    const [fromDer, fromBer] = [parseSignedData(der), parseSignedData(ber)];
+    expect(fromBer.signers).toHaveLength(1);
+    expect(Buffer.from(fromBer.certificates[0]!.der).equals(Buffer.from(fromDer.certificates[0]!.der))).toBe(true);
+    expect(fromBer.certificates[0]!.subjectText).toEqual({ commonName: 'Петров Сергей Иванович', surname: 'Петров', givenName: 'Сергей Иванович', snils: DOCTOR.snils });
+    expect(check([personal(0, ber)])).toEqual([]);
+    expect(check([personal(0, der)])).toEqual([]);
+    // Over other bytes, both fail the same way.
+    expect(codes(check([personal(0, ber)], {}, OTHER_DOCUMENT))).toEqual(['SIGNATURE_VERIFICATION_ERROR']);
+    expect(codes(check([personal(0, der)], {}, OTHER_DOCUMENT))).toEqual(['SIGNATURE_VERIFICATION_ERROR']);
+  });
+});
+
+describe('the kinds table (NSI 1.2.643.5.1.13.13.11.1520)', () => {
+  it('OBJECT_NOT_FOUND (26) for a kind the table lacks', () => {
+    expect(kindFindings('999999', '2026-11-20T09:30:00+03:00')).toEqual([
+      { code: 'OBJECT_NOT_FOUND', message: 'kind: 999999 is not a document kind of NSI 1.2.643.5.1.13.13.11.1520 known to this gateway' },
+    ]);
+  });
+
+  it('NO_DOCUMENT_KIND_ON_DATE (17) for a kind out of force on the creation date, none within its period', () => {
+    // 6, «Протокол консультации (PDF/A-1)», was registered until 2024-01-01; 119, «Протокол консультации (CDA) Редакция 4», from 2022-01-01.
+    expect(kindFindings('6', '2026-11-20T09:30:00+03:00').map((finding) => finding.code)).toEqual(['NO_DOCUMENT_KIND_ON_DATE']);
+    expect(kindFindings('6', '2023-12-31T23:00:00+03:00')).toEqual([]);
+    expect(kindFindings('119', '2021-12-31T10:00:00+03:00').map((finding) => finding.code)).toEqual(['NO_DOCUMENT_KIND_ON_DATE']);
+    expect(kindFindings('119', '2026-11-20T09:30:00+03:00')).toEqual([]);
+  });
+});
