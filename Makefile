@@ -18,7 +18,8 @@ TSX := node --import tsx
 export REDOCLY_TELEMETRY := off
 export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
 
-.PHONY: help node install wasm browser gost-engine gost-engine-bench clients synthea generate check-specs check-generated check-breaking typecheck lint-docker promtool deploy-tools check-deploy unit unit-under-load test contract fuzz build run bench hostile mock
+
+.PHONY: help node install wasm browser gost-engine gost-engine-bench clients synthea generate check-specs check-generated check-breaking typecheck lint format lint-docker promtool deploy-tools check-deploy unit unit-under-load test contract fuzz build run bench hostile mock
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t 20
@@ -210,7 +211,13 @@ UNIT_TOOLS := $(INSTALLED) $(GOST_WASM) $(OASDIFF) browser gost-engine gost-engi
 unit: $(UNIT_TOOLS) ## the vitest suite alone
 	npx --no-install vitest run
 
-test: check-specs check-generated check-breaking typecheck lint-docker check-deploy unit ## every check CI runs
+lint: $(INSTALLED) ## Biome: the TypeScript formatted as biome.jsonc says and its lint rules kept (make format rewrites)
+	npx --no-install biome ci --colors=off .
+
+format: $(INSTALLED) ## rewrites the TypeScript in Biome's format and applies its safe lint fixes
+	npx --no-install biome check --write .
+
+test: check-specs check-generated check-breaking typecheck lint lint-docker check-deploy unit ## every check CI runs
 
 # The flaky-test hunt: the suite while a busy loop spins on every core (HOG_CORES, default all), as on
 # a busy CI machine. CPU-heavy for as long as the suite runs: not on a shared machine without need.

@@ -48,9 +48,15 @@ const require = createRequire(import.meta.url);
 const redocLogo = 'https://cdn.redoc.ly/redoc/logo-mini.svg';
 const redoc = await fs.readFile(require.resolve('redoc/bundles/redoc.standalone.js'), 'utf8');
 if (!redoc.includes(redocLogo)) throw new Error(`redoc bundle no longer references ${redocLogo}: re-check what it loads from outside`);
-await writeAtomically(path.join(outDir, 'redoc.standalone.js'), redoc.replace(redocLogo, 'data:image/svg+xml,%3Csvg xmlns=%22http://www.w3.org/2000/svg%22/%3E'));
+await writeAtomically(
+  path.join(outDir, 'redoc.standalone.js'),
+  redoc.replace(redocLogo, 'data:image/svg+xml,%3Csvg xmlns=%22http://www.w3.org/2000/svg%22/%3E'),
+);
 // Redoc starts from a file too: the pages' Content-Security-Policy allows no inline script.
-await writeAtomically(path.join(outDir, 'redoc-init.js'), `Redoc.init('/docs/openapi.yaml', { expandResponses: '200', hideDownloadButton: false }, document.getElementById('redoc'));\n`);
+await writeAtomically(
+  path.join(outDir, 'redoc-init.js'),
+  `Redoc.init('/docs/openapi.yaml', { expandResponses: '200', hideDownloadButton: false }, document.getElementById('redoc'));\n`,
+);
 await fs.mkdir(path.join(outDir, 'flows'), { recursive: true });
 for (const flow of FLOWS) {
   for (const language of LANGUAGES) {

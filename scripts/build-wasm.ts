@@ -14,7 +14,9 @@ import asc from 'assemblyscript/asc';
 import { A, C, PI } from '../src/emdr/signatures/crypto/reference/streebog.ts';
 
 if (process.argv.includes('--help') || process.argv.includes('-h')) {
-  console.log('usage: tsx scripts/build-wasm.ts\n\nBuilds src/emdr/signatures/crypto/gost.wasm (Streebog and GOST R 34.10-2012 verification) with AssemblyScript.');
+  console.log(
+    'usage: tsx scripts/build-wasm.ts\n\nBuilds src/emdr/signatures/crypto/gost.wasm (Streebog and GOST R 34.10-2012 verification) with AssemblyScript.',
+  );
   process.exit(0);
 }
 
@@ -69,7 +71,9 @@ function montgomery(n: number, square: boolean): string {
   lines.push(`export function ${name}(out: usize, a: usize, ${square ? '' : 'b: usize, '}m: usize): void {`);
   lines.push(`  const minv = <u64>load<u32>(m, ${4 * n});`);
   for (let i = 0; i < n; i += 1) {
-    lines.push(`  const a${i} = <u64>load<u32>(a, ${4 * i});${square ? '' : ` const b${i} = <u64>load<u32>(b, ${4 * i});`} const p${i} = <u64>load<u32>(m, ${4 * i});`);
+    lines.push(
+      `  const a${i} = <u64>load<u32>(a, ${4 * i});${square ? '' : ` const b${i} = <u64>load<u32>(b, ${4 * i});`} const p${i} = <u64>load<u32>(m, ${4 * i});`,
+    );
   }
   lines.push('  let sum: u64 = 0;');
   for (let k = 0; k < n; k += 1) {
@@ -169,7 +173,20 @@ const generated = [
   '// Written by scripts/build-wasm.ts: do not edit. The Montgomery multiplication of curve.ts for 9',
   '// and 18 limbs of 29 bits written out in full; m points at a modulus block (m, then −m⁻¹ mod 2^29).',
   '',
-  ...[9, 18].flatMap((n) => [montgomery(n, false), '', montgomery(n, true), '', pseudoMersenne(n, false), '', pseudoMersenne(n, true), '', modularAdd(n), '', modularSubtract(n), '']),
+  ...[9, 18].flatMap((n) => [
+    montgomery(n, false),
+    '',
+    montgomery(n, true),
+    '',
+    pseudoMersenne(n, false),
+    '',
+    pseudoMersenne(n, true),
+    '',
+    modularAdd(n),
+    '',
+    modularSubtract(n),
+    '',
+  ]),
 ].join('\n');
 fs.writeFileSync(path.join(assembly, 'field.generated.ts'), generated);
 

@@ -52,8 +52,10 @@ function schemaBreaks(base: Schema, next: Schema, where: string, direction: 'req
   if (baseTypes.size > 0) {
     const lost = [...baseTypes].filter((type) => !nextTypes.has(type) && !(type === 'integer' && nextTypes.has('number')));
     const gained = [...nextTypes].filter((type) => !baseTypes.has(type));
-    if (direction === 'request' && (lost.length > 0 || nextTypes.size === 0) && nextTypes.size > 0) problems.push(`${where}: no longer accepts type ${lost.join(', ')}`);
-    if (direction === 'response' && (lost.length > 0 || gained.length > 0)) problems.push(`${where}: type changed from ${[...baseTypes].join('|')} to ${[...nextTypes].join('|') || 'any'}`);
+    if (direction === 'request' && (lost.length > 0 || nextTypes.size === 0) && nextTypes.size > 0)
+      problems.push(`${where}: no longer accepts type ${lost.join(', ')}`);
+    if (direction === 'response' && (lost.length > 0 || gained.length > 0))
+      problems.push(`${where}: type changed from ${[...baseTypes].join('|')} to ${[...nextTypes].join('|') || 'any'}`);
   }
   if (direction === 'request' && base.enum && next.enum) {
     const removed = base.enum.filter((value) => !next.enum!.some((candidate) => JSON.stringify(candidate) === JSON.stringify(value)));
@@ -69,7 +71,8 @@ function schemaBreaks(base: Schema, next: Schema, where: string, direction: 'req
   const nextRequired = new Set(next.required ?? []);
   for (const name of nextRequired) if (direction === 'request' && !baseRequired.has(name)) problems.push(`${where}.${name}: became required`);
   for (const name of baseRequired) if (direction === 'response' && !nextRequired.has(name)) problems.push(`${where}.${name}: no longer always present`);
-  if (direction === 'request' && base.additionalProperties !== false && next.additionalProperties === false) problems.push(`${where}: no longer accepts additional properties`);
+  if (direction === 'request' && base.additionalProperties !== false && next.additionalProperties === false)
+    problems.push(`${where}: no longer accepts additional properties`);
   for (const [name, baseProperty] of Object.entries(base.properties ?? {})) {
     const nextProperty = next.properties?.[name];
     if (!nextProperty) {
@@ -92,7 +95,8 @@ function openRpcBreaks(base: { methods: RpcMethod[] }, next: { methods: RpcMetho
       problems.push(`${baseMethod.name}: method removed`);
       continue;
     }
-    if (isInternal(baseMethod) !== isInternal(nextMethod)) problems.push(`${baseMethod.name}: moved to the ${isInternal(nextMethod) ? 'internal' : 'public'} listener`);
+    if (isInternal(baseMethod) !== isInternal(nextMethod))
+      problems.push(`${baseMethod.name}: moved to the ${isInternal(nextMethod) ? 'internal' : 'public'} listener`);
     for (const param of nextMethod.params) {
       const baseParam = baseMethod.params.find((candidate) => candidate.name === param.name);
       if (param.required && !baseParam?.required) problems.push(`${baseMethod.name}(${param.name}): param became required`);
@@ -101,7 +105,8 @@ function openRpcBreaks(base: { methods: RpcMethod[] }, next: { methods: RpcMetho
     for (const baseParam of baseMethod.params) {
       if (!nextMethod.params.some((param) => param.name === baseParam.name)) problems.push(`${baseMethod.name}(${baseParam.name}): param removed`);
     }
-    if (baseMethod.result && nextMethod.result) problems.push(...schemaBreaks(baseMethod.result.schema, nextMethod.result.schema, `${baseMethod.name} result`, 'response'));
+    if (baseMethod.result && nextMethod.result)
+      problems.push(...schemaBreaks(baseMethod.result.schema, nextMethod.result.schema, `${baseMethod.name} result`, 'response'));
     // A client handles the errors a method documents; a new one takes it down an unknown branch.
     const baseCodes = new Set((baseMethod.errors ?? []).map((error) => error.code));
     for (const error of nextMethod.errors ?? []) if (!baseCodes.has(error.code)) problems.push(`${baseMethod.name}: may now answer error ${error.code}`);
@@ -132,7 +137,8 @@ function widened(base: Schema, next: Schema, at: string): string[] {
   // Named after the component (every component schema has a title), so a shared schema reads once.
   const where = next.title ?? at;
   const problems: string[] = [];
-  if (base.additionalProperties === false && next.additionalProperties !== false) problems.push(`${where}: the released spec closes this object (additionalProperties: false); now it is open`);
+  if (base.additionalProperties === false && next.additionalProperties !== false)
+    problems.push(`${where}: the released spec closes this object (additionalProperties: false); now it is open`);
   if (base.enum && !next.enum) problems.push(`${where}: the released spec closes its values (enum); now they are open`);
   for (const name of Object.keys(next.properties ?? {})) {
     const baseProperty = base.properties?.[name];
@@ -153,7 +159,9 @@ function openApiBreaks(base: OpenApiDocument, next: OpenApiDocument): string[] {
   const jsonSchema = (document: OpenApiDocument, holder: unknown) =>
     (inlineLocalRefs(document, holder) as { content?: Record<string, { schema?: Schema }> } | undefined)?.content?.['application/json']?.schema;
   const headerNames = (document: OpenApiDocument, operation: OpenApiOperation) =>
-    (inlineLocalRefs(document, operation.parameters ?? []) as Array<{ in: string; name: string }>).filter((parameter) => parameter.in === 'header').map((parameter) => parameter.name.toLowerCase());
+    (inlineLocalRefs(document, operation.parameters ?? []) as Array<{ in: string; name: string }>)
+      .filter((parameter) => parameter.in === 'header')
+      .map((parameter) => parameter.name.toLowerCase());
   for (const [route, item] of Object.entries(base.paths ?? {})) {
     for (const [method, operation] of Object.entries(item)) {
       const nextOperation = next.paths?.[route]?.[method];
@@ -175,7 +183,8 @@ function openApiBreaks(base: OpenApiDocument, next: OpenApiDocument): string[] {
             const nextHeaders = headerNames(next, nextCallback);
             for (const header of headerNames(base, callback)) if (!nextHeaders.includes(header)) problems.push(`${where}: header ${header} no longer sent`);
             const [baseBody, nextBody] = [jsonSchema(base, callback.requestBody), jsonSchema(next, nextCallback.requestBody)];
-            if (baseBody && nextBody) problems.push(...schemaBreaks(baseBody, nextBody, `${where} body`, 'response'), ...widened(baseBody, nextBody, `${where} body`));
+            if (baseBody && nextBody)
+              problems.push(...schemaBreaks(baseBody, nextBody, `${where} body`, 'response'), ...widened(baseBody, nextBody, `${where} body`));
           }
         }
       }
@@ -187,7 +196,9 @@ function openApiBreaks(base: OpenApiDocument, next: OpenApiDocument): string[] {
 async function main(): Promise<number> {
   const { values } = parseArgs({ options: { root: { type: 'string' }, oasdiff: { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
   if (values.help) {
-    console.log('usage: tsx scripts/check-breaking.ts [--root DIR] [--oasdiff PATH]\n\nFails on an incompatible spec change without a version bump, against specs/released/.');
+    console.log(
+      'usage: tsx scripts/check-breaking.ts [--root DIR] [--oasdiff PATH]\n\nFails on an incompatible spec change without a version bump, against specs/released/.',
+    );
     return 0;
   }
   const root = path.resolve(values.root ?? path.join(import.meta.dirname, '..'));
@@ -210,7 +221,10 @@ async function main(): Promise<number> {
   } catch (error) {
     const failure = error as { code?: number | string; stdout?: string; stderr?: string };
     if (failure.code === 'ENOENT') throw new Error(`oasdiff not found at ${oasdiff}: run \`make check-breaking\`, which installs it`);
-    apiProblems = `${failure.stdout ?? ''}${failure.stderr ?? ''}`.trim().split('\n').filter((line) => line.trim() !== '');
+    apiProblems = `${failure.stdout ?? ''}${failure.stderr ?? ''}`
+      .trim()
+      .split('\n')
+      .filter((line) => line.trim() !== '');
     if (apiProblems.length === 0) apiProblems = [`oasdiff exited with ${String(failure.code)}`];
   }
   apiProblems.push(...new Set(openApiBreaks(apiBase, apiNext)));
@@ -225,7 +239,9 @@ function report(file: string, releasedVersion: string, version: string, problems
     return false;
   }
   const bumped = version !== releasedVersion;
-  console.log(`${file}: incompatible with released ${releasedVersion}${bumped ? ` (allowed: version bumped to ${version})` : ` and info.version is still ${version}: bump it`}`);
+  console.log(
+    `${file}: incompatible with released ${releasedVersion}${bumped ? ` (allowed: version bumped to ${version})` : ` and info.version is still ${version}: bump it`}`,
+  );
   for (const problem of problems) console.log(`  ${problem}`);
   return !bumped;
 }

@@ -103,7 +103,10 @@ async function generateEhrClient(specPath: string): Promise<string> {
   };
   const tagName = (tag: { name: string } | { $ref: string }) =>
     'name' in tag ? tag.name : document.components?.tags?.[tag.$ref.replace('#/components/tags/', '')]?.name;
-  const typeImports = document.methods.flatMap((method) => [`${methodTypeName(method.name)}Params`, ...(method.result ? [`${methodTypeName(method.name)}Result`] : [])]);
+  const typeImports = document.methods.flatMap((method) => [
+    `${methodTypeName(method.name)}Params`,
+    ...(method.result ? [`${methodTypeName(method.name)}Result`] : []),
+  ]);
   const functions = document.methods.map((method) => {
     const typeName = methodTypeName(method.name);
     const internal = (method.tags ?? []).some((tag) => tagName(tag) === INTERNAL_TAG);
@@ -113,8 +116,12 @@ async function generateEhrClient(specPath: string): Promise<string> {
     call<${result}>(${internal ? 'options.internalUrl' : 'options.publicUrl'}, ${JSON.stringify(method.name)}, params, cred),`;
   });
   return `${BANNER}
-${typeImports.length > 0 ? `import type { ${typeImports.join(', ')} } from './ehr-types.js';
-` : ''}
+${
+  typeImports.length > 0
+    ? `import type { ${typeImports.join(', ')} } from './ehr-types.js';
+`
+    : ''
+}
 /** The version segment of the interface A endpoint: POST {base}/${document.info.version}/ */
 export const EHR_API_VERSION = ${JSON.stringify(document.info.version)};
 

@@ -31,9 +31,13 @@ import { CALLBACK_USER } from '../src/emdr/clients.ts';
 import { DEMO_CLINIC, MOCK_SIGNING_SECRET } from '../src/emdr/demo.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
-const { values } = parseArgs({ options: { port: { type: 'string', default: '4010' }, host: { type: 'string', default: '127.0.0.1' }, help: { type: 'boolean', short: 'h' } } });
+const { values } = parseArgs({
+  options: { port: { type: 'string', default: '4010' }, host: { type: 'string', default: '127.0.0.1' }, help: { type: 'boolean', short: 'h' } },
+});
 if (values.help) {
-  console.log('usage: tsx scripts/mock-relay.ts [--port 4010] [--host 127.0.0.1]\n\nPrism behind a relay that signs its callbacks like ehr-gateway (see the comment at the top).');
+  console.log(
+    'usage: tsx scripts/mock-relay.ts [--port 4010] [--host 127.0.0.1]\n\nPrism behind a relay that signs its callbacks like ehr-gateway (see the comment at the top).',
+  );
   process.exit(0);
 }
 const signingSecret = process.env.MOCK_SIGNING_SECRET ?? MOCK_SIGNING_SECRET;
@@ -77,7 +81,7 @@ function violationsToErrors(header: string): Array<{ code: string; message: stri
     .map((violation) => {
       const [, where, ...rest] = violation.location;
       const missing = /must have required property '([^']+)'/.exec(violation.message)?.[1];
-      const segments = [where === 'body' ? 'requestBody' : where ?? 'request', ...rest, ...(missing ? [missing] : [])];
+      const segments = [where === 'body' ? 'requestBody' : (where ?? 'request'), ...rest, ...(missing ? [missing] : [])];
       const message = violation.message.replace(/^Request (body|query parameter|path parameter|header parameter)( property)?( \S+)? (?=must|should)/, '');
       return { code: 'VALIDATION_ERROR', message, path: `/${segments.join('/')}` };
     });
@@ -148,7 +152,12 @@ async function relayCallback(id: string, name: string, rawBody: Buffer): Promise
 }
 
 /** The request body as Prism gets it: its callbackUrl pointed at the relay, remembered under a fresh id. */
-function interceptCallbacks(route: string, body: Buffer, headers: http.IncomingHttpHeaders, relayUrl: string): { body: Buffer; id?: string; ids?: Record<string, string> } {
+function interceptCallbacks(
+  route: string,
+  body: Buffer,
+  headers: http.IncomingHttpHeaders,
+  relayUrl: string,
+): { body: Buffer; id?: string; ids?: Record<string, string> } {
   if (route !== '/api/RegisterDocument' && route !== '/api/DemandContent') return { body };
   let parsed: Record<string, unknown>;
   try {
@@ -175,7 +184,11 @@ function interceptCallbacks(route: string, body: Buffer, headers: http.IncomingH
 }
 
 async function startPrism(port: number): Promise<void> {
-  const prism = spawn(path.join(root, 'node_modules/.bin/prism'), ['mock', '--host', '127.0.0.1', '--port', String(port), path.join(root, 'specs/openapi.yaml')], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const prism = spawn(
+    path.join(root, 'node_modules/.bin/prism'),
+    ['mock', '--host', '127.0.0.1', '--port', String(port), path.join(root, 'specs/openapi.yaml')],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  );
   let stopping = false;
   prism.on('exit', (code) => {
     if (stopping) process.exit(0);
@@ -229,14 +242,19 @@ const server = http.createServer(async (request, response) => {
       answer = Buffer.from(JSON.stringify({ status: 'Error', errors: violationsToErrors(violations) }));
     } else if (upstream.status === 200 && intercepted.ids) {
       const acknowledgement = JSON.parse(answer.toString('utf8')) as Record<string, unknown>;
-      for (const member of ['queueMessageId', 'localUid', 'clientMessageId']) if (member in acknowledgement && intercepted.ids[member]) acknowledgement[member] = intercepted.ids[member];
+      for (const member of ['queueMessageId', 'localUid', 'clientMessageId'])
+        if (member in acknowledgement && intercepted.ids[member]) acknowledgement[member] = intercepted.ids[member];
       answer = Buffer.from(JSON.stringify(acknowledgement));
       log(`${url.pathname.slice('/api/'.length)} ${intercepted.ids.queueMessageId}: callbacks follow to ${pending.get(intercepted.id!)!.target}`);
     }
     const outgoing = Object.fromEntries([...upstream.headers].filter(([name]) => !HOP_BY_HOP.has(name) && name !== 'content-encoding'));
     response.writeHead(upstream.status, { ...outgoing, 'content-length': String(answer.length) }).end(answer);
   } catch (error) {
-    response.writeHead(502, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'Error', errors: [{ code: 'INTERNAL_ERROR', message: `mock relay: ${(error as Error).message}` }] }));
+    response
+      .writeHead(502, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ status: 'Error', errors: [{ code: 'INTERNAL_ERROR', message: `mock relay: ${(error as Error).message}` }] }));
   }
 });
-server.listen(Number(values.port), values.host, () => log(`interface B (Prism behind a signing relay) on http://${values.host}:${values.port}, signing callbacks with ${signingSecret}`));
+server.listen(Number(values.port), values.host, () =>
+  log(`interface B (Prism behind a signing relay) on http://${values.host}:${values.port}, signing callbacks with ${signingSecret}`),
+);

@@ -21,7 +21,9 @@ import { createJsonSchemaAjv } from '../src/validation/json-schema.js';
 
 // CommonJS modules with default exports.
 const runCoverage = (coverageModule as unknown as { default: (options: object) => Promise<Call[]> }).default;
-const ExamplesRule = (ExamplesRuleModule as unknown as { default: new () => { getCalls(document: unknown, method: unknown): Call[]; validateCall(call: Call): Call } }).default;
+const ExamplesRule = (
+  ExamplesRuleModule as unknown as { default: new () => { getCalls(document: unknown, method: unknown): Call[]; validateCall(call: Call): Call } }
+).default;
 
 const HELP = `usage: tsx scripts/rpc-example-coverage.ts [options]
 
@@ -103,7 +105,8 @@ const userSigns = new Map<string, string>();
 const exchangeTokenUsers = new Map<string, string>();
 
 function credFor(method: string, params: Record<string, unknown>) {
-  if (method === 'embedded_storage.save_exchange_token') return { user: internalAccount.user, token: sha1hex(internalAccount.password + String(params.exchangeToken)) };
+  if (method === 'embedded_storage.save_exchange_token')
+    return { user: internalAccount.user, token: sha1hex(internalAccount.password + String(params.exchangeToken)) };
   if (method === 'embedded_storage.save_auth_info') {
     const user = (params.authInfo as { user: string }).user;
     return { user: internalAccount.user, token: sha1hex(internalAccount.password + (userSigns.get(user) ?? '')) };
@@ -120,7 +123,8 @@ async function transport(url: string, method: string, params: Record<string, unk
   const answer = (await response.json()) as { result?: { user_sign?: string } };
   // Keep what the authorization server and the app would know: whose exchange token, and the user_sign.
   if (method === 'embedded_storage.save_exchange_token') exchangeTokenUsers.set(String(params.exchangeToken), (params.authInfo as { user: string }).user);
-  if (method === 'embedded_storage.authenticate' && answer.result?.user_sign) userSigns.set(exchangeTokenUsers.get(String(params.exchangeToken))!, answer.result.user_sign);
+  if (method === 'embedded_storage.authenticate' && answer.result?.user_sign)
+    userSigns.set(exchangeTokenUsers.get(String(params.exchangeToken))!, answer.result.user_sign);
   return answer;
 }
 

@@ -28,4 +28,8 @@ const edits = Object.entries(specCodeLists()).map(([schema, codes]) => {
 let text = source;
 for (const edit of edits.sort((left, right) => right.start - left.start)) text = text.slice(0, edit.start) + edit.text + text.slice(edit.end);
 await fs.writeFile(specPath, text);
-console.log(`specs/openapi.yaml: ${Object.entries(specCodeLists()).map(([schema, codes]) => `${schema}.code ${codes.length} codes`).join(', ')}`);
+console.log(
+  `specs/openapi.yaml: ${Object.entries(specCodeLists())
+    .map(([schema, codes]) => `${schema}.code ${codes.length} codes`)
+    .join(', ')}`,
+);

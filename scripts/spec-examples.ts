@@ -40,12 +40,14 @@ const replacements: Array<[Path, string]> = [
   [[...file, 'signature'], sample.request.signature],
 ];
 // Each value replaces its scalar in the text, so the rest of the file keeps its formatting.
-const edits = replacements.filter(([where, value]) => String(spec.getIn(where)) !== value).map(([where, value]) => {
-  const node = spec.getIn(where, true) as Scalar | undefined;
-  if (!node?.range) throw new Error(`specs/openapi.yaml has no scalar at ${where.join('/')}`);
-  const plain = /^[A-Za-z0-9+/=.:-]+$/.test(value) && !/^[0-9.+-]+$/.test(value);
-  return { start: node.range[0], end: node.range[1], text: plain ? value : `'${value.replaceAll("'", "''")}'` };
-});
+const edits = replacements
+  .filter(([where, value]) => String(spec.getIn(where)) !== value)
+  .map(([where, value]) => {
+    const node = spec.getIn(where, true) as Scalar | undefined;
+    if (!node?.range) throw new Error(`specs/openapi.yaml has no scalar at ${where.join('/')}`);
+    const plain = /^[A-Za-z0-9+/=.:-]+$/.test(value) && !/^[0-9.+-]+$/.test(value);
+    return { start: node.range[0], end: node.range[1], text: plain ? value : `'${value.replaceAll("'", "''")}'` };
+  });
 let text = source;
 for (const edit of edits.sort((left, right) => right.start - left.start)) text = text.slice(0, edit.start) + edit.text + text.slice(edit.end);
 await fs.writeFile(specPath, text);

@@ -28,7 +28,9 @@ export function registerDataKeyCommands(program: Command, { withDatabase }: Comm
 
   dataKey
     .command('check')
-    .description('open every sealed secret and count, per column, those under DATA_KEY, those that need DATA_KEY_PREVIOUS and those neither opens; exit 1 unless all are under DATA_KEY')
+    .description(
+      'open every sealed secret and count, per column, those under DATA_KEY, those that need DATA_KEY_PREVIOUS and those neither opens; exit 1 unless all are under DATA_KEY',
+    )
     .action(async () => {
       const reports = await withDatabase(async (database) => checkSealedColumns(database.knex, await database.dataKey(), SEALED_COLUMNS));
       const total = totals(reports);

@@ -11,4 +11,11 @@ import { recordMigrations } from './record/migrations.js';
  * in order, with names prefixed by the domain. Names are permanent once released: knex_migrations
  * records them.
  */
-export const MIGRATIONS: readonly NamedMigration[] = [...ehrMigrations, ...emdrMigrations, ...auditMigrations, ...accountMigrations, ...limitsMigrations, ...recordMigrations];
+export const MIGRATIONS: readonly NamedMigration[] = [
+  ...ehrMigrations,
+  ...emdrMigrations,
+  ...auditMigrations,
+  ...accountMigrations,
+  ...limitsMigrations,
+  ...recordMigrations,
+];

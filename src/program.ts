@@ -55,7 +55,7 @@ export function buildProgram(): Command {
     .description('EHR JSON-RPC server (interface A) and ЭМД registry gateway (interface B)')
     .showHelpAfterError(false)
     .exitOverride()
-    .configureOutput({ outputError: (text, write) => write(text.split('\n')[0]!.trim() + '\n') });
+    .configureOutput({ outputError: (text, write) => write(`${text.split('\n')[0]!.trim()}\n`) });
 
   program
     .command('serve')

@@ -35,7 +35,10 @@ back-office api key ${DEMO_API_KEY}.`;
  * The demo clinic's signing secret: the one given, else (on the embedded PostgreSQL) the one of the
  * data directory, made once; with DATABASE_URL there is no data directory of the database, so a fresh one.
  */
-export async function demoSigningSecret(given: string | undefined, dataDir: string | undefined): Promise<{ signingSecret: string; signingSecretFile?: string }> {
+export async function demoSigningSecret(
+  given: string | undefined,
+  dataDir: string | undefined,
+): Promise<{ signingSecret: string; signingSecretFile?: string }> {
   if (given !== undefined) return { signingSecret: given };
   if (dataDir === undefined) return { signingSecret: newSigningSecret() };
   const file = path.join(dataDir, DEMO_SIGNING_SECRET_FILE);
@@ -51,8 +54,8 @@ export async function demoSigningSecret(given: string | undefined, dataDir: stri
 export function registerSeedDemoCommand(program: Command, { withDatabase }: CommandKit): void {
   program
     .command('seed-demo')
-    .description('write demo data (idempotent): demo patients of interface A with demo-1\'s medical record and a demo api key, the demo clinic of interface B')
-    .option('--force', 'seed the database of DATABASE_URL too (the demo clinic\'s token is public: never on a real database)')
+    .description("write demo data (idempotent): demo patients of interface A with demo-1's medical record and a demo api key, the demo clinic of interface B")
+    .option('--force', "seed the database of DATABASE_URL too (the demo clinic's token is public: never on a real database)")
     .option('--callback-url <url>', `the demo clinic's callback URL (default ${DEMO_CLINIC.callbackUrls[0]} for a new one)`)
     .option('--signing-secret <whsec>', "the demo clinic's signing secret, instead of the data directory's")
     .addHelpText('after', SEED_HELP)
@@ -60,7 +63,9 @@ export function registerSeedDemoCommand(program: Command, { withDatabase }: Comm
       const config = loadConfig();
       // Refused before the database is opened (and migrated).
       if (config.databaseUrl && !options.force) {
-        throw new UsageError(`seed-demo: refusing to write the demo clinic (public token "${DEMO_CLINIC.token}") and the demo api key to the database of DATABASE_URL; add --force if it is a demo database`);
+        throw new UsageError(
+          `seed-demo: refusing to write the demo clinic (public token "${DEMO_CLINIC.token}") and the demo api key to the database of DATABASE_URL; add --force if it is a demo database`,
+        );
       }
       if (options.callbackUrl !== undefined) checkCallbackUrls([options.callbackUrl]);
       if (options.signingSecret !== undefined && !/^whsec_[A-Za-z0-9+/]{32,}={0,2}$/.test(options.signingSecret)) {
@@ -79,7 +84,10 @@ export function registerSeedDemoCommand(program: Command, { withDatabase }: Comm
           apiKey: { organization: DEMO_ORGANIZATION, created: apiKey !== undefined },
           clinic: {
             businessId: DEMO_CLINIC.businessId,
-            ...(await seedDemoClinic(database.knex, await database.dataKey(), { signingSecret: secret.signingSecret, ...(options.callbackUrl === undefined ? {} : { callbackUrl: options.callbackUrl }) })),
+            ...(await seedDemoClinic(database.knex, await database.dataKey(), {
+              signingSecret: secret.signingSecret,
+              ...(options.callbackUrl === undefined ? {} : { callbackUrl: options.callbackUrl }),
+            })),
             ...secret,
           },
         };

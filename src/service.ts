@@ -102,10 +102,17 @@ function rpcAdmission(config: Config, counters: CounterStore): RpcAdmission | un
 }
 
 /** The internal listener's answers to paths of the public one: the listener was wrong, not the path. */
-function internalListenerFallbacks(fallback: ReturnType<typeof fallbackBody>, version: string | undefined): { elsewhere: express.RequestHandler; notFoundMessage: string } {
+function internalListenerFallbacks(
+  fallback: ReturnType<typeof fallbackBody>,
+  version: string | undefined,
+): { elsewhere: express.RequestHandler; notFoundMessage: string } {
   const served = [...(version ? [`interface A's internal methods at /${version}/`] : []), '/healthz', '/readyz', '/metrics'];
   return {
-    elsewhere: onAnotherListener(['/api', '/docs', '/console'], 'this is the internal listener (INTERNAL_PORT); interface B (/api/*), /docs and /console answer on the public listener (PORT)', fallback),
+    elsewhere: onAnotherListener(
+      ['/api', '/docs', '/console'],
+      'this is the internal listener (INTERNAL_PORT); interface B (/api/*), /docs and /console answer on the public listener (PORT)',
+      fallback,
+    ),
     notFoundMessage: `no such path on the internal listener (INTERNAL_PORT); it answers ${served.join(', ')}`,
   };
 }
@@ -163,7 +170,11 @@ export async function startService(config: Config, logger: Logger, roles: Readon
     // Workers first, so that requests stored by this process wake them directly; other processes hear a NOTIFY.
     if (roles.has('worker')) {
       metrics.trustStore(trustAnchors && trustStoreSummary(trustAnchors));
-      retention = startRetention(database.sql, { retentionMs: config.retentionMs, steps: [...emdrPurgeSteps, ...ehrPurgeSteps, auditPurgeStep(config.auditRetentionMs), ...accountPurgeSteps], logger });
+      retention = startRetention(database.sql, {
+        retentionMs: config.retentionMs,
+        steps: [...emdrPurgeSteps, ...ehrPurgeSteps, auditPurgeStep(config.auditRetentionMs), ...accountPurgeSteps],
+        logger,
+      });
       workers = await startWorkers({
         sql: database.sql,
         databaseUrl: database.url,
@@ -193,16 +204,30 @@ export async function startService(config: Config, logger: Logger, roles: Readon
       document &&
       new RpcEnvelope(
         document,
-        { ...(await createEhrHandlers({ sql: database.sql, config, logger, audit, counters })), ...createRecordHandlers({ sql: database.sql, config, audit, version: document.info.version }) },
+        {
+          ...(await createEhrHandlers({ sql: database.sql, config, logger, audit, counters })),
+          ...createRecordHandlers({ sql: database.sql, config, audit, version: document.info.version }),
+        },
         logger,
         metrics,
       );
     // Every role has the internal listener: health and /metrics; the ehr role also the internal channel of interface A.
     const internalHotPaths = envelope ? [rpcHotPath(envelope, 'internal', versions, logger)] : [];
     const internalFallbacks = internalListenerFallbacks(fallback, document?.info.version);
-    const internalRouters = [healthRoutes(ready, fallback), metricsRoutes(metrics, fallback), internalFallbacks.elsewhere, ...(envelope ? [ehrRoutes(envelope, 'internal', versions)] : [])];
+    const internalRouters = [
+      healthRoutes(ready, fallback),
+      metricsRoutes(metrics, fallback),
+      internalFallbacks.elsewhere,
+      ...(envelope ? [ehrRoutes(envelope, 'internal', versions)] : []),
+    ];
     const internalApp = restApp(internalRouters, logger, fallback, internalFallbacks.notFoundMessage);
-    const internal = await listen(withAccessLog(withRequestSpan(withHotPaths(internalHotPaths, internalApp), 'internal'), logger, 'internal'), config.internalHost, config.internalPort, 'INTERNAL_PORT', internalOptions);
+    const internal = await listen(
+      withAccessLog(withRequestSpan(withHotPaths(internalHotPaths, internalApp), 'internal'), logger, 'internal'),
+      config.internalHost,
+      config.internalPort,
+      'INTERNAL_PORT',
+      internalOptions,
+    );
     listeners.push(internal);
     const internalPort = internal.port;
     callbackEgress.ownPorts.add(internalPort);
@@ -220,9 +245,17 @@ export async function startService(config: Config, logger: Logger, roles: Readon
               ...clinicMessageHandlers({ sql: database.sql }),
             },
             securityHandlers: clinicSecurityHandlers(database.sql),
-            beforeBody: clinicRateLimit(new SharedAllowance(counters, { name: 'clinic-requests', perWindow: config.rateLimitPerMinute, windowMs: LIMIT_WINDOW_MS })),
+            beforeBody: clinicRateLimit(
+              new SharedAllowance(counters, { name: 'clinic-requests', perWindow: config.rateLimitPerMinute, windowMs: LIMIT_WINDOW_MS }),
+            ),
             admitBody: clinicBodyAdmission(
-              config.byteQuotaPerMinute === 0 ? undefined : new SharedAllowance(counters, { name: 'clinic-body-kib', perWindow: Math.floor(config.byteQuotaPerMinute / QUOTA_UNIT_BYTES), windowMs: LIMIT_WINDOW_MS }),
+              config.byteQuotaPerMinute === 0
+                ? undefined
+                : new SharedAllowance(counters, {
+                    name: 'clinic-body-kib',
+                    perWindow: Math.floor(config.byteQuotaPerMinute / QUOTA_UNIT_BYTES),
+                    windowMs: LIMIT_WINDOW_MS,
+                  }),
               new LargeBodySlots(config.largeBodies),
             ),
             // RegisterDocument carries the document; every other body is a few fields.
@@ -239,12 +272,21 @@ export async function startService(config: Config, logger: Logger, roles: Readon
         hotPaths.push(rpcHotPath(envelope, 'public', versions, logger, admit));
         publicRouters.push(ehrRoutes(envelope, 'public', versions, admit));
       }
-      const publicListener = await listen(withAccessLog(withRequestSpan(withHotPaths(hotPaths, restApp(publicRouters, logger, fallback)), 'public'), logger, 'public'), config.host, config.port, 'PORT', listenerOptions);
+      const publicListener = await listen(
+        withAccessLog(withRequestSpan(withHotPaths(hotPaths, restApp(publicRouters, logger, fallback)), 'public'), logger, 'public'),
+        config.host,
+        config.port,
+        'PORT',
+        listenerOptions,
+      );
       listeners.push(publicListener);
       publicPort = publicListener.port;
       callbackEgress.ownPorts.add(publicPort);
     }
-    const urls = { publicUrl: publicPort === undefined ? undefined : listenerUrl(config.host, publicPort), internalUrl: listenerUrl(config.internalHost, internalPort) };
+    const urls = {
+      publicUrl: publicPort === undefined ? undefined : listenerUrl(config.host, publicPort),
+      internalUrl: listenerUrl(config.internalHost, internalPort),
+    };
     logger.info({ roles: [...roles], publicPort, internalPort, ...urls }, startLine(urls, document?.info.version, roles));
 
     return {

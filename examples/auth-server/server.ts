@@ -169,12 +169,18 @@ const server = http.createServer(async (req, res) => {
     send(200, await route(body, url));
   } catch (error) {
     if (error instanceof HttpError) return send(error.status, { error: error.message });
-    if (error instanceof EhrRpcError) return send(502, { error: `ehr-gateway answered ${error.code} ${error.message}`, ehrError: { code: error.code, message: error.message, data: error.data } });
+    if (error instanceof EhrRpcError)
+      return send(502, {
+        error: `ehr-gateway answered ${error.code} ${error.message}`,
+        ehrError: { code: error.code, message: error.message, data: error.data },
+      });
     if (error instanceof SyntaxError) return send(400, { error: 'body is not JSON' });
     console.error('[auth-server]', error);
     send(500, { error: 'internal error' });
   }
 });
 
-server.listen(port, '127.0.0.1', () => console.log(`[auth-server] listening on http://127.0.0.1:${port}, ehr-gateway internal channel ${values['ehr-internal-url']}`));
+server.listen(port, '127.0.0.1', () =>
+  console.log(`[auth-server] listening on http://127.0.0.1:${port}, ehr-gateway internal channel ${values['ehr-internal-url']}`),
+);
 for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => server.close(() => process.exit(0)));

@@ -59,7 +59,9 @@ function secretFromFile(file: string): string {
   try {
     return readFileSync(file, 'utf8').trim();
   } catch (error) {
-    fail(`--secret-file ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message} (the demo clinic's is written by \`make run\`, i.e. ehr-gateway seed-demo)`);
+    fail(
+      `--secret-file ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message} (the demo clinic's is written by \`make run\`, i.e. ehr-gateway seed-demo)`,
+    );
   }
 }
 if (values.secret !== undefined && values['secret-file'] !== undefined) fail('give --secret or --secret-file, not both');
@@ -82,7 +84,9 @@ const receiver = await startClinicReceiver({
 /** `errors` or `warnings` of a callback body as `CODE: message; CODE: message`. */
 function codes(items: unknown): string | undefined {
   if (!Array.isArray(items) || items.length === 0) return undefined;
-  return items.map((item: { code?: unknown; message?: unknown }) => `${String(item.code)}${typeof item.message === 'string' ? `: ${item.message}` : ''}`).join('; ');
+  return items
+    .map((item: { code?: unknown; message?: unknown }) => `${String(item.code)}${typeof item.message === 'string' ? `: ${item.message}` : ''}`)
+    .join('; ');
 }
 
 /** What a callback says: its status, emdrId, and every error and warning with its code. */
@@ -97,7 +101,14 @@ function summary(body: Record<string, unknown>): string {
 const defaultReply = receiver.reply;
 receiver.reply = (callback) => {
   const reply = defaultReply(callback);
-  const outcome = reply === 'hang' ? 'no answer' : reply.status === 200 ? (callback.duplicate ? 'duplicate, acknowledged' : 'accepted') : 'rejected: bad signature or headers';
+  const outcome =
+    reply === 'hang'
+      ? 'no answer'
+      : reply.status === 200
+        ? callback.duplicate
+          ? 'duplicate, acknowledged'
+          : 'accepted'
+        : 'rejected: bad signature or headers';
   console.log(`${new Date().toISOString()} ${callback.name} ${String(callback.headers['webhook-id'] ?? '')} ${outcome}${summary(callback.body)}`);
   return reply;
 };

@@ -92,7 +92,12 @@ function sameText(presented: string, expected: string): boolean {
 
 /** A document file name that cannot leave the documents folder. */
 function safeName(name: string): string {
-  return path.basename(name).replace(/\.xml$/i, '').replace(/[^\p{L}\p{N}._-]/gu, '_') || 'document';
+  return (
+    path
+      .basename(name)
+      .replace(/\.xml$/i, '')
+      .replace(/[^\p{L}\p{N}._-]/gu, '_') || 'document'
+  );
 }
 
 export async function startClinicReceiver(options: ClinicReceiverOptions = {}): Promise<ClinicReceiver> {
@@ -106,7 +111,10 @@ export async function startClinicReceiver(options: ClinicReceiverOptions = {}): 
     const base = path.join(options.documentsDir, safeName(document.fileName ?? document.localUid ?? String(body.emdrId)));
     // Medical documents: readable by their owner only (a folder made here, 0700; the files, 0600, also when they existed).
     await fs.mkdir(options.documentsDir, { recursive: true, mode: 0o700 });
-    for (const [file, content] of [[`${base}.xml`, document.content], [`${base}.xml.sig`, document.signature]] as const) {
+    for (const [file, content] of [
+      [`${base}.xml`, document.content],
+      [`${base}.xml.sig`, document.signature],
+    ] as const) {
       await fs.writeFile(file, Buffer.from(content, 'base64'), { mode: 0o600 });
       await fs.chmod(file, 0o600);
     }
@@ -117,7 +125,9 @@ export async function startClinicReceiver(options: ClinicReceiverOptions = {}): 
   function clinicPolicy(callback: ReceivedCallback): Reply {
     const expected = options.expectedHeaders;
     const header = (name: string) => String(callback.headers[name.toLowerCase()] ?? '');
-    const headersMatch = !expected || (sameText(header('businessId'), expected.businessId) && sameText(header('user'), expected.user) && sameText(header('token'), expected.token));
+    const headersMatch =
+      !expected ||
+      (sameText(header('businessId'), expected.businessId) && sameText(header('user'), expected.user) && sameText(header('token'), expected.token));
     return callback.signatureValid && headersMatch ? SUCCESS : REJECTED;
   }
 
@@ -168,7 +178,14 @@ export async function startClinicReceiver(options: ClinicReceiverOptions = {}): 
         headers: request.headers,
         rawBody,
         body,
-        signatureValid: verifySignature(receiver.signingSecret, webhookId, header('webhook-timestamp'), rawBody, header('webhook-signature'), options.toleranceSeconds),
+        signatureValid: verifySignature(
+          receiver.signingSecret,
+          webhookId,
+          header('webhook-timestamp'),
+          rawBody,
+          header('webhook-signature'),
+          options.toleranceSeconds,
+        ),
         duplicate: processed.has(webhookId),
       };
       options.onReceive?.(callback);

@@ -82,14 +82,24 @@ async function getPatient(cred: Cred): Promise<unknown> {
 }
 
 async function saveAuthInfo(cred: Cred, authInfo: { user: string; token: string; ttl: number }): Promise<unknown> {
-  const { rows } = await pool.query({ name: 'user_link', text: 'select patient_id, user_sign_sealed from ehr_user_links where user_id = $1', values: [authInfo.user] });
+  const { rows } = await pool.query({
+    name: 'user_link',
+    text: 'select patient_id, user_sign_sealed from ehr_user_links where user_id = $1',
+    values: [authInfo.user],
+  });
   const link = rows[0];
   if (!link) return { error: { code: -34007, message: 'UserNotFound' } };
-  const expected = createHash('sha1').update(internalPassword + openSealed(authInfo.user, link.user_sign_sealed), 'utf8').digest('hex');
+  const expected = createHash('sha1')
+    .update(internalPassword + openSealed(authInfo.user, link.user_sign_sealed), 'utf8')
+    .digest('hex');
   if (cred.user !== internalUser || !timingSafeEqual(sha256(cred.token), sha256(expected))) return { error: { code: -33000, message: 'NotAuthorized' } };
   const expiresAt = new Date(Date.now() + authInfo.ttl * 1000);
   try {
-    await pool.query({ name: 'save_session', text: 'insert into ehr_sessions (token_hash, user_id, expires_at) values ($1, $2, $3)', values: [sha256(authInfo.token), authInfo.user, expiresAt] });
+    await pool.query({
+      name: 'save_session',
+      text: 'insert into ehr_sessions (token_hash, user_id, expires_at) values ($1, $2, $3)',
+      values: [sha256(authInfo.token), authInfo.user, expiresAt],
+    });
   } catch (error) {
     if ((error as { code?: string }).code === '23505') return { error: { code: -34003, message: 'SaveAuthInfoError' } };
     throw error;
@@ -115,9 +125,23 @@ async function patientDiagnosticReports(cred: Cred, params: { patientId: string;
   if (!row || row.user_id !== cred.user || !row.patient_id) return { error: { code: -33000, message: 'NotAuthorized' } };
   if (!row.live) return { error: { code: -33001, message: 'AuthExpired' } };
   if (row.patient_id !== params.patientId) return { error: { code: -33403, message: 'AccessForbidden' } };
-  const page = await pool.query({ name: 'report_page', text: REPORT_PAGE, values: [params.patientId, params.lastItemCreated || null, params.limit, params.offset ?? 0] });
+  const page = await pool.query({
+    name: 'report_page',
+    text: REPORT_PAGE,
+    values: [params.patientId, params.lastItemCreated || null, params.limit, params.offset ?? 0],
+  });
   await pool.query({ name: 'audit_read', text: AUDIT_READ, values: [randomUUID(), row.patient_id, 'diagnostic_report.get_patient_diagnostic_reports'] });
-  const patient = { id: row.id, surname: row.surname, name: row.name, ...(row.middle_name ? { middleName: row.middle_name } : {}), phones: row.phone ? [row.phone] : [], ...(row.email ? { email: row.email } : {}), gender: row.gender, birthdate: `${row.birth_date} 00:00:00.000`, ...(row.medcard_number ? { medcardNumber: row.medcard_number } : {}) };
+  const patient = {
+    id: row.id,
+    surname: row.surname,
+    name: row.name,
+    ...(row.middle_name ? { middleName: row.middle_name } : {}),
+    phones: row.phone ? [row.phone] : [],
+    ...(row.email ? { email: row.email } : {}),
+    gender: row.gender,
+    birthdate: `${row.birth_date} 00:00:00.000`,
+    ...(row.medcard_number ? { medcardNumber: row.medcard_number } : {}),
+  };
   return { result: { diagnosticReports: page.rows.map((item) => ({ ...item.message, patient })), validationErrors: [], recognitionResults: [] } };
 }
 
@@ -154,12 +178,29 @@ async function registerDocument(request: IncomingMessage, body: Buffer): Promise
   const clinic = rows[0];
   if (!clinic || !timingSafeEqual(clinic.token_hash, sha256(String(request.headers.token)))) return [401, { status: 'Error' }];
   const document = JSON.parse(body.toString('utf8'));
-  const metadata = { localUid: document.localUid, kind: document.kind, organization: document.organization, patientSnils: document.patientSnils, creationDateTime: document.creationDateTime };
+  const metadata = {
+    localUid: document.localUid,
+    kind: document.kind,
+    organization: document.organization,
+    patientSnils: document.patientSnils,
+    creationDateTime: document.creationDateTime,
+  };
   const bodyHash = createHash('sha256').update(body).digest('hex');
   const inserted = await pool.query({
     name: 'insert_request',
     text: INSERT_REQUEST,
-    values: [randomUUID(), clinic.id, document.localUid, bodyHash, clinic.callback_urls[0], JSON.stringify(metadata), Buffer.from(document.document, 'base64'), Buffer.from(document.signature, 'base64'), randomUUID(), request.headers.businessid],
+    values: [
+      randomUUID(),
+      clinic.id,
+      document.localUid,
+      bodyHash,
+      clinic.callback_urls[0],
+      JSON.stringify(metadata),
+      Buffer.from(document.document, 'base64'),
+      Buffer.from(document.signature, 'base64'),
+      randomUUID(),
+      request.headers.businessid,
+    ],
   });
   return [200, { localUid: document.localUid, queueMessageId: inserted.rows[0]?.queue_message_id }];
 }

@@ -23,7 +23,8 @@ import { authHeaders, largeXml, post, registerBody, VALID_SNILS } from '../../te
 
 const SECTIONS = ['access', 'nested', 'retention', 'quota', 'defaults', 'idempotency'] as const;
 const chosen = process.argv.slice(2).length > 0 ? process.argv.slice(2) : [...SECTIONS];
-for (const section of chosen) if (!(SECTIONS as readonly string[]).includes(section)) throw new Error(`unknown section ${section}; one of ${SECTIONS.join(', ')}`);
+for (const section of chosen)
+  if (!(SECTIONS as readonly string[]).includes(section)) throw new Error(`unknown section ${section}; one of ${SECTIONS.join(', ')}`);
 
 const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'ehr-gateway-figures-'));
 const embedded = process.env.DATABASE_URL ? undefined : new EmbeddedPostgres(dataDir, createLogger('warn', process.stderr));
@@ -59,7 +60,18 @@ async function startGateway(extraEnv: Record<string, string> = {}): Promise<Gate
   const key = randomBytes(32).toString('hex');
   const port = await freePort();
   // Both names of the data key: the code before issue 9 reads USER_SIGN_KEY, after it DATA_KEY.
-  const env = { DATABASE_URL: await freshDatabase(), DATA_KEY: key, USER_SIGN_KEY: key, PORT: String(port), INTERNAL_PORT: String(await freePort()), HOST: '127.0.0.1', LOG_LEVEL: 'warn', CALLBACK_RETRY_SCHEDULE: '0,200ms', CALLBACK_ALLOWED_NETWORKS: '127.0.0.0/8', ...extraEnv };
+  const env = {
+    DATABASE_URL: await freshDatabase(),
+    DATA_KEY: key,
+    USER_SIGN_KEY: key,
+    PORT: String(port),
+    INTERNAL_PORT: String(await freePort()),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    CALLBACK_RETRY_SCHEDULE: '0,200ms',
+    CALLBACK_ALLOWED_NETWORKS: '127.0.0.0/8',
+    ...extraEnv,
+  };
   const child = spawnCli(['serve'], env);
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -81,7 +93,10 @@ async function startGateway(extraEnv: Record<string, string> = {}): Promise<Gate
 }
 
 async function addClinic(gateway: Gateway, receiver: CallbackReceiver, organization: string) {
-  const result = await runCli(['clients', 'add', '--business-id', `b-${randomUUID().slice(0, 8)}`, '--user', 'mis', '--callback-url', receiver.url, '--organization', organization], gateway.env);
+  const result = await runCli(
+    ['clients', 'add', '--business-id', `b-${randomUUID().slice(0, 8)}`, '--user', 'mis', '--callback-url', receiver.url, '--organization', organization],
+    gateway.env,
+  );
   if (result.code !== 0) throw new Error(`clients add: ${result.stderr}`);
   return JSON.parse(result.stdout);
 }
@@ -96,8 +111,18 @@ async function peakRssMiB(pid: number): Promise<number> {
   return Number(/VmHWM:\s+(\d+) kB/.exec(status)![1]) / 1024;
 }
 
-async function registered(gateway: Gateway, receiver: CallbackReceiver, clinic: Parameters<typeof authHeaders>[0], overrides: Record<string, unknown> = {}): Promise<string> {
-  const { body: ack } = await post(gateway.url, '/api/RegisterDocument', authHeaders(clinic), registerBody({ organization: clinic.organizations?.[0] ?? ORG_A, ...overrides }));
+async function registered(
+  gateway: Gateway,
+  receiver: CallbackReceiver,
+  clinic: Parameters<typeof authHeaders>[0],
+  overrides: Record<string, unknown> = {},
+): Promise<string> {
+  const { body: ack } = await post(
+    gateway.url,
+    '/api/RegisterDocument',
+    authHeaders(clinic),
+    registerBody({ organization: clinic.organizations?.[0] ?? ORG_A, ...overrides }),
+  );
   const [, result] = await callbacksOf(receiver, ack.queueMessageId, 2);
   if (result?.body.status !== 'success') throw new Error(`registration failed: ${JSON.stringify(result?.body)}`);
   return result.body.emdrId as string;
@@ -230,7 +255,14 @@ async function addExpiredInterfaceARows(databaseUrl: string): Promise<void> {
     const user = `u-${randomUUID()}`;
     await knex('ehr_user_links').insert({ user_id: user, patient_id: 'demo-1', user_sign_sealed: randomBytes(60) });
     await knex('ehr_sessions').insert({ token_hash: randomBytes(32), user_id: user, expires_at: knex.raw("now() - interval '1 hour'") });
-    await knex('ehr_exchange_tokens').insert({ token_hash: randomBytes(32), user_id: user, session_token_hash: randomBytes(32), session_expires_at: knex.raw("now() - interval '1 hour'"), expires_at: knex.raw("now() - interval '1 hour'"), state: 'used' });
+    await knex('ehr_exchange_tokens').insert({
+      token_hash: randomBytes(32),
+      user_id: user,
+      session_token_hash: randomBytes(32),
+      session_expires_at: knex.raw("now() - interval '1 hour'"),
+      expires_at: knex.raw("now() - interval '1 hour'"),
+      state: 'used',
+    });
   } finally {
     await knex.destroy();
   }
@@ -278,14 +310,21 @@ async function defaults(): Promise<unknown> {
   try {
     const withoutOrganization = await runCli(['clients', 'add', '--business-id', 'b-any', '--user', 'mis', '--callback-url', 'http://127.0.0.1:9'], cliEnv);
     const seedDemo = await runCli(['seed-demo'], cliEnv);
-    const added = await runCli(['clients', 'add', '--business-id', 'b-one', '--user', 'mis', '--callback-url', 'http://127.0.0.1:9', '--organization', ORG_A], cliEnv);
+    const added = await runCli(
+      ['clients', 'add', '--business-id', 'b-one', '--user', 'mis', '--callback-url', 'http://127.0.0.1:9', '--organization', ORG_A],
+      cliEnv,
+    );
     const printed = JSON.parse(added.stdout);
     const knex = knexFactory({ client: 'pg', connection: gateway.env.DATABASE_URL!, pool: { min: 0, max: 1 } });
     try {
       const row = await knex('emdr_clients').where({ business_id: 'b-one' }).first();
       const stored = JSON.stringify(row, (_key, value) => (value?.type === 'Buffer' ? Buffer.from(value.data).toString('latin1') : value));
       return {
-        clientsAddWithoutOrganization: { exitCode: withoutOrganization.code, stderr: withoutOrganization.stderr.trim(), organizations: withoutOrganization.code === 0 ? JSON.parse(withoutOrganization.stdout).organizations : undefined },
+        clientsAddWithoutOrganization: {
+          exitCode: withoutOrganization.code,
+          stderr: withoutOrganization.stderr.trim(),
+          organizations: withoutOrganization.code === 0 ? JSON.parse(withoutOrganization.stdout).organizations : undefined,
+        },
         seedDemoOnDatabaseUrl: { exitCode: seedDemo.code, output: (seedDemo.stdout + seedDemo.stderr).trim() },
         callbackTokenStoredInClear: stored.includes(printed.callbackCredentials.token),
         signingSecretStoredInClear: stored.includes(printed.signingSecret),
@@ -308,7 +347,11 @@ async function idempotency(): Promise<unknown> {
     const first = await post(gateway.url, '/api/RegisterDocument', authHeaders(clinic), body);
     const second = await post(gateway.url, '/api/RegisterDocument', authHeaders(clinic), reordered);
     const [acceptance] = await callbacksOf(receiver, second.body.queueMessageId, 1);
-    return { sameQueueMessageId: first.body.queueMessageId === second.body.queueMessageId, secondAcceptance: acceptance!.body.status, secondErrors: acceptance!.body.errors ?? [] };
+    return {
+      sameQueueMessageId: first.body.queueMessageId === second.body.queueMessageId,
+      secondAcceptance: acceptance!.body.status,
+      secondErrors: acceptance!.body.errors ?? [],
+    };
   } finally {
     await gateway.stop();
     await receiver.close();

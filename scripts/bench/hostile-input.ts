@@ -84,7 +84,13 @@ async function exitWithin(child: ChildProcess, ms: number): Promise<number | nul
 async function waitReady(url: string, ms = 60_000): Promise<void> {
   const until = Date.now() + ms;
   while (Date.now() < until) {
-    if (await fetch(`${url}/readyz`).then((response) => response.ok, () => false)) return;
+    if (
+      await fetch(`${url}/readyz`).then(
+        (response) => response.ok,
+        () => false,
+      )
+    )
+      return;
     await sleep(200);
   }
   throw new Error(`${url} not ready`);
@@ -92,7 +98,9 @@ async function waitReady(url: string, ms = 60_000): Promise<void> {
 
 const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'ehr-gateway-hostile-'));
 const embedded = process.env.DATABASE_URL ? undefined : new EmbeddedPostgres(dataDir, createLogger('warn', process.stderr));
-const serverUrl = process.env.DATABASE_URL ? process.env.DATABASE_URL.slice(0, process.env.DATABASE_URL.lastIndexOf('/')) : (await embedded!.start({ adopt: true })).replace(/\/[^/]*$/, '');
+const serverUrl = process.env.DATABASE_URL
+  ? process.env.DATABASE_URL.slice(0, process.env.DATABASE_URL.lastIndexOf('/'))
+  : (await embedded!.start({ adopt: true })).replace(/\/[^/]*$/, '');
 
 async function newDatabase(): Promise<string> {
   const name = `hostile_${randomUUID().slice(0, 8)}`;
@@ -127,7 +135,10 @@ async function stopServe(serve: Serve): Promise<void> {
 /** A clinic account by the checkout's own CLI; `key` is the serve's data key (DATA_KEY, once USER_SIGN_KEY), which seals its callback secrets. */
 async function addClinic(databaseUrl: string, key: string): Promise<{ businessId: string; user: string; token: string }> {
   const businessId = `bench-${randomUUID().slice(0, 8)}`;
-  const child = spawnRoot(['clients', 'add', '--business-id', businessId, '--user', 'mis', '--callback-url', 'http://127.0.0.1:9', '--organization', ORGANIZATION], { DATABASE_URL: databaseUrl, USER_SIGN_KEY: key, LOG_LEVEL: 'warn' });
+  const child = spawnRoot(
+    ['clients', 'add', '--business-id', businessId, '--user', 'mis', '--callback-url', 'http://127.0.0.1:9', '--organization', ORGANIZATION],
+    { DATABASE_URL: databaseUrl, USER_SIGN_KEY: key, LOG_LEVEL: 'warn' },
+  );
   const lines = collectLines(child);
   await exitWithin(child, 60_000);
   return JSON.parse(lines.stdout.join('\n')) as { businessId: string; user: string; token: string };
@@ -164,13 +175,20 @@ async function gzipBomb(): Promise<unknown> {
       const poller = (async () => {
         while (polling) {
           const started = performance.now();
-          await fetch(`${serve.url}/healthz`).then((response) => response.arrayBuffer(), () => undefined);
+          await fetch(`${serve.url}/healthz`).then(
+            (response) => response.arrayBuffer(),
+            () => undefined,
+          );
           healthMaxMs = Math.max(healthMaxMs, performance.now() - started);
           await sleep(50);
         }
       })();
       const started = performance.now();
-      const response = await fetch(`${serve.url}${route}`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' }, body });
+      const response = await fetch(`${serve.url}${route}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+        body,
+      });
       const text = await response.text();
       const answerMs = performance.now() - started;
       polling = false;
@@ -230,12 +248,20 @@ async function outage(): Promise<unknown> {
   const version = JSON.parse(await fs.readFile(path.join(root, 'specs/openrpc.json'), 'utf8')).info.version as string;
   const calls = {
     emdr: async () => {
-      const response = await fetch(`${serve.url}/api/DemandContent`, { method: 'POST', headers: { 'content-type': 'application/json', businessId: clinic.businessId, user: clinic.user, token: clinic.token }, body: JSON.stringify({ emdrId: '26.11.000000001' }) });
+      const response = await fetch(`${serve.url}/api/DemandContent`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', businessId: clinic.businessId, user: clinic.user, token: clinic.token },
+        body: JSON.stringify({ emdrId: '26.11.000000001' }),
+      });
       const body = (await response.json()) as { errors?: Array<{ code: string }> };
       return `${response.status} ${body.errors?.[0]?.code ?? 'ok'}${response.headers.get('retry-after') ? ' Retry-After' : ''}`;
     },
     ehr: async () => {
-      const response = await fetch(`${serve.url}/${version}/`, { method: 'POST', headers: { 'content-type': 'application/json;charset=UTF-8' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'patient.get_patient', params: {}, cred: { user: 'u', token: 't' } }) });
+      const response = await fetch(`${serve.url}/${version}/`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json;charset=UTF-8' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'patient.get_patient', params: {}, cred: { user: 'u', token: 't' } }),
+      });
       const body = (await response.json()) as { error?: { code: number; data?: { reason?: string } } };
       return `${response.status} ${body.error?.code ?? 'ok'} ${body.error?.data?.reason ?? ''}`.trim();
     },
@@ -257,8 +283,22 @@ async function outage(): Promise<unknown> {
     const afterwards = { emdr: await calls.emdr(), ehr: await calls.ehr() };
     const lines = [...serve.stdout, ...serve.stderr].slice(linesBefore).filter((line) => line.trim() !== '');
     const nonJson = lines.filter((line) => !isJsonLine(line));
-    const messages = [...new Set(lines.filter(isJsonLine).map((line) => { const entry = JSON.parse(line) as { msg?: string; err?: { message?: string } }; return `${entry.msg}${entry.err?.message ? `: ${entry.err.message}` : ''}`; }))];
-    return { answersDuringOutage: answers, answersAfterRestore: afterwards, logLines: lines.length, nonJsonLines: nonJson.length, sampleNonJson: nonJson.slice(0, 3), distinctJsonMessages: messages.slice(0, 12) };
+    const messages = [
+      ...new Set(
+        lines.filter(isJsonLine).map((line) => {
+          const entry = JSON.parse(line) as { msg?: string; err?: { message?: string } };
+          return `${entry.msg}${entry.err?.message ? `: ${entry.err.message}` : ''}`;
+        }),
+      ),
+    ];
+    return {
+      answersDuringOutage: answers,
+      answersAfterRestore: afterwards,
+      logLines: lines.length,
+      nonJsonLines: nonJson.length,
+      sampleNonJson: nonJson.slice(0, 3),
+      distinctJsonMessages: messages.slice(0, 12),
+    };
   } finally {
     await stopServe(serve);
     await proxy.close();
@@ -274,7 +314,15 @@ async function portInUse(): Promise<unknown> {
   const outcomes: Record<string, number> = {};
   const printed = new Set<string>();
   for (let attempt = 0; attempt < tries; attempt += 1) {
-    const env = { DATABASE_URL: databaseUrl, USER_SIGN_KEY: randomBytes(32).toString('hex'), PORT: String(taken), INTERNAL_PORT: String(await freePort()), HOST: '127.0.0.1', INTERNAL_HOST: '127.0.0.1', LOG_LEVEL: 'warn' };
+    const env = {
+      DATABASE_URL: databaseUrl,
+      USER_SIGN_KEY: randomBytes(32).toString('hex'),
+      PORT: String(taken),
+      INTERNAL_PORT: String(await freePort()),
+      HOST: '127.0.0.1',
+      INTERNAL_HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+    };
     const child = spawnRoot(['serve'], env);
     const lines = collectLines(child);
     const exit = await exitWithin(child, 20_000);
@@ -309,19 +357,34 @@ async function sigtermKeepAlive(): Promise<unknown> {
 
 async function readonlyDataDir(): Promise<unknown> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'ehr-gateway-readonly-'));
-  const env = { DATA_DIR: dir, DATABASE_URL: '', PORT: String(await freePort()), INTERNAL_PORT: String(await freePort()), HOST: '127.0.0.1', INTERNAL_HOST: '127.0.0.1', LOG_LEVEL: 'warn' };
+  const env = {
+    DATA_DIR: dir,
+    DATABASE_URL: '',
+    PORT: String(await freePort()),
+    INTERNAL_PORT: String(await freePort()),
+    HOST: '127.0.0.1',
+    INTERNAL_HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+  };
   try {
     const first = spawnRoot(['serve'], env);
     await waitReady(`http://127.0.0.1:${env.PORT}`);
     first.kill('SIGTERM');
     await exitWithin(first, 30_000);
-    await new Promise<void>((resolve, reject) => spawn('chmod', ['-R', 'a-w', dir]).on('exit', (code) => (code === 0 ? resolve() : reject(new Error('chmod')))));
+    await new Promise<void>((resolve, reject) =>
+      spawn('chmod', ['-R', 'a-w', dir]).on('exit', (code) => (code === 0 ? resolve() : reject(new Error('chmod')))),
+    );
     const second = spawnRoot(['serve'], env);
     const lines = collectLines(second);
     const exit = await exitWithin(second, 60_000);
     if (exit === 'hung') second.kill('SIGKILL');
     const printed = [...lines.stdout, ...lines.stderr].filter(Boolean);
-    return { exit, linesPrinted: printed.length, mentionsOldShutdown: printed.some((line) => /shut down|shutting down/i.test(line)), printed: printed.map((line) => line.slice(0, 300)) };
+    return {
+      exit,
+      linesPrinted: printed.length,
+      mentionsOldShutdown: printed.some((line) => /shut down|shutting down/i.test(line)),
+      printed: printed.map((line) => line.slice(0, 300)),
+    };
   } finally {
     await new Promise((resolve) => spawn('chmod', ['-R', 'u+w', dir]).on('exit', resolve));
     await fs.rm(dir, { recursive: true, force: true });

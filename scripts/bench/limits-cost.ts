@@ -33,7 +33,11 @@ const KEYS = 200;
 
 const server = await startDatabaseServer();
 const databaseUrl = await server.freshDatabase('limits_cost');
-const database = await openDatabase(loadConfig({ DATABASE_URL: databaseUrl, DATA_KEY: randomBytes(32).toString('hex') }), createLogger('warn', process.stderr), { adopt: false });
+const database = await openDatabase(
+  loadConfig({ DATABASE_URL: databaseUrl, DATA_KEY: randomBytes(32).toString('hex') }),
+  createLogger('warn', process.stderr),
+  { adopt: false },
+);
 await migrateToLatest(database, MIGRATIONS);
 await database.close();
 const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
@@ -57,15 +61,43 @@ async function measure(name: string, take: (key: string) => Promise<unknown>): P
   const seconds = (performance.now() - started) / 1000;
   latencies.sort((a, b) => a - b);
   const at = (p: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))]! * 1000) / 1000;
-  console.log(JSON.stringify({ contender: name, takes: TAKES, concurrency: CONCURRENCY, takesPerSecond: Math.round(TAKES / seconds), p50Ms: at(50), p99Ms: at(99) }));
+  console.log(
+    JSON.stringify({ contender: name, takes: TAKES, concurrency: CONCURRENCY, takesPerSecond: Math.round(TAKES / seconds), p50Ms: at(50), p99Ms: at(99) }),
+  );
 }
 
 const allowance = { points: 1_000_000, duration: 60 };
 const consumeWith = (limiter: RateLimiterAbstract) => (key: string) => limiter.consume(key, 1);
 try {
   await measure('memory', consumeWith(new RateLimiterMemory({ ...allowance, keyPrefix: 'm' })));
-  await measure('postgres logged', consumeWith(new RateLimiterPostgres({ ...allowance, keyPrefix: 'l', storeClient: pool, storeType: 'pool', tableName: 'logged_counters', tableCreated: true, clearExpiredByTimeout: false })));
-  await measure('postgres', consumeWith(new RateLimiterPostgres({ ...allowance, keyPrefix: 'u', storeClient: pool, storeType: 'pool', tableName: COUNTERS_TABLE, tableCreated: true, clearExpiredByTimeout: false })));
+  await measure(
+    'postgres logged',
+    consumeWith(
+      new RateLimiterPostgres({
+        ...allowance,
+        keyPrefix: 'l',
+        storeClient: pool,
+        storeType: 'pool',
+        tableName: 'logged_counters',
+        tableCreated: true,
+        clearExpiredByTimeout: false,
+      }),
+    ),
+  );
+  await measure(
+    'postgres',
+    consumeWith(
+      new RateLimiterPostgres({
+        ...allowance,
+        keyPrefix: 'u',
+        storeClient: pool,
+        storeType: 'pool',
+        tableName: COUNTERS_TABLE,
+        tableCreated: true,
+        clearExpiredByTimeout: false,
+      }),
+    ),
+  );
   // RATE_LIMIT's default allowance (600 a minute): leases of 30.
   const leased = new SharedAllowance({ pool }, { name: 'leased', perWindow: 600, windowMs: 60_000 });
   await measure('leased (600 a minute, leases of 30)', (key) => leased.take(key, 1));

@@ -82,7 +82,8 @@ function summarize(file: string, marker: string, requests: number | undefined, t
   const ownerOf = (id: number): string => {
     for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
       const { functionName, url, lineNumber } = byId.get(at)!.callFrame;
-      if (url.includes('/src/') || url.includes('/scripts/') || url.includes('/node_modules/')) return `${functionName || '(anonymous)'} ${placeOf(url, functionName)}:${lineNumber + 1}`;
+      if (url.includes('/src/') || url.includes('/scripts/') || url.includes('/node_modules/'))
+        return `${functionName || '(anonymous)'} ${placeOf(url, functionName)}:${lineNumber + 1}`;
     }
     const { functionName, url } = byId.get(id)!.callFrame;
     return placeOf(url, functionName);

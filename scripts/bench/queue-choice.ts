@@ -23,7 +23,10 @@ import pg from 'pg';
 import { startDatabaseServer } from './lib/database.js';
 import { postgresCpuMs } from './lib/processes.js';
 
-const { values, positionals } = parseArgs({ options: { 'pg-boss-10': { type: 'string' }, 'pg-boss-12': { type: 'string' }, items: { type: 'string', default: '3000' } }, allowPositionals: true });
+const { values, positionals } = parseArgs({
+  options: { 'pg-boss-10': { type: 'string' }, 'pg-boss-12': { type: 'string' }, items: { type: 'string', default: '3000' } },
+  allowPositionals: true,
+});
 const ITEMS = Number(values.items);
 const STAGES = 3;
 const PAYLOAD = 'x'.repeat(300);
@@ -37,12 +40,16 @@ interface Variant {
 }
 
 async function createItems(pool: pg.Pool): Promise<void> {
-  await pool.query(`create table if not exists qc_items (id uuid primary key, stage int not null default 0, payload text not null, available_at timestamptz not null default now(), updated_at timestamptz not null default now())`);
+  await pool.query(
+    `create table if not exists qc_items (id uuid primary key, stage int not null default 0, payload text not null, available_at timestamptz not null default now(), updated_at timestamptz not null default now())`,
+  );
   await pool.query(`create index if not exists qc_items_work on qc_items (available_at) where stage < ${STAGES}`);
 }
 
-const insertItems = (client: pg.Pool | pg.PoolClient, ids: string[]) => client.query(`insert into qc_items (id, payload) select unnest($1::uuid[]), $2`, [ids, PAYLOAD]);
-const advance = (client: { query: pg.Pool['query'] }, ids: string[], stage: number) => client.query(`update qc_items set stage = $2, updated_at = now() where id = any($1::uuid[])`, [ids, stage]);
+const insertItems = (client: pg.Pool | pg.PoolClient, ids: string[]) =>
+  client.query(`insert into qc_items (id, payload) select unnest($1::uuid[]), $2`, [ids, PAYLOAD]);
+const advance = (client: { query: pg.Pool['query'] }, ids: string[], stage: number) =>
+  client.query(`update qc_items set stage = $2, updated_at = now() where id = any($1::uuid[])`, [ids, stage]);
 
 async function pgBossVariant(modulePath: string, url: string, pool: pg.Pool, mode: 'polling10' | 'batch10' | 'notify12'): Promise<Variant> {
   const module = await import(path.resolve(modulePath));
@@ -62,14 +69,23 @@ async function pgBossVariant(modulePath: string, url: string, pool: pg.Pool, mod
           const ids = jobs.map((job) => job.data.id);
           if (tx) {
             await tx.executeSql(`update qc_items set stage = $2, updated_at = now() where id = any($1::uuid[])`, [ids, stage + 1]);
-            if (next) await boss.insert(next, ids.map((id) => ({ data: { id } })), { db: tx });
+            if (next)
+              await boss.insert(
+                next,
+                ids.map((id) => ({ data: { id } })),
+                { db: tx },
+              );
           } else {
             const client = await pool.connect();
             try {
               await client.query('begin');
               await advance(client, ids, stage + 1);
               const db = { executeSql: (text: string, params: unknown[]) => client.query(text, params) };
-              if (next && mode === 'batch10') await boss.insert(ids.map((id) => ({ name: next, data: { id } })), { db });
+              if (next && mode === 'batch10')
+                await boss.insert(
+                  ids.map((id) => ({ name: next, data: { id } })),
+                  { db },
+                );
               else if (next) for (const id of ids) await boss.send(next, { id }, { db });
               await client.query('commit');
             } finally {
@@ -80,7 +96,8 @@ async function pgBossVariant(modulePath: string, url: string, pool: pg.Pool, mod
           else if (mode === 'batch10') for (const id of workerIds[stage + 1]!) boss.notifyWorker(id);
         };
         if (mode === 'polling10') {
-          for (let i = 0; i < (stage === STAGES - 1 ? 4 : 2); i += 1) workerIds[stage]!.push(await boss.work(queues[stage], { batchSize: 1, pollingIntervalSeconds: 0.5 }, handle));
+          for (let i = 0; i < (stage === STAGES - 1 ? 4 : 2); i += 1)
+            workerIds[stage]!.push(await boss.work(queues[stage], { batchSize: 1, pollingIntervalSeconds: 0.5 }, handle));
         } else if (mode === 'batch10') {
           for (let i = 0; i < 2; i += 1) {
             const id: string = await boss.work(queues[stage], { batchSize: 50, pollingIntervalSeconds: 0.5 }, async (jobs: Array<{ data: { id: string } }>) => {
@@ -102,8 +119,17 @@ async function pgBossVariant(modulePath: string, url: string, pool: pg.Pool, mod
         await insertItems(client, ids);
         const db = { executeSql: (text: string, params: unknown[]) => client.query(text, params) };
         // pg-boss 12 takes insert(name, jobs); pg-boss 10 insert(jobs, each naming its queue).
-        if (notify) await boss.insert(queues[0], ids.map((id) => ({ data: { id } })), { db });
-        else await boss.insert(ids.map((id) => ({ name: queues[0], data: { id } })), { db });
+        if (notify)
+          await boss.insert(
+            queues[0],
+            ids.map((id) => ({ data: { id } })),
+            { db },
+          );
+        else
+          await boss.insert(
+            ids.map((id) => ({ name: queues[0], data: { id } })),
+            { db },
+          );
         await client.query('commit');
       } finally {
         client.release();
@@ -147,17 +173,22 @@ function rowsVariant(url: string, pool: pg.Pool, asyncClaims: boolean): Variant 
                 const { rows } = await claim(stage);
                 if (rows.length > 0) {
                   const ids = rows.map((row) => row.id);
-                  await pool.query(`update qc_items set stage = $2, available_at = now(), updated_at = now() where id = any($1::uuid[]) and stage = $3`, [ids, stage + 1, stage]);
+                  await pool.query(`update qc_items set stage = $2, available_at = now(), updated_at = now() where id = any($1::uuid[]) and stage = $3`, [
+                    ids,
+                    stage + 1,
+                    stage,
+                  ]);
                   if (stage + 1 < STAGES) for (const waker of wakers.slice((stage + 1) * 2, (stage + 2) * 2)) waker();
                   else done(ids);
                 }
-                if (rows.length < 50) await new Promise<void>((resolve) => {
-                  const timer = setTimeout(resolve, 1000);
-                  wake = () => {
-                    clearTimeout(timer);
-                    resolve();
-                  };
-                });
+                if (rows.length < 50)
+                  await new Promise<void>((resolve) => {
+                    const timer = setTimeout(resolve, 1000);
+                    wake = () => {
+                      clearTimeout(timer);
+                      resolve();
+                    };
+                  });
               }
             })(),
           );
@@ -178,7 +209,7 @@ function rowsVariant(url: string, pool: pg.Pool, asyncClaims: boolean): Variant 
   };
 }
 
-async function measure(name: string, make: () => Promise<Variant>, url: string, pool: pg.Pool, postmasterPid: number | undefined, items: number): Promise<void> {
+async function measure(name: string, make: () => Promise<Variant>, pool: pg.Pool, postmasterPid: number | undefined, items: number): Promise<void> {
   await pool.query('truncate qc_items');
   const variant = await make();
   let finished = 0;
@@ -232,11 +263,15 @@ try {
   await createItems(pool);
   const chosen = positionals.length > 0 ? positionals : ['rows-async-claim', 'rows', 'pgboss12', 'pgboss10-batch', 'pgboss10-polling'];
   for (const name of chosen) {
-    if (name === 'rows' || name === 'rows-async-claim') await measure(name, async () => rowsVariant(url, pool, name === 'rows-async-claim'), url, pool, server.postmasterPid, ITEMS);
-    else if (name === 'pgboss12' && values['pg-boss-12']) await measure(name, () => pgBossVariant(values['pg-boss-12']!, url, pool, 'notify12'), url, pool, server.postmasterPid, ITEMS);
-    else if (name === 'pgboss10-batch' && values['pg-boss-10']) await measure(name, () => pgBossVariant(values['pg-boss-10']!, url, pool, 'batch10'), url, pool, server.postmasterPid, ITEMS);
+    if (name === 'rows' || name === 'rows-async-claim')
+      await measure(name, async () => rowsVariant(url, pool, name === 'rows-async-claim'), pool, server.postmasterPid, ITEMS);
+    else if (name === 'pgboss12' && values['pg-boss-12'])
+      await measure(name, () => pgBossVariant(values['pg-boss-12']!, url, pool, 'notify12'), pool, server.postmasterPid, ITEMS);
+    else if (name === 'pgboss10-batch' && values['pg-boss-10'])
+      await measure(name, () => pgBossVariant(values['pg-boss-10']!, url, pool, 'batch10'), pool, server.postmasterPid, ITEMS);
     // At four items a second, fewer items.
-    else if (name === 'pgboss10-polling' && values['pg-boss-10']) await measure(name, () => pgBossVariant(values['pg-boss-10']!, url, pool, 'polling10'), url, pool, server.postmasterPid, Math.min(ITEMS, 200));
+    else if (name === 'pgboss10-polling' && values['pg-boss-10'])
+      await measure(name, () => pgBossVariant(values['pg-boss-10']!, url, pool, 'polling10'), pool, server.postmasterPid, Math.min(ITEMS, 200));
   }
   await pool.end();
 } catch (error) {

@@ -70,7 +70,12 @@ const server = http.createServer((request, response) => {
         if (name === 'SendDocumentFileResultResponse') {
           const parsed = JSON.parse(body.toString('utf8')) as { queueMessageId: string; document?: { content?: string } };
           arrivals.push([name, parsed.queueMessageId, at]);
-          files.push([parsed.queueMessageId, createHash('sha256').update(Buffer.from(parsed.document?.content ?? '', 'base64')).digest('hex')]);
+          files.push([
+            parsed.queueMessageId,
+            createHash('sha256')
+              .update(Buffer.from(parsed.document?.content ?? '', 'base64'))
+              .digest('hex'),
+          ]);
         } else arrivals.push([name, /"queueMessageId"\s*:\s*"([^"]+)"/.exec(body.toString('latin1'))?.[1] ?? '', at]);
       }
       answer(response, 200, SUCCESS);

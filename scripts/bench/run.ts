@@ -128,7 +128,12 @@ async function main(): Promise<void> {
 
   const started = Date.now();
   const log = (message: string) => console.error(`bench ${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s  ${message}`);
-  log(`load average ${os.loadavg().map((load) => load.toFixed(2)).join(' ')}; measuring ${root}`);
+  log(
+    `load average ${os
+      .loadavg()
+      .map((load) => load.toFixed(2))
+      .join(' ')}; measuring ${root}`,
+  );
   const database = await startDatabaseServer();
   const context: BenchContext = {
     root,
@@ -153,7 +158,12 @@ async function main(): Promise<void> {
     for (const name of chosen) {
       const load = loadAverage();
       const groupStarted = Date.now();
-      log(`${name}: starting at load average ${os.loadavg().map((value) => value.toFixed(2)).join(' ')}`);
+      log(
+        `${name}: starting at load average ${os
+          .loadavg()
+          .map((value) => value.toFixed(2))
+          .join(' ')}`,
+      );
       let measured: Measured[];
       try {
         measured = await SCENARIOS[name]!(context);
@@ -197,7 +207,10 @@ function incomplete(name: string, measured: readonly Measured[]): string[] {
   return measured.flatMap((outcome) => [
     ...(outcome.rows.length === 0 ? [`${outcome.name} has no rows`] : []),
     ...outcome.rows.flatMap((row) => {
-      const missing = [!(Number.isFinite(row.service) && row.service > 0) ? 'service' : undefined, row.baseline !== undefined && !(Number.isFinite(row.baseline) && row.baseline > 0) ? 'baseline' : undefined].filter(Boolean);
+      const missing = [
+        !(Number.isFinite(row.service) && row.service > 0) ? 'service' : undefined,
+        row.baseline !== undefined && !(Number.isFinite(row.baseline) && row.baseline > 0) ? 'baseline' : undefined,
+      ].filter(Boolean);
       return missing.length > 0 ? [`${outcome.name}: "${row.metric}" has no ${missing.join(' or ')} figure`] : [];
     }),
     ...outcome.notes.filter((note) => /failed requests|NOT every callback/.test(note)).map((note) => `${outcome.name}: ${note}`),

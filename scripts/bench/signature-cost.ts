@@ -64,7 +64,9 @@ try {
       if (run >= 100) times.push(performance.now() - started);
     }
     const sorted = times.sort((a, b) => a - b);
-    console.log(`parse alone  ${label.padEnd(24)} ${signature.length} bytes: median ${(percentile(sorted, 0.5) * 1000).toFixed(1)} µs, p99 ${(percentile(sorted, 0.99) * 1000).toFixed(1)} µs (${times.length} runs)`);
+    console.log(
+      `parse alone  ${label.padEnd(24)} ${signature.length} bytes: median ${(percentile(sorted, 0.5) * 1000).toFixed(1)} µs, p99 ${(percentile(sorted, 0.99) * 1000).toFixed(1)} µs (${times.length} runs)`,
+    );
   }
   for (const size of SIZES) {
     const document = largeXml(size.bytes);
@@ -88,13 +90,19 @@ try {
       const cli: number[] = [];
       for (let run = 0; run < Math.min(size.runs, 30); run += 1) {
         const started = performance.now();
-        const result = spawnSync('openssl', ['cms', '-verify', '-binary', '-inform', 'DER', '-in', signaturePath, '-content', documentPath, '-noverify', '-out', '/dev/null'], {
-          env: { ...process.env, OPENSSL_CONF: path.join(pki.dir, 'engine.cnf') },
-        });
+        const result = spawnSync(
+          'openssl',
+          ['cms', '-verify', '-binary', '-inform', 'DER', '-in', signaturePath, '-content', documentPath, '-noverify', '-out', '/dev/null'],
+          {
+            env: { ...process.env, OPENSSL_CONF: path.join(pki.dir, 'engine.cnf') },
+          },
+        );
         if (result.status !== 0) throw new Error(`openssl cms -verify: ${result.stderr}`);
         cli.push(performance.now() - started);
       }
-      console.log(`${size.label}  ${label.padEnd(24)} XML + signature: ${summary(times)} | XML alone: ${summary(xmlOnly)} | openssl CLI child: ${summary(cli)}`);
+      console.log(
+        `${size.label}  ${label.padEnd(24)} XML + signature: ${summary(times)} | XML alone: ${summary(xmlOnly)} | openssl CLI child: ${summary(cli)}`,
+      );
     }
     const newKey: number[] = [];
     for (let run = 0; run < size.runs; run += 1) {
@@ -111,7 +119,12 @@ try {
   pki.remove();
 }
 
-console.log(`\nThe GOST check in-process, ours vs the gost engine (medians; load average ${os.loadavg().map((load) => load.toFixed(2)).join(' ')}):`);
+console.log(
+  `\nThe GOST check in-process, ours vs the gost engine (medians; load average ${os
+    .loadavg()
+    .map((load) => load.toFixed(2))
+    .join(' ')}):`,
+);
 const micro = (value: number) => `${Math.round(value).toLocaleString('en')} µs`;
 for (const figures of measureGostCheck({ smoke: false, rounds: 3, log: () => {} })) {
   const ratio = (value: number) => `${(value / figures.engine).toFixed(2)}×`;

@@ -36,21 +36,29 @@ interface AuditRow {
 }
 
 function who(row: AuditRow): string {
-  return [
-    row.internal_account === null ? '' : `account:${row.internal_account}`,
-    row.internal_user_id === null ? '' : `user:${row.internal_user_id}`,
-    row.business_id === null ? '' : `business:${row.business_id}`,
-    row.client_address === null ? '' : `address:${row.client_address}`,
-    row.client_request_id === null ? '' : `client-request:${row.client_request_id}`,
-  ].filter(Boolean).join(' ') || '-';
+  return (
+    [
+      row.internal_account === null ? '' : `account:${row.internal_account}`,
+      row.internal_user_id === null ? '' : `user:${row.internal_user_id}`,
+      row.business_id === null ? '' : `business:${row.business_id}`,
+      row.client_address === null ? '' : `address:${row.client_address}`,
+      row.client_request_id === null ? '' : `client-request:${row.client_request_id}`,
+    ]
+      .filter(Boolean)
+      .join(' ') || '-'
+  );
 }
 
 function object(row: AuditRow): string {
-  return [
-    row.emdr_id === null ? '' : `emdrId:${row.emdr_id}`,
-    row.queue_message_id === null ? '' : `queueMessageId:${row.queue_message_id}`,
-    row.cross_organization ? 'cross-organization' : '',
-  ].filter(Boolean).join(' ') || '-';
+  return (
+    [
+      row.emdr_id === null ? '' : `emdrId:${row.emdr_id}`,
+      row.queue_message_id === null ? '' : `queueMessageId:${row.queue_message_id}`,
+      row.cross_organization ? 'cross-organization' : '',
+    ]
+      .filter(Boolean)
+      .join(' ') || '-'
+  );
 }
 
 function limitArgument(value: string): number {
@@ -80,9 +88,26 @@ export function registerAuditCommand(program: Command, { withDatabase }: Command
       const rows = await withDatabase(async (database) => {
         const query = database
           .knex<AuditRow>('audit_events')
-          .select('at', 'request_id', 'internal_account', 'internal_user_id', 'business_id', 'action', 'emdr_id', 'queue_message_id', 'cross_organization', 'outcome', 'client_address', 'client_request_id', 'occurrences')
+          .select(
+            'at',
+            'request_id',
+            'internal_account',
+            'internal_user_id',
+            'business_id',
+            'action',
+            'emdr_id',
+            'queue_message_id',
+            'cross_organization',
+            'outcome',
+            'client_address',
+            'client_request_id',
+            'occurrences',
+          )
           .where('at', '>=', database.knex.raw(`now() - ? * interval '1 millisecond'`, [options.since]))
-          .orderBy([{ column: 'at', order: 'desc' }, { column: 'id', order: 'desc' }])
+          .orderBy([
+            { column: 'at', order: 'desc' },
+            { column: 'id', order: 'desc' },
+          ])
           .limit(options.limit);
         if (options.user !== undefined) query.where('internal_user_id', options.user);
         if (options.businessId !== undefined) query.where('business_id', options.businessId);

@@ -35,7 +35,8 @@ export interface RefusalEvent {
 }
 
 /** The columns a domain statement fills in its own CTE (the same order as INSERT_EVENTS'). */
-export const AUDIT_COLUMNS = 'request_id, internal_account, internal_user_id, business_id, action, emdr_id, queue_message_id, cross_organization, outcome, client_address, client_request_id, occurrences';
+export const AUDIT_COLUMNS =
+  'request_id, internal_account, internal_user_id, business_id, action, emdr_id, queue_message_id, cross_organization, outcome, client_address, client_request_id, occurrences';
 
 /** The request's own columns of an audit row (client_address, client_request_id): what a domain statement passes beside its own. */
 export function clientColumns(): [string | null, string | null] {
@@ -81,7 +82,7 @@ export class AuditTrail {
 
   constructor(
     private readonly sql: Sql,
-    private readonly refusalWindowMs = REFUSAL_WINDOW_MS,
+    refusalWindowMs = REFUSAL_WINDOW_MS,
   ) {
     this.timer = setInterval(() => void this.writeRefusals().catch(() => undefined), refusalWindowMs);
     this.timer.unref();
@@ -178,7 +179,10 @@ export class AuditTrail {
 
 function columnsOf(batch: readonly Pending[]): unknown[][] {
   const columns: unknown[][] = Array.from({ length: 12 }, () => []);
-  for (const { values } of batch) values.forEach((value, index) => columns[index]!.push(value));
+  for (const { values } of batch)
+    values.forEach((value, index) => {
+      columns[index]!.push(value);
+    });
   return columns;
 }
 

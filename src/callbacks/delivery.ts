@@ -55,7 +55,10 @@ async function signedHeaders(callback: OutgoingCallback): Promise<Record<string,
   const timestamp = Math.floor(Date.now() / 1000);
   const body = callback.body;
   // One signing per body: over the bytes held, or over a first pass of the chunks (the send is the second).
-  const signature = 'bytes' in body ? signWebhook(callback.signingSecret, callback.id, timestamp, body.bytes) : await signWebhookChunks(callback.signingSecret, callback.id, timestamp, body.chunks());
+  const signature =
+    'bytes' in body
+      ? signWebhook(callback.signingSecret, callback.id, timestamp, body.bytes)
+      : await signWebhookChunks(callback.signingSecret, callback.id, timestamp, body.chunks());
   return {
     ...callback.headers,
     'content-type': 'application/json',
@@ -135,12 +138,26 @@ export class CallbackSender {
     const started = performance.now();
     const result = await this.post(callback);
     const durationMs = Math.round(performance.now() - started);
-    return { id: callback.id, at, durationMs, retryInMs: result.delivered ? null : nextAttemptInMs(this.retryScheduleMs, callback.roundAttempts + 1), ...result };
+    return {
+      id: callback.id,
+      at,
+      durationMs,
+      retryInMs: result.delivered ? null : nextAttemptInMs(this.retryScheduleMs, callback.roundAttempts + 1),
+      ...result,
+    };
   }
 
   /** An attempt not made (the receiver's circuit is open), recorded as a failed one and put off by the retry policy. */
   postpone(callback: Pick<OutgoingCallback, 'id' | 'roundAttempts'>, reason: string): AttemptOutcome {
-    return { id: callback.id, at: new Date(), durationMs: 0, delivered: false, error: reason.slice(0, ERROR_TEXT_LIMIT), postponed: true, retryInMs: nextAttemptInMs(this.retryScheduleMs, callback.roundAttempts + 1) };
+    return {
+      id: callback.id,
+      at: new Date(),
+      durationMs: 0,
+      delivered: false,
+      error: reason.slice(0, ERROR_TEXT_LIMIT),
+      postponed: true,
+      retryInMs: nextAttemptInMs(this.retryScheduleMs, callback.roundAttempts + 1),
+    };
   }
 
   private async post(callback: OutgoingCallback): Promise<{ delivered: boolean; httpStatus?: number; error?: string; silent?: boolean }> {
@@ -155,7 +172,8 @@ export class CallbackSender {
       return { ...judged, httpStatus: response.statusCode };
     } catch (error) {
       const err = error as Error & { code?: string; cause?: { code?: string } };
-      if (err.name === 'TimeoutError' || err.name === 'AbortError') return { delivered: false, silent: true, error: `no answer within ${this.timeoutMs / 1000} s` };
+      if (err.name === 'TimeoutError' || err.name === 'AbortError')
+        return { delivered: false, silent: true, error: `no answer within ${this.timeoutMs / 1000} s` };
       const refused = [err, err.cause].find((candidate) => candidate instanceof EgressRefused);
       if (refused) return { delivered: false, error: refused.message.slice(0, ERROR_TEXT_LIMIT) };
       return { delivered: false, silent: true, error: `connection failed: ${err.cause?.code ?? err.code ?? err.message}`.slice(0, ERROR_TEXT_LIMIT) };

@@ -85,7 +85,6 @@ export interface Config {
   tracing: TracingConfig | undefined;
 }
 
-
 /** An address or a network (CIDR) that may call the gateway's inbound listener for РЭМД. */
 export interface AddressRange {
   address: string;
@@ -184,7 +183,10 @@ function readDatabaseUrl(env: Env): string | undefined {
 function readInternalUsers(env: Env): Map<string, string> {
   const users = new Map<string, string>();
   const raw = env.INTERNAL_USERS ?? '';
-  for (const entry of raw.split(',').map((part) => part.trim()).filter(Boolean)) {
+  for (const entry of raw
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean)) {
     const colon = entry.indexOf(':');
     const name = colon > 0 ? entry.slice(0, colon) : '';
     const password = colon > 0 ? entry.slice(colon + 1) : '';
@@ -215,12 +217,28 @@ function readConnectionLimits(env: Env): ConnectionLimits {
   if (requestTimeoutMs < headersTimeoutMs) throw new ConfigError('REQUEST_TIMEOUT', 'must be at least HEADERS_TIMEOUT');
   const minRateRaw = env.BODY_MIN_RATE || String(DEFAULT_CONNECTION_LIMITS.bodyMinBytesPerSecond);
   const bodyMinBytesPerSecond = parseSize(minRateRaw);
-  if (bodyMinBytesPerSecond === undefined) throw new ConfigError('BODY_MIN_RATE', `"${minRateRaw}" is not a size per second (use e.g. 1kb; 0 turns the check off)`);
-  const maxConnections = readPositiveInteger(env, 'MAX_CONNECTIONS', String(DEFAULT_CONNECTION_LIMITS.maxConnections), 'a whole number of connections, at least 1');
-  const maxConnectionsPerClient = readCount(env, 'MAX_CONNECTIONS_PER_CLIENT', DEFAULT_CONNECTION_LIMITS.maxConnectionsPerClient, 'connections (0 turns the cap off)');
+  if (bodyMinBytesPerSecond === undefined)
+    throw new ConfigError('BODY_MIN_RATE', `"${minRateRaw}" is not a size per second (use e.g. 1kb; 0 turns the check off)`);
+  const maxConnections = readPositiveInteger(
+    env,
+    'MAX_CONNECTIONS',
+    String(DEFAULT_CONNECTION_LIMITS.maxConnections),
+    'a whole number of connections, at least 1',
+  );
+  const maxConnectionsPerClient = readCount(
+    env,
+    'MAX_CONNECTIONS_PER_CLIENT',
+    DEFAULT_CONNECTION_LIMITS.maxConnectionsPerClient,
+    'connections (0 turns the cap off)',
+  );
   const keepAliveTimeoutMs = readDuration(env, 'KEEP_ALIVE_TIMEOUT', seconds(DEFAULT_CONNECTION_LIMITS.keepAliveTimeoutMs));
   if (keepAliveTimeoutMs < 100) throw new ConfigError('KEEP_ALIVE_TIMEOUT', 'must be at least 100ms');
-  const maxRequestsPerConnection = readCount(env, 'MAX_REQUESTS_PER_CONNECTION', DEFAULT_CONNECTION_LIMITS.maxRequestsPerConnection, 'requests (0 turns the cap off)');
+  const maxRequestsPerConnection = readCount(
+    env,
+    'MAX_REQUESTS_PER_CONNECTION',
+    DEFAULT_CONNECTION_LIMITS.maxRequestsPerConnection,
+    'requests (0 turns the cap off)',
+  );
   return { headersTimeoutMs, requestTimeoutMs, bodyMinBytesPerSecond, maxConnections, maxConnectionsPerClient, keepAliveTimeoutMs, maxRequestsPerConnection };
 }
 
@@ -280,7 +298,10 @@ const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** `10.1.2.3`, `10.1.0.0/16`, `2001:db8::/32`, comma-separated; undefined for a malformed entry. */
 export function parseAddressRanges(text: string): AddressRange[] | undefined {
   const ranges: AddressRange[] = [];
-  for (const entry of text.split(',').map((part) => part.trim()).filter(Boolean)) {
+  for (const entry of text
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean)) {
     const [address, prefixText, ...rest] = entry.split('/');
     const version = net.isIP(address ?? '');
     if (version === 0 || rest.length > 0) return undefined;
@@ -305,13 +326,17 @@ function httpUrl(text: string): URL | undefined {
 /** REMD_*: required with REGISTRY=remd, each checked. */
 function readRemd(env: Env): RemdConfig {
   const url = env.REMD_URL ?? '';
-  if (!httpUrl(url)) throw new ConfigError('REMD_URL', 'must be the http(s) URL of the registry\'s SOAP endpoint (required with REGISTRY=remd)');
+  if (!httpUrl(url)) throw new ConfigError('REMD_URL', "must be the http(s) URL of the registry's SOAP endpoint (required with REGISTRY=remd)");
   const clientEntityId = env.REMD_CLIENT_ENTITY_ID ?? '';
-  if (!GUID.test(clientEntityId)) throw new ConfigError('REMD_CLIENT_ENTITY_ID', 'must be the GUID the registry gave this system (required with REGISTRY=remd)');
+  if (!GUID.test(clientEntityId))
+    throw new ConfigError('REMD_CLIENT_ENTITY_ID', 'must be the GUID the registry gave this system (required with REGISTRY=remd)');
   const sourcesText = env.REMD_ALLOWED_SOURCES ?? '';
   const allowedSources = parseAddressRanges(sourcesText);
   if (!allowedSources || allowedSources.length === 0) {
-    throw new ConfigError('REMD_ALLOWED_SOURCES', 'must list the addresses or networks (e.g. 10.1.2.3,10.2.0.0/16) that may call the inbound listener (required with REGISTRY=remd)');
+    throw new ConfigError(
+      'REMD_ALLOWED_SOURCES',
+      'must list the addresses or networks (e.g. 10.1.2.3,10.2.0.0/16) that may call the inbound listener (required with REGISTRY=remd)',
+    );
   }
   return { url, clientEntityId, callbackHost: env.REMD_CALLBACK_HOST || '127.0.0.1', callbackPort: readPort(env, 'REMD_CALLBACK_PORT', 8082), allowedSources };
 }
@@ -328,7 +353,10 @@ function readTracing(env: Env): TracingConfig | undefined {
   if (!url) throw new ConfigError('OTEL_EXPORTER_OTLP_ENDPOINT', 'must be the http(s) base URL of an OTLP/HTTP collector (e.g. http://collector:4318)');
   if (url.search || url.hash) throw new ConfigError('OTEL_EXPORTER_OTLP_ENDPOINT', 'must have no query string or fragment (traces go to <it>/v1/traces)');
   const headers: Record<string, string> = {};
-  for (const pair of (env.OTEL_EXPORTER_OTLP_HEADERS ?? '').split(',').map((part) => part.trim()).filter(Boolean)) {
+  for (const pair of (env.OTEL_EXPORTER_OTLP_HEADERS ?? '')
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean)) {
     const equals = pair.indexOf('=');
     const name = equals > 0 ? pair.slice(0, equals).trim() : '';
     let value: string | undefined;
@@ -405,7 +433,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
   if (jobExpiryMs < 1000) throw new ConfigError('JOB_EXPIRY', 'must be at least 1s');
   // The check must end well inside JOB_EXPIRY, or another worker takes the same job meanwhile.
   const xmlCheckTimeoutMs = readDuration(env, 'XML_CHECK_TIMEOUT', `${Math.min(10_000, jobExpiryMs / 2)}ms`);
-  if (xmlCheckTimeoutMs <= 0 || xmlCheckTimeoutMs > jobExpiryMs / 2) throw new ConfigError('XML_CHECK_TIMEOUT', 'must be above 0 and at most half of JOB_EXPIRY');
+  if (xmlCheckTimeoutMs <= 0 || xmlCheckTimeoutMs > jobExpiryMs / 2)
+    throw new ConfigError('XML_CHECK_TIMEOUT', 'must be above 0 and at most half of JOB_EXPIRY');
 
   const internalAuthFailureWindowMs = readDuration(env, 'INTERNAL_AUTH_FAILURE_WINDOW', '1m');
   if (internalAuthFailureWindowMs < 1000) throw new ConfigError('INTERNAL_AUTH_FAILURE_WINDOW', 'must be at least 1s');
@@ -487,74 +516,179 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; fallback: string; m
   { name: 'INTERNAL_USERS', fallback: '(none)', meaning: "the authorization server's accounts, name:password[,name:password]" },
   { name: 'EXCHANGE_TOKEN_TTL', fallback: '10m', meaning: 'lifetime of an exchange token' },
   { name: 'CALLBACK_RETRY_SCHEDULE', fallback: '0,5s,5m,30m,2h,5h,10h,10h', meaning: 'delays between callback attempts' },
-  { name: 'CALLBACK_TIMEOUT', fallback: '15s', meaning: 'time a receiver has to answer a callback attempt (at least 100ms); no answer by then fails the attempt' },
+  {
+    name: 'CALLBACK_TIMEOUT',
+    fallback: '15s',
+    meaning: 'time a receiver has to answer a callback attempt (at least 100ms); no answer by then fails the attempt',
+  },
   {
     name: 'CALLBACK_CIRCUIT_FAILURES',
     fallback: '5',
-    meaning: "attempts in a row a receiver origin leaves without an answer (timeout, no connection) before its circuit opens: its callbacks are then postponed by the retry schedule without being sent, until a probe is answered (0 turns the breaker off)",
+    meaning:
+      'attempts in a row a receiver origin leaves without an answer (timeout, no connection) before its circuit opens: its callbacks are then postponed by the retry schedule without being sent, until a probe is answered (0 turns the breaker off)',
   },
-  { name: 'CALLBACK_CIRCUIT_COOLDOWN', fallback: '30s', meaning: 'how long an open circuit waits before one probe attempt; each unanswered probe doubles it, up to 10 minutes' },
+  {
+    name: 'CALLBACK_CIRCUIT_COOLDOWN',
+    fallback: '30s',
+    meaning: 'how long an open circuit waits before one probe attempt; each unanswered probe doubles it, up to 10 minutes',
+  },
   { name: 'AUTH_TTL_UNIT', fallback: 'seconds', meaning: 'unit of authInfo.ttl: seconds or minutes' },
-  { name: 'BIRTHDATE_TIME_ZONE', fallback: 'Europe/Moscow', meaning: 'IANA time zone in which a birth date sent as an instant (with Z or an offset) is read as a calendar date' },
+  {
+    name: 'BIRTHDATE_TIME_ZONE',
+    fallback: 'Europe/Moscow',
+    meaning: 'IANA time zone in which a birth date sent as an instant (with Z or an offset) is read as a calendar date',
+  },
   {
     name: 'INTERNAL_AUTH_MAX_FAILURES',
     fallback: '10',
-    meaning: 'internal credential failures per internal account and client address within INTERNAL_AUTH_FAILURE_WINDOW; beyond, its calls are refused until the window ends',
+    meaning:
+      'internal credential failures per internal account and client address within INTERNAL_AUTH_FAILURE_WINDOW; beyond, its calls are refused until the window ends',
   },
   { name: 'INTERNAL_AUTH_FAILURE_WINDOW', fallback: '1m', meaning: 'how long internal credential failures count, from the first one (at least 1s)' },
   {
     name: 'DATA_KEY',
     fallback: '(see README)',
-    meaning: 'key encrypting secrets at rest (user_sign, clinic callback token and signing secret), 32 bytes as hex or base64; old name USER_SIGN_KEY; required with DATABASE_URL, else generated once into DATA_DIR/data.key',
+    meaning:
+      'key encrypting secrets at rest (user_sign, clinic callback token and signing secret), 32 bytes as hex or base64; old name USER_SIGN_KEY; required with DATABASE_URL, else generated once into DATA_DIR/data.key',
   },
   {
     name: 'DATA_KEY_PREVIOUS',
     fallback: '(unset)',
-    meaning: 'during a rotation of DATA_KEY: the key secrets are also opened with (never sealed with) until ehr-gateway data-key rotate has re-sealed them all under DATA_KEY; then unset it (docs/operations.md)',
+    meaning:
+      'during a rotation of DATA_KEY: the key secrets are also opened with (never sealed with) until ehr-gateway data-key rotate has re-sealed them all under DATA_KEY; then unset it (docs/operations.md)',
   },
   { name: 'BODY_LIMIT', fallback: '32mb', meaning: 'largest RegisterDocument body of interface B (its other operations take at most 64 KiB)' },
-  { name: 'HEADERS_TIMEOUT', fallback: '10s', meaning: 'time a client has to send the request line and headers (also the limit for a new connection that sends nothing)' },
+  {
+    name: 'HEADERS_TIMEOUT',
+    fallback: '10s',
+    meaning: 'time a client has to send the request line and headers (also the limit for a new connection that sends nothing)',
+  },
   { name: 'REQUEST_TIMEOUT', fallback: '15m', meaning: 'time a client has to send a whole request, body included' },
-  { name: 'BODY_MIN_RATE', fallback: '1kb', meaning: 'slowest body accepted, bytes per second over any 10 s; a slower connection is cut (0 turns the check off)' },
+  {
+    name: 'BODY_MIN_RATE',
+    fallback: '1kb',
+    meaning: 'slowest body accepted, bytes per second over any 10 s; a slower connection is cut (0 turns the check off)',
+  },
   { name: 'MAX_CONNECTIONS', fallback: '512', meaning: 'open connections per listener; more are closed as they arrive' },
-  { name: 'MAX_CONNECTIONS_PER_CLIENT', fallback: '64', meaning: 'open connections per client address (IPv6: per /64) and listener; more are closed as they arrive (0 turns the cap off; TRUSTED_PROXIES are exempt)' },
+  {
+    name: 'MAX_CONNECTIONS_PER_CLIENT',
+    fallback: '64',
+    meaning:
+      'open connections per client address (IPv6: per /64) and listener; more are closed as they arrive (0 turns the cap off; TRUSTED_PROXIES are exempt)',
+  },
   { name: 'KEEP_ALIVE_TIMEOUT', fallback: '5s', meaning: 'an idle keep-alive connection is closed after this' },
-  { name: 'MAX_REQUESTS_PER_CONNECTION', fallback: '1000', meaning: 'requests one connection may carry; the last answer says Connection: close (0 turns the cap off)' },
-  { name: 'TRUSTED_PROXIES', fallback: '(none)', meaning: "addresses or CIDR networks of your reverse proxies: from them, the client address of the limits and the audit trail is taken from X-Forwarded-For" },
+  {
+    name: 'MAX_REQUESTS_PER_CONNECTION',
+    fallback: '1000',
+    meaning: 'requests one connection may carry; the last answer says Connection: close (0 turns the cap off)',
+  },
+  {
+    name: 'TRUSTED_PROXIES',
+    fallback: '(none)',
+    meaning:
+      'addresses or CIDR networks of your reverse proxies: from them, the client address of the limits and the audit trail is taken from X-Forwarded-For',
+  },
   { name: 'RATE_LIMIT', fallback: '600', meaning: 'interface B requests per clinic account per minute, across all processes; 0 turns the limit off' },
-  { name: 'BYTE_QUOTA', fallback: '256mb', meaning: 'bytes of interface B request bodies per clinic account per minute, across all processes, reserved from Content-Length before a body is read (at least BODY_LIMIT); 0 turns the quota off' },
+  {
+    name: 'BYTE_QUOTA',
+    fallback: '256mb',
+    meaning:
+      'bytes of interface B request bodies per clinic account per minute, across all processes, reserved from Content-Length before a body is read (at least BODY_LIMIT); 0 turns the quota off',
+  },
   { name: 'LARGE_BODIES_PER_CLINIC', fallback: '4', meaning: 'interface B bodies over 1 MiB read at once per clinic account and process; more answer 429' },
-  { name: 'LARGE_BODIES_PER_PROCESS', fallback: '16', meaning: 'interface B bodies over 1 MiB read at once per process, all clinics together; more answer 503' },
-  { name: 'RPC_RATE_LIMIT', fallback: '1200', meaning: 'interface A calls per client address per minute on the public listener, across all processes (429 beyond); 0 turns the limit off' },
-  { name: 'EXCHANGE_TOKEN_PHONE', fallback: 'required', meaning: 'required: save_exchange_token must carry authInfo.phone, the phone the authorization server verified (closes login fixation); optional: it may omit it' },
-  { name: 'CALLBACK_ALLOWED_NETWORKS', fallback: '(none)', meaning: 'CIDR networks callbacks may reach although loopback, link-local or private (e.g. 127.0.0.0/8,::1/128 for a receiver on this host); the service\'s own listeners never' },
+  {
+    name: 'LARGE_BODIES_PER_PROCESS',
+    fallback: '16',
+    meaning: 'interface B bodies over 1 MiB read at once per process, all clinics together; more answer 503',
+  },
+  {
+    name: 'RPC_RATE_LIMIT',
+    fallback: '1200',
+    meaning: 'interface A calls per client address per minute on the public listener, across all processes (429 beyond); 0 turns the limit off',
+  },
+  {
+    name: 'EXCHANGE_TOKEN_PHONE',
+    fallback: 'required',
+    meaning:
+      'required: save_exchange_token must carry authInfo.phone, the phone the authorization server verified (closes login fixation); optional: it may omit it',
+  },
+  {
+    name: 'CALLBACK_ALLOWED_NETWORKS',
+    fallback: '(none)',
+    meaning:
+      "CIDR networks callbacks may reach although loopback, link-local or private (e.g. 127.0.0.0/8,::1/128 for a receiver on this host); the service's own listeners never",
+  },
   { name: 'RETENTION', fallback: '30d', meaning: 'how long ended requests (with their callbacks), expired sessions and exchange tokens are kept' },
-  { name: 'AUDIT_RETENTION', fallback: '365d', meaning: 'how long the audit trail (ehr-gateway audit) keeps its rows; its own period, independent of RETENTION' },
+  {
+    name: 'AUDIT_RETENTION',
+    fallback: '365d',
+    meaning: 'how long the audit trail (ehr-gateway audit) keeps its rows; its own period, independent of RETENTION',
+  },
   { name: 'DATABASE_POOL_SIZE', fallback: '10', meaning: "connections of each process's database pool (see the README's connection budget)" },
-  { name: 'WORKER_CONCURRENCY', fallback: '2', meaning: 'batches each stage of the worker role has in hand at once; acceptance and delivery hold as many items (64 and 128 at 2), at most half for one clinic or receiver origin, each settled on its own' },
+  {
+    name: 'WORKER_CONCURRENCY',
+    fallback: '2',
+    meaning:
+      'batches each stage of the worker role has in hand at once; acceptance and delivery hold as many items (64 and 128 at 2), at most half for one clinic or receiver origin, each settled on its own',
+  },
   { name: 'JOB_EXPIRY', fallback: '30s', meaning: "how long a background job may run before another worker takes it over (a killed worker's jobs come back)" },
-  { name: 'XML_CHECK_TIMEOUT', fallback: '10s (at most half of JOB_EXPIRY)', meaning: "time budget of the checks of one RegisterDocument's document, the XML check and the signature check together (one worker thread runs both); beyond it, DOCUMENT_CHECK_LIMIT" },
+  {
+    name: 'XML_CHECK_TIMEOUT',
+    fallback: '10s (at most half of JOB_EXPIRY)',
+    meaning:
+      "time budget of the checks of one RegisterDocument's document, the XML check and the signature check together (one worker thread runs both); beyond it, DOCUMENT_CHECK_LIMIT",
+  },
   {
     name: 'SIGNATURE_TRUST_STORE',
     fallback: '(unset)',
-    meaning: "folder of PEM certificates (roots and intermediates, read once at start): each signer's certificate must chain to one of them; unset: chains are not checked and the acceptance callback carries a CERTIFICATE_CHAIN_NOT_CHECKED warning",
+    meaning:
+      "folder of PEM certificates (roots and intermediates, read once at start): each signer's certificate must chain to one of them; unset: chains are not checked and the acceptance callback carries a CERTIFICATE_CHAIN_NOT_CHECKED warning",
   },
-  { name: 'REGISTRY', fallback: 'builtin', meaning: 'the registry of interface B: builtin (in the same database) or remd (the federal РЭМД over SOAP 1.2, with the REMD_* variables)' },
-  { name: 'REGISTRY_DEADLINE', fallback: '14d', meaning: "how long a request submitted to the registry waits for its answer; then it fails with ASYNC_RESPONSE_TIMEOUT (at least 1s)" },
+  {
+    name: 'REGISTRY',
+    fallback: 'builtin',
+    meaning: 'the registry of interface B: builtin (in the same database) or remd (the federal РЭМД over SOAP 1.2, with the REMD_* variables)',
+  },
+  {
+    name: 'REGISTRY_DEADLINE',
+    fallback: '14d',
+    meaning: 'how long a request submitted to the registry waits for its answer; then it fails with ASYNC_RESPONSE_TIMEOUT (at least 1s)',
+  },
   { name: 'REGISTRY_LATENCY', fallback: '0', meaning: 'simulated latency of each call to the built-in registry' },
-  { name: 'REGISTRY_ANSWER_DELAY', fallback: '0', meaning: 'how long after a submission the built-in registry answers (its answers are asynchronous, as the federal registry\'s)' },
+  {
+    name: 'REGISTRY_ANSWER_DELAY',
+    fallback: '0',
+    meaning: "how long after a submission the built-in registry answers (its answers are asynchronous, as the federal registry's)",
+  },
   { name: 'REGISTRY_FAIL', fallback: 'false', meaning: 'test switch: the built-in registry refuses every registration and file request' },
   { name: 'REMD_URL', fallback: '(unset)', meaning: "REGISTRY=remd: the registry's SOAP endpoint, http(s)" },
-  { name: 'REMD_CLIENT_ENTITY_ID', fallback: '(unset)', meaning: 'REGISTRY=remd: the GUID the registry gave this system (transportHeader/authInfo/clientEntityId)' },
-  { name: 'REMD_CALLBACK_HOST', fallback: '127.0.0.1', meaning: "REGISTRY=remd: address of the inbound listener for the registry's answers and file requests (POST /emdr/callback, worker role)" },
+  {
+    name: 'REMD_CLIENT_ENTITY_ID',
+    fallback: '(unset)',
+    meaning: 'REGISTRY=remd: the GUID the registry gave this system (transportHeader/authInfo/clientEntityId)',
+  },
+  {
+    name: 'REMD_CALLBACK_HOST',
+    fallback: '127.0.0.1',
+    meaning: "REGISTRY=remd: address of the inbound listener for the registry's answers and file requests (POST /emdr/callback, worker role)",
+  },
   { name: 'REMD_CALLBACK_PORT', fallback: '8082', meaning: 'REGISTRY=remd: port of that inbound listener' },
-  { name: 'REMD_ALLOWED_SOURCES', fallback: '(unset)', meaning: 'REGISTRY=remd: the addresses or networks (CIDR) that may call the inbound listener, comma-separated; required' },
+  {
+    name: 'REMD_ALLOWED_SOURCES',
+    fallback: '(unset)',
+    meaning: 'REGISTRY=remd: the addresses or networks (CIDR) that may call the inbound listener, comma-separated; required',
+  },
   { name: 'LOG_LEVEL', fallback: 'info', meaning: 'fatal, error, warn, info, debug, trace or silent' },
   {
     name: 'OTEL_EXPORTER_OTLP_ENDPOINT',
     fallback: '(unset)',
-    meaning: "OpenTelemetry collector's base URL (OTLP/HTTP, e.g. http://collector:4318): spans of each request, pipeline stage and callback attempt go to <it>/v1/traces; unset: tracing off, its SDK not loaded",
+    meaning:
+      "OpenTelemetry collector's base URL (OTLP/HTTP, e.g. http://collector:4318): spans of each request, pipeline stage and callback attempt go to <it>/v1/traces; unset: tracing off, its SDK not loaded",
   },
-  { name: 'OTEL_EXPORTER_OTLP_HEADERS', fallback: '(none)', meaning: 'headers of each export, name=value[,name=value] with values percent-encoded (a collector\'s credentials)' },
+  {
+    name: 'OTEL_EXPORTER_OTLP_HEADERS',
+    fallback: '(none)',
+    meaning: "headers of each export, name=value[,name=value] with values percent-encoded (a collector's credentials)",
+  },
   { name: 'OTEL_SERVICE_NAME', fallback: 'ehr-gateway', meaning: "the spans' service.name" },
 ];

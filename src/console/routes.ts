@@ -31,7 +31,13 @@ export function consoleRoutes(fallback: (status: number, message?: string) => Fa
     }
     const language = negotiateLanguage(req, res);
     const [title, loading] = language === 'ru' ? ['ehr-gateway: консоль доставки', 'Загрузка…'] : ['ehr-gateway: delivery console', 'Loading…'];
-    res.type('html').send(htmlPage(title, `<main id="console"><p>${loading}</p></main>\n<script src="/docs/assets/console.js"></script>`, { language, path: '/console', style: STYLE }));
+    res.type('html').send(
+      htmlPage(title, `<main id="console"><p>${loading}</p></main>\n<script src="/docs/assets/console.js"></script>`, {
+        language,
+        path: '/console',
+        style: STYLE,
+      }),
+    );
   });
   // Express would answer OPTIONS itself, in text.
   router.all(['/console', '/console/'], (_req, res) => {

@@ -72,14 +72,32 @@ function knexLog(logger: Logger): Knex.Config['log'] {
     if (/^(Connection Error|Acquire connection error)/.test(text)) logger[level]({ source: 'knex' }, 'database connection error');
     else logger[level]({ source: 'knex' }, text.split('\n')[0] || 'knex message');
   };
-  return { warn: log('warn'), error: log('error'), deprecate: (method: string, alternative: string) => logger.warn({ source: 'knex' }, `${method} is deprecated, use ${alternative}`), debug: log('debug') };
+  return {
+    warn: log('warn'),
+    error: log('error'),
+    deprecate: (method: string, alternative: string) => logger.warn({ source: 'knex' }, `${method} is deprecated, use ${alternative}`),
+    debug: log('debug'),
+  };
 }
 
 /** Seconds a client is told to wait (Retry-After, retryAfter) when the database is unavailable. */
 export const RETRY_AFTER_SECONDS = 5;
 
 /** Node and PostgreSQL error codes of a database that is unreachable, starting, stopping or full. */
-const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', '57P01', '57P02', '57P03', '53300']);
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EPIPE',
+  '57P01',
+  '57P02',
+  '57P03',
+  '53300',
+]);
 
 /**
  * Whether an error says the database cannot be reached right now (down, restarting, out of
@@ -96,11 +114,17 @@ export function isDatabaseUnavailable(error: unknown): boolean {
 /** A connection failure in one line, without the password of the URL. */
 function describeConnectionError(error: unknown): string {
   const err = error as { code?: string; message?: string };
-  return [err.code, err.message].filter(Boolean).join(' ').replace(/\/\/[^@/]*@/g, '//***@');
+  return [err.code, err.message]
+    .filter(Boolean)
+    .join(' ')
+    .replace(/\/\/[^@/]*@/g, '//***@');
 }
 
 export async function migrateToLatest(database: Pick<Database, 'knex' | 'dataKey'>, migrations: readonly NamedMigration[]): Promise<string[]> {
-  const [, applied] = (await database.knex.migrate.latest({ migrationSource: migrationSource(migrations, { dataKey: database.dataKey }), tableName: MIGRATIONS_TABLE })) as [number, string[]];
+  const [, applied] = (await database.knex.migrate.latest({
+    migrationSource: migrationSource(migrations, { dataKey: database.dataKey }),
+    tableName: MIGRATIONS_TABLE,
+  })) as [number, string[]];
   return applied;
 }
 

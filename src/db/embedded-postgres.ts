@@ -233,9 +233,14 @@ function asUser(osUser: OsUser | undefined) {
 
 /** The lines of PostgreSQL's and pg_ctl's output that say why a start failed, in one line (the log prefix dropped). */
 function causeOf(output: string): string | undefined {
-  const lines = output.split('\n').map((line) => line.trim()).filter(Boolean);
+  const lines = output
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(Boolean);
   const causes = lines.filter((line) => /FATAL|PANIC|ERROR|could not|Permission denied|Read-only file system|No space left/i.test(line));
-  const picked = (causes.length > 0 ? causes : lines).slice(-2).map((line) => line.replace(/^\d{4}-\d\d-\d\d [\d:.]+ \w+ \[\d+\] /, '').replace(/^\/bin\/sh: \d+: /, ''));
+  const picked = (causes.length > 0 ? causes : lines)
+    .slice(-2)
+    .map((line) => line.replace(/^\d{4}-\d\d-\d\d [\d:.]+ \w+ \[\d+\] /, '').replace(/^\/bin\/sh: \d+: /, ''));
   return picked.length > 0 ? [...new Set(picked)].join(' | ') : undefined;
 }
 

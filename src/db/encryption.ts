@@ -96,7 +96,7 @@ async function currentDataKey(config: Config): Promise<Buffer> {
   const file = path.join(config.dataDir, DATA_KEY_FILE);
   const oldFile = path.join(config.dataDir, OLD_DATA_KEY_FILE);
   if (!existsSync(file) && existsSync(oldFile)) return readKeyFile(oldFile);
-  await createFileOnce(file, () => randomBytes(32).toString('hex') + '\n');
+  await createFileOnce(file, () => `${randomBytes(32).toString('hex')}\n`);
   return readKeyFile(file);
 }
 

@@ -40,7 +40,12 @@ export class Notifier {
       this.lastSentAt = Date.now();
       this.pool
         .query({ name: 'notify_work', text: 'select pg_notify($1, $2)', values: [this.channel, this.payload] })
-        .catch((error: unknown) => this.logger.warn({ code: (error as { code?: unknown }).code, channel: this.channel }, 'notify failed (idle workers find the work on their next look)'))
+        .catch((error: unknown) =>
+          this.logger.warn(
+            { code: (error as { code?: unknown }).code, channel: this.channel },
+            'notify failed (idle workers find the work on their next look)',
+          ),
+        )
         .finally(() => {
           this.inFlight = false;
           if (this.again) {
@@ -95,7 +100,12 @@ export async function listen(url: string, channel: string, onNotify: (payload: s
     }
   };
 
-  await connect().catch((error: unknown) => logger.warn({ code: (error as { code?: unknown }).code, channel }, 'cannot listen for work notifications yet (workers look for work every second meanwhile)'));
+  await connect().catch((error: unknown) =>
+    logger.warn(
+      { code: (error as { code?: unknown }).code, channel },
+      'cannot listen for work notifications yet (workers look for work every second meanwhile)',
+    ),
+  );
   return {
     async stop() {
       stopped = true;

@@ -1,4 +1,4 @@
-import pg from 'pg';
+import type pg from 'pg';
 
 /**
  * The runtime's access to PostgreSQL: plain node-postgres with named prepared statements (each
@@ -31,7 +31,8 @@ export interface Queryable {
 }
 
 function queryable(client: pg.Pool | pg.PoolClient): Queryable {
-  const execute = (statement: Statement, values: readonly unknown[] = []) => client.query({ name: statement.name, text: statement.text, values: values as unknown[] });
+  const execute = (statement: Statement, values: readonly unknown[] = []) =>
+    client.query({ name: statement.name, text: statement.text, values: values as unknown[] });
   return {
     rows: async <R>(statement: Statement, values?: readonly unknown[]) => (await execute(statement, values)).rows as R[],
     row: async <R>(statement: Statement, values?: readonly unknown[]) => (await execute(statement, values)).rows[0] as R | undefined,

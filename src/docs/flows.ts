@@ -11,7 +11,10 @@ export const FLOWS = [
   },
   {
     id: 'interface-b',
-    title: { en: 'Interface B: clinic, gateway and registry, with both callbacks and their retries', ru: 'Интерфейс B: клиника, шлюз и реестр, оба обратных вызова и их повторы' },
+    title: {
+      en: 'Interface B: clinic, gateway and registry, with both callbacks and their retries',
+      ru: 'Интерфейс B: клиника, шлюз и реестр, оба обратных вызова и их повторы',
+    },
   },
 ] as const;
 

@@ -32,9 +32,13 @@ export interface PageOptions {
 
 /** The shell of the service's web pages (/docs, /console): one style, one navigation, a language switch. */
 export function htmlPage(title: string, body: string, { language, path, style = '' }: PageOptions): string {
-  const navigation = SITE_NAVIGATION[language].map(([href, label]) => `<a href="${inLanguage(href, language)}"${href === path ? ' aria-current="page"' : ''}>${label}</a>`).join('');
+  const navigation = SITE_NAVIGATION[language]
+    .map(([href, label]) => `<a href="${inLanguage(href, language)}"${href === path ? ' aria-current="page"' : ''}>${label}</a>`)
+    .join('');
   const switcher = LANGUAGES.map((other) =>
-    other === language ? `<span lang="${other}" aria-current="true">${LANGUAGE_NAMES[other]}</span>` : `<a href="${inLanguage(path, other)}" hreflang="${other}" lang="${other}">${LANGUAGE_NAMES[other]}</a>`,
+    other === language
+      ? `<span lang="${other}" aria-current="true">${LANGUAGE_NAMES[other]}</span>`
+      : `<a href="${inLanguage(path, other)}" hreflang="${other}" lang="${other}">${LANGUAGE_NAMES[other]}</a>`,
   ).join('');
   return `<!doctype html>
 <html lang="${language}">

@@ -62,7 +62,16 @@ export function reporterOf(code: ErrorCode, language: Language): string {
  */
 function registryErrorTable(language: Language): string {
   const english = (code: ErrorCode) => ERROR_CODES[code].meaning;
-  const columns = language === 'ru' ? [['значение (по-русски)', registryCodeMeaningRu], ['meaning (English)', english]] as const : [['meaning (English)', english], ['значение (по-русски)', registryCodeMeaningRu]] as const;
+  const columns =
+    language === 'ru'
+      ? ([
+          ['значение (по-русски)', registryCodeMeaningRu],
+          ['meaning (English)', english],
+        ] as const)
+      : ([
+          ['meaning (English)', english],
+          ['значение (по-русски)', registryCodeMeaningRu],
+        ] as const);
   const rows = (Object.keys(ERROR_CODES) as ErrorCode[]).map(
     (code) =>
       `<tr><td><code>${code}</code></td><td>${ERROR_CODES[code].id ?? '—'}</td>${columns.map(([, meaning]) => `<td>${escapeHtml(meaning(code))}</td>`).join('')}<td>${escapeHtml(reporterOf(code, language))}</td></tr>`,
@@ -137,13 +146,15 @@ export function docsRoutes(fallback: (status: number, message?: string) => Fallb
   router.get('/docs/openrpc', (req, res) => {
     const language = negotiateLanguage(req, res);
     const port = internalPort();
-    res.type('html').send(
-      htmlPage(
-        PAGE_TEXT[language].interfaceA,
-        `<div id="openrpc-docs" data-spec="/docs/openrpc.json"${port === undefined ? '' : ` data-internal-port="${port}"`} style="padding:0 24px"></div>\n<script src="/docs/assets/openrpc-docs.js"></script>`,
-        { language, path: '/docs/openrpc', style: ERROR_TABLE_STYLE },
-      ),
-    );
+    res
+      .type('html')
+      .send(
+        htmlPage(
+          PAGE_TEXT[language].interfaceA,
+          `<div id="openrpc-docs" data-spec="/docs/openrpc.json"${port === undefined ? '' : ` data-internal-port="${port}"`} style="padding:0 24px"></div>\n<script src="/docs/assets/openrpc-docs.js"></script>`,
+          { language, path: '/docs/openrpc', style: ERROR_TABLE_STYLE },
+        ),
+      );
   });
   // Express would answer OPTIONS on these itself, in text.
   router.all(['/docs', '/docs/', '/docs/openapi', '/docs/openrpc', '/docs/openapi.yaml', '/docs/openrpc.json', '/favicon.svg', '/favicon.ico'], (_req, res) => {

@@ -23,7 +23,10 @@ interface Diagram {
 export class DiagramSyntaxError extends Error {}
 
 export function parseSequenceDiagram(source: string): Diagram {
-  const lines = source.split('\n').map((line) => line.trim()).filter((line) => line !== '' && !line.startsWith('%%'));
+  const lines = source
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('%%'));
   if (lines.shift() !== 'sequenceDiagram') throw new DiagramSyntaxError('a sequence diagram starts with "sequenceDiagram"');
   const participants: Diagram['participants'] = [];
   const participant = (id: string, label = id) => {
@@ -43,7 +46,11 @@ export function parseSequenceDiagram(source: string): Diagram {
       const placement = match[1]!.toLowerCase().split(' ')[0] as 'over' | 'left' | 'right';
       current().push({ kind: 'note', placement, participants: match[2]!.split(',').map((id) => participant(id.trim())), text: match[3]! });
     } else if ((match = /^(loop|alt|opt)\b\s*(.*)$/.exec(line))) {
-      const block: Extract<Statement, { kind: 'block' }> = { kind: 'block', keyword: match[1] as 'loop' | 'alt' | 'opt', sections: [{ label: match[2]!, body: [] }] };
+      const block: Extract<Statement, { kind: 'block' }> = {
+        kind: 'block',
+        keyword: match[1] as 'loop' | 'alt' | 'opt',
+        sections: [{ label: match[2]!, body: [] }],
+      };
       current().push(block);
       stack.push({ block, body: block.sections[0]!.body });
     } else if ((match = /^else\b\s*(.*)$/.exec(line)) && stack.at(-1)?.block.keyword === 'alt') {
@@ -87,7 +94,9 @@ const MESSAGE_PADDING = 36;
 const FRAME_PADDING = 12;
 
 function allStatements(statements: Statement[]): Statement[] {
-  return statements.flatMap((statement) => (statement.kind === 'block' ? [statement, ...statement.sections.flatMap((section) => allStatements(section.body))] : [statement]));
+  return statements.flatMap((statement) =>
+    statement.kind === 'block' ? [statement, ...statement.sections.flatMap((section) => allStatements(section.body))] : [statement],
+  );
 }
 
 /** The x of each participant's lifeline: boxes fit their labels, gaps fit the messages between. */
@@ -200,7 +209,8 @@ export function renderSequenceDiagram(source: string, title: string, id: string)
         parts.push(`<rect x="${frameLeft}" y="${top}" width="${frameRight - frameLeft}" height="${y - top}" class="sd-frame"/>`);
         parts.push(`<path d="M${frameLeft} ${top} h${tagWidth} v14 l-8 8 h-${tagWidth - 8} z" class="sd-frame-tag"/>`);
         parts.push(text(statement.keyword, frameLeft + 6, top + 15, 'start', ' class="sd-frame-keyword"'));
-        if (statement.sections[0]!.label) parts.push(text(`[${statement.sections[0]!.label}]`, frameLeft + tagWidth + 8, top + 15, 'start', ' class="sd-frame-label"'));
+        if (statement.sections[0]!.label)
+          parts.push(text(`[${statement.sections[0]!.label}]`, frameLeft + tagWidth + 8, top + 15, 'start', ' class="sd-frame-label"'));
         cover(frameLeft, frameRight);
         y += 22;
       }
@@ -219,7 +229,9 @@ export function renderSequenceDiagram(source: string, title: string, id: string)
       const center = x.get(participant.id)!;
       return `<rect x="${center - width / 2}" y="${top}" width="${width}" height="${BOX_HEIGHT}" rx="4" class="sd-participant"/>${text(participant.label, center, top + BOX_HEIGHT / 2 + 5 - ((rows - 1) * LINE_HEIGHT) / 2, 'middle', ' class="sd-participant-label"')}`;
     });
-  const lifelines = diagram.participants.map((participant) => `<line x1="${x.get(participant.id)}" y1="${MARGIN + BOX_HEIGHT}" x2="${x.get(participant.id)}" y2="${bottom}" class="sd-lifeline"/>`);
+  const lifelines = diagram.participants.map(
+    (participant) => `<line x1="${x.get(participant.id)}" y1="${MARGIN + BOX_HEIGHT}" x2="${x.get(participant.id)}" y2="${bottom}" class="sd-lifeline"/>`,
+  );
   const width = Math.ceil(right - left + 2 * MARGIN);
   const height = bottom + BOX_HEIGHT + MARGIN;
   return [

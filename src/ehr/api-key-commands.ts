@@ -19,7 +19,9 @@ export function registerApiKeyCommands(program: Command, { withDatabase }: Comma
   apikeys
     .command('add')
     .description('make an api key for the patients of the organizations; prints it once (only its hash is kept)')
-    .addOption(new Option('--organization <oid>', 'OID of an organization whose patients the key sees (repeatable, at least one)').argParser(collect).default([]))
+    .addOption(
+      new Option('--organization <oid>', 'OID of an organization whose patients the key sees (repeatable, at least one)').argParser(collect).default([]),
+    )
     .option('--name <text>', 'what the key is for (shown by list)', '')
     .action(async (options: { organization: string[]; name: string }) => {
       if (options.organization.length === 0) throw new UsageError('give at least one --organization OID');
@@ -42,9 +44,15 @@ export function registerApiKeyCommands(program: Command, { withDatabase }: Comma
     });
   apikeys
     .command('rotate')
-    .description('give a live api key a successor (same name and organizations, printed once); the old key stays valid for --grace, so the back office switches without a refused call')
+    .description(
+      'give a live api key a successor (same name and organizations, printed once); the old key stays valid for --grace, so the back office switches without a refused call',
+    )
     .argument('<id>', 'the id that add and list print')
-    .addOption(new Option('--grace <duration>', 'how long the old key stays valid too (0: refused at once, e.g. when it leaked; at most 30d)').argParser(overlapArgument('--grace')).default(86_400_000, '24h'))
+    .addOption(
+      new Option('--grace <duration>', 'how long the old key stays valid too (0: refused at once, e.g. when it leaked; at most 30d)')
+        .argParser(overlapArgument('--grace'))
+        .default(86_400_000, '24h'),
+    )
     .action(async (id: string, options: { grace: number }) => {
       const rotated = await withDatabase((database) => rotateApiKey(database.sql, keyId(id), options.grace));
       if (!rotated) throw new UsageError(`no live api key ${id}`);

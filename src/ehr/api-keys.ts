@@ -28,7 +28,10 @@ const INSERT = statement(
    returning id::text, name, organizations, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as created`,
 );
 /** A key is live until its revoked_at (in the future while a rotation's grace runs). */
-const FIND = statement('ehr_api_key_find', 'select id::text, organizations from ehr_api_keys where key_hash = $1 and (revoked_at is null or revoked_at > now())');
+const FIND = statement(
+  'ehr_api_key_find',
+  'select id::text, organizations from ehr_api_keys where key_hash = $1 and (revoked_at is null or revoked_at > now())',
+);
 const LIST = statement(
   'ehr_api_key_list',
   `select id::text, name, organizations, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as created,
@@ -48,7 +51,10 @@ const END_AFTER_GRACE = statement(
 const REVOKE = statement('ehr_api_key_revoke', 'update ehr_api_keys set revoked_at = coalesce(revoked_at, now()) where id = $1::bigint returning id::text');
 
 /** Makes a key for the organizations; `key` is for the demo's fixed one only (seed-demo), else a fresh random one. */
-export async function createApiKey(sql: Queryable, options: { name: string; organizations: readonly string[]; key?: string }): Promise<(ApiKeyAccount & { name: string; created: string; apiKey: string }) | undefined> {
+export async function createApiKey(
+  sql: Queryable,
+  options: { name: string; organizations: readonly string[]; key?: string },
+): Promise<(ApiKeyAccount & { name: string; created: string; apiKey: string }) | undefined> {
   const apiKey = options.key ?? `ehrk_${randomBytes(32).toString('base64url')}`;
   const row = await sql.row<ApiKeyAccount & { name: string; created: string }>(INSERT, [options.name, hashKey(apiKey), options.organizations]);
   return row && { ...row, apiKey };

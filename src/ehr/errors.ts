@@ -5,7 +5,8 @@ import { RpcError } from './rpc/errors.js';
  * specs/openrpc.json. `reason` is a fixed phrase: never personal data or a secret; `hint`, when
  * given, tells the expected form of what was refused, from the spec alone.
  */
-const applicationError = (code: number, message: string) => (reason: string, hint?: string) => new RpcError(code, message, hint === undefined ? { reason } : { reason, hint });
+const applicationError = (code: number, message: string) => (reason: string, hint?: string) =>
+  new RpcError(code, message, hint === undefined ? { reason } : { reason, hint });
 
 export const EhrErrors = {
   /** Bad internal cred, an unusable exchange token, or an end-user cred without a stored session. */

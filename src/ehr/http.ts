@@ -18,7 +18,9 @@ const PLAIN_TEXT_LIMIT_BYTES = 4096;
 
 function isPlainTextUtf8(req: IncomingMessage): boolean {
   const [type, ...parameters] = (req.headers['content-type'] ?? '').split(';');
-  return type!.trim().toLowerCase() === 'text/plain' && parameters.every((parameter) => !/^\s*charset\s*=/i.test(parameter) || /=\s*"?utf-8"?\s*$/i.test(parameter));
+  return (
+    type!.trim().toLowerCase() === 'text/plain' && parameters.every((parameter) => !/^\s*charset\s*=/i.test(parameter) || /=\s*"?utf-8"?\s*$/i.test(parameter))
+  );
 }
 
 /** Whether a text/plain body is exactly one call of PLAIN_TEXT_METHOD (anything else keeps its 415). */
@@ -44,7 +46,12 @@ function refuseRate(res: ServerResponse, seconds: number): void {
 
 /** Whether a body its headers refused may still be PLAIN_TEXT_METHOD's text/plain call (read, then judged by plainTextCall). */
 function mayBePlainTextCall(req: IncomingMessage, refusal: BodyRefusal): boolean {
-  return refusal.status === 415 && req.headers['content-encoding'] === undefined && isPlainTextUtf8(req) && Number(req.headers['content-length'] ?? 0) <= PLAIN_TEXT_LIMIT_BYTES;
+  return (
+    refusal.status === 415 &&
+    req.headers['content-encoding'] === undefined &&
+    isPlainTextUtf8(req) &&
+    Number(req.headers['content-length'] ?? 0) <= PLAIN_TEXT_LIMIT_BYTES
+  );
 }
 
 /** A text/plain body of at most 4 KiB, bounded in shape as it is read, taken only when it is one call of PLAIN_TEXT_METHOD; else the headers' refusal (415). */
@@ -66,7 +73,13 @@ async function plainTextCall(req: IncomingMessage, refusal: BodyRefusal): Promis
  * listener, RPC_RATE_LIMIT: 429). The body's nesting and members are bounded while it is read
  * (json-shape.ts). Every JSON-RPC answer is HTTP 200; a lone notification (or a batch of them) gets 204.
  */
-async function answerRpcPost(envelope: RpcEnvelope, channel: Channel, req: IncomingMessage, res: ServerResponse, admit: RpcAdmission | undefined): Promise<void> {
+async function answerRpcPost(
+  envelope: RpcEnvelope,
+  channel: Channel,
+  req: IncomingMessage,
+  res: ServerResponse,
+  admit: RpcAdmission | undefined,
+): Promise<void> {
   const clientAddress = currentRequest()?.clientAddress ?? req.socket.remoteAddress ?? 'unknown';
   let text: string;
   try {

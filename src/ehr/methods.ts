@@ -25,7 +25,16 @@ import { FailureLimit } from './failure-limit.js';
 import { PATIENT_COLUMNS, TablePatientSource, toE164, toPatient, type MatchCriteria, type PatientRow, type PatientSource } from './patients.js';
 import type { CallContext, MethodHandler } from './rpc/envelope.js';
 import { resolveDataKey } from '../db/encryption.js';
-import { internalCredentialHint, internalCredentialToken, newUserSign, type CredentialSecondValue, openUserSign, sameSecret, sealUserSign, tokenHash } from './secrets.js';
+import {
+  internalCredentialHint,
+  internalCredentialToken,
+  newUserSign,
+  type CredentialSecondValue,
+  openUserSign,
+  sameSecret,
+  sealUserSign,
+  tokenHash,
+} from './secrets.js';
 
 /** Failed authenticate attempts after which an exchange token is burned. */
 export const MAX_FAILED_ATTEMPTS = 5;
@@ -112,7 +121,10 @@ const SAVE_SESSION = statement(
    insert into audit_events (request_id, internal_account, internal_user_id, action, outcome, client_address, client_request_id)
    select $4, $5, $6, 'embedded_storage.save_auth_info', 'ok', $7, $8 from stored`,
 );
-const INSERT_SESSION_ONCE = statement('ehr_insert_session_once', 'insert into ehr_sessions (token_hash, user_id, expires_at) values ($1, $2, $3) on conflict (token_hash) do nothing returning token_hash');
+const INSERT_SESSION_ONCE = statement(
+  'ehr_insert_session_once',
+  'insert into ehr_sessions (token_hash, user_id, expires_at) values ($1, $2, $3) on conflict (token_hash) do nothing returning token_hash',
+);
 /** Ends the session and records it in the audit trail, in one statement. */
 const DELETE_SESSION = statement(
   'ehr_delete_session',
@@ -123,7 +135,10 @@ const DELETE_SESSION = statement(
    )
    select count(*)::int as removed from deleted`,
 );
-const INSERT_LINK = statement('ehr_insert_link', 'insert into ehr_user_links (user_id, patient_id, user_sign_sealed) values ($1, $2, $3) on conflict (user_id) do nothing returning user_id, patient_id, user_sign_sealed');
+const INSERT_LINK = statement(
+  'ehr_insert_link',
+  'insert into ehr_user_links (user_id, patient_id, user_sign_sealed) values ($1, $2, $3) on conflict (user_id) do nothing returning user_id, patient_id, user_sign_sealed',
+);
 const DELETE_LINK = statement(
   'ehr_delete_link',
   `with deleted as (delete from ehr_user_links where user_id = $1 returning patient_id)
@@ -206,7 +221,11 @@ class EhrMethods {
    * followed by the second value), and the failure is given back unless the credential proved wrong.
    * Unknown accounts share one count per client address, so made-up names cannot add keys.
    */
-  private async withInternalCredential<T>(context: CallContext, secondValue: CredentialSecondValue, work: (check: (value: string) => void, account: string) => Promise<T>): Promise<T> {
+  private async withInternalCredential<T>(
+    context: CallContext,
+    secondValue: CredentialSecondValue,
+    work: (check: (value: string) => void, account: string) => Promise<T>,
+  ): Promise<T> {
     const { cred } = context;
     const password = cred ? this.config.internalUsers.get(cred.user) : undefined;
     const attempt = await this.failureLimit.attempt(JSON.stringify([password === undefined ? null : cred!.user, clientKey(context.clientAddress)]));
@@ -267,7 +286,14 @@ class EhrMethods {
   /** Counts a failed attempt against the locked token (the 5th burns it); the caller's transaction commits it. */
   private async countFailure(trx: Queryable, exchange: ExchangeTokenRow, error: Error): Promise<{ error: Error }> {
     const failedAttempts = exchange.failed_attempts + 1;
-    await trx.run(COUNT_FAILURE, [exchange.token_hash, failedAttempts, failedAttempts >= MAX_FAILED_ATTEMPTS ? 'burned' : 'pending', currentRequestId() ?? null, outcomeOf(error), ...clientColumns()]);
+    await trx.run(COUNT_FAILURE, [
+      exchange.token_hash,
+      failedAttempts,
+      failedAttempts >= MAX_FAILED_ATTEMPTS ? 'burned' : 'pending',
+      currentRequestId() ?? null,
+      outcomeOf(error),
+      ...clientColumns(),
+    ]);
     return { error: recorded(error) };
   }
 
@@ -323,7 +349,15 @@ class EhrMethods {
       check(openUserSign(this.userSignKey, link.user_id, link.user_sign_sealed));
       const expiresAt = this.sessionExpiry(authInfo, Date.now());
       try {
-        await this.sql.run(SAVE_SESSION, [tokenHash(authInfo.token), link.user_id, expiresAt, currentRequestId() ?? null, account, link.patient_id, ...clientColumns()]);
+        await this.sql.run(SAVE_SESSION, [
+          tokenHash(authInfo.token),
+          link.user_id,
+          expiresAt,
+          currentRequestId() ?? null,
+          account,
+          link.patient_id,
+          ...clientColumns(),
+        ]);
       } catch (error) {
         if (isUniqueViolation(error)) throw EhrErrors.saveAuthInfoError('token already stored');
         // The link was removed between the read and the insert.
@@ -336,7 +370,7 @@ class EhrMethods {
 
   /** A pending, live exchange token: -33000 when unknown, used or burned; -33001 when expired. */
   private usable(exchange: ExchangeTokenRow | undefined): ExchangeTokenRow {
-    if (!exchange || exchange.state !== 'pending') throw EhrErrors.notAuthorized(EXCHANGE_TOKEN_UNUSABLE);
+    if (exchange?.state !== 'pending') throw EhrErrors.notAuthorized(EXCHANGE_TOKEN_UNUSABLE);
     if (exchange.expires_at.getTime() <= Date.now()) throw EhrErrors.authExpired('exchange token expired');
     return exchange;
   }
@@ -403,7 +437,12 @@ class EhrMethods {
 
   readonly removeAuthInfo = async (_params: Record<string, unknown>, { cred }: CallContext): Promise<EmbeddedStorageRemoveAuthInfoResult> => {
     const session = await this.sessionOf(cred);
-    const { removed } = (await this.sql.row<{ removed: number }>(DELETE_SESSION, [session.token_hash, session.user_id, currentRequestId() ?? null, ...clientColumns()]))!;
+    const { removed } = (await this.sql.row<{ removed: number }>(DELETE_SESSION, [
+      session.token_hash,
+      session.user_id,
+      currentRequestId() ?? null,
+      ...clientColumns(),
+    ]))!;
     if (removed === 0) throw EhrErrors.notAuthorized(NO_SESSION);
     return { success: true };
   };
@@ -447,7 +486,8 @@ function auditFailures(method: string, handler: MethodHandler, audit: AuditTrail
     try {
       return await handler(params, context);
     } catch (error) {
-      if (!(error instanceof Error && recordedErrors.has(error))) await audit.refused({ action: method, outcome: outcomeOf(error), internalAccount: internalAccount?.(context) ?? null }).catch(() => undefined);
+      if (!(error instanceof Error && recordedErrors.has(error)))
+        await audit.refused({ action: method, outcome: outcomeOf(error), internalAccount: internalAccount?.(context) ?? null }).catch(() => undefined);
       throw error;
     }
   };

@@ -61,7 +61,8 @@ export function readImportRecords(text: string): Array<Record<string, unknown>> 
   return rows.map((cells) => Object.fromEntries(columns.map((column, index) => [column, cells[index]?.trim() ?? '']).filter(([, value]) => value !== '')));
 }
 
-const text = (value: unknown): string | undefined => (typeof value === 'string' && value.trim() !== '' ? value.trim() : typeof value === 'number' ? String(value) : undefined);
+const text = (value: unknown): string | undefined =>
+  typeof value === 'string' && value.trim() !== '' ? value.trim() : typeof value === 'number' ? String(value) : undefined;
 
 /** Validates every record; returns the patients, or every problem found (row numbers 1-based). */
 export function validateImportRecords(records: ReadonlyArray<Record<string, unknown>>): { patients: PatientRecord[]; rejected: RejectedRow[] } {

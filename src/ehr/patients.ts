@@ -88,7 +88,14 @@ export class TablePatientSource implements PatientSource {
 
   async findMatches(criteria: MatchCriteria, limit: number): Promise<Patient[]> {
     const medcard = criteria.medcardNumber === undefined ? null : medcardKey(criteria.medcardNumber);
-    const rows = await this.sql.rows<PatientRow>(MATCHES, [nameKey(criteria.surname), nameKey(criteria.name), criteria.birthDate, criteria.phone, medcard, limit]);
+    const rows = await this.sql.rows<PatientRow>(MATCHES, [
+      nameKey(criteria.surname),
+      nameKey(criteria.name),
+      criteria.birthDate,
+      criteria.phone,
+      medcard,
+      limit,
+    ]);
     return rows.map(toPatient);
   }
 
@@ -119,16 +126,51 @@ export async function upsertPatients(knex: Knex, patients: readonly PatientRecor
   }));
   // Batches keep each statement well under PostgreSQL's parameter limit.
   for (let start = 0; start < rows.length; start += 1000) {
-    await knex('ehr_patients').insert(rows.slice(start, start + 1000)).onConflict('id').merge();
+    await knex('ehr_patients')
+      .insert(rows.slice(start, start + 1000))
+      .onConflict('id')
+      .merge();
   }
   return rows.length;
 }
 
 /** Demo patients of the built-in source, for local runs and trying the flow by hand. */
 export const DEMO_PATIENTS: readonly PatientRecord[] = [
-  { id: 'demo-1', surname: 'Иванова', name: 'Мария', middleName: 'Петровна', birthDate: '1990-05-17', gender: 2, phone: '+79161234567', email: 'maria@example.org', snils: '112-233-445 95', medcardNumber: 'MC-0001', active: true },
-  { id: 'demo-2', surname: 'Фёдоров', name: 'Алексей', middleName: 'Иванович', birthDate: '1985-11-02', gender: 1, phone: '+79031112233', medcardNumber: 'MC-0002', active: true },
-  { id: 'demo-3', surname: 'Smith', name: 'Anna', birthDate: '1972-01-30', gender: 2, phone: '+74951234567', email: 'anna.smith@example.org', medcardNumber: 'MC-0003', active: true },
+  {
+    id: 'demo-1',
+    surname: 'Иванова',
+    name: 'Мария',
+    middleName: 'Петровна',
+    birthDate: '1990-05-17',
+    gender: 2,
+    phone: '+79161234567',
+    email: 'maria@example.org',
+    snils: '112-233-445 95',
+    medcardNumber: 'MC-0001',
+    active: true,
+  },
+  {
+    id: 'demo-2',
+    surname: 'Фёдоров',
+    name: 'Алексей',
+    middleName: 'Иванович',
+    birthDate: '1985-11-02',
+    gender: 1,
+    phone: '+79031112233',
+    medcardNumber: 'MC-0002',
+    active: true,
+  },
+  {
+    id: 'demo-3',
+    surname: 'Smith',
+    name: 'Anna',
+    birthDate: '1972-01-30',
+    gender: 2,
+    phone: '+74951234567',
+    email: 'anna.smith@example.org',
+    medcardNumber: 'MC-0003',
+    active: true,
+  },
 ];
 
 /** Idempotent: upserts the demo patients by their fixed ids; returns how many. */

@@ -50,7 +50,9 @@ export class RecordAccess {
 
   private async sessionPatient(cred: NonNullable<CallContext['cred']>): Promise<Patient> {
     const now = Date.now();
-    const row = await this.sql.row<{ user_id: string; expires_ms: number; patient_id: string | null } & Partial<PatientRow>>(SESSION_PATIENT, [tokenHash(cred.token)]);
+    const row = await this.sql.row<{ user_id: string; expires_ms: number; patient_id: string | null } & Partial<PatientRow>>(SESSION_PATIENT, [
+      tokenHash(cred.token),
+    ]);
     if (!row || row.user_id !== cred.user) throw EhrErrors.notAuthorized(NO_SESSION);
     if (row.expires_ms <= now) throw EhrErrors.authExpired('session expired');
     if (!row.patient_id) throw EhrErrors.notAuthorized(NO_SESSION);

@@ -106,7 +106,9 @@ class RecordMethods {
         outcome = outcomeOf(error);
         throw error;
       } finally {
-        await this.dependencies.audit.record({ action: method, outcome, internalUserId: draft.internalUserId ?? null, internalAccount: draft.internalAccount ?? null }).catch(() => undefined);
+        await this.dependencies.audit
+          .record({ action: method, outcome, internalUserId: draft.internalUserId ?? null, internalAccount: draft.internalAccount ?? null })
+          .catch(() => undefined);
       }
     };
   }
@@ -136,7 +138,11 @@ class RecordMethods {
   }
 
   /** Messages with their patient attached (the stored ones carry none: the patient may change). */
-  private async withPatients(entity: RecordEntity, items: Array<{ patient_id: string; message: Record<string, unknown> }>, known?: PatientInfo): Promise<Array<Record<string, unknown>>> {
+  private async withPatients(
+    entity: RecordEntity,
+    items: Array<{ patient_id: string; message: Record<string, unknown> }>,
+    known?: PatientInfo,
+  ): Promise<Array<Record<string, unknown>>> {
     const member = ENTITIES[entity].patientMember;
     const infos = new Map<string, PatientInfo>(known ? [[known.id, known]] : []);
     const missing = [...new Set(items.map((item) => item.patient_id))].filter((id) => !infos.has(id));
@@ -163,8 +169,16 @@ class RecordMethods {
       const caller = await this.caller(context, draft);
       const { patientId, info } = await this.patientScope(caller, params.patientId as string, draft);
       const after = instantParam(params.lastItemCreated, '/lastItemCreated');
-      const messages = await this.queries.patientPage(entity, patientId, { ...paging(params), ...(after === undefined ? {} : { after }), newestFirst: params.orderByDescendingDate !== false });
-      const items = await this.withPatients(entity, messages.map((message) => ({ patient_id: patientId, message })), info);
+      const messages = await this.queries.patientPage(entity, patientId, {
+        ...paging(params),
+        ...(after === undefined ? {} : { after }),
+        newestFirst: params.orderByDescendingDate !== false,
+      });
+      const items = await this.withPatients(
+        entity,
+        messages.map((message) => ({ patient_id: patientId, message })),
+        info,
+      );
       return { [ENTITIES[entity].many]: items, ...EMPTY };
     });
   }
@@ -232,7 +246,11 @@ class RecordMethods {
     return this.audited(method, async (params, context, draft) => {
       const key = await this.backOffice(context, draft);
       const lastItemId = optionalText(typeof params.lastItemId === 'number' ? String(params.lastItemId) : params.lastItemId);
-      const patients = await this.directory.page(key.organizations, { ...paging(params), ...(lastItemId ? { afterId: lastItemId } : {}), filters: filtersOf(params) });
+      const patients = await this.directory.page(key.organizations, {
+        ...paging(params),
+        ...(lastItemId ? { afterId: lastItemId } : {}),
+        filters: filtersOf(params),
+      });
       return { patients } satisfies PatientListResult;
     });
   }
@@ -260,7 +278,13 @@ class RecordMethods {
     const phone = this.phoneParam(filters.byPhone?.phone, '/filters/byPhone/phone');
     const birthFrom = this.birthDateParam(filters.byBirthdate?.from, '/filters/byBirthdate/from');
     const birthTo = this.birthDateParam(filters.byBirthdate?.to, '/filters/byBirthdate/to');
-    return { ...(words ? { nameWords: words } : {}), ...(medcard ? { medcardNumber: medcard } : {}), ...(phone ? { phone } : {}), ...(birthFrom ? { birthFrom } : {}), ...(birthTo ? { birthTo } : {}) };
+    return {
+      ...(words ? { nameWords: words } : {}),
+      ...(medcard ? { medcardNumber: medcard } : {}),
+      ...(phone ? { phone } : {}),
+      ...(birthFrom ? { birthFrom } : {}),
+      ...(birthTo ? { birthTo } : {}),
+    };
   });
 
   readonly patientsByPhone = this.patientPage('patient.find_patients_by_phone', (params) => ({ phone: this.phoneParam(params.phone, '/phone')! }));
@@ -274,10 +298,20 @@ class RecordMethods {
 
   /** No credentials, no effect, no audit row: it reads nothing of anybody's. Answers healthy=false rather than an error when the database is down. */
   readonly healthcheck: MethodHandler = async () => {
-    const within = <T>(work: Promise<T>) => Promise.race([work, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), HEALTH_TIMEOUT_MS).unref())]);
-    const embeddedStorageHealthy = await within(this.dependencies.sql.row(HEALTH_PROBE)).then(() => true, () => false);
+    const within = <T>(work: Promise<T>) =>
+      Promise.race([work, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), HEALTH_TIMEOUT_MS).unref())]);
+    const embeddedStorageHealthy = await within(this.dependencies.sql.row(HEALTH_PROBE)).then(
+      () => true,
+      () => false,
+    );
     const providerHealthy = embeddedStorageHealthy && (await within(this.queries.healthy()).catch(() => false));
-    return { version: this.dependencies.version, serverHealthy: embeddedStorageHealthy && providerHealthy, embeddedStorageHealthy, providerHealthy, aggregatedHealthy: [] } satisfies HealthcheckResult;
+    return {
+      version: this.dependencies.version,
+      serverHealthy: embeddedStorageHealthy && providerHealthy,
+      embeddedStorageHealthy,
+      providerHealthy,
+      aggregatedHealthy: [],
+    } satisfies HealthcheckResult;
   };
 }
 

@@ -9,11 +9,13 @@ export function tokenHash(token: string): Buffer {
 
 /** The internal channel's credential rule: lowercase hex SHA-1 of (password + second value). */
 export function internalCredentialToken(password: string, secondValue: string): string {
-  return createHash('sha1').update(password + secondValue, 'utf8').digest('hex');
+  return createHash('sha1')
+    .update(password + secondValue, 'utf8')
+    .digest('hex');
 }
 
 /** What the second value of an internal credential is, per method (the rule is public: specs/openrpc.json). */
-export type CredentialSecondValue = 'params.exchangeToken' | "the user_sign that authenticate answered for authInfo.user";
+export type CredentialSecondValue = 'params.exchangeToken' | 'the user_sign that authenticate answered for authInfo.user';
 
 /**
  * The expected form of an internal credential, told with every rejected one (data.hint): it depends

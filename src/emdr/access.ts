@@ -41,7 +41,21 @@ const RECORD_DISCLOSURE = statement(
  */
 export async function recordDisclosure(
   trx: Queryable,
-  disclosure: { clientId: string; queueMessageId: string; emdrId: string; deliveredEmdrId: string; organization: string; basis: Exclude<AccessBasis, 'own-organization'> },
+  disclosure: {
+    clientId: string;
+    queueMessageId: string;
+    emdrId: string;
+    deliveredEmdrId: string;
+    organization: string;
+    basis: Exclude<AccessBasis, 'own-organization'>;
+  },
 ): Promise<void> {
-  await trx.run(RECORD_DISCLOSURE, [disclosure.clientId, disclosure.queueMessageId, disclosure.emdrId, disclosure.deliveredEmdrId, disclosure.organization, disclosure.basis]);
+  await trx.run(RECORD_DISCLOSURE, [
+    disclosure.clientId,
+    disclosure.queueMessageId,
+    disclosure.emdrId,
+    disclosure.deliveredEmdrId,
+    disclosure.organization,
+    disclosure.basis,
+  ]);
 }

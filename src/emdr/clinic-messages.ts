@@ -56,7 +56,14 @@ function parseCursor(cursor: string): { micros: string; queueMessageId: string }
 export async function listMessages(sql: Sql, clientId: number, query: ListQuery): Promise<MessageList> {
   const limit = query.limit ?? DEFAULT_PAGE;
   const cursor = query.cursor === undefined ? undefined : parseCursor(query.cursor);
-  const found = await sql.rows<MessageRow & { created_micros: string }>(LIST, [clientId, query.state ?? null, query.callbackState ?? null, cursor?.micros ?? null, cursor?.queueMessageId ?? null, limit + 1]);
+  const found = await sql.rows<MessageRow & { created_micros: string }>(LIST, [
+    clientId,
+    query.state ?? null,
+    query.callbackState ?? null,
+    cursor?.micros ?? null,
+    cursor?.queueMessageId ?? null,
+    limit + 1,
+  ]);
   const page = found.slice(0, limit);
   const list: MessageList = { items: page.map(messageStateOf) };
   if (found.length > limit) {
@@ -71,7 +78,11 @@ export async function listMessages(sql: Sql, clientId: number, query: ListQuery)
  * file for it, retention.ts) and wakes the workers of every process; undefined when there is no
  * such request (of `clientId`, when given), else the webhook ids replayed, possibly none.
  */
-export async function replayRequestCallbacks(dependencies: ClinicMessageDependencies, queueMessageId: string, clientId?: number): Promise<string[] | undefined> {
+export async function replayRequestCallbacks(
+  dependencies: ClinicMessageDependencies,
+  queueMessageId: string,
+  clientId?: number,
+): Promise<string[] | undefined> {
   const { sql } = dependencies;
   if (!(await sql.row(REQUEST_OF, [queueMessageId, clientId ?? null]))) return undefined;
   const replayed = await replayFailedCallbacks(sql, queueMessageId);

@@ -9,7 +9,8 @@ import { CLASSIFIER_305, type ClassifierCode } from './classifier-305.js';
 
 /** The gateway's own codes: no classifier code spells these conditions. */
 export const GATEWAY_CODES = {
-  UNAUTHENTICATED: "a header of businessId, user and token is missing, or they name no active clinic account (HTTP 401). The classifier's ACCESS_DENIED is about getting a document",
+  UNAUTHENTICATED:
+    "a header of businessId, user and token is missing, or they name no active clinic account (HTTP 401). The classifier's ACCESS_DENIED is about getting a document",
   FORBIDDEN: 'the clinic account does not act for the organization, or did not register the callback URL (HTTP 403)',
   NOT_FOUND: 'no such operation, request or registry item of this clinic (HTTP 404)',
   METHOD_NOT_ALLOWED: 'method not allowed on this path (HTTP 405)',
@@ -20,7 +21,8 @@ export const GATEWAY_CODES = {
   SERVICE_UNAVAILABLE: 'the database, or the registry for a search, cannot be reached right now; retry after Retry-After seconds (HTTP 503)',
   XML_NOT_WELL_FORMED:
     "the document is not well-formed UTF-8 XML, or nests elements deeper than the limit (acceptance callback). The classifier's XML_VALIDATION_ERROR is the registry's Schematron step",
-  DOCUMENT_CHECK_LIMIT: 'the document and its signatures could not be checked within XML_CHECK_TIMEOUT or the check\'s memory (acceptance callback): neither is known to be wrong',
+  DOCUMENT_CHECK_LIMIT:
+    "the document and its signatures could not be checked within XML_CHECK_TIMEOUT or the check's memory (acceptance callback): neither is known to be wrong",
   CERTIFICATE_CHAIN_NOT_CHECKED: 'warning: the signatures verified, but no trust store is configured, so their certificate chains were not checked',
 } as const;
 
@@ -83,7 +85,17 @@ export const ERROR_CODES: Readonly<Record<ErrorCode, ErrorCodeEntry>> = Object.f
 /** Codes a gateway HTTP answer may carry (`ErrorItem.code` in the spec). */
 export const HTTP_ERROR_CODES: readonly ErrorCode[] = [
   ...(Object.keys(GATEWAY_USES) as ClassifierCode[]).filter((code) => GATEWAY_USES[code]!.includes('http')),
-  ...(['UNAUTHENTICATED', 'FORBIDDEN', 'NOT_FOUND', 'METHOD_NOT_ALLOWED', 'NOT_IMPLEMENTED', 'REQUEST_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE', 'NOTHING_TO_REPLAY', 'SERVICE_UNAVAILABLE'] as const),
+  ...([
+    'UNAUTHENTICATED',
+    'FORBIDDEN',
+    'NOT_FOUND',
+    'METHOD_NOT_ALLOWED',
+    'NOT_IMPLEMENTED',
+    'REQUEST_TOO_LARGE',
+    'UNSUPPORTED_MEDIA_TYPE',
+    'NOTHING_TO_REPLAY',
+    'SERVICE_UNAVAILABLE',
+  ] as const),
 ];
 
 /** The gateway's codes of callbacks' `errors` beside the classifier's (`CallbackError.code` in the spec). */

@@ -18,7 +18,6 @@ import { instantMs } from './instant.js';
 import { kindFindings } from './prechecks/kinds.js';
 import { FILE_SLICE_BYTES } from './pipeline/request-files.js';
 
-
 function queueMessageIdArgument(value: string): string {
   if (!isUuid(value)) throw new UsageError(`"${value}" is not a queueMessageId (a UUID)`);
   return value;
@@ -56,7 +55,8 @@ async function verifyDocumentPair(documentPath: string, signaturePaths: string[]
       throw new UsageError(`--creation-date-time "${options.creationDateTime}" is not an RFC 3339 date-time`);
     }
   }
-  if (options.kind !== undefined && options.creationDateTime === undefined) throw new UsageError('--kind needs --creation-date-time (a kind is checked on the creation date)');
+  if (options.kind !== undefined && options.creationDateTime === undefined)
+    throw new UsageError('--kind needs --creation-date-time (a kind is checked on the creation date)');
   const signers = options.signer.map(signerBlockOf);
   if (signers.length > Math.max(0, signaturePaths.length - 1)) throw new UsageError('more --signer than personal signatures (the signatures after the first)');
   let trustAnchors;
@@ -78,9 +78,18 @@ async function verifyDocumentPair(documentPath: string, signaturePaths: string[]
   for (const [index, signaturePath] of signaturePaths.entries()) {
     if ((await readable(signaturePath)).size > MAX_SIGNATURE_FILE_BYTES) throw new UsageError(`${signaturePath}: larger than 1 MiB, not a detached signature`);
     const signer = index > 0 ? signers[index - 1] : undefined;
-    signatures.push({ name: path.basename(signaturePath), bytes: await fs.readFile(signaturePath), ...(index > 0 ? { personal: true } : {}), ...(signer ? { signer } : {}) });
+    signatures.push({
+      name: path.basename(signaturePath),
+      bytes: await fs.readFile(signaturePath),
+      ...(index > 0 ? { personal: true } : {}),
+      ...(signer ? { signer } : {}),
+    });
   }
-  const check = new DocumentSignatureCheck(signatures, { now: Date.now(), ...(documentCreatedAt === undefined ? {} : { documentCreatedAt }), ...(trustAnchors ? { trustAnchors } : {}) });
+  const check = new DocumentSignatureCheck(signatures, {
+    now: Date.now(),
+    ...(documentCreatedAt === undefined ? {} : { documentCreatedAt }),
+    ...(trustAnchors ? { trustAnchors } : {}),
+  });
   if (check.needsDocument) {
     for await (const chunk of createReadStream(documentPath, { highWaterMark: FILE_SLICE_BYTES })) check.update(chunk as Buffer);
   }
@@ -90,7 +99,9 @@ async function verifyDocumentPair(documentPath: string, signaturePaths: string[]
     process.exitCode = 1;
     return;
   }
-  process.stdout.write(`valid: ${signaturePaths.map((file) => path.basename(file)).join(', ')} ${signaturePaths.length > 1 ? 'verify' : 'verifies'} over ${path.basename(documentPath)}\n`);
+  process.stdout.write(
+    `valid: ${signaturePaths.map((file) => path.basename(file)).join(', ')} ${signaturePaths.length > 1 ? 'verify' : 'verifies'} over ${path.basename(documentPath)}\n`,
+  );
   if (!trustAnchors) process.stdout.write('warning: the certificate chain was not checked (no --trust-store)\n');
 }
 
@@ -103,13 +114,20 @@ export function registerEmdrCommands(program: Command, kit: CommandKit): void {
     .description('create a clinic account; prints its token, callback credentials and signing secret (shown once)')
     .requiredOption('--business-id <id>', 'businessId of the clinic in the booking system')
     .requiredOption('--user <name>', 'user name of the account')
-    .addOption(new Option('--callback-url <url>', 'base URL of the clinic system for callbacks (repeatable; the first is the default)').argParser(collect).default([]))
-    .addOption(new Option('--organization <oid>', 'OID of an organization the clinic acts for (repeatable); this or --all-organizations is required').argParser(collect).default([]))
-    .option('--all-organizations', 'the clinic may act for every organization, and demand any document without the patient\'s SNILS')
+    .addOption(
+      new Option('--callback-url <url>', 'base URL of the clinic system for callbacks (repeatable; the first is the default)').argParser(collect).default([]),
+    )
+    .addOption(
+      new Option('--organization <oid>', 'OID of an organization the clinic acts for (repeatable); this or --all-organizations is required')
+        .argParser(collect)
+        .default([]),
+    )
+    .option('--all-organizations', "the clinic may act for every organization, and demand any document without the patient's SNILS")
     .action(async (options: { businessId: string; user: string; callbackUrl: string[]; organization: string[]; allOrganizations?: boolean }) => {
       if (options.callbackUrl.length === 0) throw new UsageError('give at least one --callback-url');
       checkCallbackUrls(options.callbackUrl);
-      if (options.organization.length === 0 && !options.allOrganizations) throw new UsageError('give --organization OID (repeatable), or --all-organizations for an account that acts for every organization');
+      if (options.organization.length === 0 && !options.allOrganizations)
+        throw new UsageError('give --organization OID (repeatable), or --all-organizations for an account that acts for every organization');
       checkOrganizations(options.organization, options.allOrganizations);
       const created = await withDatabase(async (database) => {
         try {
@@ -161,13 +179,22 @@ export function registerEmdrCommands(program: Command, kit: CommandKit): void {
   registerSampleCommand(document);
   document
     .command('verify')
-    .description("check a document and its detached signatures as the gateway's acceptance stage does, the registry's signature rules included: exit 0 valid, 1 invalid (one line per failure)")
+    .description(
+      "check a document and its detached signatures as the gateway's acceptance stage does, the registry's signature rules included: exit 0 valid, 1 invalid (one line per failure)",
+    )
     .argument('<document>', 'the XML file')
     .argument('<signatures...>', "the organization's detached CMS signature (.xml.sig, DER or BER), then the personal ones")
     .option('--trust-store <dir>', 'folder of PEM roots and intermediates the signer must chain to (without it, the chain is not checked)')
     .option('--creation-date-time <instant>', "the document's creationDateTime (RFC 3339): the certificates must be valid at it")
     .option('--kind <code>', 'the kind (NSI 1.2.643.5.1.13.13.11.1520), checked against the kinds table on the creation date')
-    .addOption(new Option('--signer <block>', 'a personal signature\'s signer block, SNILS[,LAST,FIRST[,MIDDLE]], in the order of the personal signatures (repeatable): checked against its certificate').argParser(collect).default([]))
+    .addOption(
+      new Option(
+        '--signer <block>',
+        "a personal signature's signer block, SNILS[,LAST,FIRST[,MIDDLE]], in the order of the personal signatures (repeatable): checked against its certificate",
+      )
+        .argParser(collect)
+        .default([]),
+    )
     .action(verifyDocumentPair);
   document
     .command('save')
@@ -186,7 +213,8 @@ export function registerEmdrCommands(program: Command, kit: CommandKit): void {
         throw new UsageError(`${callbackJson}: not a SendDocumentFileResultResponse body with a document`);
       }
       const fileName = path.basename(document.fileName);
-      if (fileName !== document.fileName || fileName.startsWith('.')) throw new UsageError(`${callbackJson}: fileName "${document.fileName}" is not a plain file name`);
+      if (fileName !== document.fileName || fileName.startsWith('.'))
+        throw new UsageError(`${callbackJson}: fileName "${document.fileName}" is not a plain file name`);
       const content = decodeBase64Strict(document.content);
       const signature = decodeBase64Strict(document.signature);
       if (!content || !signature) throw new UsageError(`${callbackJson}: content or signature is not base64`);
@@ -195,7 +223,10 @@ export function registerEmdrCommands(program: Command, kit: CommandKit): void {
       await fs.mkdir(options.out, { recursive: true, mode: 0o700 });
       const xmlPath = path.join(options.out, `${base}.xml`);
       const sigPath = path.join(options.out, `${base}.xml.sig`);
-      for (const [file, bytes] of [[xmlPath, content], [sigPath, signature]] as const) {
+      for (const [file, bytes] of [
+        [xmlPath, content],
+        [sigPath, signature],
+      ] as const) {
         await fs.writeFile(file, bytes, { mode: 0o600 });
         await fs.chmod(file, 0o600);
       }

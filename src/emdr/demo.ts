@@ -47,6 +47,10 @@ export async function seedDemoClinic(knex: Knex, dataKey: Buffer, settings: Demo
   // The data directory's secret alone (a rotation's overlap, if one ran, ends).
   const sealed = sealClinicSecret(dataKey, 'signing_secret', DEMO_CLINIC.businessId, DEMO_CLINIC.user, settings.signingSecret);
   await knex.transaction((trx) => replaceSigningSecret(trx, DEMO_CLINIC.businessId, DEMO_CLINIC.user, sealed, undefined));
-  const updated = await updateClinicAccount(knex, { businessId: DEMO_CLINIC.businessId, user: DEMO_CLINIC.user, ...(settings.callbackUrl === undefined ? {} : { callbackUrls }) });
+  const updated = await updateClinicAccount(knex, {
+    businessId: DEMO_CLINIC.businessId,
+    user: DEMO_CLINIC.user,
+    ...(settings.callbackUrl === undefined ? {} : { callbackUrls }),
+  });
   return { created: false, callbackUrls: updated.callbackUrls };
 }

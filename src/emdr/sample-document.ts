@@ -48,7 +48,10 @@ const escapeXml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&
 /** HL7 CDA time: YYYYMMDDHHMMSS+0300 (Moscow). */
 function cdaTime(at: Date): string {
   const moscow = new Date(at.getTime() + 3 * 3_600_000);
-  return `${moscow.toISOString().replace(/\.\d+Z$/, '').replace(/[-:T]/g, '')}+0300`;
+  return `${moscow
+    .toISOString()
+    .replace(/\.\d+Z$/, '')
+    .replace(/[-:T]/g, '')}+0300`;
 }
 
 /** RFC 3339 in Moscow time, seconds precision: how a МИС in Moscow would write creationDateTime. */
@@ -103,7 +106,10 @@ export function createSample(options: SampleOptions = {}): Sample {
   const localUid = options.localUid ?? randomUUID();
   const organization = options.organization ?? SAMPLE_ORGANIZATION;
   const createdAt = options.createdAt ?? new Date(Date.now() - 60_000);
-  const validity = options.certificateValidity ?? { notBefore: new Date(createdAt.getTime() - 86_400_000), notAfter: new Date(createdAt.getTime() + 365 * 86_400_000) };
+  const validity = options.certificateValidity ?? {
+    notBefore: new Date(createdAt.getTime() - 86_400_000),
+    notAfter: new Date(createdAt.getTime() + 365 * 86_400_000),
+  };
   const certificate = (commonName: string): TestCertificateOptions => ({ commonName, organization: 'ehr-gateway test certificate', ...validity });
   const organizationSigner = createTestSigner(certificate(`Тестовая организация ${organization}`));
   const doctorSigner = createTestSigner(certificate(`${SAMPLE_DOCTOR.surname} ${SAMPLE_DOCTOR.name}, врач (тест)`));
@@ -121,7 +127,14 @@ export function createSample(options: SampleOptions = {}): Sample {
     signature: signature.toString('base64'),
     personalSignatures: [
       {
-        signer: { localId: SAMPLE_DOCTOR.localId, lastName: SAMPLE_DOCTOR.surname, firstName: SAMPLE_DOCTOR.name, middleName: SAMPLE_DOCTOR.middleName, snils: SAMPLE_DOCTOR.snils.replace(/[^0-9]/g, ''), role: '1' },
+        signer: {
+          localId: SAMPLE_DOCTOR.localId,
+          lastName: SAMPLE_DOCTOR.surname,
+          firstName: SAMPLE_DOCTOR.name,
+          middleName: SAMPLE_DOCTOR.middleName,
+          snils: SAMPLE_DOCTOR.snils.replace(/[^0-9]/g, ''),
+          role: '1',
+        },
         signature: doctorSigner.sign(xml, createdAt).toString('base64'),
       },
     ],

@@ -22,7 +22,14 @@ export function withAccessLog(handler: RequestListener, logger: Logger, listener
     // The request's own context (its ids), set by the listener around this handler.
     const context = currentRequest() ?? { requestId: String(res.getHeader('x-request-id') ?? '') };
     res.once('close', () => {
-      const line = { listener, method: req.method, path, status: res.statusCode, durationMs: Math.round((performance.now() - started) * 10) / 10, ...(res.writableFinished ? {} : { aborted: true }) };
+      const line = {
+        listener,
+        method: req.method,
+        path,
+        status: res.statusCode,
+        durationMs: Math.round((performance.now() - started) * 10) / 10,
+        ...(res.writableFinished ? {} : { aborted: true }),
+      };
       runInRequest(context, () => (PROBE_PATHS.has(path) ? logger.debug(line, 'request') : logger.info(line, 'request')));
     });
     handler(req, res);

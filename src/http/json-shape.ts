@@ -73,7 +73,8 @@ export class JsonShapeGuard {
       if (byte === QUOTE) this.inString = true;
       else if (byte === LBRACE || byte === LBRACKET) {
         this.depth += 1;
-        if (this.depth > this.limits.maxDepth) throw new JsonShapeError(`the body nests arrays and objects deeper than ${this.limits.maxDepth} levels, the limit`);
+        if (this.depth > this.limits.maxDepth)
+          throw new JsonShapeError(`the body nests arrays and objects deeper than ${this.limits.maxDepth} levels, the limit`);
         this.opened = true;
       } else if (byte === RBRACE || byte === RBRACKET) {
         if (this.depth > 0) this.depth -= 1;

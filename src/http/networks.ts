@@ -14,7 +14,10 @@ export interface Networks {
 /** Parses a comma-separated CIDR list; throws Error naming the entry that is not one. */
 export function parseNetworks(text: string): Networks {
   const list = new net.BlockList();
-  const entries = text.split(',').map((entry) => entry.trim()).filter(Boolean);
+  const entries = text
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean);
   for (const entry of entries) {
     const [address = '', prefixText, ...rest] = entry.split('/');
     const family = net.isIPv4(address) ? 'ipv4' : net.isIPv6(address) ? 'ipv6' : undefined;

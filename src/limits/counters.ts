@@ -50,7 +50,13 @@ export class Counter {
       return taken(await this.withFallback((limiter) => limiter.consume(key, points)));
     } catch (error) {
       if (!(error instanceof RateLimiterRes)) throw error;
-      return { taken: false, waitMs: Math.max(1000, error.msBeforeNext), used: error.consumedPoints, remaining: 0, endsAt: Date.now() + Math.max(0, error.msBeforeNext) };
+      return {
+        taken: false,
+        waitMs: Math.max(1000, error.msBeforeNext),
+        used: error.consumedPoints,
+        remaining: 0,
+        endsAt: Date.now() + Math.max(0, error.msBeforeNext),
+      };
     }
   }
 

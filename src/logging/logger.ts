@@ -59,8 +59,17 @@ function serializeError(error: unknown): unknown {
   if (!(error instanceof Error)) return error;
   const { code } = error as { code?: unknown };
   if (isDatabaseError(error)) {
-    const { severity, routine, table, column, constraint } = error as Error & { severity?: string; routine?: string; table?: string; column?: string; constraint?: string };
-    const frames = (error.stack ?? '').split('\n').filter((line) => line.trimStart().startsWith('at ')).join('\n');
+    const { severity, routine, table, column, constraint } = error as Error & {
+      severity?: string;
+      routine?: string;
+      table?: string;
+      column?: string;
+      constraint?: string;
+    };
+    const frames = (error.stack ?? '')
+      .split('\n')
+      .filter((line) => line.trimStart().startsWith('at '))
+      .join('\n');
     return { type: 'DatabaseError', message: `database error ${code as string}`, code, severity, routine, table, column, constraint, stack: frames };
   }
   return { type: error.name, message: error.message, ...(code === undefined ? {} : { code }), stack: error.stack };
@@ -81,7 +90,9 @@ export function createLogger(level: string, destination: NodeJS.WritableStream =
       mixin: () => {
         const request = currentRequest();
         if (request === undefined) return NO_FIELDS;
-        return request.clientRequestId === undefined ? { requestId: request.requestId } : { requestId: request.clientRequestId, gatewayRequestId: request.requestId };
+        return request.clientRequestId === undefined
+          ? { requestId: request.requestId }
+          : { requestId: request.clientRequestId, gatewayRequestId: request.requestId };
       },
     },
     destination,

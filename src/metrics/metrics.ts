@@ -29,8 +29,18 @@ export class Metrics {
   readonly registry = new client.Registry();
 
   /** Interface A: one per JSON-RPC call (a batch counts each call). */
-  readonly rpcRequests = new client.Counter({ name: 'ehr_gateway_rpc_requests_total', help: 'JSON-RPC calls of interface A by method', labelNames: ['method'], registers: [this.registry] });
-  readonly rpcErrors = new client.Counter({ name: 'ehr_gateway_rpc_errors_total', help: 'JSON-RPC calls of interface A answered with an error, by method and error code', labelNames: ['method', 'code'], registers: [this.registry] });
+  readonly rpcRequests = new client.Counter({
+    name: 'ehr_gateway_rpc_requests_total',
+    help: 'JSON-RPC calls of interface A by method',
+    labelNames: ['method'],
+    registers: [this.registry],
+  });
+  readonly rpcErrors = new client.Counter({
+    name: 'ehr_gateway_rpc_errors_total',
+    help: 'JSON-RPC calls of interface A answered with an error, by method and error code',
+    labelNames: ['method', 'code'],
+    registers: [this.registry],
+  });
   readonly rpcDuration = new client.Histogram({
     name: 'ehr_gateway_rpc_request_duration_seconds',
     help: 'Time to answer a JSON-RPC call of interface A, by method',
@@ -40,8 +50,18 @@ export class Metrics {
   });
 
   /** Interface B: one per HTTP request under /api. */
-  readonly apiRequests = new client.Counter({ name: 'ehr_gateway_api_requests_total', help: 'HTTP requests of interface B by OpenAPI operation and status', labelNames: ['operation', 'status'], registers: [this.registry] });
-  readonly apiErrors = new client.Counter({ name: 'ehr_gateway_api_errors_total', help: 'Interface B answers with an error, by OpenAPI operation and error code', labelNames: ['operation', 'code'], registers: [this.registry] });
+  readonly apiRequests = new client.Counter({
+    name: 'ehr_gateway_api_requests_total',
+    help: 'HTTP requests of interface B by OpenAPI operation and status',
+    labelNames: ['operation', 'status'],
+    registers: [this.registry],
+  });
+  readonly apiErrors = new client.Counter({
+    name: 'ehr_gateway_api_errors_total',
+    help: 'Interface B answers with an error, by OpenAPI operation and error code',
+    labelNames: ['operation', 'code'],
+    registers: [this.registry],
+  });
   readonly apiDuration = new client.Histogram({
     name: 'ehr_gateway_api_request_duration_seconds',
     help: 'Time to answer an HTTP request of interface B, by OpenAPI operation',
@@ -51,19 +71,65 @@ export class Metrics {
   });
 
   /** Callback delivery, by callback name. */
-  readonly callbackAttempts = new client.Counter({ name: 'ehr_gateway_callback_attempts_total', help: 'Callback attempts by callback', labelNames: ['callback'], registers: [this.registry] });
-  readonly callbackDeliveries = new client.Counter({ name: 'ehr_gateway_callback_deliveries_total', help: 'Callbacks delivered (HTTP 200 with status Success), by callback', labelNames: ['callback'], registers: [this.registry] });
-  readonly callbackFailures = new client.Counter({ name: 'ehr_gateway_callback_failures_total', help: 'Callback attempts that failed (retried, or failed for good), by callback', labelNames: ['callback'], registers: [this.registry] });
-  readonly callbackPostponements = new client.Counter({ name: 'ehr_gateway_callback_postponements_total', help: 'Callback attempts not sent because the receiver origin\'s circuit was open (recorded as failed attempts, retried by the schedule), by callback', labelNames: ['callback'], registers: [this.registry] });
-  readonly callbacksExhausted = new client.Counter({ name: 'ehr_gateway_callbacks_failed_total', help: 'Callbacks marked failed: their retry schedule is exhausted (ehr-gateway callbacks replay sends them again), by callback', labelNames: ['callback'], registers: [this.registry] });
+  readonly callbackAttempts = new client.Counter({
+    name: 'ehr_gateway_callback_attempts_total',
+    help: 'Callback attempts by callback',
+    labelNames: ['callback'],
+    registers: [this.registry],
+  });
+  readonly callbackDeliveries = new client.Counter({
+    name: 'ehr_gateway_callback_deliveries_total',
+    help: 'Callbacks delivered (HTTP 200 with status Success), by callback',
+    labelNames: ['callback'],
+    registers: [this.registry],
+  });
+  readonly callbackFailures = new client.Counter({
+    name: 'ehr_gateway_callback_failures_total',
+    help: 'Callback attempts that failed (retried, or failed for good), by callback',
+    labelNames: ['callback'],
+    registers: [this.registry],
+  });
+  readonly callbackPostponements = new client.Counter({
+    name: 'ehr_gateway_callback_postponements_total',
+    help: "Callback attempts not sent because the receiver origin's circuit was open (recorded as failed attempts, retried by the schedule), by callback",
+    labelNames: ['callback'],
+    registers: [this.registry],
+  });
+  readonly callbacksExhausted = new client.Counter({
+    name: 'ehr_gateway_callbacks_failed_total',
+    help: 'Callbacks marked failed: their retry schedule is exhausted (ehr-gateway callbacks replay sends them again), by callback',
+    labelNames: ['callback'],
+    registers: [this.registry],
+  });
 
   constructor(sources: { pool?: pg.Pool; queues?: () => Promise<QueueDepth[]> } = {}) {
     client.collectDefaultMetrics({ register: this.registry });
     const { pool, queues } = sources;
     if (pool) {
-      new client.Gauge({ name: 'ehr_gateway_db_pool_connections', help: 'Connections of the database pool of this process', registers: [this.registry], collect() { this.set(pool.totalCount); } });
-      new client.Gauge({ name: 'ehr_gateway_db_pool_in_use', help: 'Connections of the database pool checked out now', registers: [this.registry], collect() { this.set(pool.totalCount - pool.idleCount); } });
-      new client.Gauge({ name: 'ehr_gateway_db_pool_waiting', help: 'Queries waiting for a connection of the database pool', registers: [this.registry], collect() { this.set(pool.waitingCount); } });
+      new client.Gauge({
+        name: 'ehr_gateway_db_pool_connections',
+        help: 'Connections of the database pool of this process',
+        registers: [this.registry],
+        collect() {
+          this.set(pool.totalCount);
+        },
+      });
+      new client.Gauge({
+        name: 'ehr_gateway_db_pool_in_use',
+        help: 'Connections of the database pool checked out now',
+        registers: [this.registry],
+        collect() {
+          this.set(pool.totalCount - pool.idleCount);
+        },
+      });
+      new client.Gauge({
+        name: 'ehr_gateway_db_pool_waiting',
+        help: 'Queries waiting for a connection of the database pool',
+        registers: [this.registry],
+        collect() {
+          this.set(pool.waitingCount);
+        },
+      });
     }
     if (queues) this.queueGauges(queues);
   }
@@ -73,9 +139,17 @@ export class Metrics {
    * certificate chains are not checked and every acceptance callback carries CERTIFICATE_CHAIN_NOT_CHECKED.
    */
   trustStore(summary: { certificates: number; earliestNotAfterMs: number } | undefined): void {
-    new client.Gauge({ name: 'ehr_gateway_trust_store_certificates', help: 'Certificates of SIGNATURE_TRUST_STORE loaded by the worker role; 0: certificate chains are not checked (CERTIFICATE_CHAIN_NOT_CHECKED warnings)', registers: [this.registry] }).set(summary?.certificates ?? 0);
+    new client.Gauge({
+      name: 'ehr_gateway_trust_store_certificates',
+      help: 'Certificates of SIGNATURE_TRUST_STORE loaded by the worker role; 0: certificate chains are not checked (CERTIFICATE_CHAIN_NOT_CHECKED warnings)',
+      registers: [this.registry],
+    }).set(summary?.certificates ?? 0);
     if (summary) {
-      new client.Gauge({ name: 'ehr_gateway_trust_store_earliest_expiry_timestamp_seconds', help: 'When the first certificate of SIGNATURE_TRUST_STORE expires (Unix time)', registers: [this.registry] }).set(Math.floor(summary.earliestNotAfterMs / 1000));
+      new client.Gauge({
+        name: 'ehr_gateway_trust_store_earliest_expiry_timestamp_seconds',
+        help: 'When the first certificate of SIGNATURE_TRUST_STORE expires (Unix time)',
+        registers: [this.registry],
+      }).set(Math.floor(summary.earliestNotAfterMs / 1000));
     }
   }
 
@@ -125,7 +199,14 @@ export class Metrics {
 
   /** Receiver origins whose circuit is open or half-open in this worker process (src/callbacks/circuit-breaker.ts). */
   openCircuits(read: () => number): void {
-    new client.Gauge({ name: 'ehr_gateway_callback_circuits_open', help: 'Callback receiver origins whose circuit is open or half-open in this process: their callbacks are postponed until a probe is answered', registers: [this.registry], collect() { this.set(read()); } });
+    new client.Gauge({
+      name: 'ehr_gateway_callback_circuits_open',
+      help: 'Callback receiver origins whose circuit is open or half-open in this process: their callbacks are postponed until a probe is answered',
+      registers: [this.registry],
+      collect() {
+        this.set(read());
+      },
+    });
   }
 
   /** Interface A: one call answered. */

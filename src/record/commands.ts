@@ -65,7 +65,10 @@ const IMPORT_CHILD = 'EHR_GATEWAY_IMPORT_CHILD';
 /** Runs this same command again in a child with IMPORT_HEAP_FLAGS (unless this is that child); its exit code becomes ours. */
 async function inBoundedHeap(): Promise<boolean> {
   if (process.env[IMPORT_CHILD] === '1') return false;
-  const child = spawn(process.execPath, [...IMPORT_HEAP_FLAGS, ...process.execArgv, process.argv[1]!, ...process.argv.slice(2)], { stdio: 'inherit', env: { ...process.env, [IMPORT_CHILD]: '1' } });
+  const child = spawn(process.execPath, [...IMPORT_HEAP_FLAGS, ...process.execArgv, process.argv[1]!, ...process.argv.slice(2)], {
+    stdio: 'inherit',
+    env: { ...process.env, [IMPORT_CHILD]: '1' },
+  });
   const code = await new Promise<number>((resolve) => child.on('exit', (exitCode, signal) => resolve(exitCode ?? (signal ? 1 : 0))));
   process.exitCode = code;
   return true;
@@ -80,12 +83,16 @@ export function registerRecordCommands(program: Command, { withDatabase }: Comma
     .argument('<PATH...>', 'FHIR R4 files (Bundle .json, Bulk Data .ndjson) or folders of them')
     .requiredOption('--organization <oid>', 'OID of the organization the records belong to: its api keys see these patients')
     .option('--source <name>', 'name of the МИС the files come from; resources are unique per source, type and id', 'default')
-    .option('--threads <n>', "worker threads that validate and map the resources (default 0: the command's own thread; each thread holds the FHIR definitions and a heap of its own, some 35-70 MiB more)")
+    .option(
+      '--threads <n>',
+      "worker threads that validate and map the resources (default 0: the command's own thread; each thread holds the FHIR definitions and a heap of its own, some 35-70 MiB more)",
+    )
     .addHelpText('after', IMPORT_HELP)
     .action(async (paths: string[], options: { organization: string; source: string; threads?: string }) => {
       if (!OID.test(options.organization)) throw new UsageError(`--organization "${options.organization}" is not an OID`);
       if (!SOURCE.test(options.source)) throw new UsageError(`--source "${options.source}" must be 1-64 letters, digits, dots, dashes or underscores`);
-      if (options.threads !== undefined && !/^(0|[1-9][0-9]?)$/.test(options.threads)) throw new UsageError(`--threads "${options.threads}" must be a whole number from 0 to 99`);
+      if (options.threads !== undefined && !/^(0|[1-9][0-9]?)$/.test(options.threads))
+        throw new UsageError(`--threads "${options.threads}" must be a whole number from 0 to 99`);
       const files = await filesOf(paths);
       if (await inBoundedHeap()) return;
       // Loaded here: the FHIR definitions and validator are this command's alone, not every command's start.

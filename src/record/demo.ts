@@ -29,7 +29,11 @@ export const DEMO_RECORD_BUNDLE = {
         id: 'demo-1',
         identifier: [
           { system: 'urn:oid:1.2.643.100.3', value: '11223344595' },
-          { type: { coding: [{ system: 'http://terminology.hl7.org/CodeSystem/v2-0203', code: 'MR' }] }, system: 'urn:oid:1.2.643.5.1.13.13.12.2.77.7991.100', value: 'MC-0001' },
+          {
+            type: { coding: [{ system: 'http://terminology.hl7.org/CodeSystem/v2-0203', code: 'MR' }] },
+            system: 'urn:oid:1.2.643.5.1.13.13.12.2.77.7991.100',
+            value: 'MC-0001',
+          },
         ],
         name: [{ use: 'official', family: 'Иванова', given: ['Мария', 'Петровна'] }],
         telecom: [
@@ -50,7 +54,15 @@ export const DEMO_RECORD_BUNDLE = {
         address: [{ line: ['ул. Примерная, 7'], city: 'Москва' }],
       },
     },
-    { resource: { resourceType: 'Location', id: 'demo-therapy', name: 'Терапевтическое отделение', address: { line: ['ул. Примерная, 7'], city: 'Москва' }, managingOrganization: { reference: 'Organization/demo-clinic-7' } } },
+    {
+      resource: {
+        resourceType: 'Location',
+        id: 'demo-therapy',
+        name: 'Терапевтическое отделение',
+        address: { line: ['ул. Примерная, 7'], city: 'Москва' },
+        managingOrganization: { reference: 'Organization/demo-clinic-7' },
+      },
+    },
     {
       resource: {
         resourceType: 'Practitioner',
@@ -66,9 +78,16 @@ export const DEMO_RECORD_BUNDLE = {
         id: 'demo-visit-1',
         status: 'finished',
         class: { system: 'http://terminology.hl7.org/CodeSystem/v3-ActCode', code: 'AMB' },
-        type: [{ coding: [{ system: 'urn:oid:1.2.643.5.1.13.13.11.1070', code: 'B01.047.001', display: 'Прием (осмотр, консультация) врача-терапевта первичный' }] }],
+        type: [
+          { coding: [{ system: 'urn:oid:1.2.643.5.1.13.13.11.1070', code: 'B01.047.001', display: 'Прием (осмотр, консультация) врача-терапевта первичный' }] },
+        ],
         subject: { reference: 'urn:uuid:6f1c0f2e-0d5a-4e57-9d53-2f0a7c1d0001' },
-        participant: [{ type: [{ coding: [{ system: 'http://terminology.hl7.org/CodeSystem/v3-ParticipationType', code: 'PPRF' }] }], individual: { reference: 'Practitioner/demo-practitioner-1' } }],
+        participant: [
+          {
+            type: [{ coding: [{ system: 'http://terminology.hl7.org/CodeSystem/v3-ParticipationType', code: 'PPRF' }] }],
+            individual: { reference: 'Practitioner/demo-practitioner-1' },
+          },
+        ],
         period: { start: at('2025-02-10T09:30:00'), end: at('2025-02-10T10:00:00') },
         reasonCode: [{ text: 'Боль в горле' }],
         diagnosis: [{ condition: { reference: 'Condition/demo-tonsillitis' }, rank: 1 }],
@@ -106,7 +125,9 @@ export const DEMO_RECORD_BUNDLE = {
         id: 'demo-amoxicillin',
         status: 'active',
         intent: 'order',
-        medicationCodeableConcept: { coding: [{ system: 'http://www.nlm.nih.gov/research/umls/rxnorm', code: '723', display: 'Амоксициллин 500 мг, капсулы' }] },
+        medicationCodeableConcept: {
+          coding: [{ system: 'http://www.nlm.nih.gov/research/umls/rxnorm', code: '723', display: 'Амоксициллин 500 мг, капсулы' }],
+        },
         subject: { reference: 'Patient/demo-1' },
         encounter: { reference: 'Encounter/demo-visit-1' },
         authoredOn: at('2025-02-10T10:00:00'),

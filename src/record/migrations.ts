@@ -74,7 +74,9 @@ export const recordMigrations: readonly NamedMigration[] = [
         `);
       },
       async down(knex) {
-        await knex.raw('drop table record_patient_organizations; drop table record_import_patients; drop table record_import_runs; drop table record_aliases; drop table record_resources;');
+        await knex.raw(
+          'drop table record_patient_organizations; drop table record_import_patients; drop table record_import_runs; drop table record_aliases; drop table record_resources;',
+        );
       },
     },
   ],

@@ -14,7 +14,12 @@ import { errorType, type ActiveSpan, type OpenSpan, type SpanKind, type SpanOpti
  * (a client's traceparent with the sampled flag off).
  */
 
-const KINDS: Record<SpanKind, OtelSpanKind> = { server: OtelSpanKind.SERVER, client: OtelSpanKind.CLIENT, consumer: OtelSpanKind.CONSUMER, internal: OtelSpanKind.INTERNAL };
+const KINDS: Record<SpanKind, OtelSpanKind> = {
+  server: OtelSpanKind.SERVER,
+  client: OtelSpanKind.CLIENT,
+  consumer: OtelSpanKind.CONSUMER,
+  internal: OtelSpanKind.INTERNAL,
+};
 
 /** A stored or received traceparent as the parent context; the current context when there is none (or it is malformed). */
 function parentContext(traceparent: string | null | undefined): Context {

@@ -31,7 +31,12 @@ interface Visit {
 function pointerOf(visit: Visit): string {
   const segments: string[] = [];
   for (let at: Visit | undefined = visit; at?.segment !== undefined; at = at.parent) segments.push(at.segment);
-  return segments.reverse().map((segment) => `/${segment.replaceAll('~', '~0').replaceAll('/', '~1')}`).join('') || '/';
+  return (
+    segments
+      .reverse()
+      .map((segment) => `/${segment.replaceAll('~', '~0').replaceAll('/', '~1')}`)
+      .join('') || '/'
+  );
 }
 
 /**

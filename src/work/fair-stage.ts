@@ -113,10 +113,17 @@ export class FairStage<T, R> {
   }
 
   private async loop(): Promise<void> {
-    const heartbeat = setInterval(() => {
-      if (this.inHand.size === 0) return;
-      this.options.extend([...this.inHand]).catch((error: unknown) => this.options.logger.warn({ code: (error as { code?: unknown }).code, stage: this.options.name }, 'extending leases failed'));
-    }, Math.max(100, this.options.leaseMs / 3));
+    const heartbeat = setInterval(
+      () => {
+        if (this.inHand.size === 0) return;
+        this.options
+          .extend([...this.inHand])
+          .catch((error: unknown) =>
+            this.options.logger.warn({ code: (error as { code?: unknown }).code, stage: this.options.name }, 'extending leases failed'),
+          );
+      },
+      Math.max(100, this.options.leaseMs / 3),
+    );
     try {
       while (!this.stopping) {
         this.changed = false;
@@ -198,7 +205,9 @@ export class FairStage<T, R> {
     const group = this.ready.splice(0, this.options.settleGroup);
     this.settling = this.options
       .settle(group.map((entry) => entry.result))
-      .catch((error: unknown) => this.options.logger.error({ err: error, stage: this.options.name }, 'settling failed; the items come back when their leases end'))
+      .catch((error: unknown) =>
+        this.options.logger.error({ err: error, stage: this.options.name }, 'settling failed; the items come back when their leases end'),
+      )
       .finally(() => {
         this.settling = undefined;
         this.end(group.map((entry) => entry.item));

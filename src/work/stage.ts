@@ -113,9 +113,16 @@ export class Stage<T> {
 
   /** Processes a batch, its leases extended meanwhile. */
   private async processHolding(batch: T[]): Promise<void> {
-    const heartbeat = setInterval(() => {
-      this.options.extend(batch).catch((error: unknown) => this.options.logger.warn({ code: (error as { code?: unknown }).code, stage: this.options.name }, 'extending leases failed'));
-    }, Math.max(100, this.options.leaseMs / 3));
+    const heartbeat = setInterval(
+      () => {
+        this.options
+          .extend(batch)
+          .catch((error: unknown) =>
+            this.options.logger.warn({ code: (error as { code?: unknown }).code, stage: this.options.name }, 'extending leases failed'),
+          );
+      },
+      Math.max(100, this.options.leaseMs / 3),
+    );
     try {
       await this.options.process(batch);
     } catch (error) {

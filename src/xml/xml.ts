@@ -50,7 +50,8 @@ export function parseXml(text: string, limits: XmlLimits): XmlElement {
     if (elements > limits.maxElements) fail(`more than ${limits.maxElements} elements`);
     if (stack.length >= limits.maxDepth) fail(`elements nested deeper than ${limits.maxDepth} levels`);
     const attributes: Record<string, string> = {};
-    for (const attribute of Object.values(tag.attributes)) if (attribute.uri !== 'http://www.w3.org/2000/xmlns/' && attribute.prefix !== 'xmlns') attributes[attribute.local] = attribute.value;
+    for (const attribute of Object.values(tag.attributes))
+      if (attribute.uri !== 'http://www.w3.org/2000/xmlns/' && attribute.prefix !== 'xmlns') attributes[attribute.local] = attribute.value;
     const element: XmlElement = { uri: tag.uri, local: tag.local, attributes, children: [], text: '' };
     if (stack.length > 0) stack[stack.length - 1]!.children.push(element);
     else root = element;

@@ -20,11 +20,15 @@ describe('the benchmark suite, a scenario that cannot run', () => {
     const root = path.join(dir, 'checkout');
     await fs.mkdir(path.join(root, 'specs'), { recursive: true });
     await fs.copyFile(path.join(repoRoot, 'specs/openrpc.json'), path.join(root, 'specs/openrpc.json'));
-    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/bench/run.ts', '--smoke', '--only', 'register-document', '--root', root, '--out', path.join(dir, 'out')], {
-      cwd: repoRoot,
-      env: process.env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'scripts/bench/run.ts', '--smoke', '--only', 'register-document', '--root', root, '--out', path.join(dir, 'out')],
+      {
+        cwd: repoRoot,
+        env: process.env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     exit = await outcomeOf(child, 120_000);
   }, 130_000);
 

@@ -8,7 +8,20 @@ import { launchChromium } from '../support/browser.js';
 import { outcomeOf, repoRoot } from '../support/cli.js';
 import { spawn } from 'node:child_process';
 
-const SCENARIOS = ['get_patient', 'save_auth_info', 'register_document', 'pipeline', 'growth', 'large_document', 'gost_check', 'record_import', 'record_list', 'record_growth', 'tracing_register_document', 'tracing_get_patient'];
+const SCENARIOS = [
+  'get_patient',
+  'save_auth_info',
+  'register_document',
+  'pipeline',
+  'growth',
+  'large_document',
+  'gost_check',
+  'record_import',
+  'record_list',
+  'record_growth',
+  'tracing_register_document',
+  'tracing_get_patient',
+];
 
 /**
  * `make bench` in smoke mode (tiny counts, short rounds): every scenario runs against the real
@@ -22,7 +35,11 @@ describe('the benchmark suite, smoke run', () => {
 
   beforeAll(async () => {
     out = await fs.mkdtemp(path.join(os.tmpdir(), 'ehr-gateway-bench-smoke-'));
-    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/bench/run.ts', '--smoke', '--out', out], { cwd: repoRoot, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/bench/run.ts', '--smoke', '--out', out], {
+      cwd: repoRoot,
+      env: process.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     // About 4 min on a quiet machine, up to twice that beside a busy loop on every core; the record's
     // scenario adds Synthea's start (some 30 s of the Java program loading its modules), tracing's
     // two scenarios their own smoke rounds.
@@ -44,14 +61,20 @@ describe('the benchmark suite, smoke run', () => {
       expect(outcome.rows.length, outcome.name).toBeGreaterThan(0);
       for (const row of outcome.rows) {
         expect(Number.isFinite(row.service) && row.service > 0, `${outcome.name}: ${row.metric} = ${row.service}`).toBe(true);
-        if (row.baseline !== undefined) expect(Number.isFinite(row.baseline) && row.baseline > 0, `${outcome.name}: ${row.metric} baseline = ${row.baseline}`).toBe(true);
+        if (row.baseline !== undefined)
+          expect(Number.isFinite(row.baseline) && row.baseline > 0, `${outcome.name}: ${row.metric} baseline = ${row.baseline}`).toBe(true);
       }
-      expect(outcome.notes.filter((note) => /failed requests|NOT every callback/.test(note)), outcome.name).toEqual([]);
+      expect(
+        outcome.notes.filter((note) => /failed requests|NOT every callback/.test(note)),
+        outcome.name,
+      ).toEqual([]);
     }
   });
 
   it('exported spans with tracing on (the on side of the tracing scenario is not a second off side)', () => {
-    const note = run.outcomes.find((outcome) => outcome.name === 'tracing_register_document')!.notes.find((text) => text.startsWith('spans at the collector stand-in: '));
+    const note = run.outcomes
+      .find((outcome) => outcome.name === 'tracing_register_document')!
+      .notes.find((text) => text.startsWith('spans at the collector stand-in: '));
     expect(Number(/: (\d+) for/.exec(note ?? '')?.[1])).toBeGreaterThan(0);
   });
 

@@ -19,7 +19,11 @@ describe('the hostile-load suite, smoke run', () => {
 
   beforeAll(async () => {
     out = await fs.mkdtemp(path.join(os.tmpdir(), 'ehr-gateway-hostile-smoke-'));
-    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/bench/hostile/run.ts', '--smoke', '--out', out], { cwd: repoRoot, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/bench/hostile/run.ts', '--smoke', '--out', out], {
+      cwd: repoRoot,
+      env: process.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     exit = await outcomeOf(child, 400_000);
     if (exit.code === 0) run = JSON.parse(await fs.readFile(path.join(out, 'hostile.json'), 'utf8')) as HostileRun;
   }, 420_000);

@@ -89,7 +89,11 @@ describe('callback retries in one service', () => {
     receiver.reply = (callback) => (refusing && callback.body.localUid === body.localUid ? { status: 500, body: {} } : SUCCESS);
     const { body: ack } = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), body);
     await receiver.waitFor((received) => forRequest(ack.queueMessageId)(received).length >= 3);
-    const state = await until('the acceptance callback failed', () => messageState(service, clinic, ack.queueMessageId), (answer) => answer.callbacks[0]?.state === 'failed');
+    const state = await until(
+      'the acceptance callback failed',
+      () => messageState(service, clinic, ack.queueMessageId),
+      (answer) => answer.callbacks[0]?.state === 'failed',
+    );
     expect(state.callbacks[0]).toMatchObject({ state: 'failed', lastError: 'HTTP 500' });
     expect(state.callbacks[0].attempts).toHaveLength(3);
     // The registration went on, but its callback waits for the acceptance callback.
@@ -136,7 +140,11 @@ describe("the retry schedule's first entry", () => {
   it('is the delay of the first attempt: 1500ms,200ms tries 1.5 s after the callback is due, once more 0.2 s later, then fails', async () => {
     const acknowledged = Date.now();
     const { body: ack } = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody());
-    const state = await until('the acceptance callback failed', () => messageState(service, clinic, ack.queueMessageId), (answer) => answer.callbacks[0]?.state === 'failed');
+    const state = await until(
+      'the acceptance callback failed',
+      () => messageState(service, clinic, ack.queueMessageId),
+      (answer) => answer.callbacks[0]?.state === 'failed',
+    );
     const attempts = state.callbacks[0].attempts as Array<{ at: string }>;
     expect(attempts).toHaveLength(2);
     // Lower bounds only: a busy machine may be later, never earlier.
@@ -174,14 +182,19 @@ describe('a worker killed between acknowledgement and delivery', () => {
       child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
       return () => output.slice(-3000);
     };
-    const waitOrTell = <T,>(waiting: Promise<T>, name: string, output: () => string) => waiting.catch((error: Error) => Promise.reject(new Error(`${error.message}; ${name} said: ${output()}`)));
+    const waitOrTell = <T>(waiting: Promise<T>, name: string, output: () => string) =>
+      waiting.catch((error: Error) => Promise.reject(new Error(`${error.message}; ${name} said: ${output()}`)));
 
     const { body: ack } = await post(api.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody());
     expect(ack.queueMessageId).toEqual(expect.any(String));
     const first = spawnCli(['serve', '--only', 'worker'], workerEnv);
     const firstSaid = said(first);
     // A worker's start takes seconds, or a minute on a loaded machine.
-    await waitOrTell(receiver.waitFor((received) => received.length >= 1, 180_000), 'worker 1', firstSaid);
+    await waitOrTell(
+      receiver.waitFor((received) => received.length >= 1, 180_000),
+      'worker 1',
+      firstSaid,
+    );
     first.kill('SIGKILL');
     expect(await exitOf(first)).toBeNull();
 
@@ -189,8 +202,16 @@ describe('a worker killed between acknowledgement and delivery', () => {
     const secondSaid = said(second);
     try {
       // The second worker starts and takes the callback once its lease (JOB_EXPIRY) ran out.
-      const callbacks = await waitOrTell(receiver.waitFor((received) => received.some((callback) => callback.name === 'SendRegisterDocumentResultResponse'), 180_000), 'worker 2', secondSaid);
-      expect(callbacks.map((callback) => callback.name)).toEqual(['SendRegisterDocumentResponse', 'SendRegisterDocumentResponse', 'SendRegisterDocumentResultResponse']);
+      const callbacks = await waitOrTell(
+        receiver.waitFor((received) => received.some((callback) => callback.name === 'SendRegisterDocumentResultResponse'), 180_000),
+        'worker 2',
+        secondSaid,
+      );
+      expect(callbacks.map((callback) => callback.name)).toEqual([
+        'SendRegisterDocumentResponse',
+        'SendRegisterDocumentResponse',
+        'SendRegisterDocumentResultResponse',
+      ]);
       expect(callbacks[0]!.headers['webhook-id']).toBe(callbacks[1]!.headers['webhook-id']);
       expect(callbacks.every((callback) => callback.signatureValid)).toBe(true);
     } finally {

@@ -40,7 +40,7 @@ describe('the egress policy', () => {
     }
   });
 
-  it('lets CALLBACK_ALLOWED_NETWORKS open a range, but never the service\'s own listeners', () => {
+  it("lets CALLBACK_ALLOWED_NETWORKS open a range, but never the service's own listeners", () => {
     const policy = new EgressPolicy(parseNetworks('127.0.0.0/8,10.0.0.0/8'));
     policy.ownPorts.add(8081);
     expect(policy.refusal('127.0.0.1', 9090)).toBeUndefined();
@@ -59,7 +59,9 @@ describe('the egress policy', () => {
     // localhost is 127.0.0.1 and ::1 here: the first is refused, the second kept.
     if (looked.error) expect(looked.error.message).toMatch(/refused by the egress policy/);
     else expect(looked.address).toBe('::1');
-    const none = await new Promise<Error | null>((resolve) => new EgressPolicy(parseNetworks('')).lookupFor(9090)('localhost', { family: 0 }, (error) => resolve(error)));
+    const none = await new Promise<Error | null>((resolve) =>
+      new EgressPolicy(parseNetworks('')).lookupFor(9090)('localhost', { family: 0 }, (error) => resolve(error)),
+    );
     expect(none?.message).toMatch(/^refused by the egress policy: (127\.0\.0\.1|::1) is loopback and not in CALLBACK_ALLOWED_NETWORKS$/);
   });
 });
@@ -92,7 +94,10 @@ describe('callbacks under the default egress policy', () => {
   it('refuses a receiver on loopback, by address and by a host name that resolves there, and sends it nothing', async () => {
     const port = new URL(receiver.url).port;
     const byAddress = await firstAttempt(await addClinic(service, receiver.url));
-    expect(byAddress).toMatchObject({ state: 'failed', attempts: [{ error: 'refused by the egress policy: 127.0.0.1 is loopback and not in CALLBACK_ALLOWED_NETWORKS' }] });
+    expect(byAddress).toMatchObject({
+      state: 'failed',
+      attempts: [{ error: 'refused by the egress policy: 127.0.0.1 is loopback and not in CALLBACK_ALLOWED_NETWORKS' }],
+    });
     const byName = await firstAttempt(await addClinic(service, `http://localhost:${port}`));
     expect(byName.state).toBe('failed');
     expect(byName.attempts[0].error).toMatch(/^refused by the egress policy: (127\.0\.0\.1|::1) is loopback/);

@@ -38,7 +38,13 @@ async function openApiDocument(): Promise<OpenApiDocument> {
 function resolveRef(document: unknown, value: unknown): unknown {
   const ref = (value as { $ref?: unknown } | undefined)?.$ref;
   if (typeof ref !== 'string') return value;
-  return resolveRef(document, ref.slice(2).split('/').reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], document));
+  return resolveRef(
+    document,
+    ref
+      .slice(2)
+      .split('/')
+      .reduce<unknown>((node, key) => (node as Record<string, unknown>)[key], document),
+  );
 }
 
 const tagName = (document: unknown, tag: unknown) => (resolveRef(document, tag) as { name: string }).name;
@@ -94,7 +100,11 @@ describe('published documentation at /docs', () => {
     await page.locator('#error-codes').screenshot({ path: path.join(repoRoot, 'test-results', 'docs-interface-a-error-codes.png') });
 
     // docs-react lists the servers; ours are where this page was served from, not the spec's localhost:8080.
-    await page.getByText('Servers').first().click().catch(() => undefined);
+    await page
+      .getByText('Servers')
+      .first()
+      .click()
+      .catch(() => undefined);
     const servers = await page.locator('#openrpc-docs').innerText();
     expect(servers).toContain(`${service.publicUrl}/${document.info.version}/`);
     expect(servers).toContain(`${service.internalUrl}/${document.info.version}/`);
@@ -153,7 +163,12 @@ describe('published documentation at /docs', () => {
       if (!(await item.isVisible())) await page.locator('.menu-content label.-depth1', { hasText: new RegExp(`^${operation.tags[0]}$`) }).click();
       await item.click();
       const section = page.locator(`[data-section-id="operation/${operation.operationId}"]`);
-      await expect.poll(() => section.evaluate((element) => element.getBoundingClientRect().top), { message: `${operation.operationId} scrolled into view`, timeout: 20_000 }).toBeLessThan(200);
+      await expect
+        .poll(() => section.evaluate((element) => element.getBoundingClientRect().top), {
+          message: `${operation.operationId} scrolled into view`,
+          timeout: 20_000,
+        })
+        .toBeLessThan(200);
       const shown = await section.innerText();
       expect(shown, operation.operationId).toContain(operation.summary);
       expect(shown, operation.operationId).toContain('Responses');
@@ -176,12 +191,30 @@ describe('published documentation at /docs', () => {
   it('opens on a getting-started page whose two sequence diagrams render, and loads nothing from outside the service', async () => {
     const page = await openPage('/docs/');
     const links = await page.locator('main a').evaluateAll((anchors) => anchors.map((anchor) => anchor.getAttribute('href')));
-    expect(links).toEqual(expect.arrayContaining(['/docs/openrpc?lang=en', '/docs/openapi?lang=en', '/docs/openrpc.json', '/docs/openapi.yaml', '/console?lang=en']));
+    expect(links).toEqual(
+      expect.arrayContaining(['/docs/openrpc?lang=en', '/docs/openapi?lang=en', '/docs/openrpc.json', '/docs/openapi.yaml', '/console?lang=en']),
+    );
     const diagrams = page.locator('svg.sequence-diagram');
     expect(await diagrams.count()).toBe(2);
     const expected: Record<string, string[]> = {
-      'interface-a': ['End user', 'Patient app', 'Authorization server', 'EHR server (ehr-gateway)', 'save_exchange_token (internal channel)', 'embedded_storage.authenticate {exchangeToken, patientProperties}', 'save_auth_info (internal channel)'],
-      'interface-b': ['Clinic system (МИС)', 'ehr-gateway', 'ЭМД registry', 'POST /api/RegisterDocument (businessId, user, token)', 'POST {callbackUrl}/api/SendRegisterDocumentResponse', 'SendDocumentFileResultResponse {document: content, signature}', 'loop'],
+      'interface-a': [
+        'End user',
+        'Patient app',
+        'Authorization server',
+        'EHR server (ehr-gateway)',
+        'save_exchange_token (internal channel)',
+        'embedded_storage.authenticate {exchangeToken, patientProperties}',
+        'save_auth_info (internal channel)',
+      ],
+      'interface-b': [
+        'Clinic system (МИС)',
+        'ehr-gateway',
+        'ЭМД registry',
+        'POST /api/RegisterDocument (businessId, user, token)',
+        'POST {callbackUrl}/api/SendRegisterDocumentResponse',
+        'SendDocumentFileResultResponse {document: content, signature}',
+        'loop',
+      ],
     };
     for (const [id, texts] of Object.entries(expected)) {
       const diagram = page.locator(`svg#${id}`);
@@ -191,11 +224,13 @@ describe('published documentation at /docs', () => {
         box: svg.getBoundingClientRect().toJSON() as { width: number; height: number; right: number },
         figure: svg.closest('figure')!.getBoundingClientRect().toJSON() as { right: number },
         // Every label lies inside the drawing: nothing cut off at an edge.
-        outside: [...svg.querySelectorAll('text')].filter((node) => {
-          const box = (node as SVGGraphicsElement).getBBox();
-          const view = svg.viewBox.baseVal;
-          return box.x < view.x || box.x + box.width > view.x + view.width || box.y < view.y || box.y + box.height > view.y + view.height;
-        }).map((node) => node.textContent),
+        outside: [...svg.querySelectorAll('text')]
+          .filter((node) => {
+            const box = (node as SVGGraphicsElement).getBBox();
+            const view = svg.viewBox.baseVal;
+            return box.x < view.x || box.x + box.width > view.x + view.width || box.y < view.y || box.y + box.height > view.y + view.height;
+          })
+          .map((node) => node.textContent),
       }));
       for (const label of texts) expect(rendered.texts, id).toContain(label);
       expect(rendered.arrows, id).toBeGreaterThan(10);

@@ -22,7 +22,13 @@ type Language = 'en' | 'ru';
 
 /** What each page says in each language: its <h1> (or first heading), and a phrase of its navigation. */
 const EXPECTED: Record<Language, { navigation: string; gettingStarted: string; console: string; errorCodes: string; signIn: string }> = {
-  en: { navigation: 'Getting started', gettingStarted: 'ehr-gateway: getting started', console: 'Delivery console', errorCodes: 'Error codes', signIn: 'Sign in' },
+  en: {
+    navigation: 'Getting started',
+    gettingStarted: 'ehr-gateway: getting started',
+    console: 'Delivery console',
+    errorCodes: 'Error codes',
+    signIn: 'Sign in',
+  },
   ru: { navigation: 'Начало работы', gettingStarted: 'ehr-gateway: начало работы', console: 'Консоль доставки', errorCodes: 'Коды ошибок', signIn: 'Войти' },
 };
 
@@ -50,7 +56,10 @@ describe('the web pages in Russian and English', () => {
     const { body: ack } = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody());
     await until(
       'the acceptance callback failed',
-      async () => (await (await fetch(`${service.publicUrl}/api/messages/${ack.queueMessageId}`, { headers: authHeaders(clinic) })).json()) as { callbacks: Array<{ state: string }> },
+      async () =>
+        (await (await fetch(`${service.publicUrl}/api/messages/${ack.queueMessageId}`, { headers: authHeaders(clinic) })).json()) as {
+          callbacks: Array<{ state: string }>;
+        },
       (state) => state.callbacks[0]?.state === 'failed',
     );
     browser = await launchChromium();
@@ -75,7 +84,7 @@ describe('the web pages in Russian and English', () => {
     const response = await page.goto(`${service.publicUrl}${route}`);
     expect(response!.status(), route).toBe(200);
     expect(response!.headers()['content-language'], route).toBe(language);
-    expect(response!.headers()['vary'], route).toMatch(/Accept-Language/i);
+    expect(response!.headers().vary, route).toMatch(/Accept-Language/i);
     expect(await page.locator('html').getAttribute('lang'), route).toBe(language);
     expect(await page.locator('nav.site').innerText(), route).toContain(EXPECTED[language].navigation);
     // The icon the page names is there (no 404 for a favicon).
@@ -101,13 +110,18 @@ describe('the web pages in Russian and English', () => {
       expect(await guide.locator('main a[href^="/docs/openrpc?"]').getAttribute('href')).toBe(`/docs/openrpc?lang=${language}`);
       await screenshot(guide, `pages/getting-started.${language}`);
 
-      const rpcDocument = JSON.parse(await fs.readFile(path.join(repoRoot, 'specs/openrpc.json'), 'utf8')) as { info: { title: string }; 'x-error-codes': Array<{ code: number; meaning: string }> };
+      const rpcDocument = JSON.parse(await fs.readFile(path.join(repoRoot, 'specs/openrpc.json'), 'utf8')) as {
+        info: { title: string };
+        'x-error-codes': Array<{ code: number; meaning: string }>;
+      };
       const rpc = await open(context, '/docs/openrpc', language);
       await rpc.locator('#error-codes tbody tr').first().waitFor({ timeout: 20_000 });
       expect(await rpc.locator('#error-codes h2').innerText()).toBe(EXPECTED[language].errorCodes);
       const rpcHeaders = await rpc.locator('#error-codes thead th').allTextContents();
       expect(rpcHeaders.slice(2)).toEqual(language === 'ru' ? ['когда (по-русски)', 'when (English)'] : ['when (English)', 'когда (по-русски)']);
-      const rpcRows = await rpc.locator('#error-codes tbody tr').evaluateAll((rows) => rows.map((row) => [...row.querySelectorAll('td')].map((cell) => cell.textContent ?? '')));
+      const rpcRows = await rpc
+        .locator('#error-codes tbody tr')
+        .evaluateAll((rows) => rows.map((row) => [...row.querySelectorAll('td')].map((cell) => cell.textContent ?? '')));
       const russianColumn = language === 'ru' ? 2 : 3;
       for (const [index, entry] of rpcDocument['x-error-codes'].entries()) {
         expect(rpcRows[index]![0]).toBe(String(entry.code));
@@ -120,7 +134,9 @@ describe('the web pages in Russian and English', () => {
       await rest.locator('[data-section-id="operation/RegisterDocument"]').waitFor({ timeout: 20_000 });
       await rest.locator('#error-codes summary').click();
       expect(await rest.locator('#error-codes h2').innerText()).toBe(EXPECTED[language].errorCodes);
-      const restRows = await rest.locator('#error-codes tbody tr').evaluateAll((rows) => rows.map((row) => [...row.querySelectorAll('td')].map((cell) => cell.textContent ?? '')));
+      const restRows = await rest
+        .locator('#error-codes tbody tr')
+        .evaluateAll((rows) => rows.map((row) => [...row.querySelectorAll('td')].map((cell) => cell.textContent ?? '')));
       expect(restRows.map((row) => row[0])).toEqual(Object.keys(ERROR_CODES));
       for (const row of restRows) {
         const code = row[0] as keyof typeof ERROR_CODES;

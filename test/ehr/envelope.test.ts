@@ -20,7 +20,11 @@ const handlers: Record<string, MethodHandler> = {
   notify_hello: async () => null,
   notify_sum: async () => null,
   get_data: async () => ['hello', 5],
-  whoami: async (_params, context) => ({ cred: context.cred ?? null, channel: context.channel, ...(context.apiKey === undefined ? {} : { apiKey: context.apiKey }) }),
+  whoami: async (_params, context) => ({
+    cred: context.cred ?? null,
+    channel: context.channel,
+    ...(context.apiKey === undefined ? {} : { apiKey: context.apiKey }),
+  }),
   peer: async (_params, context) => context.clientAddress,
   echo: async ({ text }) => text,
   fail: async ({ how }) => {
@@ -60,13 +64,27 @@ afterAll(async () => {
 
 describe('JSON-RPC 2.0 specification examples', () => {
   it('rpc call with positional parameters', async () => {
-    expect(await post('{"jsonrpc": "2.0", "method": "subtract", "params": [42, 23], "id": 1}')).toEqual({ status: 200, body: { jsonrpc: '2.0', result: 19, id: 1 } });
-    expect(await post('{"jsonrpc": "2.0", "method": "subtract", "params": [23, 42], "id": 2}')).toEqual({ status: 200, body: { jsonrpc: '2.0', result: -19, id: 2 } });
+    expect(await post('{"jsonrpc": "2.0", "method": "subtract", "params": [42, 23], "id": 1}')).toEqual({
+      status: 200,
+      body: { jsonrpc: '2.0', result: 19, id: 1 },
+    });
+    expect(await post('{"jsonrpc": "2.0", "method": "subtract", "params": [23, 42], "id": 2}')).toEqual({
+      status: 200,
+      body: { jsonrpc: '2.0', result: -19, id: 2 },
+    });
   });
 
   it('rpc call with named parameters', async () => {
-    expect((await post('{"jsonrpc": "2.0", "method": "subtract", "params": {"subtrahend": 23, "minuend": 42}, "id": 3}')).body).toEqual({ jsonrpc: '2.0', result: 19, id: 3 });
-    expect((await post('{"jsonrpc": "2.0", "method": "subtract", "params": {"minuend": 42, "subtrahend": 23}, "id": 4}')).body).toEqual({ jsonrpc: '2.0', result: 19, id: 4 });
+    expect((await post('{"jsonrpc": "2.0", "method": "subtract", "params": {"subtrahend": 23, "minuend": 42}, "id": 3}')).body).toEqual({
+      jsonrpc: '2.0',
+      result: 19,
+      id: 3,
+    });
+    expect((await post('{"jsonrpc": "2.0", "method": "subtract", "params": {"minuend": 42, "subtrahend": 23}, "id": 4}')).body).toEqual({
+      jsonrpc: '2.0',
+      result: 19,
+      id: 4,
+    });
   });
 
   it('a notification gets no response (HTTP 204)', async () => {
@@ -163,10 +181,21 @@ describe('the envelope of interface A', () => {
   it('refuses text the database cannot store: a NUL or a lone surrogate, at its path', async () => {
     for (const text of ['"a\\u0000b"', '"a\\ud800b"', '"\\udc00"']) {
       const { body } = await post(`{"jsonrpc":"2.0","id":1,"method":"echo","params":{"text":${text}}}`);
-      expect(body).toEqual({ jsonrpc: '2.0', id: 1, error: { code: -32602, message: 'Invalid params', data: { errors: [{ path: '/text', message: 'contains a NUL character or a lone surrogate' }] } } });
+      expect(body).toEqual({
+        jsonrpc: '2.0',
+        id: 1,
+        error: { code: -32602, message: 'Invalid params', data: { errors: [{ path: '/text', message: 'contains a NUL character or a lone surrogate' }] } },
+      });
     }
-    expect((await post('{"jsonrpc":"2.0","id":1,"method":"echo","params":["\\ud83d\\ude00 ok"]}')).body).toEqual({ jsonrpc: '2.0', id: 1, result: '\u{1F600} ok' });
-    expect((await post('{"jsonrpc":"2.0","id":1,"method":"whoami","cred":{"user":"u\\u0000","token":"t"}}')).body).toMatchObject({ id: 1, error: { code: -32600 } });
+    expect((await post('{"jsonrpc":"2.0","id":1,"method":"echo","params":["\\ud83d\\ude00 ok"]}')).body).toEqual({
+      jsonrpc: '2.0',
+      id: 1,
+      result: '\u{1F600} ok',
+    });
+    expect((await post('{"jsonrpc":"2.0","id":1,"method":"whoami","cred":{"user":"u\\u0000","token":"t"}}')).body).toMatchObject({
+      id: 1,
+      error: { code: -32600 },
+    });
   });
 
   it('accepts application/json with a charset parameter', async () => {

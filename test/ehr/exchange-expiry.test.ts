@@ -33,6 +33,9 @@ describe('AUTH_TTL_UNIT=minutes', () => {
     await saveExchangeToken(service, exchangeToken, { user: unique('user'), token: unique('token'), ttl: 2, created: created.toISOString() });
     // 2 minutes from a minute ago: still live. With seconds it would have expired.
     expect((await authenticate(service, exchangeToken, MARIA)).result).toMatchObject({ internalUserId: 'demo-1' });
-    expectError(await saveExchangeToken(service, unique('exchange'), { user: unique('user'), token: unique('token'), ttl: 1, created: created.toISOString() }), -33001);
+    expectError(
+      await saveExchangeToken(service, unique('exchange'), { user: unique('user'), token: unique('token'), ttl: 1, created: created.toISOString() }),
+      -33001,
+    );
   });
 });

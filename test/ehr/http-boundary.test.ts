@@ -46,8 +46,15 @@ describe('interface A over HTTP, and the listeners around it', () => {
   });
 
   it('answers a Content-Length over 1 MiB with 413 before the body arrives, and an unknown version with 404 without reading it', async () => {
-    expect(await statusLineOf(portOf(service.publicUrl), `POST /${VERSION}/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2000000\r\n\r\n`)).toBe('HTTP/1.1 413 Payload Too Large');
-    expect(await statusLineOf(portOf(service.internalUrl), 'POST /9.9.9/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n')).toBe('HTTP/1.1 404 Not Found');
+    expect(
+      await statusLineOf(
+        portOf(service.publicUrl),
+        `POST /${VERSION}/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2000000\r\n\r\n`,
+      ),
+    ).toBe('HTTP/1.1 413 Payload Too Large');
+    expect(
+      await statusLineOf(portOf(service.internalUrl), 'POST /9.9.9/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n'),
+    ).toBe('HTTP/1.1 404 Not Found');
   });
 
   it.each(['GET', 'PUT', 'DELETE'])('answers %s on /<version>/ with 405, Allow: POST and JSON', async (method) => {

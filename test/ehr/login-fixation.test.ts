@@ -26,7 +26,9 @@ describe('L4: the phone binding is required by default', () => {
     const answer = await saveExchangeToken(service, unique('exchange'), { user: unique('attacker'), token: unique('token'), ttl: 3600 });
     // Before: stored, and the token then linked whoever authenticated with it to the attacker's account.
     expectError(answer, -32602);
-    expect(answer.error!.data!.errors).toEqual([{ path: '/authInfo/phone', message: 'is required: the phone the authorization server verified (EXCHANGE_TOKEN_PHONE=required)' }]);
+    expect(answer.error!.data!.errors).toEqual([
+      { path: '/authInfo/phone', message: 'is required: the phone the authorization server verified (EXCHANGE_TOKEN_PHONE=required)' },
+    ]);
   });
 
   it("does not link another person's patient to the account a token was minted for", async () => {
@@ -40,7 +42,7 @@ describe('L4: the phone binding is required by default', () => {
   });
 });
 
-describe('L4: EXCHANGE_TOKEN_PHONE=optional, the operator\'s explicit choice', () => {
+describe("L4: EXCHANGE_TOKEN_PHONE=optional, the operator's explicit choice", () => {
   let service: TestService;
 
   beforeAll(async () => {

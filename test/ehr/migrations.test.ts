@@ -6,7 +6,11 @@ import { createTestDatabase } from '../support/database.js';
 
 describe('interface A migrations', () => {
   it('ehr_003 moves stored genders from 0..3 (male, female, other, unknown) to the peer SDK enum 1..4', async () => {
-    const knex = knexFactory({ client: 'pg', connection: await createTestDatabase(), migrations: { migrationSource: migrationSource(MIGRATIONS), tableName: 'knex_migrations' } });
+    const knex = knexFactory({
+      client: 'pg',
+      connection: await createTestDatabase(),
+      migrations: { migrationSource: migrationSource(MIGRATIONS), tableName: 'knex_migrations' },
+    });
     try {
       // Interface A's first two migrations: the database as 1.0.0-alpha left it.
       await knex.migrate.up();
@@ -16,9 +20,13 @@ describe('interface A migrations', () => {
       await knex('ehr_patients').insert([patient('male', 0), patient('female', 1), patient('other', 2), patient('unknown', 3)]);
 
       await knex.migrate.latest();
-      const genders = Object.fromEntries((await knex('ehr_patients').select('id', 'gender')).map((row: { id: string; gender: number }) => [row.id, row.gender]));
+      const genders = Object.fromEntries(
+        (await knex('ehr_patients').select('id', 'gender')).map((row: { id: string; gender: number }) => [row.id, row.gender]),
+      );
       expect(genders).toEqual({ male: 1, female: 2, other: 3, unknown: 4 });
-      const refused = await knex('ehr_patients').insert(patient('old-enum', 0)).catch((error: { code?: string }) => error);
+      const refused = await knex('ehr_patients')
+        .insert(patient('old-enum', 0))
+        .catch((error: { code?: string }) => error);
       expect((refused as { code?: string }).code).toBe('23514');
     } finally {
       await knex.destroy();

@@ -41,7 +41,15 @@ describe('ehr-gateway patients import', () => {
     expect(result.code).toBe(0);
     expect(JSON.parse(result.stdout)).toEqual({ imported: 2 });
     const rows = await knex('ehr_patients').whereIn('id', ['csv-1', 'csv-2']).orderBy('id');
-    expect(rows[0]).toMatchObject({ surname: 'Иванов', gender: 1, phone: '+79160001122', snils: '112-233-445 95', medcard_number: 'MC, 7', active: true, name_key: 'петр' });
+    expect(rows[0]).toMatchObject({
+      surname: 'Иванов',
+      gender: 1,
+      phone: '+79160001122',
+      snils: '112-233-445 95',
+      medcard_number: 'MC, 7',
+      active: true,
+      name_key: 'петр',
+    });
     expect(rows[1]).toMatchObject({ surname: 'O"Brien', gender: 2, phone: '+442079460958', active: false });
   });
 
@@ -141,7 +149,12 @@ describe('ehr-gateway seed-demo', () => {
       clinic: { businessId: '4000125', created: true, callbackUrls: ['http://127.0.0.1:9090'], signingSecret: expect.stringMatching(/^whsec_/) },
     });
     const second = await runCli(['seed-demo', '--force'], { DATABASE_URL: databaseUrl, DATA_KEY: '11'.repeat(32) });
-    expect(JSON.parse(second.stdout)).toMatchObject({ patients: 3, record: { imported: 0, updated: 10, patients: 1 }, apiKey: { ...apiKey, created: false }, clinic: { businessId: '4000125', created: false } });
+    expect(JSON.parse(second.stdout)).toMatchObject({
+      patients: 3,
+      record: { imported: 0, updated: 10, patients: 1 },
+      apiKey: { ...apiKey, created: false },
+      clinic: { businessId: '4000125', created: false },
+    });
     expect(await knex('ehr_patients').where('id', 'like', 'demo-%').count({ n: '*' })).toEqual([{ n: '3' }]);
     for (const table of ['record_appointments', 'record_appointment_results', 'record_diagnostic_reports', 'record_prescriptions']) {
       expect(await knex(table).where('patient_id', 'demo-1').count({ n: '*' }), table).toEqual([{ n: '1' }]);

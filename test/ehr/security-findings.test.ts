@@ -108,7 +108,11 @@ describe('finding 4: the internal channel', () => {
   it('listens on INTERNAL_HOST, apart from HOST', async () => {
     const service = await startTestService({ HOST: '127.0.0.1', INTERNAL_HOST: '127.0.0.2' }, ['ehr']);
     try {
-      const answers = async (url: string) => fetch(url).then((response) => response.status, (error: Error & { cause?: { code?: string } }) => error.cause?.code ?? error.message);
+      const answers = async (url: string) =>
+        fetch(url).then(
+          (response) => response.status,
+          (error: Error & { cause?: { code?: string } }) => error.cause?.code ?? error.message,
+        );
       expect(await answers(`http://127.0.0.2:${service.internalPort}/healthz`)).toBe(200);
       expect(await answers(`http://127.0.0.1:${service.internalPort}/healthz`)).toBe('ECONNREFUSED');
       expect(await answers(`http://127.0.0.1:${service.publicPort}/healthz`)).toBe(200);
@@ -125,7 +129,10 @@ describe('finding 4: the internal channel', () => {
     const backup = { user: 'backup', password: 'b4ckup-pa55' };
 
     beforeAll(async () => {
-      service = await startEhrTestService({ INTERNAL_USERS: `${right.user}:${right.password},${backup.user}:${backup.password}`, INTERNAL_AUTH_MAX_FAILURES: '5', ...PHONE_OPTIONAL }, ['ehr']);
+      service = await startEhrTestService(
+        { INTERNAL_USERS: `${right.user}:${right.password},${backup.user}:${backup.password}`, INTERNAL_AUTH_MAX_FAILURES: '5', ...PHONE_OPTIONAL },
+        ['ehr'],
+      );
     });
 
     afterAll(async () => {
@@ -135,7 +142,13 @@ describe('finding 4: the internal channel', () => {
     function saveExchangeTokenCall(id: number, account: { user: string; password: string }) {
       const exchangeToken = unique('exchange');
       const params = { exchangeToken, authInfo: { user: unique('user'), token: unique('token'), ttl: 60 } };
-      return { jsonrpc: '2.0', id, method: 'embedded_storage.save_exchange_token', params, cred: { user: account.user, token: sha1hex(account.password + exchangeToken) } };
+      return {
+        jsonrpc: '2.0',
+        id,
+        method: 'embedded_storage.save_exchange_token',
+        params,
+        cred: { user: account.user, token: sha1hex(account.password + exchangeToken) },
+      };
     }
 
     it('counts every call of a batch, save_exchange_token and save_auth_info alike, then refuses even the right credentials', async () => {
@@ -156,7 +169,11 @@ describe('finding 4: the internal channel', () => {
         saveExchangeTokenCall(6, guess),
         saveExchangeTokenCall(7, right),
       ];
-      const response = await fetch(`${service.internalUrl}/${VERSION}/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(batch) });
+      const response = await fetch(`${service.internalUrl}/${VERSION}/`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(batch),
+      });
       const answers = (await response.json()) as Array<RpcAnswer & { id: number }>;
       expect(answers.map((answer) => [answer.id, answer.error?.code, answer.error?.data?.reason])).toEqual([
         [1, -33000, 'credentials rejected'],
@@ -209,10 +226,34 @@ describe('finding 5: values the database cannot hold', () => {
       [await authenticate(service, await pendingExchange(service), { ...MARIA, surname: 'Ива\u0000нова' }), '/patientProperties/surname'],
       [await authenticate(service, await pendingExchange(service), { ...ALEXEY, name: 'Алекс\ud800ей' }), '/patientProperties/name'],
       [await authenticate(service, await pendingExchange(service), ALEXEY, { searchStrategy: 'MEDCARD', medCardId: 'MC-\u00000002' }), '/medCardId'],
-      [await rpc(service.internalUrl, 'embedded_storage.save_exchange_token', { exchangeToken, authInfo: { user: 'user\u0000', token: unique('token'), ttl: 60 } }, internalCred), '/authInfo/user'],
+      [
+        await rpc(
+          service.internalUrl,
+          'embedded_storage.save_exchange_token',
+          { exchangeToken, authInfo: { user: 'user\u0000', token: unique('token'), ttl: 60 } },
+          internalCred,
+        ),
+        '/authInfo/user',
+      ],
       // A lone surrogate would be stored as U+FFFD: two different users would become one.
-      [await rpc(service.internalUrl, 'embedded_storage.save_exchange_token', { exchangeToken, authInfo: { user: 'user\udc00', token: unique('token'), ttl: 60 } }, internalCred), '/authInfo/user'],
-      [await rpc(service.internalUrl, 'embedded_storage.save_exchange_token', { exchangeToken, authInfo: { user: unique('user'), token: 'token\ud800', ttl: 60 } }, internalCred), '/authInfo/token'],
+      [
+        await rpc(
+          service.internalUrl,
+          'embedded_storage.save_exchange_token',
+          { exchangeToken, authInfo: { user: 'user\udc00', token: unique('token'), ttl: 60 } },
+          internalCred,
+        ),
+        '/authInfo/user',
+      ],
+      [
+        await rpc(
+          service.internalUrl,
+          'embedded_storage.save_exchange_token',
+          { exchangeToken, authInfo: { user: unique('user'), token: 'token\ud800', ttl: 60 } },
+          internalCred,
+        ),
+        '/authInfo/token',
+      ],
     ];
     for (const [answer, path] of cases) {
       expectError(answer, -32602);
@@ -231,7 +272,15 @@ describe('finding 5: values the database cannot hold', () => {
     await database.close();
     expect(String((failure as Error).message)).toContain(YEAR_ZERO);
     const lines: string[] = [];
-    const logger = createLogger('info', new Writable({ write: (chunk: Buffer, _encoding, done) => { lines.push(chunk.toString()); done(); } }));
+    const logger = createLogger(
+      'info',
+      new Writable({
+        write: (chunk: Buffer, _encoding, done) => {
+          lines.push(chunk.toString());
+          done();
+        },
+      }),
+    );
     logger.error({ err: failure }, 'query failed');
     const logged = JSON.parse(lines[0]!) as { err: Record<string, unknown> };
     expect(logged.err).toMatchObject({ code: '22008', routine: expect.any(String) });

@@ -48,10 +48,20 @@ describe('-33000 NotAuthorized', () => {
     const exchangeToken = unique('exchange');
     const answers = [
       await saveExchangeToken(service, exchangeToken, authInfo, 'wrong-password'),
-      await rpc(service.internalUrl, 'embedded_storage.save_exchange_token', { exchangeToken, authInfo }, { user: 'intruder', token: sha1hex(`pa55word${exchangeToken}`) }),
+      await rpc(
+        service.internalUrl,
+        'embedded_storage.save_exchange_token',
+        { exchangeToken, authInfo },
+        { user: 'intruder', token: sha1hex(`pa55word${exchangeToken}`) },
+      ),
       await rpc(service.internalUrl, 'embedded_storage.save_exchange_token', { exchangeToken, authInfo }),
       // Uppercase hex is not the documented form.
-      await rpc(service.internalUrl, 'embedded_storage.save_exchange_token', { exchangeToken, authInfo }, { user: INTERNAL_USER, token: sha1hex(`pa55word${exchangeToken}`).toUpperCase() }),
+      await rpc(
+        service.internalUrl,
+        'embedded_storage.save_exchange_token',
+        { exchangeToken, authInfo },
+        { user: INTERNAL_USER, token: sha1hex(`pa55word${exchangeToken}`).toUpperCase() },
+      ),
     ];
     for (const answer of answers) expectError(answer, -33000, 'credentials rejected');
     // A wrong token and an unknown account answer alike; the hint differs only with the shape of what was sent.
@@ -64,7 +74,7 @@ describe('-33000 NotAuthorized', () => {
     expectError(await saveAuthInfo(service, { user: cred.user, token: unique('token'), ttl: 60 }, 'not-the-user-sign'), -33000, 'credentials rejected');
   });
 
-  it('answers get_patient without cred, with an unknown token, and with another user\'s token: the SDK then starts the exchange-token flow', async () => {
+  it("answers get_patient without cred, with an unknown token, and with another user's token: the SDK then starts the exchange-token flow", async () => {
     const { cred } = await authenticatedUser(service);
     expectError(await getPatient(service), -33000, 'no stored session for these credentials');
     expectError(await getPatient(service, { user: cred.user, token: unique('token') }), -33000, 'no stored session for these credentials');
@@ -88,7 +98,8 @@ describe('-33000 NotAuthorized', () => {
 
   it('still accepts the right properties after 4 failed attempts', async () => {
     const { exchangeToken } = await pendingExchange();
-    for (let attempt = 1; attempt <= 4; attempt += 1) expectError(await authenticate(service, exchangeToken, { ...MARIA, date: '1990-05-18 00:00:00.000' }), -34001);
+    for (let attempt = 1; attempt <= 4; attempt += 1)
+      expectError(await authenticate(service, exchangeToken, { ...MARIA, date: '1990-05-18 00:00:00.000' }), -34001);
     expect((await authenticate(service, exchangeToken, MARIA)).result).toMatchObject({ internalUserId: 'demo-1' });
   });
 });
@@ -150,7 +161,9 @@ describe('-34001 PatientNotAuthenticated', () => {
 
 describe('-34002 PatientNotFound', () => {
   it('answers get_patient when the patient is no longer active in the patient source', async () => {
-    await upsertPatients(database.knex, [{ id: 'leaving-1', surname: 'Уходящая', name: 'Вера', birthDate: '1970-01-01', gender: 2, phone: '+79007770011', active: true }]);
+    await upsertPatients(database.knex, [
+      { id: 'leaving-1', surname: 'Уходящая', name: 'Вера', birthDate: '1970-01-01', gender: 2, phone: '+79007770011', active: true },
+    ]);
     const { cred } = await authenticatedUser(service, { surname: 'Уходящая', name: 'Вера', date: '1970-01-01', gender: 2, phone: '+79007770011' });
     expect((await getPatient(service, cred)).result).toMatchObject({ patient: { id: 'leaving-1', active: true } });
     await database.knex('ehr_patients').where({ id: 'leaving-1' }).update({ active: false });
@@ -183,7 +196,7 @@ describe('-34003 SaveAuthInfoError', () => {
     expectError(await saveAuthInfo(service, { user: cred.user, token: cred.token, ttl: 60 }, userSign), -34003, 'token already stored');
   });
 
-  it('refuses at authenticate a session token that is another user\'s', async () => {
+  it("refuses at authenticate a session token that is another user's", async () => {
     const { cred } = await authenticatedUser(service);
     const exchangeToken = unique('exchange');
     await saveExchangeToken(service, exchangeToken, { user: unique('user'), token: cred.token, ttl: 60 });
@@ -270,18 +283,32 @@ describe('params', () => {
     expect(badDate.error!.data!.errors).toEqual([{ path: '/patientProperties/date', message: 'is not a calendar date' }]);
     const noMedcard = await authenticate(service, exchangeToken, MARIA, { searchStrategy: 'MEDCARD' });
     expect(noMedcard.error!.data!.errors).toEqual([{ path: '/medCardId', message: 'is required when searchStrategy is MEDCARD' }]);
-    const badTtl = await rpc(service.internalUrl, 'embedded_storage.save_exchange_token', { exchangeToken, authInfo: { user: 'u', token: 't', ttl: 'soon' } }, { user: INTERNAL_USER, token: 'x' });
+    const badTtl = await rpc(
+      service.internalUrl,
+      'embedded_storage.save_exchange_token',
+      { exchangeToken, authInfo: { user: 'u', token: 't', ttl: 'soon' } },
+      { user: INTERNAL_USER, token: 'x' },
+    );
     expect(badTtl.error!.data!.errors).toContainEqual(expect.objectContaining({ path: '/authInfo/ttl' }));
   });
 });
 
 describe('peer SDK compatibility', () => {
-  it('matches by MEDCARD with the peer\'s date variant, its gender 0 and its extra members', async () => {
+  it("matches by MEDCARD with the peer's date variant, its gender 0 and its extra members", async () => {
     const { exchangeToken } = await pendingExchange();
     const answer = await authenticate(
       service,
       exchangeToken,
-      { surname: 'ФЁДОРОВ', name: 'алексей', middleName: null, date: '1985-11-02 04:40:32.4570000Z', gender: 0, phone: '+7 903 111-22-33', id: '', email: 'x@example.org' },
+      {
+        surname: 'ФЁДОРОВ',
+        name: 'алексей',
+        middleName: null,
+        date: '1985-11-02 04:40:32.4570000Z',
+        gender: 0,
+        phone: '+7 903 111-22-33',
+        id: '',
+        email: 'x@example.org',
+      },
       { searchStrategy: 'MEDCARD', medCardId: ' mc-0002 ' },
     );
     expect(answer.result).toMatchObject({ internalUserId: 'demo-2', patient: { medcardNumber: 'MC-0002' } });

@@ -26,7 +26,12 @@ describe('the story of the original, over real HTTP', () => {
 
     // 3. The app authenticates on the public port with the patient's properties.
     const authenticated = await authenticate(service, 'Xk2pQ9rT4vLm', MARIA);
-    const result = authenticated.result as { patient: { id: string; surname: string; phone: string }; user_sign: string; userSign: string; internalUserId: string };
+    const result = authenticated.result as {
+      patient: { id: string; surname: string; phone: string };
+      user_sign: string;
+      userSign: string;
+      internalUserId: string;
+    };
     expect(result.patient).toMatchObject({ id: 'demo-1', surname: 'Иванова', phone: '+79161234567', birthdate: '1990-05-17 00:00:00.000' });
     expect(result.internalUserId).toBe('demo-1');
     expect(result.userSign).toBe(result.user_sign);

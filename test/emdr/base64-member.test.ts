@@ -17,7 +17,10 @@ describe('parseWithBase64Member', () => {
     ['a plain body', JSON.stringify({ localUid: 'u', document: base64, signature: 'AAAA' })],
     ['the member first, with whitespace around', ` \r\n{ "document" :\t"${base64}" , "kind": "6" }\n`],
     ['padding', JSON.stringify({ document: 'QQ==', kind: '6' })],
-    ['nested members named document, escapes and brackets in other strings', JSON.stringify({ a: { document: 'x' }, b: [{ document: 'y' }, '"}]\\{['], document: base64, c: [1, -2.5e3, true, null, {}], d: '\u0000' })],
+    [
+      'nested members named document, escapes and brackets in other strings',
+      JSON.stringify({ a: { document: 'x' }, b: [{ document: 'y' }, '"}]\\{['], document: base64, c: [1, -2.5e3, true, null, {}], d: '\u0000' }),
+    ],
   ])('keeps the value of %s as bytes, and the rest parses as JSON.parse of the whole', (_name, text) => {
     const result = split(text)!;
     expect(result).toBeDefined();

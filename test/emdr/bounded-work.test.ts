@@ -37,7 +37,8 @@ describe('H1: a body is bounded in shape while it arrives, and at most 20 errors
     await serve?.stop();
   });
 
-  const send = (body: Buffer, sendAtMost?: number) => rawExchange(port, postHead('/api/RegisterDocument', authHeaders(clinic), body.length), body, sendAtMost === undefined ? {} : { sendAtMost });
+  const send = (body: Buffer, sendAtMost?: number) =>
+    rawExchange(port, postHead('/api/RegisterDocument', authHeaders(clinic), body.length), body, sendAtMost === undefined ? {} : { sendAtMost });
 
   it('answers 2 million unknown members (18 MB) with 400 at the member that crosses the limit, before the rest is sent, never a 500', async () => {
     const body = manyMembers(2_000_000);
@@ -46,7 +47,9 @@ describe('H1: a body is bounded in shape while it arrives, and at most 20 errors
     const answer = await send(body, 200_000);
     // Before: HTTP 500, a RangeError of errors.push(...validate.errors) after the whole body was parsed and validated.
     expect(answer.status).toBe(400);
-    expect((JSON.parse(answer.body) as Errors).errors).toEqual([{ code: 'VALIDATION_ERROR', message: 'the body holds more than 10000 members and items, the limit', path: '/requestBody' }]);
+    expect((JSON.parse(answer.body) as Errors).errors).toEqual([
+      { code: 'VALIDATION_ERROR', message: 'the body holds more than 10000 members and items, the limit', path: '/requestBody' },
+    ]);
   });
 
   it('answers 120,000 members (1 MB) in a small answer, not one error per member', async () => {
@@ -68,7 +71,11 @@ describe('H1: a body is bounded in shape while it arrives, and at most 20 errors
     const started = Date.now();
     const answer = await send(Buffer.alloc(16 * 1024 * 1024, '['), 64 * 1024);
     expect(answer.status).toBe(400);
-    expect((JSON.parse(answer.body) as Errors).errors[0]).toEqual({ code: 'VALIDATION_ERROR', message: 'the body nests arrays and objects deeper than 32 levels, the limit', path: '/requestBody' });
+    expect((JSON.parse(answer.body) as Errors).errors[0]).toEqual({
+      code: 'VALIDATION_ERROR',
+      message: 'the body nests arrays and objects deeper than 32 levels, the limit',
+      path: '/requestBody',
+    });
     // Refused at its 33rd byte, with 16 MB unsent, not after 16 MB were parsed (3.3 s of a blocked event loop before).
     expect(Date.now() - started).toBeLessThan(3_000);
     expect(answer.headers.connection).toBe('close');
@@ -155,14 +162,22 @@ describe('M4: large bodies are read a few at a time per clinic and per process',
       // Three at once from one clinic: two are read (they wait for their bodies), the third is refused.
       const first = [hold(clinics[0]!), hold(clinics[0]!), hold(clinics[0]!)];
       uploads.push(...first);
-      const refused = await until('one of three uploads refused', async () => answered(first), (list) => list.length >= 1);
+      const refused = await until(
+        'one of three uploads refused',
+        async () => answered(first),
+        (list) => list.length >= 1,
+      );
       // Before, every upload was read at once, whatever their number (64 of 24 MiB: +1.49 GiB RSS).
       expect(refused[0]!.answer).toMatch(/^HTTP\/1\.1 429 /);
       expect(refused[0]!.answer).toMatch(/large bodies of this clinic account/);
       // Two from another clinic: the process reads 3 at most, so one is refused with 503.
       const second = [hold(clinics[1]!), hold(clinics[1]!)];
       uploads.push(...second);
-      const busy = await until('one of two uploads refused', async () => answered(second), (list) => list.length >= 1);
+      const busy = await until(
+        'one of two uploads refused',
+        async () => answered(second),
+        (list) => list.length >= 1,
+      );
       expect(busy[0]!.answer).toMatch(/^HTTP\/1\.1 503 /);
       expect(busy[0]!.answer).toMatch(/\r\nretry-after: 1\r\n/i);
       expect(busy[0]!.answer).toMatch(/SERVICE_UNAVAILABLE/);
@@ -178,6 +193,10 @@ describe('M4: large bodies are read a few at a time per clinic and per process',
     }
     // The slots come back with the connections.
     const large = document(1536 * 1024);
-    await until('a large body read again', () => rawExchange(port, postHead('/api/RegisterDocument', authHeaders(clinics[0]!), large.length), large), (answer) => answer.status === 200);
+    await until(
+      'a large body read again',
+      () => rawExchange(port, postHead('/api/RegisterDocument', authHeaders(clinics[0]!), large.length), large),
+      (answer) => answer.status === 200,
+    );
   });
 });

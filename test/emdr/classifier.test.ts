@@ -48,7 +48,8 @@ describe('classifier 1.2.643.5.1.13.13.99.2.305 v3.18 as data', () => {
       expect(ERROR_CODES[code as keyof typeof ERROR_CODES].id).toBeNull();
     }
     expect(Object.keys(ERROR_CODES)).toHaveLength(127 + Object.keys(GATEWAY_CODES).length);
-    for (const code of [...HTTP_ERROR_CODES, ...CALLBACK_GATEWAY_CODES, ...WARNING_CODES, ...Object.keys(GATEWAY_USES)]) expect(ERROR_CODES).toHaveProperty(code);
+    for (const code of [...HTTP_ERROR_CODES, ...CALLBACK_GATEWAY_CODES, ...WARNING_CODES, ...Object.keys(GATEWAY_USES)])
+      expect(ERROR_CODES).toHaveProperty(code);
   });
 
   it('answers a wrong token and non-well-formed XML with gateway codes, not ACCESS_DENIED and XML_VALIDATION_ERROR', () => {
@@ -60,7 +61,9 @@ describe('classifier 1.2.643.5.1.13.13.99.2.305 v3.18 as data', () => {
   });
 
   it("gives the spec's enums of codes (scripts/spec-codes.ts writes them): the classifier's 128 in callbacks' errors", () => {
-    const spec = parseYaml(fs.readFileSync(path.join(repoRoot, 'specs/openapi.yaml'), 'utf8')) as { components: { schemas: Record<string, { properties: { code: { 'x-extensible-enum': string[] } } }> } };
+    const spec = parseYaml(fs.readFileSync(path.join(repoRoot, 'specs/openapi.yaml'), 'utf8')) as {
+      components: { schemas: Record<string, { properties: { code: { 'x-extensible-enum': string[] } } }> };
+    };
     for (const [schema, codes] of Object.entries(specCodeLists())) {
       expect(spec.components.schemas[schema]!.properties.code['x-extensible-enum'], `${schema}.code: run tsx scripts/spec-codes.ts`).toEqual(codes);
     }

@@ -37,19 +37,31 @@ describe('clients update', () => {
 
   const update = (args: string[]) => runCli(['clients', 'update', ...args], { ...service.env, LOG_LEVEL: 'silent' });
 
-  it("moves an account to a new callback URL, its undelivered callbacks with it, and changes its organizations", async () => {
+  it('moves an account to a new callback URL, its undelivered callbacks with it, and changes its organizations', async () => {
     const gone = `http://127.0.0.1:${await freePort()}`;
     const clinic = await addClinic(service, gone);
     receiver.signingSecret = clinic.signingSecret;
     const { body: ack } = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody());
     const failing = await until(
       'an attempt failed against the old URL',
-      async () => (await (await fetch(`${service.publicUrl}/api/messages/${ack.queueMessageId}`, { headers: authHeaders(clinic) })).json()) as { callbacks: Array<{ attempts: unknown[]; url: string }> },
+      async () =>
+        (await (await fetch(`${service.publicUrl}/api/messages/${ack.queueMessageId}`, { headers: authHeaders(clinic) })).json()) as {
+          callbacks: Array<{ attempts: unknown[]; url: string }>;
+        },
       (state) => (state.callbacks[0]?.attempts.length ?? 0) > 0,
     );
     expect(failing.callbacks[0]!.url).toBe(`${gone}/api/SendRegisterDocumentResponse`);
 
-    const updated = await update(['--business-id', clinic.businessId, '--callback-url', receiver.url, '--organization', ORGANIZATION, '--organization', OTHER_ORGANIZATION]);
+    const updated = await update([
+      '--business-id',
+      clinic.businessId,
+      '--callback-url',
+      receiver.url,
+      '--organization',
+      ORGANIZATION,
+      '--organization',
+      OTHER_ORGANIZATION,
+    ]);
     expect(updated.code, updated.stderr).toBe(0);
     expect(JSON.parse(updated.stdout)).toEqual({
       businessId: clinic.businessId,
@@ -89,7 +101,13 @@ describe('clients update', () => {
     const first = await addClinic(service, receiver.url);
     const knex = openKnex(service.databaseUrl);
     try {
-      await knex('emdr_clients').insert({ ...(await knex('emdr_clients').where({ business_id: first.businessId }).first().then(({ id: _id, ...row }) => row)), user_name: 'second' });
+      await knex('emdr_clients').insert({
+        ...(await knex('emdr_clients')
+          .where({ business_id: first.businessId })
+          .first()
+          .then(({ id: _id, ...row }) => row)),
+        user_name: 'second',
+      });
     } finally {
       await knex.destroy();
     }
@@ -137,7 +155,7 @@ describe('seed-demo: the demo clinic', () => {
     expect(kept.clinic.signingSecret).not.toBe(created.clinic.signingSecret);
     expect(await storedSecret()).toBe(kept.clinic.signingSecret);
 
-    const told = 'whsec_' + Buffer.from('a secret the test chose, 32 bytes!').toString('base64');
+    const told = `whsec_${Buffer.from('a secret the test chose, 32 bytes!').toString('base64')}`;
     expect(JSON.parse((await seed(['--signing-secret', told])).stdout).clinic.signingSecret).toBe(told);
     expect(await storedSecret()).toBe(told);
   });

@@ -30,14 +30,18 @@ afterAll(async () => {
 /** A GET or a body-less POST of interface B, its answer checked against the spec. */
 async function call(method: 'GET' | 'POST', route: string, schemaPath: string, account: CreatedClinicAccount): Promise<{ status: number; body: any }> {
   const headers = authHeaders(account);
-  const response = await fetch(`${service.publicUrl}${route}`, { method, headers: { businessId: headers.businessId!, user: headers.user!, token: headers.token! } });
+  const response = await fetch(`${service.publicUrl}${route}`, {
+    method,
+    headers: { businessId: headers.businessId!, user: headers.user!, token: headers.token! },
+  });
   const answer = { status: response.status, body: await response.json() };
   expect(responseProblems(method, schemaPath, answer.status, answer.body)).toEqual([]);
   return answer;
 }
 
 const list = (query: string, account = clinic) => call('GET', `/api/messages${query}`, '/api/messages', account);
-const replay = (queueMessageId: string, account = clinic) => call('POST', `/api/messages/${queueMessageId}/replay`, '/api/messages/{queueMessageId}/replay', account);
+const replay = (queueMessageId: string, account = clinic) =>
+  call('POST', `/api/messages/${queueMessageId}/replay`, '/api/messages/{queueMessageId}/replay', account);
 
 async function register(account: CreatedClinicAccount): Promise<string> {
   const answer = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(account), registerBody());
@@ -50,7 +54,7 @@ async function stateOf(queueMessageId: string) {
 }
 
 describe('GET /api/messages', () => {
-  it('pages through exactly the clinic\'s own requests, newest first, by cursor, with no request twice while new ones arrive', async () => {
+  it("pages through exactly the clinic's own requests, newest first, by cursor, with no request twice while new ones arrive", async () => {
     const mine: string[] = [];
     for (let i = 0; i < 7; i += 1) mine.push(await register(clinic));
     const theirs = await register(otherClinic);
@@ -83,7 +87,11 @@ describe('GET /api/messages', () => {
 
   it('filters by request state and by callback state, and refuses what the spec does not allow', async () => {
     const queueMessageId = await register(clinic);
-    await until('the request completed', () => stateOf(queueMessageId), (state) => state.state === 'completed');
+    await until(
+      'the request completed',
+      () => stateOf(queueMessageId),
+      (state) => state.state === 'completed',
+    );
     const completed = await list('?state=completed&limit=100');
     expect(completed.body.items.length).toBeGreaterThan(0);
     expect(completed.body.items.every((item: { state: string }) => item.state === 'completed')).toBe(true);
@@ -100,20 +108,24 @@ describe('GET /api/messages', () => {
     expect(beyondEverything).toMatchObject({ status: 200, body: { items: [] } });
   });
 
-  it('answers 401 without the clinic\'s headers', async () => {
+  it("answers 401 without the clinic's headers", async () => {
     const response = await fetch(`${service.publicUrl}/api/messages`);
     expect(response.status).toBe(401);
   });
 });
 
 describe('POST /api/messages/{queueMessageId}/replay', () => {
-  it('replays a failed callback, which is then delivered, records each attempt\'s duration, and answers 409 when nothing failed', async () => {
+  it("replays a failed callback, which is then delivered, records each attempt's duration, and answers 409 when nothing failed", async () => {
     const body = registerBody();
     let failing = true;
     receiver.reply = (callback) => (failing && callback.body.localUid === body.localUid ? { status: 503, body: { status: 'Error' } } : SUCCESS);
     const answer = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), body);
     const queueMessageId = answer.body.queueMessageId as string;
-    await until('the acceptance callback failed', () => stateOf(queueMessageId), (state) => state.callbacks[0]?.state === 'failed');
+    await until(
+      'the acceptance callback failed',
+      () => stateOf(queueMessageId),
+      (state) => state.callbacks[0]?.state === 'failed',
+    );
 
     const failed = await list('?callbackState=failed&limit=100');
     expect(failed.body.items.map((item: { queueMessageId: string }) => item.queueMessageId)).toEqual([queueMessageId]);
@@ -135,7 +147,11 @@ describe('POST /api/messages/{queueMessageId}/replay', () => {
     expect(replayed.status).toBe(202);
     const webhookId = failed.body.items[0].callbacks[0].webhookId;
     expect(replayed.body).toEqual({ queueMessageId, replayed: [webhookId] });
-    const state = await until('both callbacks delivered', () => stateOf(queueMessageId), (current) => current.callbacks.length === 2 && current.callbacks.every((callback: { state: string }) => callback.state === 'delivered'));
+    const state = await until(
+      'both callbacks delivered',
+      () => stateOf(queueMessageId),
+      (current) => current.callbacks.length === 2 && current.callbacks.every((callback: { state: string }) => callback.state === 'delivered'),
+    );
     expect(state.callbacks[0].attempts).toHaveLength(3);
     expect(state.callbacks[0].attempts[2]).toMatchObject({ attempt: 3, httpStatus: 200 });
     expect(state.callbacks[1].name).toBe('SendRegisterDocumentResultResponse');
@@ -145,14 +161,23 @@ describe('POST /api/messages/{queueMessageId}/replay', () => {
     expect(again.body.errors[0].code).toBe('NOTHING_TO_REPLAY');
   });
 
-  it('replays a failed file callback with the file it kept, even once the document became another organization\'s: the version the clinic was allowed', async () => {
+  it("replays a failed file callback with the file it kept, even once the document became another organization's: the version the clinic was allowed", async () => {
     const registered = await register(clinic);
-    const done = await until('the document registered', () => stateOf(registered), (state) => state.state === 'completed');
+    const done = await until(
+      'the document registered',
+      () => stateOf(registered),
+      (state) => state.state === 'completed',
+    );
     const emdrId = done.emdrId as string;
-    receiver.reply = (callback) => (callback.name === 'SendDocumentFileResultResponse' && callback.body.emdrId === emdrId ? { status: 503, body: { status: 'Error' } } : SUCCESS);
+    receiver.reply = (callback) =>
+      callback.name === 'SendDocumentFileResultResponse' && callback.body.emdrId === emdrId ? { status: 503, body: { status: 'Error' } } : SUCCESS;
     const demand = await post(service.publicUrl, '/api/DemandContent', authHeaders(clinic), { emdrId });
     const queueMessageId = demand.body.queueMessageId as string;
-    await until('the file callback failed', () => stateOf(queueMessageId), (state) => state.callbacks[1]?.state === 'failed');
+    await until(
+      'the file callback failed',
+      () => stateOf(queueMessageId),
+      (state) => state.callbacks[1]?.state === 'failed',
+    );
     const knex = openKnex(service.databaseUrl);
     try {
       // The registry's record changes meanwhile; the kept copy is what was delivered under the access rule then.
@@ -160,11 +185,21 @@ describe('POST /api/messages/{queueMessageId}/replay', () => {
       receiver.reply = () => SUCCESS;
       const replayed = await replay(queueMessageId);
       expect(replayed.status).toBe(202);
-      await until('the file callback delivered', () => stateOf(queueMessageId), (state) => state.callbacks[1]?.state === 'delivered');
-      const files = receiver.received.filter((callback) => callback.name === 'SendDocumentFileResultResponse' && callback.body.queueMessageId === queueMessageId);
+      await until(
+        'the file callback delivered',
+        () => stateOf(queueMessageId),
+        (state) => state.callbacks[1]?.state === 'delivered',
+      );
+      const files = receiver.received.filter(
+        (callback) => callback.name === 'SendDocumentFileResultResponse' && callback.body.queueMessageId === queueMessageId,
+      );
       expect(Buffer.from((files.at(-1)!.body.document as { content: string }).content, 'base64').equals(FIXTURE_XML)).toBe(true);
       // Delivered, the copy goes.
-      await until('the copy dropped', () => knex('emdr_requests').where({ queue_message_id: queueMessageId }).first('document'), (row) => row.document === null);
+      await until(
+        'the copy dropped',
+        () => knex('emdr_requests').where({ queue_message_id: queueMessageId }).first('document'),
+        (row) => row.document === null,
+      );
     } finally {
       await knex.destroy();
     }

@@ -58,7 +58,11 @@ function withoutIds(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(withoutIds);
   if (value === null || typeof value !== 'object') return value;
   const ids = ['queueMessageId', 'clientMessageId', 'emdrId', 'webhookId', 'at', 'durationMs', 'createdAt', 'updatedAt', 'deliveredAt'];
-  return Object.fromEntries(Object.entries(value).filter(([key]) => !ids.includes(key)).map(([key, item]) => [key, withoutIds(item)]));
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([key]) => !ids.includes(key))
+      .map(([key, item]) => [key, withoutIds(item)]),
+  );
 }
 
 beforeAll(async () => {
@@ -102,7 +106,10 @@ describe('DemandContent', () => {
     };
     const acceptances = await Promise.all(Object.values(cases).map(async (id) => (await callbacksOf(id, 1))[0]!));
     expect(acceptances.map((callback) => callback.name)).toEqual(Array(3).fill('SendDemandContentResponse'));
-    expect(acceptances[0]!.body).toMatchObject({ status: 'error', errors: [{ code: 'REGISTRY_ITEM_NOT_FOUND', message: 'no registry item with this emdrId' }] });
+    expect(acceptances[0]!.body).toMatchObject({
+      status: 'error',
+      errors: [{ code: 'REGISTRY_ITEM_NOT_FOUND', message: 'no registry item with this emdrId' }],
+    });
     for (const acceptance of acceptances) expect(withoutIds(acceptance.body)).toEqual(withoutIds(acceptances[0]!.body));
 
     // Nothing follows: a file request delivered later by the same worker overtakes them.
@@ -152,7 +159,9 @@ describe('RegisterDocument replaces', () => {
 
 describe('SearchRegistryItem', () => {
   const found = async (clinic: CreatedClinicAccount, criteria: Record<string, unknown>) =>
-    ((await post(service.publicUrl, '/api/SearchRegistryItem', authHeaders(clinic), criteria)).body.items as Array<{ emdrId: string }>).map((item) => item.emdrId);
+    ((await post(service.publicUrl, '/api/SearchRegistryItem', authHeaders(clinic), criteria)).body.items as Array<{ emdrId: string }>).map(
+      (item) => item.emdrId,
+    );
 
   it("finds the clinic's own organizations' documents without a SNILS, and a patient's documents of every organization with it", async () => {
     expect(await found(owner, {})).toContain(emdrId);
@@ -217,13 +226,22 @@ describe('a newer version of another patient, registered between acceptance and 
     // The registry answers: the current version, now the other patient's.
     const answering = await registry.receive(new OutcomeRecorder(context, () => undefined));
     try {
-      await until('the request ends', () => knex('emdr_requests').where({ queue_message_id: ack.queueMessageId }).first('state'), (row) => row.state !== 'submitted');
+      await until(
+        'the request ends',
+        () => knex('emdr_requests').where({ queue_message_id: ack.queueMessageId }).first('state'),
+        (row) => row.state !== 'submitted',
+      );
     } finally {
       await answering.stop();
     }
 
     const request = await knex('emdr_requests').where({ queue_message_id: ack.queueMessageId }).first('state', 'errors', 'document', 'signature');
-    expect(request).toEqual({ state: 'failed', errors: [{ code: 'REGISTRY_ITEM_NOT_FOUND', message: 'no registry item with this emdrId' }], document: null, signature: null });
+    expect(request).toEqual({
+      state: 'failed',
+      errors: [{ code: 'REGISTRY_ITEM_NOT_FOUND', message: 'no registry item with this emdrId' }],
+      document: null,
+      signature: null,
+    });
     const result = await knex('emdr_callbacks').where({ queue_message_id: ack.queueMessageId, sequence: 2 }).first('name', 'payload');
     expect(result).toMatchObject({ name: 'SendDocumentFileResultResponse', payload: { status: 'error', errors: [{ code: 'REGISTRY_ITEM_NOT_FOUND' }] } });
     expect(result.payload.document).toBeUndefined();

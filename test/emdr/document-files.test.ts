@@ -16,7 +16,14 @@ const fileCallback = {
   clientMessageId: '0b6c1f0e-5a2d-4c3b-8e9f-1a2b3c4d5e6f',
   emdrId: '26.11.000000001',
   status: 'success',
-  document: { localUid: '2f0c3c56-6a6e-4a1e-9d55-0c1b3d7a8e21', kind: '6', version: 1, fileName: 'consultation.xml', content: FIXTURE_XML.toString('base64'), signature: FIXTURE_SIGNATURE.toString('base64') },
+  document: {
+    localUid: '2f0c3c56-6a6e-4a1e-9d55-0c1b3d7a8e21',
+    kind: '6',
+    version: 1,
+    fileName: 'consultation.xml',
+    content: FIXTURE_XML.toString('base64'),
+    signature: FIXTURE_SIGNATURE.toString('base64'),
+  },
 };
 
 describe('L6: documents saved private', () => {
@@ -56,7 +63,12 @@ describe('L6: documents saved private', () => {
       const timestamp = Math.floor(Date.now() / 1000);
       const response = await fetch(`${receiver.url}/api/SendDocumentFileResultResponse`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'webhook-id': 'msg_l6', 'webhook-timestamp': String(timestamp), 'webhook-signature': signWebhook(secret, 'msg_l6', timestamp, body) },
+        headers: {
+          'content-type': 'application/json',
+          'webhook-id': 'msg_l6',
+          'webhook-timestamp': String(timestamp),
+          'webhook-signature': signWebhook(secret, 'msg_l6', timestamp, body),
+        },
         body,
       });
       expect(await response.json()).toEqual({ status: 'Success' });

@@ -51,13 +51,31 @@ describe('acceptance checks shared by clinic', () => {
   it("checks clinic B's single document while clinic A's backlog of expensive documents waits", async () => {
     const heavy = await addClinic(service, receiver.url);
     const honest = await addClinic(service, receiver.url);
-    const heavyBody = () => registerBody({ personalSignatures: Array.from({ length: 20 }, (_, index) => ({ signer: { snils: '08765432102', role: String((index % 9) + 1) }, signature: heavySignature })), signature: heavySignature });
+    const heavyBody = () =>
+      registerBody({
+        personalSignatures: Array.from({ length: 20 }, (_, index) => ({
+          signer: { snils: '08765432102', role: String((index % 9) + 1) },
+          signature: heavySignature,
+        })),
+        signature: heavySignature,
+      });
     const backlog = await Promise.all(Array.from({ length: 40 }, () => ack(service, heavy, heavyBody())));
     const honestId = await ack(service, honest, registerBody());
     const waitingWhenSent = Number((await knex('emdr_requests').whereIn('queue_message_id', backlog).where({ state: 'received' }).count({ n: '*' }))[0]!.n);
     expect(waitingWhenSent, 'clinic A has a backlog when clinic B sends').toBeGreaterThanOrEqual(8);
-    await until('every request decided', () => knex('emdr_requests').whereIn('queue_message_id', [...backlog, honestId]).where({ state: 'received' }).count({ n: '*' }), (rows) => Number(rows[0]!.n) === 0, 120_000);
-    const decided = await knex('emdr_requests').whereIn('queue_message_id', [...backlog, honestId]).select('queue_message_id', 'updated_at');
+    await until(
+      'every request decided',
+      () =>
+        knex('emdr_requests')
+          .whereIn('queue_message_id', [...backlog, honestId])
+          .where({ state: 'received' })
+          .count({ n: '*' }),
+      (rows) => Number(rows[0]!.n) === 0,
+      120_000,
+    );
+    const decided = await knex('emdr_requests')
+      .whereIn('queue_message_id', [...backlog, honestId])
+      .select('queue_message_id', 'updated_at');
     const honestAt = decided.find((row) => row.queue_message_id === honestId)!.updated_at as Date;
     const heavyAfter = decided.filter((row) => row.queue_message_id !== honestId && (row.updated_at as Date) > honestAt).length;
     // In turn by clinic, B's document waits for at most a document of A's per check worker; one FIFO made it wait for A's whole backlog (0 of A's decided after it).
@@ -97,7 +115,10 @@ describe('callback deliveries shared by receiver origin', () => {
     const honestId = await ack(service, honest, registerBody());
     await answering.waitFor((received) => received.some((callback) => callback.body.queueMessageId === honestId), 60_000);
     // No attempt of A's has ended yet (they end at CALLBACK_TIMEOUT, 20 s): B's callback did not wait for them.
-    const ended = await knex('emdr_callback_attempts as a').join('emdr_callbacks as c', 'c.id', 'a.callback_id').whereIn('c.queue_message_id', stuck).count({ n: '*' });
+    const ended = await knex('emdr_callback_attempts as a')
+      .join('emdr_callbacks as c', 'c.id', 'a.callback_id')
+      .whereIn('c.queue_message_id', stuck)
+      .count({ n: '*' });
     expect(Number(ended[0]!.n)).toBe(0);
   }, 120_000);
 });
@@ -157,14 +178,22 @@ describe('the circuit breaker of a receiver origin', () => {
     });
 
     const attemptsOf = (ids: string[]) =>
-      knex('emdr_callback_attempts as a').join('emdr_callbacks as c', 'c.id', 'a.callback_id').whereIn('c.queue_message_id', ids).select('a.error', 'a.http_status', 'a.duration_ms');
-    const openCircuits = async () => Number(/^ehr_gateway_callback_circuits_open (\d+)$/m.exec(await (await fetch(`${service.internalUrl}/metrics`)).text())?.[1]);
+      knex('emdr_callback_attempts as a')
+        .join('emdr_callbacks as c', 'c.id', 'a.callback_id')
+        .whereIn('c.queue_message_id', ids)
+        .select('a.error', 'a.http_status', 'a.duration_ms');
+    const openCircuits = async () =>
+      Number(/^ehr_gateway_callback_circuits_open (\d+)$/m.exec(await (await fetch(`${service.internalUrl}/metrics`)).text())?.[1]);
 
     it('postpones the callbacks of a receiver that stopped answering without sending them, then delivers them once a probe is answered', async () => {
       const clinic = await addClinic(service, receiver.url);
       const ids = await Promise.all(Array.from({ length: 6 }, () => ack(service, clinic, registerBody())));
       const postponed = <R extends { error: string | null }>(rows: R[]) => rows.filter((row) => row.error?.includes('circuit open'));
-      const attempts = await until('attempts postponed', () => attemptsOf(ids), (rows) => postponed(rows).length >= 6);
+      const attempts = await until(
+        'attempts postponed',
+        () => attemptsOf(ids),
+        (rows) => postponed(rows).length >= 6,
+      );
       expect(postponed(attempts).every((row) => row.http_status === null && row.duration_ms === 0)).toBe(true);
       // What reached the receiver: the attempts made, not the postponed ones.
       expect(receiver.received.length).toBeLessThanOrEqual(attempts.length - postponed(attempts).length + 6);

@@ -6,7 +6,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedClinicAccount } from '../../src/emdr/clients.js';
 import { runCli } from '../support/cli.js';
 import { startCallbackReceiver, type CallbackReceiver, type ReceivedCallback } from '../support/callback-receiver.js';
-import { addClinic, authHeaders, FIXTURE_ATTACHED_SIGNATURE, FIXTURE_SIGNATURE, FIXTURE_XML, largeXml, ORGANIZATION, post, registerBody } from '../support/emdr.js';
+import {
+  addClinic,
+  authHeaders,
+  FIXTURE_ATTACHED_SIGNATURE,
+  FIXTURE_SIGNATURE,
+  FIXTURE_XML,
+  largeXml,
+  ORGANIZATION,
+  post,
+  registerBody,
+} from '../support/emdr.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { testSignatureOf } from '../support/signing.js';
 
@@ -61,14 +71,22 @@ describe('RegisterDocument then DemandContent', () => {
       expect(callback.headers.user).toBe(clinic.callbackCredentials.user);
       expect(callback.headers.token).toBe(clinic.callbackCredentials.token);
     }
-    expect(callbacks[0]!.body).toEqual({ queueMessageId, localUid: body.localUid, status: 'success', warnings: [{ code: 'CERTIFICATE_CHAIN_NOT_CHECKED', message: expect.stringContaining('no trust store') }] });
+    expect(callbacks[0]!.body).toEqual({
+      queueMessageId,
+      localUid: body.localUid,
+      status: 'success',
+      warnings: [{ code: 'CERTIFICATE_CHAIN_NOT_CHECKED', message: expect.stringContaining('no trust store') }],
+    });
     const result = callbacks[1]!.body;
     expect(result).toMatchObject({ queueMessageId, localUid: body.localUid, status: 'success' });
     expect(typeof result.emdrId).toBe('string');
     expect(Number.isNaN(Date.parse(result.registrationDateTime as string))).toBe(false);
 
     const search = await post(service.publicUrl, '/api/SearchRegistryItem', authHeaders(clinic), { localUid: body.localUid });
-    expect(search).toMatchObject({ status: 200, body: { items: [{ emdrId: result.emdrId, localUid: body.localUid, kind: '119', organization: ORGANIZATION, version: 1 }] } });
+    expect(search).toMatchObject({
+      status: 200,
+      body: { items: [{ emdrId: result.emdrId, localUid: body.localUid, kind: '119', organization: ORGANIZATION, version: 1 }] },
+    });
 
     const clientMessageId = randomUUID();
     const demand = await post(service.publicUrl, '/api/DemandContent', authHeaders(clinic), { emdrId: result.emdrId, clientMessageId });
@@ -115,7 +133,9 @@ describe('RegisterDocument then DemandContent', () => {
     expect(new Set(results.map((result) => result.emdrId)).size).toBe(6);
     // Demanded together, each file arrives whole: the registry's answer may overtake the submission's commit.
     const demands = await Promise.all(results.map((result) => post(service.publicUrl, '/api/DemandContent', authHeaders(clinic), { emdrId: result.emdrId })));
-    const files = await Promise.all(demands.map(async (demand) => (await callbacksOf(demand.body.queueMessageId as string, 2))[1]!.body.document as { content?: string }));
+    const files = await Promise.all(
+      demands.map(async (demand) => (await callbacksOf(demand.body.queueMessageId as string, 2))[1]!.body.document as { content?: string }),
+    );
     for (const file of files) expect(Buffer.from(file.content ?? '', 'base64').equals(FIXTURE_XML)).toBe(true);
   });
 
@@ -161,12 +181,17 @@ describe('RegisterDocument then DemandContent', () => {
     const signature = testSignatureOf(FIXTURE_XML).toString('base64');
     const body = registerBody({ personalSignatures: [{ signer: { snils: '08765432110', role: '1' }, signature }] });
     const first = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), body);
-    const reordered = Object.fromEntries(Object.entries({ ...body, personalSignatures: [{ signature, signer: { role: '1', snils: '08765432110' } }] }).reverse());
+    const reordered = Object.fromEntries(
+      Object.entries({ ...body, personalSignatures: [{ signature, signer: { role: '1', snils: '08765432110' } }] }).reverse(),
+    );
     expect(Object.keys(reordered)[0]).not.toBe(Object.keys(body)[0]);
     expect(await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), reordered)).toEqual(first);
     expect((await callbacksOf(first.body.queueMessageId, 2)).map((callback) => callback.body.status)).toEqual(['success', 'success']);
     // A different value is a different request, whatever the order.
-    const changed = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), { ...reordered, personalSignatures: [{ signature, signer: { role: '2', snils: '08765432110' } }] });
+    const changed = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), {
+      ...reordered,
+      personalSignatures: [{ signature, signer: { role: '2', snils: '08765432110' } }],
+    });
     expect(changed.body.queueMessageId).not.toBe(first.body.queueMessageId);
   });
 });
@@ -203,7 +228,9 @@ describe('acceptance errors in the acceptance callback', () => {
   });
 
   it('SIGNATURE_DECODING_ERROR for a personal signature with a NUL character', async () => {
-    expect(await acceptanceErrors({ personalSignatures: [{ signer: { snils: '08765432110' }, signature: 'AAAA\u0000' }] })).toEqual(['SIGNATURE_DECODING_ERROR']);
+    expect(await acceptanceErrors({ personalSignatures: [{ signer: { snils: '08765432110' }, signature: 'AAAA\u0000' }] })).toEqual([
+      'SIGNATURE_DECODING_ERROR',
+    ]);
   });
 
   it('WRONG_SIGNATURE_FORMAT for a signature with the content attached', async () => {
@@ -222,15 +249,27 @@ describe('acceptance errors in the acceptance callback', () => {
 
   it('refuses date-times the registry does not take (before 1900, offsets beyond ±15:59) with 400, in registration and search; takes a leap second', async () => {
     for (const creationDateTime of ['2026-01-15T09:30:00-23:56', '0000-01-01T00:00:00Z']) {
-      expect(await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody({ creationDateTime }))).toMatchObject({ status: 400, body: { errors: [{ code: 'VALIDATION_ERROR', path: '/requestBody/creationDateTime' }] } });
+      expect(await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody({ creationDateTime }))).toMatchObject({
+        status: 400,
+        body: { errors: [{ code: 'VALIDATION_ERROR', path: '/requestBody/creationDateTime' }] },
+      });
     }
-    const search = await post(service.publicUrl, '/api/SearchRegistryItem', authHeaders(clinic), { registerDateBegin: '0000-01-01T00:00:00Z', registerDateEnd: '9999-12-31T23:59:59+23:59' });
+    const search = await post(service.publicUrl, '/api/SearchRegistryItem', authHeaders(clinic), {
+      registerDateBegin: '0000-01-01T00:00:00Z',
+      registerDateEnd: '9999-12-31T23:59:59+23:59',
+    });
     expect(search.status).toBe(400);
-    expect(search.body.errors.map((error: { path: string }) => error.path)).toEqual(expect.arrayContaining(['/requestBody/registerDateBegin', '/requestBody/registerDateEnd']));
+    expect(search.body.errors.map((error: { path: string }) => error.path)).toEqual(
+      expect.arrayContaining(['/requestBody/registerDateBegin', '/requestBody/registerDateEnd']),
+    );
     // A leap second's form (the last real one, 2016-12-31, predates every kind of the 1520 table: NO_DOCUMENT_KIND_ON_DATE).
     const { body, queueMessageId } = await register({ creationDateTime: '2025-12-31T23:59:60Z' });
     expect((await callbacksOf(queueMessageId, 2)).map((callback) => callback.body.status)).toEqual(['success', 'success']);
-    const found = await post(service.publicUrl, '/api/SearchRegistryItem', authHeaders(clinic), { localUid: body.localUid, registerDateBegin: '1900-01-01T00:00:00-15:59', registerDateEnd: '9999-12-31T23:59:59+15:59' });
+    const found = await post(service.publicUrl, '/api/SearchRegistryItem', authHeaders(clinic), {
+      localUid: body.localUid,
+      registerDateBegin: '1900-01-01T00:00:00-15:59',
+      registerDateEnd: '9999-12-31T23:59:59+15:59',
+    });
     expect(found.body.items.map((item: { localUid: string }) => item.localUid)).toEqual([body.localUid]);
   });
 
@@ -253,32 +292,50 @@ describe('request errors', () => {
   it('401 UNAUTHENTICATED for a missing header or a wrong token', async () => {
     const { token: _token, ...withoutToken } = authHeaders(clinic);
     for (const headers of [withoutToken, { ...authHeaders(clinic), token: 'wrong' }, { ...authHeaders(clinic), user: 'someone' }]) {
-      expect(await post(service.publicUrl, '/api/RegisterDocument', headers, registerBody())).toMatchObject({ status: 401, body: { status: 'Error', errors: [{ code: 'UNAUTHENTICATED' }] } });
+      expect(await post(service.publicUrl, '/api/RegisterDocument', headers, registerBody())).toMatchObject({
+        status: 401,
+        body: { status: 'Error', errors: [{ code: 'UNAUTHENTICATED' }] },
+      });
     }
   });
 
   it('400 VALIDATION_ERROR with paths for a body that does not match the schema', async () => {
     const answer = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody({ localUid: 'x', patientSnils: '123', extra: 1 }));
     expect(answer.status).toBe(400);
-    expect(answer.body.errors.map((error: { path: string }) => error.path)).toEqual(expect.arrayContaining(['/requestBody/localUid', '/requestBody/patientSnils', '/requestBody/extra']));
+    expect(answer.body.errors.map((error: { path: string }) => error.path)).toEqual(
+      expect.arrayContaining(['/requestBody/localUid', '/requestBody/patientSnils', '/requestBody/extra']),
+    );
   });
 
   it('403 FORBIDDEN for an organization the account does not act for', async () => {
-    expect(await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody({ organization: '1.2.643.5.1.13.13.12.2.77.1' }))).toMatchObject({
+    expect(
+      await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody({ organization: '1.2.643.5.1.13.13.12.2.77.1' })),
+    ).toMatchObject({
       status: 403,
       body: { errors: [{ code: 'FORBIDDEN', path: '/requestBody/organization' }] },
     });
   });
 
   it('403 FORBIDDEN for a callbackUrl the clinic did not register', async () => {
-    expect(await post(service.publicUrl, '/api/DemandContent', authHeaders(clinic), { emdrId: '1.2', callbackUrl: 'http://169.254.169.254/latest' })).toMatchObject({
+    expect(
+      await post(service.publicUrl, '/api/DemandContent', authHeaders(clinic), { emdrId: '1.2', callbackUrl: 'http://169.254.169.254/latest' }),
+    ).toMatchObject({
       status: 403,
       body: { errors: [{ code: 'FORBIDDEN', path: '/requestBody/callbackUrl' }] },
     });
   });
 
   it('callbackUrl: 400 for anything but an http(s) base URL of RFC 3986 characters, 403 for a well-formed one not registered, 200 for the registered one', async () => {
-    for (const callbackUrl of ['ftp://mis.example.ru/emdr', 'https://mis.example.ru/emdr?x=1', 'https://mis.example.ru/emdr#f', 'https://mis.example.ru/a b', 'https://mis.example.ru/%zz', 'https://', 'xhttps://mis.example.ru', 'https://mis.example.ru/emdr\n']) {
+    for (const callbackUrl of [
+      'ftp://mis.example.ru/emdr',
+      'https://mis.example.ru/emdr?x=1',
+      'https://mis.example.ru/emdr#f',
+      'https://mis.example.ru/a b',
+      'https://mis.example.ru/%zz',
+      'https://',
+      'xhttps://mis.example.ru',
+      'https://mis.example.ru/emdr\n',
+    ]) {
       expect(await post(service.publicUrl, '/api/DemandContent', authHeaders(clinic), { emdrId: '1.2', callbackUrl }), callbackUrl).toMatchObject({
         status: 400,
         body: { errors: [{ code: 'VALIDATION_ERROR', path: '/requestBody/callbackUrl' }] },
@@ -301,15 +358,26 @@ describe('request errors', () => {
   });
 
   it('400 VALIDATION_ERROR for a NUL character in a free-text field', async () => {
-    expect(await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody({ documentNumber: 'A\u0000' }))).toMatchObject({ status: 400, body: { errors: [{ path: '/requestBody/documentNumber' }] } });
+    expect(await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody({ documentNumber: 'A\u0000' }))).toMatchObject({
+      status: 400,
+      body: { errors: [{ path: '/requestBody/documentNumber' }] },
+    });
   });
 
   it('400 VALIDATION_ERROR for an empty body, as for a missing one', async () => {
-    expect(await post(service.publicUrl, '/api/SearchRegistryItem', authHeaders(clinic), '')).toMatchObject({ status: 400, body: { errors: [{ code: 'VALIDATION_ERROR', path: '/requestBody' }] } });
+    expect(await post(service.publicUrl, '/api/SearchRegistryItem', authHeaders(clinic), '')).toMatchObject({
+      status: 400,
+      body: { errors: [{ code: 'VALIDATION_ERROR', path: '/requestBody' }] },
+    });
   });
 
   it('405 with an Allow header for a method a path does not support', async () => {
-    for (const [route, allow] of [['/api/RegisterDocument', 'POST'], ['/api/messages/' + randomUUID(), 'GET'], ['/healthz', 'GET, HEAD'], ['/readyz', 'GET, HEAD']]) {
+    for (const [route, allow] of [
+      ['/api/RegisterDocument', 'POST'],
+      [`/api/messages/${randomUUID()}`, 'GET'],
+      ['/healthz', 'GET, HEAD'],
+      ['/readyz', 'GET, HEAD'],
+    ]) {
       const answer = await fetch(`${service.publicUrl}${route!}`, { method: 'DELETE', headers: authHeaders(clinic) });
       expect(answer.status).toBe(405);
       expect(answer.headers.get('allow')).toBe(allow);
@@ -317,7 +385,10 @@ describe('request errors', () => {
   });
 
   it('415 for a body that is not JSON', async () => {
-    expect(await post(service.publicUrl, '/api/RegisterDocument', { ...authHeaders(clinic), 'content-type': 'text/xml' }, '<a/>')).toMatchObject({ status: 415, body: { errors: [{ code: 'UNSUPPORTED_MEDIA_TYPE' }] } });
+    expect(await post(service.publicUrl, '/api/RegisterDocument', { ...authHeaders(clinic), 'content-type': 'text/xml' }, '<a/>')).toMatchObject({
+      status: 415,
+      body: { errors: [{ code: 'UNSUPPORTED_MEDIA_TYPE' }] },
+    });
   });
 });
 

@@ -21,11 +21,19 @@ const parameterSets = [...new Set(CURVES.values())];
 
 describe('Streebog in WebAssembly', () => {
   it("gives RFC 6986's hashes of M1 and M2, 512 and 256 bits", () => {
-    const m1 = fromBigEndianHex('323130393837363534333231303938373635343332313039383736353433323130393837363534333231303938373635343332313039383736353433323130');
-    const m2 = fromBigEndianHex('fbe2e5f0eee3c820fbeafaebef20fffbf0e1e0f0f520e0ed20e8ece0ebe5f0f2f120fff0eeec20f120faf2fee5e2202ce8f6f3ede220e8e6eee1e8f0f2d1202ce8f0f2e5e220e5d1');
-    expect(hex(Buffer.from(wasmStreebog(512, m1)).reverse())).toBe('486f64c1917879417fef082b3381a4e211c324f074654c38823a7b76f830ad00fa1fbae42b1285c0352f227524bc9ab16254288dd6863dccd5b9f54a1ad0541b');
+    const m1 = fromBigEndianHex(
+      '323130393837363534333231303938373635343332313039383736353433323130393837363534333231303938373635343332313039383736353433323130',
+    );
+    const m2 = fromBigEndianHex(
+      'fbe2e5f0eee3c820fbeafaebef20fffbf0e1e0f0f520e0ed20e8ece0ebe5f0f2f120fff0eeec20f120faf2fee5e2202ce8f6f3ede220e8e6eee1e8f0f2d1202ce8f0f2e5e220e5d1',
+    );
+    expect(hex(Buffer.from(wasmStreebog(512, m1)).reverse())).toBe(
+      '486f64c1917879417fef082b3381a4e211c324f074654c38823a7b76f830ad00fa1fbae42b1285c0352f227524bc9ab16254288dd6863dccd5b9f54a1ad0541b',
+    );
     expect(hex(Buffer.from(wasmStreebog(256, m1)).reverse())).toBe('00557be5e584fd52a449b16b0251d05d27f94ab76cbaa6da890b59d8ef1e159d');
-    expect(hex(Buffer.from(wasmStreebog(512, m2)).reverse())).toBe('28fbc9bada033b1460642bdcddb90c3fb3e56c497ccd0f62b8a2ad4935e85f037613966de4ee00531ae60f3b5a47f8dae06915d5f2f194996fcabf2622e6881e');
+    expect(hex(Buffer.from(wasmStreebog(512, m2)).reverse())).toBe(
+      '28fbc9bada033b1460642bdcddb90c3fb3e56c497ccd0f62b8a2ad4935e85f037613966de4ee00531ae60f3b5a47f8dae06915d5f2f194996fcabf2622e6881e',
+    );
     expect(hex(Buffer.from(wasmStreebog(256, m2)).reverse())).toBe('508f7e553c06501d749a66fc28c6cac0b005746d97537fa85d9e40904efed29d');
   });
 
@@ -33,7 +41,10 @@ describe('Streebog in WebAssembly', () => {
     // Lengths around the block size and past the module's 64 KiB input area; slices of any size.
     const input = fc.record({
       bits: fc.constantFrom(256 as const, 512 as const),
-      data: fc.oneof(fc.uint8Array({ maxLength: 300 }), fc.integer({ min: 60_000, max: 140_000 }).map((length) => new Uint8Array(randomBytes(length)))),
+      data: fc.oneof(
+        fc.uint8Array({ maxLength: 300 }),
+        fc.integer({ min: 60_000, max: 140_000 }).map((length) => new Uint8Array(randomBytes(length))),
+      ),
       slices: fc.array(fc.integer({ min: 1, max: 70_000 }), { minLength: 1, maxLength: 8 }),
     });
     fc.assert(
@@ -54,7 +65,10 @@ describe('Streebog in WebAssembly', () => {
   it('keeps many hashes apart: each keeps its own state between updates', () => {
     const parts = [randomBytes(100), randomBytes(5000), randomBytes(64)];
     const hashes = [new WasmStreebog(256), new WasmStreebog(512), new WasmStreebog(256)];
-    for (const part of parts) hashes.forEach((hash, index) => hash.update(index === 2 ? part.subarray(1) : part));
+    for (const part of parts)
+      hashes.forEach((hash, index) => {
+        hash.update(index === 2 ? part.subarray(1) : part);
+      });
     expect(hex(hashes[0]!.digest())).toBe(hex(streebog(256, Buffer.concat(parts))));
     expect(hex(hashes[1]!.digest())).toBe(hex(streebog(512, Buffer.concat(parts))));
     expect(hex(hashes[2]!.digest())).toBe(hex(streebog(256, Buffer.concat(parts.map((part) => part.subarray(1))))));
@@ -64,7 +78,10 @@ describe('Streebog in WebAssembly', () => {
 describe('GOST R 34.10-2012 arithmetic in WebAssembly', () => {
   for (const curve of parameterSets) {
     it(`multiplies, adds, subtracts and inverts modulo p and q of ${curve.name} as BigInt does`, () => {
-      for (const [modulus, m] of [[0, curve.p], [1, curve.q]] as const) {
+      for (const [modulus, m] of [
+        [0, curve.p],
+        [1, curve.q],
+      ] as const) {
         const element = fc.oneof(fc.bigInt({ min: 0n, max: m - 1n }), fc.constantFrom(0n, 1n, 2n, m - 1n, m - 2n, (m - 1n) / 2n));
         fc.assert(
           fc.property(element, element, (a, b) => {
@@ -93,7 +110,12 @@ describe('GOST R 34.10-2012 verification in WebAssembly', () => {
       const size = curve.bits / 8;
       const keys = [generateGostKeyPair(curve), generateGostKeyPair(curve)];
       const change = fc.record({ at: fc.nat(2 * size - 1), mask: fc.integer({ min: 1, max: 255 }) });
-      const input = fc.record({ key: fc.nat(1), digest: fc.uint8Array({ minLength: size, maxLength: size }), change: fc.option(change), changeDigest: fc.boolean() });
+      const input = fc.record({
+        key: fc.nat(1),
+        digest: fc.uint8Array({ minLength: size, maxLength: size }),
+        change: fc.option(change),
+        changeDigest: fc.boolean(),
+      });
       fc.assert(
         fc.property(input, ({ key: which, digest, change: changed, changeDigest }) => {
           const key = keys[which]!;

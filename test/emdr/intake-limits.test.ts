@@ -36,7 +36,11 @@ describe('interface B: checks before the body', () => {
 
   const send = async (route: string, init: RequestInit) => {
     const response = await fetch(`${serve.publicUrl}${route}`, init);
-    return { status: response.status, headers: response.headers, body: (await response.json()) as { errors: Array<{ code: string; path?: string; message: string }> } };
+    return {
+      status: response.status,
+      headers: response.headers,
+      body: (await response.json()) as { errors: Array<{ code: string; path?: string; message: string }> },
+    };
   };
 
   it.each([
@@ -59,11 +63,18 @@ describe('interface B: checks before the body', () => {
     expect(answer).toMatchObject({ status: 415, body: { errors: [{ code: 'UNSUPPORTED_MEDIA_TYPE' }] } });
   });
 
-  it.each([['application/json; charset=latin1'], ['text/plain'], ['application/x-www-form-urlencoded']])('refuses Content-Type %s with 415 in the error shape', async (type) => {
-    const answer = await send('/api/DemandContent', { method: 'POST', headers: { ...authHeaders(clinic), 'content-type': type }, body: JSON.stringify({ emdrId: '26.11.000000001' }) });
-    expect(answer).toMatchObject({ status: 415, body: { status: 'Error', errors: [{ code: 'UNSUPPORTED_MEDIA_TYPE' }] } });
-    expect(responseProblems('POST', '/api/DemandContent', answer.status, answer.body)).toEqual([]);
-  });
+  it.each([['application/json; charset=latin1'], ['text/plain'], ['application/x-www-form-urlencoded']])(
+    'refuses Content-Type %s with 415 in the error shape',
+    async (type) => {
+      const answer = await send('/api/DemandContent', {
+        method: 'POST',
+        headers: { ...authHeaders(clinic), 'content-type': type },
+        body: JSON.stringify({ emdrId: '26.11.000000001' }),
+      });
+      expect(answer).toMatchObject({ status: 415, body: { status: 'Error', errors: [{ code: 'UNSUPPORTED_MEDIA_TYPE' }] } });
+      expect(responseProblems('POST', '/api/DemandContent', answer.status, answer.body)).toEqual([]);
+    },
+  );
 
   it('answers a Content-Length over the limit with 413 before a byte of the body arrives', async () => {
     const head = `POST /api/DemandContent HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\nbusinessId: ${clinic.businessId}\r\nuser: ${clinic.user}\r\ntoken: ${clinic.token}\r\n\r\n`;
@@ -77,12 +88,18 @@ describe('interface B: checks before the body', () => {
     const search = await send('/api/SearchRegistryItem', { method: 'POST', headers: authHeaders(clinic), body: `{${' '.repeat(70 * 1024)}}` });
     expect(search.status).toBe(413);
     // RegisterDocument keeps BODY_LIMIT: the same padding is no problem there.
-    const register = await send('/api/RegisterDocument', { method: 'POST', headers: authHeaders(clinic), body: `${JSON.stringify(registerBody())}${' '.repeat(70 * 1024)}` });
+    const register = await send('/api/RegisterDocument', {
+      method: 'POST',
+      headers: authHeaders(clinic),
+      body: `${JSON.stringify(registerBody())}${' '.repeat(70 * 1024)}`,
+    });
     expect(register.status).toBe(200);
   });
 
   it('checks the credentials before the body: a request without them is answered 401 with its body never sent', async () => {
-    expect(await statusLineOf(port, 'POST /api/RegisterDocument HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n')).toBe('HTTP/1.1 401 Unauthorized');
+    expect(await statusLineOf(port, 'POST /api/RegisterDocument HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n')).toBe(
+      'HTTP/1.1 401 Unauthorized',
+    );
   });
 
   it('answers a JSON null body as a missing body', async () => {
@@ -97,10 +114,17 @@ describe('interface B: checks before the body', () => {
     expect(answer).toMatchObject({ status: 400, body: { errors: [{ code: 'VALIDATION_ERROR', path: '/requestBody/documentNumber' }] } });
   });
 
-  it.each([['0000-01-01T00:00:00Z'], ['0999-12-31T23:59:59Z'], ['2026-01-15T09:30:00+23:00']])('refuses creationDateTime %s with 400 VALIDATION_ERROR', async (creationDateTime) => {
-    const answer = await send('/api/RegisterDocument', { method: 'POST', headers: authHeaders(clinic), body: JSON.stringify(registerBody({ creationDateTime })) });
-    expect(answer).toMatchObject({ status: 400, body: { errors: [{ code: 'VALIDATION_ERROR', path: '/requestBody/creationDateTime' }] } });
-  });
+  it.each([['0000-01-01T00:00:00Z'], ['0999-12-31T23:59:59Z'], ['2026-01-15T09:30:00+23:00']])(
+    'refuses creationDateTime %s with 400 VALIDATION_ERROR',
+    async (creationDateTime) => {
+      const answer = await send('/api/RegisterDocument', {
+        method: 'POST',
+        headers: authHeaders(clinic),
+        body: JSON.stringify(registerBody({ creationDateTime })),
+      });
+      expect(answer).toMatchObject({ status: 400, body: { errors: [{ code: 'VALIDATION_ERROR', path: '/requestBody/creationDateTime' }] } });
+    },
+  );
 
   it('answers a malformed percent-escape in a path with a JSON 400, never HTML', async () => {
     const answer = await send('/api/messages/%', { method: 'GET', headers: authHeaders(clinic) });
@@ -117,7 +141,8 @@ describe('interface B: checks before the body', () => {
     // Up to RATE_LIMIT (30) more requests than the window has left: a loaded machine may cross into the next minute's window.
     const exhaust = async () => {
       let status = 0;
-      for (let i = 0; i < 70 && status !== 429; i += 1) status = (await send('/api/SearchRegistryItem', { method: 'POST', headers: authHeaders(clinic), body: '{}' })).status;
+      for (let i = 0; i < 70 && status !== 429; i += 1)
+        status = (await send('/api/SearchRegistryItem', { method: 'POST', headers: authHeaders(clinic), body: '{}' })).status;
       expect(status).toBe(429);
     };
     const head = `POST /api/SearchRegistryItem HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nbusinessId: ${clinic.businessId}\r\nuser: ${clinic.user}\r\ntoken: ${clinic.token}\r\n\r\n`;

@@ -35,7 +35,9 @@ describe('the lifecycle tables', () => {
     expect(sorted(schemas.CallbackState.properties.state['x-extensible-enum'])).toEqual(sorted(CALLBACK_STATES));
     expect(sorted(listParameters.find((parameter) => parameter.name === 'callbackState')!.schema.enum)).toEqual(sorted(CALLBACK_STATES));
     expect(sorted(schemas.MessageState.properties.operation['x-extensible-enum'])).toEqual(sorted(OPERATIONS));
-    expect(sorted(schemas.CallbackName['x-extensible-enum'])).toEqual(sorted(OPERATIONS.flatMap((operation) => CALLBACKS[operation].map((callback) => callback.name))));
+    expect(sorted(schemas.CallbackName['x-extensible-enum'])).toEqual(
+      sorted(OPERATIONS.flatMap((operation) => CALLBACKS[operation].map((callback) => callback.name))),
+    );
     // Each callback is one of its operation's in the spec, and has a body schema of its name.
     for (const operation of OPERATIONS) {
       const documented = Object.keys(spec.paths[`/api/${operation}`].post.callbacks);
@@ -67,14 +69,18 @@ describe('the lifecycle tables', () => {
     for (const operation of OPERATIONS) {
       const phases = CALLBACKS[operation].map((callback) => callback.phase);
       expect(new Set(phases).size).toBe(phases.length);
-      CALLBACKS[operation].forEach((callback, index) => expect(callbackOf(operation, callback.phase)).toMatchObject({ name: callback.name, sequence: index + 1 }));
+      CALLBACKS[operation].forEach((callback, index) => {
+        expect(callbackOf(operation, callback.phase)).toMatchObject({ name: callback.name, sequence: index + 1 });
+      });
       expect(callbackOf(operation, 'acceptance').sequence).toBe(1);
     }
     // A path from received to an ended state emits each phase at most once.
     const emitted = (from: string, seen: string[]): string[][] =>
       ENDED_STATES.includes(from as never)
         ? [seen]
-        : TRANSITIONS.filter((transition) => transition.from === from).flatMap((transition) => emitted(transition.to, 'emits' in transition ? [...seen, transition.emits] : seen));
+        : TRANSITIONS.filter((transition) => transition.from === from).flatMap((transition) =>
+            emitted(transition.to, 'emits' in transition ? [...seen, transition.emits] : seen),
+          );
     for (const path of emitted('received', [])) {
       expect(new Set(path).size).toBe(path.length);
       expect(path[0]).toBe('acceptance');

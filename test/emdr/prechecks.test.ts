@@ -49,7 +49,11 @@ const codes = (findings: SignatureFinding[]) => findings.map((finding) => findin
 describe('the signature rules of the registry, checked at acceptance', () => {
   it('accepts an organization signature and a personal one whose signer block matches the certificate (names in another case, ё as е)', () => {
     const signer = { snils: '087-654-321 02', lastName: 'ПЕТРОВ', firstName: 'сергей', middleName: 'Иванович' };
-    expect(check([organizationSignature(pki.sign(DOCUMENT, organization)), personal(0, pki.sign(DOCUMENT, doctor), signer)], { documentCreatedAt: Date.now() - DAY })).toEqual([]);
+    expect(
+      check([organizationSignature(pki.sign(DOCUMENT, organization)), personal(0, pki.sign(DOCUMENT, doctor), signer)], {
+        documentCreatedAt: Date.now() - DAY,
+      }),
+    ).toEqual([]);
   });
 
   it('MULTIPLE_SIGNERS (52): two signers in one container', () => {
@@ -59,13 +63,17 @@ describe('the signature rules of the registry, checked at acceptance', () => {
 
   it('SIGNATURE_DUPLICATION (51): the same certificate signs twice', () => {
     const findings = check([personal(0, pki.sign(DOCUMENT, doctor)), personal(1, pki.sign(DOCUMENT, doctor))]);
-    expect(findings).toEqual([{ code: 'SIGNATURE_DUPLICATION', message: 'personalSignatures/1/signature is made with the same certificate as personalSignatures/0/signature' }]);
+    expect(findings).toEqual([
+      { code: 'SIGNATURE_DUPLICATION', message: 'personalSignatures/1/signature is made with the same certificate as personalSignatures/0/signature' },
+    ]);
   });
 
   it('INCONSISTENT_DIGESTS (10): signatures of the same digest algorithm over different documents', () => {
     const findings = check([organizationSignature(pki.sign(DOCUMENT, organization)), personal(0, pki.sign(OTHER_DOCUMENT, doctor))]);
     expect(codes(findings)).toEqual(['SIGNATURE_VERIFICATION_ERROR', 'INCONSISTENT_DIGESTS']);
-    expect(findings[1]!.message).toBe('personalSignatures/0/signature signs another document digest than signature with the same digest algorithm: signatures of different documents');
+    expect(findings[1]!.message).toBe(
+      'personalSignatures/0/signature signs another document digest than signature with the same digest algorithm: signatures of different documents',
+    );
   });
 
   it('INVALID_CERT_KEY_USAGE (12): a certificate whose keyUsage does not allow digitalSignature', () => {
@@ -105,7 +113,9 @@ describe('the signature rules of the registry, checked at acceptance', () => {
       { code: 'VALUE_MISMATCH_METADATA_AND_CERTIFICATE', message: "personalSignatures/0/signature: the signer block's snils differs from the certificate's" },
     ]);
     expect(codes(check([personal(0, signature, { snils: DOCTOR.snils, lastName: 'Сидоров' })]))).toEqual(['VALUE_MISMATCH_METADATA_AND_CERTIFICATE']);
-    expect(codes(check([personal(0, signature, { snils: DOCTOR.snils, firstName: 'Сергей', middleName: 'Петрович' })]))).toEqual(['VALUE_MISMATCH_METADATA_AND_CERTIFICATE']);
+    expect(codes(check([personal(0, signature, { snils: DOCTOR.snils, firstName: 'Сергей', middleName: 'Петрович' })]))).toEqual([
+      'VALUE_MISMATCH_METADATA_AND_CERTIFICATE',
+    ]);
     // Another worker's certificate for this signer block.
     expect(codes(check([personal(0, pki.sign(DOCUMENT, nurse))]))).toEqual(['VALUE_MISMATCH_METADATA_AND_CERTIFICATE']);
   });
@@ -160,7 +170,12 @@ describe('BER and DER signatures', () => {
     const [fromDer, fromBer] = [parseSignedData(der), parseSignedData(ber)];
     expect(fromBer.signers).toHaveLength(1);
     expect(Buffer.from(fromBer.certificates[0]!.der).equals(Buffer.from(fromDer.certificates[0]!.der))).toBe(true);
-    expect(fromBer.certificates[0]!.subjectText).toEqual({ commonName: 'Петров Сергей Иванович', surname: 'Петров', givenName: 'Сергей Иванович', snils: DOCTOR.snils });
+    expect(fromBer.certificates[0]!.subjectText).toEqual({
+      commonName: 'Петров Сергей Иванович',
+      surname: 'Петров',
+      givenName: 'Сергей Иванович',
+      snils: DOCTOR.snils,
+    });
     expect(check([personal(0, ber)])).toEqual([]);
     expect(check([personal(0, der)])).toEqual([]);
     // Over other bytes, both fail the same way.

@@ -25,7 +25,11 @@ const LIMITS = { maxDepth: 32, maxElements: 1000 };
 
 describe('requests the gateway sends', () => {
   it('carry the envelope, transportHeader, MessageID and Action of the public sample, and the body element <operation>Request', () => {
-    const xml = serviceRequest('searchRegistryItem', { messageId: '09fa0dfc-a975-42ce-9739-d8afac7df2d0', clientEntityId: '17c74e63-dc38-438d-a27a-a1aa063ee7b8' }, []);
+    const xml = serviceRequest(
+      'searchRegistryItem',
+      { messageId: '09fa0dfc-a975-42ce-9739-d8afac7df2d0', clientEntityId: '17c74e63-dc38-438d-a27a-a1aa063ee7b8' },
+      [],
+    );
     const envelope = parseXml(xml, LIMITS);
     expect([envelope.uri, envelope.local]).toEqual(['http://www.w3.org/2003/05/soap-envelope', 'Envelope']);
     const header = childOf(envelope, NS.soap12, 'Header');
@@ -49,7 +53,11 @@ describe('requests the gateway sends', () => {
       signature: Buffer.from([1, 2, 3]),
       personalSignatures: [{ signer: { snils: '087-654-321 02', role: '1' }, signature: 'BAUG' }],
     });
-    const request = childOf(childOf(parseXml(serviceRequest('registerDocument', { messageId: 'm', clientEntityId: 'c' }, fields), LIMITS), NS.soap12, 'Body'), NS.service, 'registerDocumentRequest')!;
+    const request = childOf(
+      childOf(parseXml(serviceRequest('registerDocument', { messageId: 'm', clientEntityId: 'c' }, fields), LIMITS), NS.soap12, 'Body'),
+      NS.service,
+      'registerDocumentRequest',
+    )!;
     const read = (name: string) => textOf(request, NS.service, name);
     expect([read('localUid'), read('kind'), read('organization'), read('patientSnils'), read('creationDateTime'), read('documentNumber')]).toEqual([
       '4a3e9455-22e6-284a-ae64-548188c2c091',
@@ -82,7 +90,14 @@ describe('answers the registry gives', () => {
     const response = readServiceResponse(answer, 'searchRegistryItem');
     expect('status' in response && response.status).toBe('success');
     expect(searchMatches((response as { body: Parameters<typeof searchMatches>[0] }).body)).toEqual([
-      { emdrId: '21.09.000000001', localUid: '4a3e9455-22e6-284a-ae64-548188c2c091', kind: '', organization: '', registrationDateTime: '2021-09-13T17:12:09.896+03:00', version: 1 },
+      {
+        emdrId: '21.09.000000001',
+        localUid: '4a3e9455-22e6-284a-ae64-548188c2c091',
+        kind: '',
+        organization: '',
+        registrationDateTime: '2021-09-13T17:12:09.896+03:00',
+        version: 1,
+      },
     ]);
   });
 
@@ -106,7 +121,13 @@ describe("the registry's calls to the gateway", () => {
     );
     expect(inbound).toEqual({
       version: '1.1',
-      message: { kind: 'registerDocumentResult', relatesToMessage: 'MSG-001', status: 'success', errors: [], registration: { emdrId: 'EMDR-9', registrationDateTime: '2024-01-15T10:00:00Z', registrationWarnings: [] } },
+      message: {
+        kind: 'registerDocumentResult',
+        relatesToMessage: 'MSG-001',
+        status: 'success',
+        errors: [],
+        registration: { emdrId: 'EMDR-9', registrationDateTime: '2024-01-15T10:00:00Z', registrationWarnings: [] },
+      },
     });
   });
 
@@ -117,13 +138,23 @@ describe("the registry's calls to the gateway", () => {
         ' relatesToMessage="ATTR-REL-1"',
       ),
     );
-    expect(inbound.message).toEqual({ kind: 'registerDocumentResult', relatesToMessage: 'ATTR-REL-1', status: 'error', errors: [{ code: 'E1', message: 'Bad' }, { code: 'E2', message: 'Worse' }] });
+    expect(inbound.message).toEqual({
+      kind: 'registerDocumentResult',
+      relatesToMessage: 'ATTR-REL-1',
+      status: 'error',
+      errors: [
+        { code: 'E1', message: 'Bad' },
+        { code: 'E2', message: 'Worse' },
+      ],
+    });
   });
 
   it('refuses a result without relatesToMessage, a DTD, and a body it does not know', () => {
     expect(() => readInbound(result('<ns2:status>success</ns2:status>'))).toThrow(/without relatesToMessage/);
     expect(() => readInbound('<?xml version="1.0"?><!DOCTYPE registerDocumentResult [<!ENTITY xxe "INJECT">]><x/>')).toThrow(/DOCTYPE/);
-    expect(() => readInbound(`<soap:Envelope xmlns:soap="${NS.soap12}"><soap:Body><other/></soap:Body></soap:Envelope>`)).toThrow(/holds no registerDocumentResult/);
+    expect(() => readInbound(`<soap:Envelope xmlns:soap="${NS.soap12}"><soap:Body><other/></soap:Body></soap:Envelope>`)).toThrow(
+      /holds no registerDocumentResult/,
+    );
   });
 
   it('answers with a SOAP acknowledgement, a fault of the version asked in, and a file response around the streamed base64', () => {

@@ -38,7 +38,14 @@ async function remdEnv(standIn: RemdStandIn, extra: Record<string, string> = {})
 }
 
 const getDocumentFile = (localUid: string, organization = ORGANIZATION) =>
-  soapMessage({ uri: CALLBACK, name: 'r:getDocumentFileRequest', content: [{ uri: CALLBACK, name: 'r:localUid', content: localUid }, { uri: CALLBACK, name: 'r:organization', content: organization }] });
+  soapMessage({
+    uri: CALLBACK,
+    name: 'r:getDocumentFileRequest',
+    content: [
+      { uri: CALLBACK, name: 'r:localUid', content: localUid },
+      { uri: CALLBACK, name: 'r:organization', content: organization },
+    ],
+  });
 
 describe('a registration through РЭМД, the worker killed (kill -9) while it waits for the answer', () => {
   let standIn: RemdStandIn;
@@ -139,17 +146,27 @@ describe('interface B against РЭМД', () => {
     return { body, queueMessageId: ack.queueMessageId as string };
   }
 
-  const callbacksOf = async (queueMessageId: string, count: number) => of(queueMessageId)(await receiver.waitFor((received) => of(queueMessageId)(received).length >= count));
-  const stateOf = async (queueMessageId: string) => (await fetch(`${service.publicUrl}/api/messages/${queueMessageId}`, { headers: authHeaders(clinic) })).json();
+  const callbacksOf = async (queueMessageId: string, count: number) =>
+    of(queueMessageId)(await receiver.waitFor((received) => of(queueMessageId)(received).length >= count));
+  const stateOf = async (queueMessageId: string) =>
+    (await fetch(`${service.publicUrl}/api/messages/${queueMessageId}`, { headers: authHeaders(clinic) })).json();
 
   it('maps a refusal at once and one in the result into the result callback, with the classifier codes', async () => {
-    standIn.refuseNext({ operation: 'registerDocument', code: 'PATIENT_MPI_MISMATCH', message: 'Данные пациента отличаются от зарегистрированных в ГИП', when: 'at-once' });
+    standIn.refuseNext({
+      operation: 'registerDocument',
+      code: 'PATIENT_MPI_MISMATCH',
+      message: 'Данные пациента отличаются от зарегистрированных в ГИП',
+      when: 'at-once',
+    });
     const atOnce = await register();
     standIn.refuseNext({ operation: 'registerDocument', code: 'DIGEST_MISMATCH', message: 'Хеш-сумма документа не соответствует', when: 'in-result' });
     const inResult = await register();
     const [acceptance, result] = await callbacksOf(atOnce.queueMessageId, 2);
     expect(acceptance!.body.status).toBe('success');
-    expect(result!.body).toMatchObject({ status: 'error', errors: [{ code: 'PATIENT_MPI_MISMATCH', message: 'Данные пациента отличаются от зарегистрированных в ГИП' }] });
+    expect(result!.body).toMatchObject({
+      status: 'error',
+      errors: [{ code: 'PATIENT_MPI_MISMATCH', message: 'Данные пациента отличаются от зарегистрированных в ГИП' }],
+    });
     const [, later] = await callbacksOf(inResult.queueMessageId, 2);
     expect(later!.body).toMatchObject({ status: 'error', errors: [{ code: 'DIGEST_MISMATCH' }] });
     expect(await stateOf(atOnce.queueMessageId)).toMatchObject({ state: 'failed', errors: [{ code: 'PATIENT_MPI_MISMATCH' }] });
@@ -165,7 +182,11 @@ describe('interface B against РЭМД', () => {
     const { queueMessageId } = await register();
     await callbacksOf(queueMessageId, 1);
     // The submission fails (503) and is tried again after 1 s, 2 s, …: the request waits, accepted.
-    await until('a failed attempt', async () => logText, (text) => text.includes(queueMessageId) && text.includes('the registry did not take the request'));
+    await until(
+      'a failed attempt',
+      async () => logText,
+      (text) => text.includes(queueMessageId) && text.includes('the registry did not take the request'),
+    );
     expect((await stateOf(queueMessageId)).state).toBe('accepted');
     expect(standIn.taken.some((taken) => taken.messageId === queueMessageId)).toBe(false);
     // A search, which needs the registry at once, is answered 503 with Retry-After meanwhile.
@@ -191,17 +212,28 @@ describe('interface B against РЭМД', () => {
     expect(refused.status).toBe(400);
     expect(refused.body).toMatch(/<[^>]*Fault[ >]/);
     expect(refused.body).toMatch(/<[^>]*Value>[A-Za-z0-9]+:Sender</);
-    await until('the unknown answer logged', async () => logText, (text) => text.includes('did not send') && text.includes(unknown));
+    await until(
+      'the unknown answer logged',
+      async () => logText,
+      (text) => text.includes('did not send') && text.includes(unknown),
+    );
     // The clinic saw the result once; the repeated answer reached no one.
     await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(of(queueMessageId)(receiver.received).map((callback) => callback.name)).toEqual(['SendRegisterDocumentResponse', 'SendRegisterDocumentResultResponse']);
+    expect(of(queueMessageId)(receiver.received).map((callback) => callback.name)).toEqual([
+      'SendRegisterDocumentResponse',
+      'SendRegisterDocumentResultResponse',
+    ]);
   });
 
   it('serves getDocumentFile for a document it keeps (the registry has not answered) and not for a dropped one', async () => {
     standIn.silent = true;
     try {
       const { body, queueMessageId } = await register();
-      await until('submitted', () => stateOf(queueMessageId), (state) => state.state === 'submitted');
+      await until(
+        'submitted',
+        () => stateOf(queueMessageId),
+        (state) => state.state === 'submitted',
+      );
       const kept = await standIn.post(getDocumentFile(body.localUid as string));
       expect(kept.status).toBe(200);
       const content = /<[^>]*content>([^<]*)</.exec(kept.body)?.[1];
@@ -243,12 +275,16 @@ describe('interface B against РЭМД', () => {
     expect(refused!.body).toMatchObject({ status: 'error', errors: [{ code: 'REGISTRY_ITEM_NOT_FOUND' }] });
   });
 
-  it("bounds its endpoint: a path, a method, a media type, a size and XML it does not take are refused before they cost anything", async () => {
+  it('bounds its endpoint: a path, a method, a media type, a size and XML it does not take are refused before they cost anything', async () => {
     const port = Number(new URL(standIn.gatewayUrl!).port);
-    expect((await fetch(`http://127.0.0.1:${port}/other`, { method: 'POST', headers: { 'content-type': 'application/soap+xml' }, body: '<a/>' })).status).toBe(404);
+    expect((await fetch(`http://127.0.0.1:${port}/other`, { method: 'POST', headers: { 'content-type': 'application/soap+xml' }, body: '<a/>' })).status).toBe(
+      404,
+    );
     expect((await fetch(standIn.gatewayUrl!, { method: 'GET' })).status).toBe(405);
     expect((await standIn.post(getDocumentFile(randomUUID()), 'application/json')).status).toBe(415);
-    expect(await statusLineOf(port, `POST /emdr/callback HTTP/1.1\r\nHost: x\r\nContent-Type: application/soap+xml\r\nContent-Length: 999999999999\r\n\r\n`)).toBe('HTTP/1.1 413 Payload Too Large');
+    expect(
+      await statusLineOf(port, `POST /emdr/callback HTTP/1.1\r\nHost: x\r\nContent-Type: application/soap+xml\r\nContent-Length: 999999999999\r\n\r\n`),
+    ).toBe('HTTP/1.1 413 Payload Too Large');
     const doctype = await standIn.post('<?xml version="1.0"?><!DOCTYPE x [<!ENTITY e "boom">]><x>&e;</x>');
     expect(doctype.status).toBe(400);
     expect(doctype.body).toContain('DOCTYPE');

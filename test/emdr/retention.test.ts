@@ -22,7 +22,9 @@ const of = (queueMessageId: string) => (received: ReceivedCallback[]) => receive
 async function requestFileBytes(knex: Knex, queueMessageId: string): Promise<number> {
   const row = await knex('emdr_requests')
     .where({ queue_message_id: queueMessageId })
-    .first(knex.raw('coalesce(octet_length(document), 0) + coalesce(octet_length(signature), 0) + coalesce(octet_length(personal_signatures::text), 0) as bytes'));
+    .first(
+      knex.raw('coalesce(octet_length(document), 0) + coalesce(octet_length(signature), 0) + coalesce(octet_length(personal_signatures::text), 0) as bytes'),
+    );
   return Number(row.bytes);
 }
 
@@ -46,25 +48,43 @@ describe("a request's copy of the files", () => {
     await receiver?.close();
   });
 
-  const callbacksOf = async (queueMessageId: string, count: number) => of(queueMessageId)(await receiver.waitFor((received) => of(queueMessageId)(received).length >= count));
-  const callbackStates = async (queueMessageId: string) => (await knex('emdr_callbacks').where({ queue_message_id: queueMessageId }).orderBy('sequence').pluck('state')) as string[];
+  const callbacksOf = async (queueMessageId: string, count: number) =>
+    of(queueMessageId)(await receiver.waitFor((received) => of(queueMessageId)(received).length >= count));
+  const callbackStates = async (queueMessageId: string) =>
+    (await knex('emdr_callbacks').where({ queue_message_id: queueMessageId }).orderBy('sequence').pluck('state')) as string[];
 
   it('is dropped once the result callback is delivered; the registry keeps its copy', async () => {
     const xml = largeXml(1024 * 1024);
-    const body = registerBody({ document: xml.toString('base64'), personalSignatures: [{ signer: { snils: '08765432110' }, signature: testPersonalSignatureOf(xml).toString('base64') }] });
+    const body = registerBody({
+      document: xml.toString('base64'),
+      personalSignatures: [{ signer: { snils: '08765432110' }, signature: testPersonalSignatureOf(xml).toString('base64') }],
+    });
     const { body: ack } = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), body);
     const [, result] = await callbacksOf(ack.queueMessageId, 2);
     expect(result!.body.status).toBe('success');
-    await until('request files', () => requestFileBytes(knex, ack.queueMessageId), (bytes) => bytes === 0);
+    await until(
+      'request files',
+      () => requestFileBytes(knex, ack.queueMessageId),
+      (bytes) => bytes === 0,
+    );
     const registered = await knex('emdr_registry_documents').where({ emdr_id: result!.body.emdrId }).first('content');
     expect(registered.content.equals(xml)).toBe(true);
   });
 
   it('is dropped once the acceptance callback of a rejected request is delivered', async () => {
-    const { body: ack } = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody({ document: Buffer.from('<a><b></a>').toString('base64') }));
+    const { body: ack } = await post(
+      service.publicUrl,
+      '/api/RegisterDocument',
+      authHeaders(clinic),
+      registerBody({ document: Buffer.from('<a><b></a>').toString('base64') }),
+    );
     const [acceptance] = await callbacksOf(ack.queueMessageId, 1);
     expect(acceptance!.body.status).toBe('error');
-    await until('request files', () => requestFileBytes(knex, ack.queueMessageId), (bytes) => bytes === 0);
+    await until(
+      'request files',
+      () => requestFileBytes(knex, ack.queueMessageId),
+      (bytes) => bytes === 0,
+    );
   });
 
   it('of a DemandContent is kept while its file callback is retried and after it failed for good, sent again by a replay, and dropped once delivered', async () => {
@@ -82,7 +102,11 @@ describe("a request's copy of the files", () => {
     // Between the attempts the file stays for the next one.
     expect(await callbackStates(demand.queueMessageId)).toEqual(['delivered', 'pending']);
     expect(await requestFileBytes(knex, demand.queueMessageId)).toBeGreaterThan(0);
-    await until('callback states', () => callbackStates(demand.queueMessageId), (states) => states[1] === 'failed');
+    await until(
+      'callback states',
+      () => callbackStates(demand.queueMessageId),
+      (states) => states[1] === 'failed',
+    );
     // Failed for good, the file callback keeps its file: the sweep of ended requests leaves it too.
     await purgeFilesNow(service.databaseUrl);
     expect(await requestFileBytes(knex, demand.queueMessageId)).toBeGreaterThan(0);
@@ -93,9 +117,15 @@ describe("a request's copy of the files", () => {
     expect(replay.code).toBe(0);
     const file = (await callbacksOf(demand.queueMessageId, before + 1)).at(-1)!;
     expect(file.name).toBe('SendDocumentFileResultResponse');
-    expect(Buffer.from((file.body.document as { content: string }).content, 'base64').equals(Buffer.from(registerBody().document as string, 'base64'))).toBe(true);
+    expect(Buffer.from((file.body.document as { content: string }).content, 'base64').equals(Buffer.from(registerBody().document as string, 'base64'))).toBe(
+      true,
+    );
     expect(file.signatureValid).toBe(true);
-    await until('request files after the replay', () => requestFileBytes(knex, demand.queueMessageId), (bytes) => bytes === 0);
+    await until(
+      'request files after the replay',
+      () => requestFileBytes(knex, demand.queueMessageId),
+      (bytes) => bytes === 0,
+    );
   });
 
   it('sent only callback bodies that match their schemas in specs/openapi.yaml', () => {
@@ -136,7 +166,14 @@ describe('RETENTION', () => {
     const at = (ms: number) => knex.raw(`now() + ? * interval '1 millisecond'`, [ms]);
     await knex('ehr_user_links').insert({ user_id: user, patient_id: 'demo-1', user_sign_sealed: randomBytes(60) });
     await knex('ehr_sessions').insert({ token_hash: randomBytes(32), user_id: user, expires_at: at(sessionExpiresInMs) });
-    await knex('ehr_exchange_tokens').insert({ token_hash: randomBytes(32), user_id: user, session_token_hash: randomBytes(32), session_expires_at: at(sessionExpiresInMs), expires_at: at(tokenExpiresInMs), state: 'used' });
+    await knex('ehr_exchange_tokens').insert({
+      token_hash: randomBytes(32),
+      user_id: user,
+      session_token_hash: randomBytes(32),
+      session_expires_at: at(sessionExpiresInMs),
+      expires_at: at(tokenExpiresInMs),
+      state: 'used',
+    });
     return { user };
   }
 
@@ -145,7 +182,9 @@ describe('RETENTION', () => {
     return {
       requests: await count(knex('emdr_requests').whereIn('queue_message_id', queueMessageIds)),
       callbacks: await count(knex('emdr_callbacks').whereIn('queue_message_id', queueMessageIds)),
-      attempts: await count(knex('emdr_callback_attempts as a').join('emdr_callbacks as c', 'c.id', 'a.callback_id').whereIn('c.queue_message_id', queueMessageIds)),
+      attempts: await count(
+        knex('emdr_callback_attempts as a').join('emdr_callbacks as c', 'c.id', 'a.callback_id').whereIn('c.queue_message_id', queueMessageIds),
+      ),
       sessions: await count(knex('ehr_sessions').whereIn('user_id', users)),
       exchangeTokens: await count(knex('ehr_exchange_tokens').whereIn('user_id', users)),
     };
@@ -155,7 +194,8 @@ describe('RETENTION', () => {
     const clinic = await addClinic(service, receiver.url);
     receiver.signingSecret = clinic.signingSecret;
     const { body: registration } = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody());
-    const emdrId = of(registration.queueMessageId)(await receiver.waitFor((received) => of(registration.queueMessageId)(received).length >= 2))[1]!.body.emdrId as string;
+    const emdrId = of(registration.queueMessageId)(await receiver.waitFor((received) => of(registration.queueMessageId)(received).length >= 2))[1]!.body
+      .emdrId as string;
     const { body: demand } = await post(service.publicUrl, '/api/DemandContent', authHeaders(clinic), { emdrId });
     await receiver.waitFor((received) => of(demand.queueMessageId)(received).length >= 2);
     const expired = await interfaceARows(-1_000, -1_000);
@@ -167,7 +207,11 @@ describe('RETENTION', () => {
     const state = await fetch(`${service.publicUrl}/api/messages/${demand.queueMessageId}`, { headers: authHeaders(clinic) });
     expect(state.status).toBe(200);
 
-    await until('purge', () => kept(requests, [expired.user, live.user]), (counts) => counts.requests === 0 && counts.exchangeTokens === 0);
+    await until(
+      'purge',
+      () => kept(requests, [expired.user, live.user]),
+      (counts) => counts.requests === 0 && counts.exchangeTokens === 0,
+    );
     // The live session stays; the registry keeps the document.
     expect(await kept(requests, [expired.user, live.user])).toEqual({ requests: 0, callbacks: 0, attempts: 0, sessions: 1, exchangeTokens: 0 });
     expect(await knex('ehr_sessions').where({ user_id: live.user }).count({ n: '*' })).toEqual([{ n: '1' }]);
@@ -236,7 +280,11 @@ describe('BYTE_QUOTA', () => {
       let refused: { status: number; body: { errors: Array<{ code: string }> } } | undefined;
       let retryAfter: string | null = null;
       for (let i = 0; i < 3; i += 1) {
-        const response = await fetch(`${service.publicUrl}/api/RegisterDocument`, { method: 'POST', headers: authHeaders(clinic), body: JSON.stringify(registerBody({ document })) });
+        const response = await fetch(`${service.publicUrl}/api/RegisterDocument`, {
+          method: 'POST',
+          headers: authHeaders(clinic),
+          body: JSON.stringify(registerBody({ document })),
+        });
         statuses.push(response.status);
         if (response.status === 429) {
           refused = { status: 429, body: await response.json() };
@@ -260,8 +308,16 @@ describe('BYTE_QUOTA', () => {
     const document = largeXml(700 * 1024).toString('base64');
     const statuses = await inOneQuotaWindow(async () => {
       const clinic = await addClinic(service, receiver.url);
-      const invalid = await fetch(`${service.publicUrl}/api/RegisterDocument`, { method: 'POST', headers: authHeaders(clinic), body: JSON.stringify(registerBody({ document, organization: 'not an OID' })) });
-      const notJson = await fetch(`${service.publicUrl}/api/RegisterDocument`, { method: 'POST', headers: authHeaders(clinic), body: `{"document":"${document}"` });
+      const invalid = await fetch(`${service.publicUrl}/api/RegisterDocument`, {
+        method: 'POST',
+        headers: authHeaders(clinic),
+        body: JSON.stringify(registerBody({ document, organization: 'not an OID' })),
+      });
+      const notJson = await fetch(`${service.publicUrl}/api/RegisterDocument`, {
+        method: 'POST',
+        headers: authHeaders(clinic),
+        body: `{"document":"${document}"`,
+      });
       await Promise.all([invalid.arrayBuffer(), notJson.arrayBuffer()]);
       // ~1.86 MiB of refused bodies leave no room in 2 MiB for a valid one this minute.
       const valid = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody({ document }));

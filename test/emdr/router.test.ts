@@ -65,11 +65,17 @@ describe('interface B router', () => {
   });
 
   it('answers a body over the limit with 413 in the error shape', async () => {
-    expect(await post('/api/Echo', JSON.stringify({ note: 'x'.repeat(2048) }))).toMatchObject({ status: 413, body: { status: 'Error', errors: [{ code: 'REQUEST_TOO_LARGE' }] } });
+    expect(await post('/api/Echo', JSON.stringify({ note: 'x'.repeat(2048) }))).toMatchObject({
+      status: 413,
+      body: { status: 'Error', errors: [{ code: 'REQUEST_TOO_LARGE' }] },
+    });
   });
 
   it('answers a body that is not JSON with 415 in the error shape', async () => {
-    expect(await post('/api/Echo', '<xml/>', 'application/xml')).toMatchObject({ status: 415, body: { status: 'Error', errors: [{ code: 'UNSUPPORTED_MEDIA_TYPE' }] } });
+    expect(await post('/api/Echo', '<xml/>', 'application/xml')).toMatchObject({
+      status: 415,
+      body: { status: 'Error', errors: [{ code: 'UNSUPPORTED_MEDIA_TYPE' }] },
+    });
   });
 
   it('maps a thrown error to 500 INTERNAL_ERROR without internals', async () => {
@@ -90,12 +96,24 @@ describe('interface B router', () => {
     });
 
     it('gives the same answers as other operations: 413, malformed JSON, empty body, schema errors', async () => {
-      expect(await post('/api/Upload', JSON.stringify({ data: 'A'.repeat(2048) }))).toMatchObject({ status: 413, body: { errors: [{ code: 'REQUEST_TOO_LARGE' }] } });
-      expect(await post('/api/Upload', `{"data":"${data}"`)).toMatchObject({ status: 400, body: { errors: [{ code: 'VALIDATION_ERROR', message: 'body is not valid JSON' }] } });
+      expect(await post('/api/Upload', JSON.stringify({ data: 'A'.repeat(2048) }))).toMatchObject({
+        status: 413,
+        body: { errors: [{ code: 'REQUEST_TOO_LARGE' }] },
+      });
+      expect(await post('/api/Upload', `{"data":"${data}"`)).toMatchObject({
+        status: 400,
+        body: { errors: [{ code: 'VALIDATION_ERROR', message: 'body is not valid JSON' }] },
+      });
       // JSON, though not an object: the schema says so.
-      expect(await post('/api/Upload', `"${data}"`)).toMatchObject({ status: 400, body: { errors: [{ code: 'VALIDATION_ERROR', path: '/requestBody', message: 'must be a JSON object' }] } });
+      expect(await post('/api/Upload', `"${data}"`)).toMatchObject({
+        status: 400,
+        body: { errors: [{ code: 'VALIDATION_ERROR', path: '/requestBody', message: 'must be a JSON object' }] },
+      });
       expect(await post('/api/Upload', '')).toMatchObject({ status: 400, body: { errors: [{ code: 'VALIDATION_ERROR', path: '/requestBody' }] } });
-      expect(await post('/api/Upload', JSON.stringify({ data, extra: 1 }))).toMatchObject({ status: 400, body: { errors: [{ code: 'VALIDATION_ERROR', path: '/requestBody/extra' }] } });
+      expect(await post('/api/Upload', JSON.stringify({ data, extra: 1 }))).toMatchObject({
+        status: 400,
+        body: { errors: [{ code: 'VALIDATION_ERROR', path: '/requestBody/extra' }] },
+      });
       expect(await post('/api/Upload', '<xml/>', 'application/xml')).toMatchObject({ status: 415, body: { errors: [{ code: 'UNSUPPORTED_MEDIA_TYPE' }] } });
     });
   });

@@ -37,7 +37,10 @@ afterAll(async () => {
 
 /** Our verifier's findings for a detached signature of `document` (none: valid). */
 function findings(document: Uint8Array, signature: Uint8Array, trusted?: Uint8Array[]) {
-  const check = new DocumentSignatureCheck([{ name: 'signature', bytes: signature }], { now: Date.now(), ...(trusted ? { trustAnchors: trusted.map(parseCertificate) } : {}) });
+  const check = new DocumentSignatureCheck([{ name: 'signature', bytes: signature }], {
+    now: Date.now(),
+    ...(trusted ? { trustAnchors: trusted.map(parseCertificate) } : {}),
+  });
   check.update(document);
   return check.finish();
 }
@@ -48,7 +51,23 @@ async function opensslVerifies(document: Uint8Array, signature: Uint8Array, cert
   await fs.writeFile(path.join(dir, 'doc.xml'), document);
   await fs.writeFile(path.join(dir, 'doc.xml.sig'), signature);
   await fs.writeFile(path.join(dir, 'ca.pem'), certificates);
-  return pki.openssl(['cms', '-verify', '-binary', '-inform', 'DER', '-in', path.join(dir, 'doc.xml.sig'), '-content', path.join(dir, 'doc.xml'), '-CAfile', path.join(dir, 'ca.pem'), '-out', path.join(dir, 'out')]).toString();
+  return pki
+    .openssl([
+      'cms',
+      '-verify',
+      '-binary',
+      '-inform',
+      'DER',
+      '-in',
+      path.join(dir, 'doc.xml.sig'),
+      '-content',
+      path.join(dir, 'doc.xml'),
+      '-CAfile',
+      path.join(dir, 'ca.pem'),
+      '-out',
+      path.join(dir, 'out'),
+    ])
+    .toString();
 }
 
 describe('GOST R 34.10-2012 signing', () => {
@@ -156,7 +175,9 @@ describe('ehr-gateway document sample', () => {
     for (const signature of [example.signature, example.personalSignatures[0].signature]) {
       const der = Buffer.from(signature, 'base64');
       expect(findings(xml, der)).toEqual([]);
-      const embedded = pki.openssl(['pkcs7', '-inform', 'DER', '-print_certs'], pki.openssl(['cms', '-cmsout', '-inform', 'DER', '-outform', 'DER'], der)).toString();
+      const embedded = pki
+        .openssl(['pkcs7', '-inform', 'DER', '-print_certs'], pki.openssl(['cms', '-cmsout', '-inform', 'DER', '-outform', 'DER'], der))
+        .toString();
       await opensslVerifies(xml, der, embedded);
     }
     // The callbacks go to this test's receiver (the demo clinic's URL is for `make run`); everything else as in the spec.

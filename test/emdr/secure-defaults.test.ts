@@ -23,7 +23,8 @@ describe('clients add', () => {
   beforeAll(async () => {
     env = { DATABASE_URL: await createTestDatabase(), DATA_KEY: hexKey(), LOG_LEVEL: 'silent' };
   });
-  const add = (businessId: string, ...extra: string[]) => runCli(['clients', 'add', '--business-id', businessId, '--user', 'mis', '--callback-url', 'http://127.0.0.1:9', ...extra], env);
+  const add = (businessId: string, ...extra: string[]) =>
+    runCli(['clients', 'add', '--business-id', businessId, '--user', 'mis', '--callback-url', 'http://127.0.0.1:9', ...extra], env);
 
   it('refuses an account without --organization unless --all-organizations is given, in one line with exit code 2', async () => {
     const refused = await add('b-none');
@@ -50,14 +51,29 @@ describe('clients add', () => {
     }
   });
 
-  it('registers only callback URLs a request may name (the spec\'s CallbackUrl), in one line with exit code 2', async () => {
+  it("registers only callback URLs a request may name (the spec's CallbackUrl), in one line with exit code 2", async () => {
     for (const url of ['https://mis.example.ru/emdr?x=1', 'ftp://mis.example.ru', 'https://mis.example.ru/a b', 'not a url']) {
       const refused = await runCli(['clients', 'add', '--business-id', 'b-url', '--user', 'mis', '--callback-url', url, '--all-organizations'], env);
       expect(refused.code, url).toBe(2);
       expect(refused.stderr.trim().split('\n')).toHaveLength(1);
       expect(refused.stderr).toContain('is not an http(s) base URL');
     }
-    const added = await runCli(['clients', 'add', '--business-id', 'b-url', '--user', 'mis', '--callback-url', 'https://mis.example.ru/emdr/', '--callback-url', 'http://[::1]:9090', '--all-organizations'], env);
+    const added = await runCli(
+      [
+        'clients',
+        'add',
+        '--business-id',
+        'b-url',
+        '--user',
+        'mis',
+        '--callback-url',
+        'https://mis.example.ru/emdr/',
+        '--callback-url',
+        'http://[::1]:9090',
+        '--all-organizations',
+      ],
+      env,
+    );
     expect(added.code, added.stderr).toBe(0);
     expect(JSON.parse(added.stdout).callbackUrls).toEqual(['https://mis.example.ru/emdr/', 'http://[::1]:9090']);
   });
@@ -73,7 +89,9 @@ describe('clients add', () => {
     const printed = JSON.parse(added.stdout);
     const knex = openKnex(env.DATABASE_URL!);
     try {
-      const { rows } = await knex.raw(`select row_to_json(k)::text as text, callback_token_sealed, signing_secret_sealed from emdr_clients k where business_id = 'b-sealed'`);
+      const { rows } = await knex.raw(
+        `select row_to_json(k)::text as text, callback_token_sealed, signing_secret_sealed from emdr_clients k where business_id = 'b-sealed'`,
+      );
       const stored = rows[0].text as string;
       const bytes = Buffer.concat([rows[0].callback_token_sealed, rows[0].signing_secret_sealed]);
       for (const secret of [printed.callbackCredentials.token, printed.signingSecret]) {
@@ -116,7 +134,9 @@ describe('the data key', () => {
   });
 
   it('is required with DATABASE_URL; on the embedded PostgreSQL it is DATA_DIR/data.key, or an existing user-sign.key', async () => {
-    await expect(resolveDataKey(loadConfig({ DATABASE_URL: 'postgres://u:p@localhost/db' }))).rejects.toThrow(/^DATA_KEY: is required when DATABASE_URL is set/);
+    await expect(resolveDataKey(loadConfig({ DATABASE_URL: 'postgres://u:p@localhost/db' }))).rejects.toThrow(
+      /^DATA_KEY: is required when DATABASE_URL is set/,
+    );
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'data-key-'));
     try {
       const old = hexKey();

@@ -13,7 +13,10 @@ import { TestPki, type Issued } from '../support/signing.js';
 const document = Buffer.from('<?xml version="1.0" encoding="UTF-8"?><ClinicalDocument xmlns="urn:hl7-org:v3"><title>budget</title></ClinicalDocument>');
 
 function check(signatures: NamedSignature[], trustAnchors?: Uint8Array[]) {
-  const verification = new DocumentSignatureCheck(signatures, { now: Date.now(), ...(trustAnchors ? { trustAnchors: trustAnchors.map(parseCertificate) } : {}) });
+  const verification = new DocumentSignatureCheck(signatures, {
+    now: Date.now(),
+    ...(trustAnchors ? { trustAnchors: trustAnchors.map(parseCertificate) } : {}),
+  });
   verification.update(document);
   return verification.finish();
 }
@@ -40,12 +43,20 @@ describe('the signature verification budget of a document', () => {
 
   it(`verifies ${MAX_SIGNATURE_VERIFICATIONS} signatures of a document and fails the rest unverified`, () => {
     const signature = pki.sign(document, signer);
-    const signatures = Array.from({ length: MAX_SIGNATURE_VERIFICATIONS + 6 }, (_, index) => ({ name: `personalSignatures/${index}/signature`, bytes: signature }));
+    const signatures = Array.from({ length: MAX_SIGNATURE_VERIFICATIONS + 6 }, (_, index) => ({
+      name: `personalSignatures/${index}/signature`,
+      bytes: signature,
+    }));
     const findings = check(signatures);
     // One certificate signing many times is also the registry's SIGNATURE_DUPLICATION, reported beside.
     expect(findings.filter((finding) => finding.code === 'SIGNATURE_DUPLICATION')).toHaveLength(MAX_SIGNATURE_VERIFICATIONS + 5);
     // Before: all 70 were verified.
-    expect(findings.filter((finding) => finding.code !== 'SIGNATURE_DUPLICATION')).toEqual(Array.from({ length: 6 }, (_, index) => ({ code: 'DOCUMENT_CHECK_LIMIT', message: `personalSignatures/${MAX_SIGNATURE_VERIFICATIONS + index}/signature: ${BUDGET_SPENT}` })));
+    expect(findings.filter((finding) => finding.code !== 'SIGNATURE_DUPLICATION')).toEqual(
+      Array.from({ length: 6 }, (_, index) => ({
+        code: 'DOCUMENT_CHECK_LIMIT',
+        message: `personalSignatures/${MAX_SIGNATURE_VERIFICATIONS + index}/signature: ${BUDGET_SPENT}`,
+      })),
+    );
   });
 
   it('counts the candidate issuers tried while building chains', () => {
@@ -53,9 +64,19 @@ describe('the signature verification budget of a document', () => {
     // Each signer costs 6: its value, 3 decoys tried before the intermediate, the intermediate, the root's signature on it.
     const honest = pki.sign(document, signer, [intermediate]);
     const notDuplication = (findings: Array<{ code: string; message: string }>) => findings.filter((finding) => finding.code !== 'SIGNATURE_DUPLICATION');
-    expect(notDuplication(check(Array.from({ length: 12 }, (_, index) => ({ name: `s${index}`, bytes: honest })), anchors))).toEqual([]);
+    expect(
+      notDuplication(
+        check(
+          Array.from({ length: 12 }, (_, index) => ({ name: `s${index}`, bytes: honest })),
+          anchors,
+        ),
+      ),
+    ).toEqual([]);
     const crowded = pki.sign(document, signer, [...decoys, intermediate]);
-    const findings = check(Array.from({ length: 12 }, (_, index) => ({ name: `s${index}`, bytes: crowded })), anchors);
+    const findings = check(
+      Array.from({ length: 12 }, (_, index) => ({ name: `s${index}`, bytes: crowded })),
+      anchors,
+    );
     expect(notDuplication(findings).map((finding) => finding.message)).toEqual([`s10: ${BUDGET_SPENT}`, `s11: ${BUDGET_SPENT}`]);
   });
 });

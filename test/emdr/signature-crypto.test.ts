@@ -34,10 +34,14 @@ describe('Streebog (GOST R 34.11-2012)', () => {
     'fbe2e5f0eee3c820fbeafaebef20fffbf0e1e0f0f520e0ed20e8ece0ebe5f0f2f120fff0eeec20f120faf2fee5e2202ce8f6f3ede220e8e6eee1e8f0f2d1202ce8f0f2e5e220e5d1',
   );
 
-  it('gives RFC 6986\'s hashes of M1 and M2, 512 and 256 bits', () => {
-    expect(hex(Buffer.from(streebog(512, M1)).reverse())).toBe('486f64c1917879417fef082b3381a4e211c324f074654c38823a7b76f830ad00fa1fbae42b1285c0352f227524bc9ab16254288dd6863dccd5b9f54a1ad0541b');
+  it("gives RFC 6986's hashes of M1 and M2, 512 and 256 bits", () => {
+    expect(hex(Buffer.from(streebog(512, M1)).reverse())).toBe(
+      '486f64c1917879417fef082b3381a4e211c324f074654c38823a7b76f830ad00fa1fbae42b1285c0352f227524bc9ab16254288dd6863dccd5b9f54a1ad0541b',
+    );
     expect(hex(Buffer.from(streebog(256, M1)).reverse())).toBe('00557be5e584fd52a449b16b0251d05d27f94ab76cbaa6da890b59d8ef1e159d');
-    expect(hex(Buffer.from(streebog(512, M2)).reverse())).toBe('28fbc9bada033b1460642bdcddb90c3fb3e56c497ccd0f62b8a2ad4935e85f037613966de4ee00531ae60f3b5a47f8dae06915d5f2f194996fcabf2622e6881e');
+    expect(hex(Buffer.from(streebog(512, M2)).reverse())).toBe(
+      '28fbc9bada033b1460642bdcddb90c3fb3e56c497ccd0f62b8a2ad4935e85f037613966de4ee00531ae60f3b5a47f8dae06915d5f2f194996fcabf2622e6881e',
+    );
     expect(hex(Buffer.from(streebog(256, M2)).reverse())).toBe('508f7e553c06501d749a66fc28c6cac0b005746d97537fa85d9e40904efed29d');
   });
 
@@ -62,8 +66,21 @@ describe('GOST R 34.10-2012 verification', () => {
   const big = (value: string) => BigInt(`0x${value}`);
   // The test parameter sets and examples of GOST R 34.10-2012, appendix A (RFC 7091, 7.1 and 7.2).
   const example256 = {
-    curve: { name: 'test-256', bits: 256, p: big('8000000000000000000000000000000000000000000000000000000000000431'), a: 7n, b: big('5FBFF498AA938CE739B8E022FBAFEF40563F6E6A3472FC2A514C0CE9DAE23B7E'), q: big('8000000000000000000000000000000150FE8A1892976154C59CFC193ACCF5B3'), cofactor: 1n, x: 2n, y: big('08E2A8A0E65147D4BD6316030E16D19C85C97F0A9CA267122B96ABBCEA7E8FC8') } as Curve,
-    key: { x: big('7F2B49E270DB6D90D8595BEC458B50C58585BA1D4E9B788F6689DBD8E56FD80B'), y: big('26F1B489D6701DD185C8413A977B3CBBAF64D1C593D26627DFFB101A87FF77DA') },
+    curve: {
+      name: 'test-256',
+      bits: 256,
+      p: big('8000000000000000000000000000000000000000000000000000000000000431'),
+      a: 7n,
+      b: big('5FBFF498AA938CE739B8E022FBAFEF40563F6E6A3472FC2A514C0CE9DAE23B7E'),
+      q: big('8000000000000000000000000000000150FE8A1892976154C59CFC193ACCF5B3'),
+      cofactor: 1n,
+      x: 2n,
+      y: big('08E2A8A0E65147D4BD6316030E16D19C85C97F0A9CA267122B96ABBCEA7E8FC8'),
+    } as Curve,
+    key: {
+      x: big('7F2B49E270DB6D90D8595BEC458B50C58585BA1D4E9B788F6689DBD8E56FD80B'),
+      y: big('26F1B489D6701DD185C8413A977B3CBBAF64D1C593D26627DFFB101A87FF77DA'),
+    },
     e: '2DFBC1B372D89A1188C09C52E0EEC61FCE52032AB1022E8E67ECE6672B043EE5',
     r: '41AA28D2F1AB148280CD9ED56FEDA41974053554A42767B83AD043FD39DC0493',
     s: '01456C64BA4642A1653C235A98A60249BCD6D3F746B631DF928014F6C5BF9C40',
@@ -89,7 +106,10 @@ describe('GOST R 34.10-2012 verification', () => {
     s: '1081B394696FFE8E6585E7A9362D26B6325F56778AADBC081C0BFBE933D52FF5823CE288E8C4F362526080DF7F70CE406A6EEB1F56919CB92A9853BDE73E5B4A',
   };
 
-  for (const [label, example] of [['256', example256], ['512', example512]] as const) {
+  for (const [label, example] of [
+    ['256', example256],
+    ['512', example512],
+  ] as const) {
     it(`verifies the standard's ${label}-bit example and refuses it with one bit changed`, () => {
       // The digest as the engine stores it (little-endian); the signature as s ‖ r, big-endian.
       const digest = fromBigEndianHex(example.e);
@@ -123,7 +143,9 @@ describe('GOST R 34.10-2012 verification', () => {
         fc.property(scalar, scalar, (k1, k2) => {
           expect(affine(arithmetic.baseTable().multiply(k1))).toEqual(affine(arithmetic.nafMultiple(k1, base)));
           expect(affine(keyTable.multiply(k2))).toEqual(affine(arithmetic.nafMultiple(k2, key)));
-          expect(affine(arithmetic.baseAndKeyMultiples(k1, key, k2))).toEqual(affine(arithmetic.add(arithmetic.nafMultiple(k1, base), arithmetic.nafMultiple(k2, key))));
+          expect(affine(arithmetic.baseAndKeyMultiples(k1, key, k2))).toEqual(
+            affine(arithmetic.add(arithmetic.nafMultiple(k1, base), arithmetic.nafMultiple(k2, key))),
+          );
         }),
         { numRuns: 15 },
       );
@@ -170,7 +192,9 @@ describe('GOST R 34.10-2012 verification', () => {
       expect(verdict(signature)).toEqual([]);
       const changed = Buffer.from(signature);
       changed[changed.length - 2]! ^= 0x10;
-      expect(verdict(changed)).toEqual([{ code: 'SIGNATURE_VERIFICATION_ERROR', message: "signature: the signature value does not verify with the signer's certificate" }]);
+      expect(verdict(changed)).toEqual([
+        { code: 'SIGNATURE_VERIFICATION_ERROR', message: "signature: the signature value does not verify with the signer's certificate" },
+      ]);
       expect(verdict(signature, Buffer.concat([document, Buffer.from(' ')]))[0]!.code).toBe('SIGNATURE_VERIFICATION_ERROR');
     });
   }
@@ -179,9 +203,26 @@ describe('GOST R 34.10-2012 verification', () => {
     const signer = pki.issue({ algorithm: 'gost2012_256', commonName: 'no attributes' });
     const input = `${pki.dir}/noattr.xml`;
     fs.writeFileSync(input, document);
-    const signature = pki.openssl(['cms', '-sign', '-binary', '-noattr', '-in', input, '-signer', signer.certificate, '-inkey', signer.key, '-md', 'streebog256', '-outform', 'DER']);
+    const signature = pki.openssl([
+      'cms',
+      '-sign',
+      '-binary',
+      '-noattr',
+      '-in',
+      input,
+      '-signer',
+      signer.certificate,
+      '-inkey',
+      signer.key,
+      '-md',
+      'streebog256',
+      '-outform',
+      'DER',
+    ]);
     expect(verdict(signature)).toEqual([]);
-    expect(verdict(signature, Buffer.from('<other/>'))).toEqual([{ code: 'SIGNATURE_VERIFICATION_ERROR', message: "signature: the signature value does not verify with the signer's certificate" }]);
+    expect(verdict(signature, Buffer.from('<other/>'))).toEqual([
+      { code: 'SIGNATURE_VERIFICATION_ERROR', message: "signature: the signature value does not verify with the signer's certificate" },
+    ]);
   });
 });
 
@@ -264,7 +305,8 @@ describe('keys outside the order-q subgroup (the small-subgroup forgery)', () =>
       const e = littleEndianInteger(digest) % curve.q || 1n;
       // A signature by the real key whose z2 is even: z2·(Q + T) = z2·Q, so the equation holds for the mixed key.
       let signature = gostSign(real, digest);
-      while (mod(-BigInt(`0x${signature.subarray(curve.bits / 8).toString('hex')}`) * inverse(e, curve.q), curve.q) % 2n !== 0n) signature = gostSign(real, digest);
+      while (mod(-BigInt(`0x${signature.subarray(curve.bits / 8).toString('hex')}`) * inverse(e, curve.q), curve.q) % 2n !== 0n)
+        signature = gostSign(real, digest);
       expect(gostVerify(curve, real.publicKey, digest, signature)).toBe(true);
       expect(wasmGostVerify(curve, keyBytes(curve, real.publicKey), digest, signature)).toBe(true);
       expect(inOrderQSubgroup(curve, mixed)).toBe(false);
@@ -288,7 +330,9 @@ describe('keys outside the order-q subgroup (the small-subgroup forgery)', () =>
     forged.set(forge(curve, streebog(256, signer.signedAttributes!.der)), forged.length - 64);
     const check = new DocumentSignatureCheck([{ name: 'signature', bytes: forged }], { now: Date.now() });
     check.update(document);
-    expect(check.finish()).toEqual([{ code: 'SIGNATURE_VERIFICATION_ERROR', message: "signature: the signature value does not verify with the signer's certificate" }]);
+    expect(check.finish()).toEqual([
+      { code: 'SIGNATURE_VERIFICATION_ERROR', message: "signature: the signature value does not verify with the signer's certificate" },
+    ]);
     const genuine = new DocumentSignatureCheck([{ name: 'signature', bytes: signature }], { now: Date.now() });
     genuine.update(document);
     expect(genuine.finish()).toEqual([]);
@@ -315,7 +359,10 @@ describe('the CMS parser under hostile input', () => {
       }
       return bytes;
     };
-    const input = fc.oneof(fc.array(mutation, { minLength: 1, maxLength: 4 }).map(mutate), fc.uint8Array({ maxLength: 2048 }).map((bytes) => Buffer.from(bytes)));
+    const input = fc.oneof(
+      fc.array(mutation, { minLength: 1, maxLength: 4 }).map(mutate),
+      fc.uint8Array({ maxLength: 2048 }).map((bytes) => Buffer.from(bytes)),
+    );
     fc.assert(
       fc.property(input, (bytes) => {
         const check = new DocumentSignatureCheck([{ name: 'signature', bytes }], { now: Date.now() });

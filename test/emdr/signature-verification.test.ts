@@ -27,7 +27,8 @@ let expired: Issued;
 let strangerRoot: Issued;
 let strangerSigner: Issued;
 
-const documentXml = (n: number) => Buffer.from(`<?xml version="1.0" encoding="UTF-8"?><ClinicalDocument xmlns="urn:hl7-org:v3"><title>${DOCUMENT_MARKER} ${n}</title></ClinicalDocument>`);
+const documentXml = (n: number) =>
+  Buffer.from(`<?xml version="1.0" encoding="UTF-8"?><ClinicalDocument xmlns="urn:hl7-org:v3"><title>${DOCUMENT_MARKER} ${n}</title></ClinicalDocument>`);
 
 interface Gateway {
   service: TestService;
@@ -58,7 +59,12 @@ async function acceptance(gateway: Gateway, document: Buffer, signature: Buffer,
   return callback.body;
 }
 
-const NO_CHAIN_WARNING = [{ code: 'CERTIFICATE_CHAIN_NOT_CHECKED', message: 'the signatures were verified, but their certificate chains were not checked: this gateway has no trust store configured' }];
+const NO_CHAIN_WARNING = [
+  {
+    code: 'CERTIFICATE_CHAIN_NOT_CHECKED',
+    message: 'the signatures were verified, but their certificate chains were not checked: this gateway has no trust store configured',
+  },
+];
 
 beforeAll(() => {
   pki = new TestPki({ gost: true });
@@ -66,7 +72,13 @@ beforeAll(() => {
   intermediate = pki.issue({ algorithm: 'gost2012_256', commonName: 'Test Intermediate CA', ca: true, issuer: root });
   signer256 = pki.issue({ algorithm: 'gost2012_256', commonName: SIGNER_NAME, issuer: intermediate });
   signer512 = pki.issue({ algorithm: 'gost2012_512', commonName: SIGNER_NAME, issuer: intermediate, paramset: 'C' });
-  expired = pki.issue({ algorithm: 'gost2012_256', commonName: SIGNER_NAME, issuer: intermediate, notBefore: new Date('2023-01-01T00:00:00Z'), notAfter: new Date('2024-01-01T00:00:00Z') });
+  expired = pki.issue({
+    algorithm: 'gost2012_256',
+    commonName: SIGNER_NAME,
+    issuer: intermediate,
+    notBefore: new Date('2023-01-01T00:00:00Z'),
+    notAfter: new Date('2024-01-01T00:00:00Z'),
+  });
   strangerRoot = pki.issue({ algorithm: 'gost2012_256', commonName: 'Stranger Root CA', ca: true });
   strangerSigner = pki.issue({ algorithm: 'gost2012_256', commonName: SIGNER_NAME, issuer: strangerRoot });
 });
@@ -102,7 +114,12 @@ describe('without SIGNATURE_TRUST_STORE', () => {
     const tampered = Buffer.from(document.toString('utf8').replace('</title>', ' </title>'));
     expect(await acceptance(gateway, tampered, signature)).toMatchObject({
       status: 'error',
-      errors: [{ code: 'SIGNATURE_VERIFICATION_ERROR', message: "signature: the document's digest does not match the signed messageDigest (the signature was made over other bytes)" }],
+      errors: [
+        {
+          code: 'SIGNATURE_VERIFICATION_ERROR',
+          message: "signature: the document's digest does not match the signed messageDigest (the signature was made over other bytes)",
+        },
+      ],
     });
   });
 
@@ -117,7 +134,12 @@ describe('without SIGNATURE_TRUST_STORE', () => {
     const body = await acceptance(gateway, document, pki.sign(document, expired));
     expect(body.status).toBe('error');
     expect(body.errors).toEqual([
-      { code: 'SIGNATURE_VERIFICATION_ERROR', message: expect.stringMatching(/^signature: the signer's certificate is not valid at the signing time, .* \(valid from 2023-01-01T00:00:00Z to 2024-01-01T00:00:00Z\)$/) },
+      {
+        code: 'SIGNATURE_VERIFICATION_ERROR',
+        message: expect.stringMatching(
+          /^signature: the signer's certificate is not valid at the signing time, .* \(valid from 2023-01-01T00:00:00Z to 2024-01-01T00:00:00Z\)$/,
+        ),
+      },
     ]);
   });
 
@@ -137,7 +159,10 @@ describe('without SIGNATURE_TRUST_STORE', () => {
       { code: 'SIGNATURE_VERIFICATION_ERROR', message: expect.stringMatching(/^personalSignatures\/1\/signature: the document's digest does not match/) },
       // One certificate signing twice, over two documents: the registry's rules 51 and 10 too.
       { code: 'SIGNATURE_DUPLICATION', message: 'personalSignatures/1/signature is made with the same certificate as personalSignatures/0/signature' },
-      { code: 'INCONSISTENT_DIGESTS', message: expect.stringMatching(/^personalSignatures\/1\/signature signs another document digest than personalSignatures\/0\/signature/) },
+      {
+        code: 'INCONSISTENT_DIGESTS',
+        message: expect.stringMatching(/^personalSignatures\/1\/signature signs another document digest than personalSignatures\/0\/signature/),
+      },
     ]);
   });
 
@@ -145,7 +170,9 @@ describe('without SIGNATURE_TRUST_STORE', () => {
     const document = documentXml(9);
     const broken = Buffer.from(pki.sign(document, signer256));
     broken[broken.length - 5]! ^= 0x01;
-    const body = await acceptance(gateway, document, broken, { personalSignatures: [{ signer: { snils: '08765432110' }, signature: Buffer.from('not a CMS').toString('base64') }] });
+    const body = await acceptance(gateway, document, broken, {
+      personalSignatures: [{ signer: { snils: '08765432110' }, signature: Buffer.from('not a CMS').toString('base64') }],
+    });
     expect(body.errors).toEqual([
       { code: 'SIGNATURE_VERIFICATION_ERROR', message: "signature: the signature value does not verify with the signer's certificate" },
       { code: 'SIGNATURE_DECODING_ERROR', message: expect.stringMatching(/^personalSignatures\/0\/signature is not a CMS SignedData: /) },
@@ -179,7 +206,10 @@ describe('with SIGNATURE_TRUST_STORE', () => {
 
   it('rejects a signer whose chain leads elsewhere, or misses its intermediate', async () => {
     const document = documentXml(11);
-    const untrusted = { code: 'CANT_BUILD_CERT_CHAIN_TO_ACCREDITED_CA_CERT', message: "signature: the signer's certificate does not chain to a certificate this gateway trusts" };
+    const untrusted = {
+      code: 'CANT_BUILD_CERT_CHAIN_TO_ACCREDITED_CA_CERT',
+      message: "signature: the signer's certificate does not chain to a certificate this gateway trusts",
+    };
     expect(await acceptance(gateway, document, pki.sign(document, strangerSigner, [strangerRoot]))).toMatchObject({ status: 'error', errors: [untrusted] });
     expect(await acceptance(gateway, document, pki.sign(document, signer256))).toMatchObject({ status: 'error', errors: [untrusted] });
   });
@@ -189,6 +219,8 @@ describe('with SIGNATURE_TRUST_STORE', () => {
     await expect(startTestService({ SIGNATURE_TRUST_STORE: empty })).rejects.toThrow(/^SIGNATURE_TRUST_STORE: no PEM certificate in /);
     fs.writeFileSync(path.join(empty, 'broken.pem'), '-----BEGIN CERTIFICATE-----\nMIIBAAAA\n-----END CERTIFICATE-----\n');
     await expect(startTestService({ SIGNATURE_TRUST_STORE: empty })).rejects.toThrow(/^SIGNATURE_TRUST_STORE: broken.pem: a certificate that does not parse/);
-    await expect(startTestService({ SIGNATURE_TRUST_STORE: path.join(empty, 'missing') })).rejects.toThrow(/^SIGNATURE_TRUST_STORE: cannot read the folder .* \(ENOENT\)$/);
+    await expect(startTestService({ SIGNATURE_TRUST_STORE: path.join(empty, 'missing') })).rejects.toThrow(
+      /^SIGNATURE_TRUST_STORE: cannot read the folder .* \(ENOENT\)$/,
+    );
   });
 });

@@ -110,7 +110,10 @@ describe('RegisterDocument with a deeply nested document, against serve as its o
     const acceptance = await acceptanceOf(receiver, ack.queueMessageId, 30_000).finally(() => (settled = true));
     await probing;
     const elapsedMs = performance.now() - started;
-    expect(acceptance.body).toMatchObject({ status: 'error', errors: [{ code: 'XML_NOT_WELL_FORMED', message: `the document nests elements deeper than ${MAX_XML_DEPTH} levels, the limit` }] });
+    expect(acceptance.body).toMatchObject({
+      status: 'error',
+      errors: [{ code: 'XML_NOT_WELL_FORMED', message: `the document nests elements deeper than ${MAX_XML_DEPTH} levels, the limit` }],
+    });
     expect(acceptance.signatureValid).toBe(true);
     // Generous bounds for a loaded 2-core machine: before, the check took about a minute and /healthz waited for it.
     expect(elapsedMs).toBeLessThan(20_000);

@@ -37,7 +37,11 @@ describe('collections forced while bodies are read', () => {
     const smallDone = performance.now();
     const chunk = Buffer.alloc(64 * 1024, 0x41);
     expect((await readBody(request(Array.from({ length: 48 }, () => chunk)), 4 * 1024 * 1024)).length).toBe(48 * chunk.length);
-    await until('a forced collection while the large body was read', async () => forced.length, (count) => count > 0);
+    await until(
+      'a forced collection while the large body was read',
+      async () => forced.length,
+      (count) => count > 0,
+    );
     expect(forced.filter((entry) => entry.startTime < smallDone)).toEqual([]);
   });
 });

@@ -32,7 +32,11 @@ describe('ehr-gateway CLI', () => {
 
   it('ends quietly when the reader of its output stops early (a pipe to head)', async () => {
     const result = await new Promise<{ status: number; stderr: string }>((resolve) => {
-      const child = spawn('bash', ['-c', `set -o pipefail; node --import tsx src/main.ts serve --help | head -1 >/dev/null; echo "status \${PIPESTATUS[0]}" >&2`], { cwd: repoRoot });
+      const child = spawn(
+        'bash',
+        ['-c', `set -o pipefail; node --import tsx src/main.ts serve --help | head -1 >/dev/null; echo "status \${PIPESTATUS[0]}" >&2`],
+        { cwd: repoRoot },
+      );
       let stderr = '';
       child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
       child.on('close', () => resolve({ status: Number(/status (\d+)/.exec(stderr)?.[1]), stderr }));

@@ -51,8 +51,24 @@ describe('config', () => {
       maxRequestsPerConnection: 1_000,
     });
     expect(
-      loadConfig({ HEADERS_TIMEOUT: '3s', REQUEST_TIMEOUT: '1m', BODY_MIN_RATE: '0', MAX_CONNECTIONS: '50', MAX_CONNECTIONS_PER_CLIENT: '0', KEEP_ALIVE_TIMEOUT: '2s', MAX_REQUESTS_PER_CONNECTION: '0' }).connectionLimits,
-    ).toEqual({ headersTimeoutMs: 3000, requestTimeoutMs: 60_000, bodyMinBytesPerSecond: 0, maxConnections: 50, maxConnectionsPerClient: 0, keepAliveTimeoutMs: 2000, maxRequestsPerConnection: 0 });
+      loadConfig({
+        HEADERS_TIMEOUT: '3s',
+        REQUEST_TIMEOUT: '1m',
+        BODY_MIN_RATE: '0',
+        MAX_CONNECTIONS: '50',
+        MAX_CONNECTIONS_PER_CLIENT: '0',
+        KEEP_ALIVE_TIMEOUT: '2s',
+        MAX_REQUESTS_PER_CONNECTION: '0',
+      }).connectionLimits,
+    ).toEqual({
+      headersTimeoutMs: 3000,
+      requestTimeoutMs: 60_000,
+      bodyMinBytesPerSecond: 0,
+      maxConnections: 50,
+      maxConnectionsPerClient: 0,
+      keepAliveTimeoutMs: 2000,
+      maxRequestsPerConnection: 0,
+    });
     for (const [variable, value] of [
       ['HEADERS_TIMEOUT', '0'],
       ['REQUEST_TIMEOUT', '5s'],
@@ -73,7 +89,12 @@ describe('config', () => {
     expect(config.exchangeTokenPhoneRequired).toBe(true);
     expect(config.trustedProxies.text).toBe('');
     expect(config.callbackAllowedNetworks.includes('127.0.0.1')).toBe(false);
-    const set = loadConfig({ RPC_RATE_LIMIT: '0', EXCHANGE_TOKEN_PHONE: 'optional', TRUSTED_PROXIES: '10.0.0.0/8, 192.0.2.7', CALLBACK_ALLOWED_NETWORKS: '127.0.0.0/8,::1/128' });
+    const set = loadConfig({
+      RPC_RATE_LIMIT: '0',
+      EXCHANGE_TOKEN_PHONE: 'optional',
+      TRUSTED_PROXIES: '10.0.0.0/8, 192.0.2.7',
+      CALLBACK_ALLOWED_NETWORKS: '127.0.0.0/8,::1/128',
+    });
     expect(set.rpcRateLimitPerMinute).toBe(0);
     expect(set.exchangeTokenPhoneRequired).toBe(false);
     expect(set.trustedProxies.includes('10.1.2.3')).toBe(true);
@@ -200,9 +221,17 @@ describe('config', () => {
   it('traces only when OTEL_EXPORTER_OTLP_ENDPOINT is set: OTLP/HTTP to <it>/v1/traces, with its headers and service name', () => {
     expect(loadConfig({}).tracing).toBeUndefined();
     expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: '' }).tracing).toBeUndefined();
-    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).tracing).toEqual({ tracesUrl: 'http://collector:4318/v1/traces', headers: {}, serviceName: 'ehr-gateway' });
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).tracing).toEqual({
+      tracesUrl: 'http://collector:4318/v1/traces',
+      headers: {},
+      serviceName: 'ehr-gateway',
+    });
     expect(
-      loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example/base/', OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer%20s3cret, x-tenant=clinic', OTEL_SERVICE_NAME: 'gw-msk' }).tracing,
+      loadConfig({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'https://otel.example/base/',
+        OTEL_EXPORTER_OTLP_HEADERS: 'authorization=Bearer%20s3cret, x-tenant=clinic',
+        OTEL_SERVICE_NAME: 'gw-msk',
+      }).tracing,
     ).toEqual({ tracesUrl: 'https://otel.example/base/v1/traces', headers: { authorization: 'Bearer s3cret', 'x-tenant': 'clinic' }, serviceName: 'gw-msk' });
     // A header's value is a credential: never in the error.
     expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_EXPORTER_OTLP_HEADERS: 'x-key=s3cret%' })).toThrow(/^((?!s3cret).)*$/);

@@ -22,7 +22,13 @@ function busyConnection(port: number, localAddress: string, everyMs: number): { 
   socket.once('connect', ask);
   const timer = setInterval(ask, everyMs);
   socket.once('close', () => clearInterval(timer));
-  return { socket, stop: () => (clearInterval(timer), socket.destroy()) };
+  return {
+    socket,
+    stop: () => {
+      clearInterval(timer);
+      socket.destroy();
+    },
+  };
 }
 
 /** GET /healthz from `localAddress` on a connection of its own: the status, or the error code. */
@@ -41,7 +47,10 @@ describe('M1: connections per client address, keep-alive idle and requests per c
   let service: TestService;
 
   beforeAll(async () => {
-    service = await startTestService({ MAX_CONNECTIONS: '40', MAX_CONNECTIONS_PER_CLIENT: '10', KEEP_ALIVE_TIMEOUT: '1s', MAX_REQUESTS_PER_CONNECTION: '3' }, ['ehr', 'emdr']);
+    service = await startTestService({ MAX_CONNECTIONS: '40', MAX_CONNECTIONS_PER_CLIENT: '10', KEEP_ALIVE_TIMEOUT: '1s', MAX_REQUESTS_PER_CONNECTION: '3' }, [
+      'ehr',
+      'emdr',
+    ]);
   });
 
   afterAll(async () => {
@@ -94,7 +103,12 @@ describe('M1: connections per client address, keep-alive idle and requests per c
       await answered;
     }
     await closed;
-    expect(answers.split('HTTP/1.1 ').slice(1).map((answer) => /\r\nconnection: close\r\n/i.test(answer))).toEqual([false, false, true]);
+    expect(
+      answers
+        .split('HTTP/1.1 ')
+        .slice(1)
+        .map((answer) => /\r\nconnection: close\r\n/i.test(answer)),
+    ).toEqual([false, false, true]);
   });
 });
 
@@ -109,16 +123,27 @@ describe('TRUSTED_PROXIES: the client behind a proxy', () => {
     await service?.stop();
   });
 
-  it('counts a trusted proxy\'s clients by X-Forwarded-For, and does not cap the proxy\'s own connections', async () => {
+  it("counts a trusted proxy's clients by X-Forwarded-For, and does not cap the proxy's own connections", async () => {
     const port = portOf(service.publicUrl);
     const { VERSION } = await import('../ehr/support/rpc.js');
     const call = (forwardedFor: string, localAddress = '127.0.0.7') =>
       new Promise<number>((resolve, reject) => {
         const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'patient.get_patient', params: {} });
-        const request = http.request({ port, host: '127.0.0.1', path: `/${VERSION}/`, method: 'POST', localAddress, agent: false, headers: { 'content-type': 'application/json', 'x-forwarded-for': forwardedFor } }, (response) => {
-          response.resume();
-          response.on('end', () => resolve(response.statusCode!));
-        });
+        const request = http.request(
+          {
+            port,
+            host: '127.0.0.1',
+            path: `/${VERSION}/`,
+            method: 'POST',
+            localAddress,
+            agent: false,
+            headers: { 'content-type': 'application/json', 'x-forwarded-for': forwardedFor },
+          },
+          (response) => {
+            response.resume();
+            response.on('end', () => resolve(response.statusCode!));
+          },
+        );
         request.on('error', reject);
         request.end(body);
       });

@@ -73,12 +73,21 @@ describe('while the database is unreachable', () => {
     const scrape = async () => (await (await fetch(`${serve.internalUrl}/metrics`)).text()).match(/^ehr_gateway_database_up (\d)$/m)?.[1];
     expect(await scrape()).toBe('0');
     await proxy.restore();
-    await until('interface B recovered', async () => (await demand(authHeaders(clinic))).status, (status) => status === 200, 60_000);
+    await until(
+      'interface B recovered',
+      async () => (await demand(authHeaders(clinic))).status,
+      (status) => status === 200,
+      60_000,
+    );
     expect(await scrape()).toBe('1');
     // Back to judging the call itself (no session for these credentials), not the outage.
     expect([-32001, -32603]).not.toContain((await getPatient()).body.error?.code);
 
-    const lines = serve.output().slice(logMark).split('\n').filter((line) => line.trim() !== '');
+    const lines = serve
+      .output()
+      .slice(logMark)
+      .split('\n')
+      .filter((line) => line.trim() !== '');
     expect(lines.length).toBeGreaterThan(0);
     expect(lines.filter((line) => !isJsonObject(line))).toEqual([]);
     expect(lines.filter((line) => /Connection Error|Acquire connection error/.test(line))).toEqual([]);

@@ -49,23 +49,75 @@ interface Case {
 }
 
 const segment = fc.oneof(
-  fc.constantFrom('api', 'RegisterDocument', 'DemandContent', 'SearchRegistryItem', 'messages', UUID, VERSION, 'healthz', 'readyz', 'docs', 'assets', 'openapi.yaml', 'openrpc', 'console', 'replay', '..', '.', ''),
+  fc.constantFrom(
+    'api',
+    'RegisterDocument',
+    'DemandContent',
+    'SearchRegistryItem',
+    'messages',
+    UUID,
+    VERSION,
+    'healthz',
+    'readyz',
+    'docs',
+    'assets',
+    'openapi.yaml',
+    'openrpc',
+    'console',
+    'replay',
+    '..',
+    '.',
+    '',
+  ),
   fc.constantFrom('%', '%ff', '%zz', '%c3%28', '%00', '%2F', '%e2%82', '%25', 'a%', '%%'),
   fc.stringMatching(/^[A-Za-z0-9._~!$&'()*+,;=:@-]{0,12}$/),
 );
 const path = fc.oneof(
-  { weight: 4, arbitrary: fc.constantFrom(`/${VERSION}/`, `/${VERSION}/`, '/api/RegisterDocument', '/api/DemandContent', '/api/SearchRegistryItem', `/api/messages/${UUID}`, '/api/messages', `/api/messages/${UUID}/replay`) },
-  fc.constantFrom(`/${VERSION}/`, `/${VERSION}`, '/api/RegisterDocument', '/api/DemandContent', '/api/SearchRegistryItem', `/api/messages/${UUID}`, '/api/messages/%', '/%ff/', '/healthz', '/readyz', '/docs/nope', '/console', '/'),
+  {
+    weight: 4,
+    arbitrary: fc.constantFrom(
+      `/${VERSION}/`,
+      `/${VERSION}/`,
+      '/api/RegisterDocument',
+      '/api/DemandContent',
+      '/api/SearchRegistryItem',
+      `/api/messages/${UUID}`,
+      '/api/messages',
+      `/api/messages/${UUID}/replay`,
+    ),
+  },
+  fc.constantFrom(
+    `/${VERSION}/`,
+    `/${VERSION}`,
+    '/api/RegisterDocument',
+    '/api/DemandContent',
+    '/api/SearchRegistryItem',
+    `/api/messages/${UUID}`,
+    '/api/messages/%',
+    '/%ff/',
+    '/healthz',
+    '/readyz',
+    '/docs/nope',
+    '/console',
+    '/',
+  ),
   fc.array(segment, { minLength: 1, maxLength: 5 }).map((segments) => `/${segments.join('/')}`),
   fc.tuple(fc.constantFrom('/api/', `/${VERSION}/`, '/'), fc.array(segment, { maxLength: 3 })).map(([prefix, segments]) => prefix + segments.join('/')),
 );
-const query = fc.option(fc.constantFrom('?a=1', '?%zz', '?x=%ff&y', '?queueMessageId=1', '?limit=0', '?limit=5&state=failed', '?cursor=%ff', `?cursor=1_${UUID}`, '?callbackState=x'), { nil: '' });
+const query = fc.option(
+  fc.constantFrom('?a=1', '?%zz', '?x=%ff&y', '?queueMessageId=1', '?limit=0', '?limit=5&state=failed', '?cursor=%ff', `?cursor=1_${UUID}`, '?callbackState=x'),
+  { nil: '' },
+);
 
 const jsonRpcCall = fc.record({
   jsonrpc: fc.constantFrom('2.0', '1.0', 2),
   id: fc.oneof(fc.integer(), fc.string({ maxLength: 8 }), fc.constant(null)),
   method: fc.constantFrom('patient.get_patient', 'embedded_storage.authenticate', 'embedded_storage.save_auth_info', 'rpc.discover', 'nope', ''),
-  params: fc.oneof(fc.constant({}), fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 }), fc.array(fc.jsonValue({ maxDepth: 1 }), { maxLength: 3 })),
+  params: fc.oneof(
+    fc.constant({}),
+    fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 }),
+    fc.array(fc.jsonValue({ maxDepth: 1 }), { maxLength: 3 }),
+  ),
   cred: fc.option(fc.record({ user: fc.string({ maxLength: 8 }), token: fc.string({ maxLength: 8 }) }), { nil: undefined }),
 });
 const loneSurrogate = fc.constantFrom('\\ud800', '\\udfff', '\\ud83d x', '\\u0000');
@@ -74,9 +126,17 @@ const bodyText = fc.oneof(
   fc.constantFrom('null', 'true', '42', '"text"', '[]', '{}', '{"emdrId":', '<xml/>', 'a=1&b=2'),
   jsonRpcCall.map((call) => JSON.stringify(call)),
   fc.array(jsonRpcCall, { maxLength: 3 }).map((calls) => JSON.stringify(calls)),
-  fc.record({ emdrId: fc.constantFrom('26.11.000000001', '', 'x'.repeat(80)), clientMessageId: fc.option(fc.uuid(), { nil: undefined }) }).map((body) => JSON.stringify(body)),
-  fc.record({ creationDateTime: fc.constantFrom('0000-01-01T00:00:00Z', '2026-01-15T09:30:00+03:00', '2026-01-15T09:30:00+23:00', '9999-12-31T23:59:60Z', 'yesterday') }).map((overrides) => JSON.stringify(registerBody(overrides))),
-  fc.tuple(fc.constantFrom('documentNumber', 'kind', 'localUid'), loneSurrogate).map(([member, value]) => JSON.stringify(registerBody()).replace('{', `{"${member}":"${value}",`)),
+  fc
+    .record({ emdrId: fc.constantFrom('26.11.000000001', '', 'x'.repeat(80)), clientMessageId: fc.option(fc.uuid(), { nil: undefined }) })
+    .map((body) => JSON.stringify(body)),
+  fc
+    .record({
+      creationDateTime: fc.constantFrom('0000-01-01T00:00:00Z', '2026-01-15T09:30:00+03:00', '2026-01-15T09:30:00+23:00', '9999-12-31T23:59:60Z', 'yesterday'),
+    })
+    .map((overrides) => JSON.stringify(registerBody(overrides))),
+  fc
+    .tuple(fc.constantFrom('documentNumber', 'kind', 'localUid'), loneSurrogate)
+    .map(([member, value]) => JSON.stringify(registerBody()).replace('{', `{"${member}":"${value}",`)),
   fc.jsonValue({ maxDepth: 3 }).map((value) => JSON.stringify(value)),
   fc.string({ unit: 'binary', maxLength: 40 }),
   fc.integer({ min: 1, max: 3000 }).map((depth) => '['.repeat(depth) + ']'.repeat(depth)),
@@ -84,7 +144,10 @@ const bodyText = fc.oneof(
 );
 const body = fc.option(
   fc.record({
-    text: fc.oneof(bodyText.map((text) => Buffer.from(text, 'utf8')), fc.uint8Array({ maxLength: 64 }).map((bytes) => Buffer.from(bytes))),
+    text: fc.oneof(
+      bodyText.map((text) => Buffer.from(text, 'utf8')),
+      fc.uint8Array({ maxLength: 64 }).map((bytes) => Buffer.from(bytes)),
+    ),
     gzip: fc.boolean(),
   }),
   { nil: undefined },
@@ -96,7 +159,21 @@ const fuzzCase: fc.Arbitrary<Case> = fc.record({
   path: fc.tuple(path, query).map(([p, q]) => p + q),
   credentials: fc.constantFrom('none', 'valid', 'valid', 'wrong', 'partial'),
   contentType: fc.option(
-    fc.constantFrom('application/json', 'application/json; charset=utf-8', 'application/json;charset=UTF-8', 'application/json; charset=latin1', 'application/json; charset=utf-16', 'text/plain', 'text/plain;charset=UTF-8', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/xml', 'application/merge-patch+json', ';', 'garbage'),
+    fc.constantFrom(
+      'application/json',
+      'application/json; charset=utf-8',
+      'application/json;charset=UTF-8',
+      'application/json; charset=latin1',
+      'application/json; charset=utf-16',
+      'text/plain',
+      'text/plain;charset=UTF-8',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data; boundary=x',
+      'application/xml',
+      'application/merge-patch+json',
+      ';',
+      'garbage',
+    ),
     { nil: undefined },
   ),
   contentEncoding: fc.option(fc.constantFrom('identity', 'gzip', 'deflate', 'br', 'gzip, identity', 'x-unknown', ''), { nil: undefined, freq: 3 }),
@@ -119,7 +196,8 @@ function send(port: number, testCase: Case, clinic: CreatedClinicAccount): Promi
   }
   if (testCase.contentType !== undefined) headers['content-type'] = testCase.contentType;
   if (testCase.contentEncoding !== undefined) headers['content-encoding'] = testCase.contentEncoding;
-  const payload = testCase.body === undefined || testCase.method === 'HEAD' ? undefined : testCase.body.gzip ? gzipSync(testCase.body.text) : testCase.body.text;
+  const payload =
+    testCase.body === undefined || testCase.method === 'HEAD' ? undefined : testCase.body.gzip ? gzipSync(testCase.body.text) : testCase.body.text;
   if (testCase.hugeLength) headers['content-length'] = '1000000000';
   else if (payload !== undefined) headers['content-length'] = String(payload.length);
   return new Promise((resolve, reject) => {
@@ -156,9 +234,17 @@ function parseJson(text: string): unknown {
   }
 }
 
-const isErrorShape = (body: any) => body?.status === 'Error' && Array.isArray(body.errors) && body.errors.length > 0 && body.errors.every((item: any) => typeof item?.code === 'string' && typeof item?.message === 'string');
+const isErrorShape = (body: any) =>
+  body?.status === 'Error' &&
+  Array.isArray(body.errors) &&
+  body.errors.length > 0 &&
+  body.errors.every((item: any) => typeof item?.code === 'string' && typeof item?.message === 'string');
 const isFallbackShape = (body: any) => typeof body?.error === 'string' && Array.isArray(body.supportedVersions) && Object.keys(body).length === 2;
-const isEnvelope = (item: any) => item?.jsonrpc === '2.0' && 'id' in item && ('result' in item) !== ('error' in item) && (!('error' in item) || (Number.isInteger(item.error?.code) && typeof item.error?.message === 'string'));
+const isEnvelope = (item: any) =>
+  item?.jsonrpc === '2.0' &&
+  'id' in item &&
+  'result' in item !== 'error' in item &&
+  (!('error' in item) || (Number.isInteger(item.error?.code) && typeof item.error?.message === 'string'));
 
 /** What is wrong with an answer, as short kinds (empty: it keeps the invariant). */
 function problemsOf(testCase: Case, answer: Answer): string[] {
@@ -166,13 +252,18 @@ function problemsOf(testCase: Case, answer: Answer): string[] {
   const pathname = testCase.path.split('?')[0]!;
   if (answer.status >= 500) problems.push(`5xx (${answer.status})`);
   if (answer.headers['x-content-type-options'] !== 'nosniff') problems.push('no nosniff');
-  const isDocsPage = testCase.listener === 'public' && (testCase.method === 'GET' || testCase.method === 'HEAD') && answer.status === 200 && /^\/(docs|console)(\/|$)/.test(pathname);
+  const isDocsPage =
+    testCase.listener === 'public' &&
+    (testCase.method === 'GET' || testCase.method === 'HEAD') &&
+    answer.status === 200 &&
+    /^\/(docs|console)(\/|$)/.test(pathname);
   // The docs and console pages are HTML by design; everything else must not be, nor show a stack or a path.
   if (isDocsPage ? /^\s+at .+:\d+:\d+/m.test(answer.body) : STACK_OR_PATH.test(answer.body)) problems.push('stack trace, file path or HTML on the wire');
   // Documented: /docs and /console answer 503 in the fallback shape until `make build` has bundled the pages
   // (another test's build can be under way); a HEAD's answer has no body to show its shape, only its type.
   const unbuiltPage = answer.status === 503 && /^\/(docs|console)(\/|$)/.test(pathname);
-  if (unbuiltPage && testCase.method === 'HEAD' && /^application\/json/.test(answer.headers['content-type'] ?? '')) return problems.filter((problem) => !problem.startsWith('5xx'));
+  if (unbuiltPage && testCase.method === 'HEAD' && /^application\/json/.test(answer.headers['content-type'] ?? ''))
+    return problems.filter((problem) => !problem.startsWith('5xx'));
   if (testCase.method === 'HEAD' || answer.status === 204 || isDocsPage) return problems;
   if (!/^application\/json/.test(answer.headers['content-type'] ?? '')) problems.push(`not JSON (${answer.headers['content-type'] ?? 'no Content-Type'})`);
   const body = parseJson(answer.body);
@@ -181,7 +272,9 @@ function problemsOf(testCase: Case, answer: Answer): string[] {
   if (testCase.listener === 'public' && (pathname === '/api' || pathname.startsWith('/api/'))) {
     const operation = OPERATIONS.find((candidate) => candidate.pattern.test(pathname) && candidate.method === testCase.method);
     if (operation && answer.status !== 404 && answer.status !== 405) {
-      problems.push(...responseProblems(operation.method, operation.template, answer.status, body).map(() => `interface B answer off the spec (${answer.status})`));
+      problems.push(
+        ...responseProblems(operation.method, operation.template, answer.status, body).map(() => `interface B answer off the spec (${answer.status})`),
+      );
     } else if (!isErrorShape(body) || ![400, 404, 405].includes(answer.status)) {
       problems.push(`interface B unknown route: ${answer.status} not 404/405 in the error shape`);
     }
@@ -189,7 +282,12 @@ function problemsOf(testCase: Case, answer: Answer): string[] {
   }
   if (pathname === `/${VERSION}/` || pathname === `/${VERSION}`) {
     if (testCase.method === 'POST') {
-      const envelopeOk = answer.status === 200 ? (Array.isArray(body) ? body.length > 0 && body.every(isEnvelope) : isEnvelope(body)) : [413, 415].includes(answer.status) && isEnvelope(body);
+      const envelopeOk =
+        answer.status === 200
+          ? Array.isArray(body)
+            ? body.length > 0 && body.every(isEnvelope)
+            : isEnvelope(body)
+          : [413, 415].includes(answer.status) && isEnvelope(body);
       if (!envelopeOk) problems.push(`JSON-RPC answer off the envelope (${answer.status})`);
     } else if (answer.status !== 405 || !isFallbackShape(body)) problems.push(`non-POST on /<version>/: ${answer.status}`);
     return problems;
@@ -215,7 +313,9 @@ describe('both listeners under arbitrary requests', () => {
     await serve?.stop();
   });
 
-  it(`keeps the invariant for ${RUNS} cases (seed ${SEED})`, { timeout: CENSUS ? RUNS * (CASE_TIMEOUT_MS + 1000) : Math.max(120_000, RUNS * 200) }, async () => {
+  it(`keeps the invariant for ${RUNS} cases (seed ${SEED})`, {
+    timeout: CENSUS ? RUNS * (CASE_TIMEOUT_MS + 1000) : Math.max(120_000, RUNS * 200),
+  }, async () => {
     const census = new Map<string, { count: number; example: string }>();
     const statuses = new Map<string, number>();
     let broken = 0;
@@ -234,7 +334,10 @@ describe('both listeners under arbitrary requests', () => {
       if (CENSUS) {
         if (problems.length > 0) broken += 1;
         for (const problem of new Set(problems)) {
-          const entry = census.get(problem) ?? { count: 0, example: `${testCase.method} ${testCase.listener} ${testCase.path} ${JSON.stringify({ ...testCase, body: testCase.body && testCase.body.text.toString('utf8').slice(0, 60) })}` };
+          const entry = census.get(problem) ?? {
+            count: 0,
+            example: `${testCase.method} ${testCase.listener} ${testCase.path} ${JSON.stringify({ ...testCase, body: testCase.body?.text.toString('utf8').slice(0, 60) })}`,
+          };
           entry.count += 1;
           census.set(problem, entry);
         }
@@ -245,10 +348,14 @@ describe('both listeners under arbitrary requests', () => {
     });
     const result = await fc.check(property, { numRuns: RUNS, seed: SEED, endOnFailure: !CENSUS });
     const seconds = Math.round((Date.now() - started) / 100) / 10;
-    const histogram = [...statuses].sort().map(([status, count]) => `${status}×${count}`).join(' ');
+    const histogram = [...statuses]
+      .sort()
+      .map(([status, count]) => `${status}×${count}`)
+      .join(' ');
     process.stdout.write(`fuzz: ${RUNS} cases, seed ${SEED}, ${seconds} s${CENSUS ? `, ${broken} broke the invariant` : ''}; statuses ${histogram}\n`);
     if (CENSUS) {
-      for (const [problem, { count, example }] of [...census].sort((a, b) => b[1].count - a[1].count)) process.stdout.write(`  ${count}\t${problem}\te.g. ${example.slice(0, 300)}\n`);
+      for (const [problem, { count, example }] of [...census].sort((a, b) => b[1].count - a[1].count))
+        process.stdout.write(`  ${count}\t${problem}\te.g. ${example.slice(0, 300)}\n`);
     }
     expect(result.failed, fc.defaultReportMessage(result) ?? '').toBe(false);
     expect(serve.child.exitCode).toBeNull();

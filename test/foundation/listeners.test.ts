@@ -41,7 +41,13 @@ describe('slow and greedy clients', () => {
   it('cuts off a client that trickles its headers, and one that trickles its body, while a normal request is served', async () => {
     const port = portOf(service.publicUrl);
     const slowHeaders = trickle(port, 'POST /api/DemandContent HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ', 'a', 500, 60_000);
-    const slowBody = trickle(port, `POST /${VERSION}/ HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n[`, ' ', 500, 60_000);
+    const slowBody = trickle(
+      port,
+      `POST /${VERSION}/ HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n[`,
+      ' ',
+      500,
+      60_000,
+    );
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const normal = await fetch(`${service.publicUrl}/healthz`);
     expect(normal.status).toBe(200);
@@ -75,7 +81,7 @@ describe('slow and greedy clients', () => {
     expect((await fetch(`${service.internalUrl}/healthz`)).status).toBe(200);
   });
 
-  it("answers a request Node cannot parse in JSON, with the security headers", async () => {
+  it('answers a request Node cannot parse in JSON, with the security headers', async () => {
     const answer = await rawExchange(portOf(service.publicUrl), 'GET /healthz HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n');
     expect(answer).toMatch(/^HTTP\/1\.1 400 /);
     expect(answer).toMatch(/x-content-type-options: nosniff/i);

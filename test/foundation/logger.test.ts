@@ -10,7 +10,10 @@ function capture() {
 describe('logger', () => {
   it('redacts secrets and personal data that reach a log line', () => {
     const { logger, lines } = capture();
-    logger.info({ cred: { user: 'u', token: 'tok-secret' }, params: { patientProperties: { surname: 'Иванова', phone: '+79161234567' }, exchangeToken: 'xt-secret' } }, 'call');
+    logger.info(
+      { cred: { user: 'u', token: 'tok-secret' }, params: { patientProperties: { surname: 'Иванова', phone: '+79161234567' }, exchangeToken: 'xt-secret' } },
+      'call',
+    );
     const line = lines.join('');
     for (const secret of ['tok-secret', 'Иванова', '+79161234567', 'xt-secret']) expect(line).not.toContain(secret);
     expect(line).toContain('[redacted]');
@@ -18,7 +21,10 @@ describe('logger', () => {
 
   it('logs an error by name, message, code and stack, without the driver detail that may quote values', () => {
     const { logger, lines } = capture();
-    const error = Object.assign(new Error('duplicate key value violates unique constraint'), { code: '23505', detail: 'Key (phone)=(+79161234567) already exists.' });
+    const error = Object.assign(new Error('duplicate key value violates unique constraint'), {
+      code: '23505',
+      detail: 'Key (phone)=(+79161234567) already exists.',
+    });
     logger.error({ err: error }, 'failed');
     const logged = JSON.parse(lines[0]!) as { err: Record<string, unknown> };
     expect(logged.err).toMatchObject({ type: 'Error', message: 'duplicate key value violates unique constraint', code: '23505' });
@@ -32,13 +38,20 @@ describe('logger', () => {
       severity: 'ERROR',
       code: '22007',
       detail: 'Key (phone)=(+79161234567)',
-      where: 'unnamed portal parameter $1 = \'+79161234567\'',
+      where: "unnamed portal parameter $1 = '+79161234567'",
       routine: 'DateTimeParseError',
       table: 'ehr_patients',
     });
     logger.error({ err: error }, 'failed');
     const logged = JSON.parse(lines[0]!) as { err: Record<string, unknown> };
-    expect(logged.err).toMatchObject({ type: 'DatabaseError', message: 'database error 22007', code: '22007', severity: 'ERROR', routine: 'DateTimeParseError', table: 'ehr_patients' });
+    expect(logged.err).toMatchObject({
+      type: 'DatabaseError',
+      message: 'database error 22007',
+      code: '22007',
+      severity: 'ERROR',
+      routine: 'DateTimeParseError',
+      table: 'ehr_patients',
+    });
     expect(logged.err.stack).toMatch(/^\s+at /);
     expect(lines[0]).not.toContain('+79161234567');
   });

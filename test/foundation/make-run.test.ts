@@ -61,7 +61,7 @@ describe('make run', () => {
     expect(output).toContain('"patients":3');
   });
 
-  it("gives the data directory a demo signing secret of its own, readable by its owner only, and says where", async () => {
+  it('gives the data directory a demo signing secret of its own, readable by its owner only, and says where', async () => {
     const file = path.join(dataDir, 'demo-signing-secret');
     const stat = await fs.stat(file);
     expect(stat.mode & 0o777).toBe(0o600);

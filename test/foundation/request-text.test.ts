@@ -5,8 +5,18 @@ import { hasLoneSurrogate, textPaths, unstorableTextPaths } from '../../src/vali
 
 describe('what a request may carry', () => {
   it('takes application/json with no charset or utf-8 only', () => {
-    for (const type of ['application/json', 'application/json;charset=UTF-8', 'APPLICATION/JSON ; charset="utf-8"', 'application/json; foo=bar']) expect(isJsonMediaType(type), type).toBe(true);
-    for (const type of ['application/json; charset=latin1', 'application/json; charset=utf-16', 'text/plain', 'application/jsonx', 'application/merge-patch+json', '', ';']) expect(isJsonMediaType(type), type).toBe(false);
+    for (const type of ['application/json', 'application/json;charset=UTF-8', 'APPLICATION/JSON ; charset="utf-8"', 'application/json; foo=bar'])
+      expect(isJsonMediaType(type), type).toBe(true);
+    for (const type of [
+      'application/json; charset=latin1',
+      'application/json; charset=utf-16',
+      'text/plain',
+      'application/jsonx',
+      'application/merge-patch+json',
+      '',
+      ';',
+    ])
+      expect(isJsonMediaType(type), type).toBe(false);
   });
 
   it('finds lone surrogates anywhere, but not surrogate pairs', () => {

@@ -14,7 +14,7 @@ describe('runtime dependencies', () => {
     expect(loaded.filter((name) => NEVER_IN_THE_SERVICE.includes(name))).toEqual([]);
   });
 
-  it("loads no OpenTelemetry SDK unless tracing is on (only @opentelemetry/api, which prom-client requires)", async () => {
+  it('loads no OpenTelemetry SDK unless tracing is on (only @opentelemetry/api, which prom-client requires)', async () => {
     const sdk = (names: string[]) => names.filter((name) => name.startsWith('@opentelemetry/') && name !== '@opentelemetry/api');
     expect(sdk(await packagesLoadedBy(path.join(repoRoot, 'src/service.ts'), repoRoot))).toEqual([]);
     // The trace sees the SDK where it is loaded: the module startTracing imports when OTEL_EXPORTER_OTLP_ENDPOINT is set.

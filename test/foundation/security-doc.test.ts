@@ -26,7 +26,9 @@ function sourceFiles(directory: string): string[] {
 }
 
 const declaredConstants = new Set(
-  sourceFiles(path.join(packageRoot, 'src')).flatMap((file) => [...readFileSync(file, 'utf8').matchAll(/\bconst\s+([A-Z][A-Z0-9_]*)\b/g)].map((match) => match[1]!)),
+  sourceFiles(path.join(packageRoot, 'src')).flatMap((file) =>
+    [...readFileSync(file, 'utf8').matchAll(/\bconst\s+([A-Z][A-Z0-9_]*)\b/g)].map((match) => match[1]!),
+  ),
 );
 
 const OPERATOR_TABLE_HEADER = '| Variable | Default | In production |';
@@ -51,7 +53,19 @@ describe('docs/security.md', () => {
 
   it("gives the loader's defaults in the operator table, for variables the loader has", () => {
     const rows = operatorTable();
-    expect(rows.map((row) => row.name)).toEqual(expect.arrayContaining(['DATA_KEY', 'INTERNAL_USERS', 'INTERNAL_HOST', 'DATABASE_URL', 'BODY_LIMIT', 'RATE_LIMIT', 'BYTE_QUOTA', 'MAX_CONNECTIONS', 'RETENTION']));
+    expect(rows.map((row) => row.name)).toEqual(
+      expect.arrayContaining([
+        'DATA_KEY',
+        'INTERNAL_USERS',
+        'INTERNAL_HOST',
+        'DATABASE_URL',
+        'BODY_LIMIT',
+        'RATE_LIMIT',
+        'BYTE_QUOTA',
+        'MAX_CONNECTIONS',
+        'RETENTION',
+      ]),
+    );
     for (const row of rows) {
       const variable = CONFIG_VARIABLES.find((candidate) => candidate.name === row.name);
       expect(variable, row.name).toBeDefined();
@@ -68,7 +82,11 @@ describe('docs/security.md', () => {
   });
 
   it('cites only files and folders that exist', () => {
-    const cited = [...new Set(quoted.filter((text) => /^(?:src|specs|test|examples|scripts|tools|docs)\/[\w./-]*$/.test(text) || text === 'README.md' || text === 'Makefile'))];
+    const cited = [
+      ...new Set(
+        quoted.filter((text) => /^(?:src|specs|test|examples|scripts|tools|docs)\/[\w./-]*$/.test(text) || text === 'README.md' || text === 'Makefile'),
+      ),
+    ];
     expect(cited.length).toBeGreaterThan(20);
     expect(cited.filter((file) => !existsSync(path.join(packageRoot, file)))).toEqual([]);
   });

@@ -29,7 +29,10 @@ describe('spec checks of make test', () => {
 
   async function check(command: string, args: string[]): Promise<{ code: number; output: string }> {
     try {
-      const { stdout, stderr } = await run(command, args, { cwd: copy, env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' } });
+      const { stdout, stderr } = await run(command, args, {
+        cwd: copy,
+        env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
+      });
       return { code: 0, output: stdout + stderr };
     } catch (error) {
       const failure = error as { code: number; stdout: string; stderr: string };
@@ -56,7 +59,7 @@ describe('spec checks of make test', () => {
     for (const name of ['openrpc.json', 'openapi.yaml']) await fs.copyFile(path.join(copy, 'specs', name), path.join(copy, 'specs/released', name));
   }
 
-  const bumpOpenApi = () => editOpenApi((text) => text.replace(/^  version: .*$/m, '  version: 99.0.0-alpha'));
+  const bumpOpenApi = () => editOpenApi((text) => text.replace(/^ {2}version: .*$/m, '  version: 99.0.0-alpha'));
   /** The breaking-change check refuses, naming every one of `problems`, and passes once `bump` changed info.version. */
   async function expectRefusedUntilBumped(problems: Array<string | RegExp>, bump: () => Promise<void>): Promise<void> {
     const refused = await checkBreaking();
@@ -108,7 +111,12 @@ describe('spec checks of make test', () => {
 
   it('fail on an incompatible change of interface B without a version bump, and pass once it is bumped', async () => {
     await releaseCurrentSpecs();
-    await editOpenApi((text) => text.replace('required: [localUid, kind, organization, patientSnils, creationDateTime, document, signature]', 'required: [localUid, kind, organization, patientSnils, creationDateTime, document, signature, documentNumber]'));
+    await editOpenApi((text) =>
+      text.replace(
+        'required: [localUid, kind, organization, patientSnils, creationDateTime, document, signature]',
+        'required: [localUid, kind, organization, patientSnils, creationDateTime, document, signature, documentNumber]',
+      ),
+    );
     await expectRefusedUntilBumped([/request property `documentNumber` became required/], bumpOpenApi);
   });
 
@@ -132,7 +140,12 @@ describe('spec checks of make test', () => {
       [
         addMember('RegisterDocumentAcknowledgement', 'probe'),
         addMember('SendRegisterDocumentResultResponse', 'probe'),
-        (spec: string) => edited(spec, 'x-extensible-enum: [received, rejected, accepted, submitted, completed, failed]', 'x-extensible-enum: [received, rejected, accepted, submitted, completed, failed, archived]'),
+        (spec: string) =>
+          edited(
+            spec,
+            'x-extensible-enum: [received, rejected, accepted, submitted, completed, failed]',
+            'x-extensible-enum: [received, rejected, accepted, submitted, completed, failed, archived]',
+          ),
         (spec: string) => edited(spec, 'x-extensible-enum: [success, error]', 'x-extensible-enum: [success, error, partial]'),
       ].reduce((spec, edit) => edit(spec), text),
     );
@@ -144,17 +157,28 @@ describe('spec checks of make test', () => {
   it('fail when an answer or a callback body widens beyond what the released spec closed, or a callback loses a member or a header', async () => {
     await releaseOpenApi((text) =>
       [
-        (spec: string) => edited(spec, /(\n    RegisterDocumentAcknowledgement:\n      title: RegisterDocumentAcknowledgement\n      type: object\n      additionalProperties: )true/, '$1false'),
+        (spec: string) =>
+          edited(
+            spec,
+            /(\n {4}RegisterDocumentAcknowledgement:\n {6}title: RegisterDocumentAcknowledgement\n {6}type: object\n {6}additionalProperties: )true/,
+            '$1false',
+          ),
         (spec: string) => edited(spec, 'x-extensible-enum: [success, error]', 'enum: [success, error]'),
-        (spec: string) => edited(spec, 'x-extensible-enum: [received, rejected, accepted, submitted, completed, failed]', 'enum: [received, rejected, accepted, submitted, completed, failed]'),
+        (spec: string) =>
+          edited(
+            spec,
+            'x-extensible-enum: [received, rejected, accepted, submitted, completed, failed]',
+            'enum: [received, rejected, accepted, submitted, completed, failed]',
+          ),
       ].reduce((spec, edit) => edit(spec), text),
     );
     await editOpenApi((text) =>
       [
         addMember('RegisterDocumentAcknowledgement', 'probe'),
         (spec: string) => edited(spec, 'x-extensible-enum: [success, error]', 'enum: [success, error, partial]'),
-        (spec: string) => edited(spec, /(\n    SendRegisterDocumentResultResponse:\n(?:      .*\n|        .*\n)*?)        emdrId: .*\n/, '$1'),
-        (spec: string) => edited(spec, /(operationId: SendDemandContentResponse\n(?:.*\n)*?)                - \$ref: '#\/components\/parameters\/WebhookSignature'\n/, '$1'),
+        (spec: string) => edited(spec, /(\n {4}SendRegisterDocumentResultResponse:\n(?: {6}.*\n| {8}.*\n)*?) {8}emdrId: .*\n/, '$1'),
+        (spec: string) =>
+          edited(spec, /(operationId: SendDemandContentResponse\n(?:.*\n)*?) {16}- \$ref: '#\/components\/parameters\/WebhookSignature'\n/, '$1'),
       ].reduce((spec, edit) => edit(spec), text),
     );
     await expectRefusedUntilBumped(
@@ -172,7 +196,13 @@ describe('spec checks of make test', () => {
   it('fail when a schema changed in a spec without make generate', async () => {
     const file = path.join(copy, 'specs/openapi.yaml');
     const spec = await fs.readFile(file, 'utf8');
-    await fs.writeFile(file, spec.replace(/\ncomponents:\n  schemas:\n/, '\ncomponents:\n  schemas:\n    DriftProbe:\n      title: DriftProbe\n      type: object\n      properties:\n        probe: { type: string }\n'));
+    await fs.writeFile(
+      file,
+      spec.replace(
+        /\ncomponents:\n {2}schemas:\n/,
+        '\ncomponents:\n  schemas:\n    DriftProbe:\n      title: DriftProbe\n      type: object\n      properties:\n        probe: { type: string }\n',
+      ),
+    );
     const result = await checkGenerated();
     expect(result.code).not.toBe(0);
     expect(result.output).toContain('generated/ is out of date');

@@ -66,7 +66,15 @@ describe('SharedAllowance', () => {
     it('asks the database about once per lease, not once per take', async () => {
       const pool = pools[0]!;
       let queries = 0;
-      const counting = new Proxy(pool, { get: (target, name) => (name === 'query' ? (...args: unknown[]) => ((queries += 1), (target.query as (...a: unknown[]) => unknown)(...args)) : Reflect.get(target, name)) });
+      const counting = new Proxy(pool, {
+        get: (target, name) =>
+          name === 'query'
+            ? (...args: unknown[]) => {
+                queries += 1;
+                return (target.query as (...a: unknown[]) => unknown)(...args);
+              }
+            : Reflect.get(target, name),
+      });
       const allowance = new SharedAllowance({ pool: counting as pg.Pool }, { name: 'rpc-calls', perWindow: 1200, windowMs: 60_000 });
       expect(await granted([allowance], '203.0.113.7', 600)).toBe(600);
       // 600 takes from leases of 60 points: 10 upserts.

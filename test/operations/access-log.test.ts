@@ -59,7 +59,9 @@ describe('the log a newcomer reads', () => {
   it('starts with a line that names both URLs', () => {
     const started = log.lines.find((line) => line.msg.startsWith('ehr-gateway started'))!;
     expect(started.level).toBe(INFO);
-    expect(started.msg).toBe(`ehr-gateway started: ${service.publicUrl} (public: interface A at /${VERSION}/, interface B at /api/*, /docs, /console), ${service.internalUrl} (internal: the internal methods of interface A, /metrics)`);
+    expect(started.msg).toBe(
+      `ehr-gateway started: ${service.publicUrl} (public: interface A at /${VERSION}/, interface B at /api/*, /docs, /console), ${service.internalUrl} (internal: the internal methods of interface A, /metrics)`,
+    );
     expect(started).toMatchObject({ publicUrl: service.publicUrl, internalUrl: service.internalUrl });
   });
 
@@ -67,7 +69,9 @@ describe('the log a newcomer reads', () => {
     const clinic = await addClinic(service, receiver.url);
     const requestId = `access-${Date.now()}`;
     // A careless client's query string with a secret in it (refused: the spec names no such parameter).
-    const answer = await fetch(`${service.publicUrl}/api/messages?state=failed&token=${clinic.token}`, { headers: { ...authHeaders(clinic), 'x-request-id': requestId } });
+    const answer = await fetch(`${service.publicUrl}/api/messages?state=failed&token=${clinic.token}`, {
+      headers: { ...authHeaders(clinic), 'x-request-id': requestId },
+    });
     expect(answer.status).toBe(400);
     const line = await until('the access line', async () => accessLines().find((candidate) => candidate.requestId === requestId), Boolean);
     expect(line).toMatchObject({ level: INFO, listener: 'public', method: 'GET', path: '/api/messages', status: 400, requestId });
@@ -77,7 +81,11 @@ describe('the log a newcomer reads', () => {
     // Interface A: the patient's data is in the body, never in the line.
     const { cred } = await authenticatedUser(service, MARIA);
     const rpcId = `access-rpc-${Date.now()}`;
-    await fetch(`${service.publicUrl}/${VERSION}/`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': rpcId }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'patient.get_patient', params: {}, cred }) });
+    await fetch(`${service.publicUrl}/${VERSION}/`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-request-id': rpcId },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'patient.get_patient', params: {}, cred }),
+    });
     const rpcLine = await until('the interface A access line', async () => accessLines().find((candidate) => candidate.requestId === rpcId), Boolean);
     expect(rpcLine).toMatchObject({ method: 'POST', path: `/${VERSION}/`, status: 200 });
     const everything = JSON.stringify(log.lines);
@@ -93,7 +101,12 @@ describe('the log a newcomer reads', () => {
     const clinic = await addClinic(service, receiver.url);
     receiver.signingSecret = clinic.signingSecret;
     const requestId = `failing-${Date.now()}`;
-    const { body: ack } = await post(service.publicUrl, '/api/RegisterDocument', { ...authHeaders(clinic), 'x-request-id': requestId }, registerBody({ patientSnils: VALID_SNILS }));
+    const { body: ack } = await post(
+      service.publicUrl,
+      '/api/RegisterDocument',
+      { ...authHeaders(clinic), 'x-request-id': requestId },
+      registerBody({ patientSnils: VALID_SNILS }),
+    );
     const failures = await until(
       'two failed attempts and the end of the schedule',
       async () => log.lines.filter((line) => line.requestId === requestId && line.level === WARN),
@@ -101,7 +114,15 @@ describe('the log a newcomer reads', () => {
       30_000,
     );
     const [first, second, exhausted] = failures;
-    expect(first).toMatchObject({ msg: 'callback attempt failed', queueMessageId: ack.queueMessageId, callback: 'SendRegisterDocumentResponse', url: `${receiver.url}/api/SendRegisterDocumentResponse`, httpStatus: 503, error: 'HTTP 503', nextAttemptInMs: 50 });
+    expect(first).toMatchObject({
+      msg: 'callback attempt failed',
+      queueMessageId: ack.queueMessageId,
+      callback: 'SendRegisterDocumentResponse',
+      url: `${receiver.url}/api/SendRegisterDocumentResponse`,
+      httpStatus: 503,
+      error: 'HTTP 503',
+      nextAttemptInMs: 50,
+    });
     expect(second).toMatchObject({ msg: 'callback attempt failed', nextAttemptInMs: null });
     expect(exhausted!.msg).toMatch(/^callback failed: retry schedule exhausted; replay it from \/console/);
   });

@@ -36,7 +36,8 @@ afterAll(() => {
   fs.rmSync(folder, { recursive: true, force: true });
 });
 
-const startService = (databaseUrl: string) => startTestService({ DATABASE_URL: databaseUrl, DATA_KEY, INTERNAL_USERS, CALLBACK_RETRY_SCHEDULE: `0,${Array(120).fill('1s').join(',')}` });
+const startService = (databaseUrl: string) =>
+  startTestService({ DATABASE_URL: databaseUrl, DATA_KEY, INTERNAL_USERS, CALLBACK_RETRY_SCHEDULE: `0,${Array(120).fill('1s').join(',')}` });
 
 describe('backup and restore', () => {
   it('restores a live dump into a fresh database: every sealed secret opens with the key, the pending callback is delivered', async () => {

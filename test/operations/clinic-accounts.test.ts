@@ -61,7 +61,8 @@ async function withAccounts<T>(work: (accounts: ReturnType<ReturnType<typeof ope
   }
 }
 
-const accountRow = (clinic: CreatedClinicAccount) => withAccounts(async (accounts) => (await accounts.where({ business_id: clinic.businessId }).first()) as Record<string, unknown>);
+const accountRow = (clinic: CreatedClinicAccount) =>
+  withAccounts(async (accounts) => (await accounts.where({ business_id: clinic.businessId }).first()) as Record<string, unknown>);
 
 const signatureCount = (callback: ReceivedCallback) => String(callback.headers['webhook-signature']).split(' ').length;
 
@@ -74,7 +75,15 @@ describe('clients list, show, disable, enable', () => {
 
     const listed = await cli('clients', 'list', '--business-id', clinic.businessId);
     expect(listed.code, listed.stderr).toBe(0);
-    expect(listed.json.clients).toEqual([expect.objectContaining({ businessId: clinic.businessId, user: clinic.user, state: 'active', organizations: clinic.organizations, callbackUrls: clinic.callbackUrls })]);
+    expect(listed.json.clients).toEqual([
+      expect.objectContaining({
+        businessId: clinic.businessId,
+        user: clinic.user,
+        state: 'active',
+        organizations: clinic.organizations,
+        callbackUrls: clinic.callbackUrls,
+      }),
+    ]);
     const shown = await cli('clients', 'show', ...account);
     expect(shown.json).toMatchObject({ businessId: clinic.businessId, state: 'active', callbacks: { failed: 0 } });
     expect(Object.values(shown.json.requests as Record<string, number>).reduce((sum, count) => sum + count, 0)).toBe(1);
@@ -118,7 +127,12 @@ describe('clients rotate-token', () => {
     await withAccounts((accounts) => accounts.where({ business_id: clinic.businessId }).update({ previous_token_expires_at: accounts.client.raw('now()') }));
     expect(await statusWith(clinic, clinic.token)).toBe(401);
     expect(await statusWith(clinic, token)).toBe(200);
-    await until('the previous token forgotten', () => accountRow(clinic), (row) => row.previous_token_hash === null, 60_000);
+    await until(
+      'the previous token forgotten',
+      () => accountRow(clinic),
+      (row) => row.previous_token_hash === null,
+      60_000,
+    );
   });
 
   it('with --grace 0 refuses the old token at once (a leaked token)', async () => {
@@ -153,7 +167,12 @@ describe('clients rotate-signing-secret', () => {
     // The overlap's time is over: the worker's retention round ends it.
     receiver.signingSecret = signingSecret;
     await withAccounts((accounts) => accounts.where({ business_id: clinic.businessId }).update({ signing_overlap_ends_at: accounts.client.raw('now()') }));
-    await until('the overlap ended by the worker', () => accountRow(clinic), (row) => row.signing_overlap_ends_at === null, 60_000);
+    await until(
+      'the overlap ended by the worker',
+      () => accountRow(clinic),
+      (row) => row.signing_overlap_ends_at === null,
+      60_000,
+    );
     const after = await registered(clinic);
     expect(signatureCount(after)).toBe(1);
     expect(verifiesWith(after, signingSecret)).toBe(true);
@@ -164,7 +183,11 @@ describe('clients rotate-signing-secret', () => {
     const clinic = await addClinic(service, receiver.url);
     const account = ['--business-id', clinic.businessId, '--user', clinic.user];
     const first = await cli('clients', 'rotate-signing-secret', ...account, '--overlap', '7d');
-    expect((await cli('clients', 'rotate-signing-secret', ...account, '--finish')).json).toEqual({ businessId: clinic.businessId, user: clinic.user, overlapEndsAt: null });
+    expect((await cli('clients', 'rotate-signing-secret', ...account, '--finish')).json).toEqual({
+      businessId: clinic.businessId,
+      user: clinic.user,
+      overlapEndsAt: null,
+    });
     receiver.signingSecret = first.json.signingSecret;
     const finished = await registered(clinic);
     expect(signatureCount(finished)).toBe(1);

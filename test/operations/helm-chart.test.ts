@@ -17,11 +17,22 @@ const run = promisify(execFile);
 const HELM = path.join(repoRoot, '.tools/helm');
 
 type Manifest = { kind: string; metadata: { name: string; annotations?: Record<string, string> }; spec: any };
-type Container = { name: string; image: string; args: string[]; env: Array<{ name: string; value?: string; valueFrom?: { secretKeyRef: { name: string; key: string; optional?: boolean } } }>; ports?: Array<{ name: string; containerPort: number }>; [probe: string]: any };
+type Container = {
+  name: string;
+  image: string;
+  args: string[];
+  env: Array<{ name: string; value?: string; valueFrom?: { secretKeyRef: { name: string; key: string; optional?: boolean } } }>;
+  ports?: Array<{ name: string; containerPort: number }>;
+  [probe: string]: any;
+};
 
 async function render(...sets: string[]): Promise<Manifest[]> {
-  const { stdout } = await run(HELM, ['template', 'gw', 'deploy/helm/ehr-gateway', '--kube-version', '1.33.0', ...sets.flatMap((set) => ['--set', set])], { cwd: repoRoot });
-  return parseAllDocuments(stdout).map((document) => document.toJS() as Manifest).filter(Boolean);
+  const { stdout } = await run(HELM, ['template', 'gw', 'deploy/helm/ehr-gateway', '--kube-version', '1.33.0', ...sets.flatMap((set) => ['--set', set])], {
+    cwd: repoRoot,
+  });
+  return parseAllDocuments(stdout)
+    .map((document) => document.toJS() as Manifest)
+    .filter(Boolean);
 }
 
 let manifests: Manifest[];
@@ -56,7 +67,8 @@ describe('the Helm chart', () => {
 
   it('holds a role at its own image tag for a staged upgrade: migrations and workers first, the API roles after', async () => {
     const staged = await render('image.tag=2.0.0', 'roles.ehr.imageTag=1.9.0', 'roles.emdr.imageTag=1.9.0');
-    const imageOf = (kind: string, name: string) => containerOf(staged.find((manifest) => manifest.kind === kind && manifest.metadata.name === name)!).image as string;
+    const imageOf = (kind: string, name: string) =>
+      containerOf(staged.find((manifest) => manifest.kind === kind && manifest.metadata.name === name)!).image as string;
     expect(imageOf('Job', 'gw-ehr-gateway-migrate')).toBe('ehr-gateway:2.0.0');
     expect(imageOf('Deployment', 'gw-ehr-gateway-worker')).toBe('ehr-gateway:2.0.0');
     expect(imageOf('Deployment', 'gw-ehr-gateway-ehr')).toBe('ehr-gateway:1.9.0');

@@ -39,7 +39,9 @@ const dashboard = JSON.parse(fs.readFileSync(path.join(repoRoot, 'deploy/grafana
 const rules = parseYaml(fs.readFileSync(path.join(repoRoot, 'deploy/prometheus/ehr-gateway.rules.yml'), 'utf8')) as Rules;
 const panels = dashboard.panels.flatMap((panel) => [panel, ...(panel.panels ?? [])]).filter((panel) => panel.type !== 'row');
 const panelQueries = panels.flatMap((panel) => (panel.targets ?? []).map((target) => ({ where: `panel "${panel.title}"`, expr: target.expr })));
-const variableQueries = dashboard.templating.list.filter((variable) => variable.type === 'query').map((variable) => ({ where: `variable ${variable.name}`, expr: /^label_values\((\w+),/.exec(variable.definition!)![1]! }));
+const variableQueries = dashboard.templating.list
+  .filter((variable) => variable.type === 'query')
+  .map((variable) => ({ where: `variable ${variable.name}`, expr: /^label_values\((\w+),/.exec(variable.definition!)![1]! }));
 const ruleQueries = rules.groups.flatMap((group) => group.rules.map((rule) => ({ where: `alert ${rule.alert}`, expr: rule.expr })));
 
 /** Grafana's variables as a query would run: $__rate_interval and $job filled in. */
@@ -51,7 +53,25 @@ let trustStore: string;
 beforeAll(async () => {
   // A trust store, so that the worker role declares the expiry gauge too.
   trustStore = fs.mkdtempSync(path.join(os.tmpdir(), 'ehr-gateway-trust-'));
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=monitoring test root', '-days', '30', '-keyout', path.join(trustStore, 'root.key'), '-out', path.join(trustStore, 'root.pem')], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-subj',
+      '/CN=monitoring test root',
+      '-days',
+      '30',
+      '-keyout',
+      path.join(trustStore, 'root.key'),
+      '-out',
+      path.join(trustStore, 'root.pem'),
+    ],
+    { stdio: 'ignore' },
+  );
   fs.rmSync(path.join(trustStore, 'root.key'));
   service = await startTestService({ SIGNATURE_TRUST_STORE: trustStore });
 });
@@ -81,9 +101,10 @@ describe('the Grafana dashboard and the Prometheus alerts', () => {
     expect(Math.abs(expiry - (Date.now() / 1000 + 30 * 86400))).toBeLessThan(3600);
   });
 
-  it('every panel queries the dashboard\'s Prometheus variable, and promtool parses every query', async () => {
+  it("every panel queries the dashboard's Prometheus variable, and promtool parses every query", async () => {
     for (const panel of panels) {
       expect(panel.targets?.length, panel.title).toBeGreaterThan(0);
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: Grafana's own variable syntax, not a template literal.
       expect(panel.datasource?.uid, panel.title).toBe('${datasource}');
     }
     expect(fs.existsSync(PROMTOOL), `${PROMTOOL} is missing: run make promtool`).toBe(true);
@@ -101,15 +122,25 @@ describe('the Grafana dashboard and the Prometheus alerts', () => {
   });
 
   it('has a unit test of each alert in deploy/prometheus/tests', () => {
-    const tests = fs.readdirSync(path.join(repoRoot, 'deploy/prometheus/tests')).map((file) => fs.readFileSync(path.join(repoRoot, 'deploy/prometheus/tests', file), 'utf8')).join('\n');
-    for (const { alert } of rules.groups.flatMap((group) => group.rules)) expect(tests, alert).toMatch(new RegExp(`alertname: ${alert}\\n[\\s\\S]*?exp_alerts:\\n\\s+- exp_labels`));
+    const tests = fs
+      .readdirSync(path.join(repoRoot, 'deploy/prometheus/tests'))
+      .map((file) => fs.readFileSync(path.join(repoRoot, 'deploy/prometheus/tests', file), 'utf8'))
+      .join('\n');
+    for (const { alert } of rules.groups.flatMap((group) => group.rules))
+      expect(tests, alert).toMatch(new RegExp(`alertname: ${alert}\\n[\\s\\S]*?exp_alerts:\\n\\s+- exp_labels`));
   });
 });
 
 describe('seriesNames', () => {
   it('finds the series of an expression, not its functions, aggregations, labels, strings or units', () => {
-    expect(seriesNames('histogram_quantile(0.95, sum by (le, operation) (rate(ehr_gateway_api_request_duration_seconds_bucket{operation="RegisterDocument"}[5m])))')).toEqual(['ehr_gateway_api_request_duration_seconds_bucket']);
-    expect(seriesNames('sum(rate(a_total{status=~"5.."}[5m])) / sum without (instance) (rate(b_total[1h] offset 1d)) > 0.05 and on (job) up == 1')).toEqual(['a_total', 'b_total', 'up']);
+    expect(
+      seriesNames('histogram_quantile(0.95, sum by (le, operation) (rate(ehr_gateway_api_request_duration_seconds_bucket{operation="RegisterDocument"}[5m])))'),
+    ).toEqual(['ehr_gateway_api_request_duration_seconds_bucket']);
+    expect(seriesNames('sum(rate(a_total{status=~"5.."}[5m])) / sum without (instance) (rate(b_total[1h] offset 1d)) > 0.05 and on (job) up == 1')).toEqual([
+      'a_total',
+      'b_total',
+      'up',
+    ]);
     expect(seriesNames('(x_seconds - time()) / 86400 < 30 * 1e3')).toEqual(['x_seconds']);
   });
 });

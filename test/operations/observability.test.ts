@@ -66,7 +66,10 @@ describe('metrics, audit trail and request ids', () => {
     const response = await fetch(`${service.internalUrl}/metrics`);
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^text\/plain/);
-    const text = await scrapeWhen(service.internalUrl, (scraped) => sample(scraped, 'ehr_gateway_callback_deliveries_total', { callback: 'SendRegisterDocumentResultResponse' }) === 1);
+    const text = await scrapeWhen(
+      service.internalUrl,
+      (scraped) => sample(scraped, 'ehr_gateway_callback_deliveries_total', { callback: 'SendRegisterDocumentResultResponse' }) === 1,
+    );
     expect(sample(text, 'ehr_gateway_rpc_requests_total', { method: 'patient.get_patient' })).toBe(4);
     expect(sample(text, 'ehr_gateway_rpc_errors_total', { method: 'patient.get_patient', code: '-33000' })).toBe(1);
     expect(sample(text, 'ehr_gateway_rpc_request_duration_seconds_count', { method: 'patient.get_patient' })).toBe(4);
@@ -102,7 +105,10 @@ describe('metrics, audit trail and request ids', () => {
     } finally {
       receiver.reply = policy;
     }
-    const text = await scrapeWhen(service.internalUrl, (scraped) => sample(scraped, 'ehr_gateway_callback_failures_total', { callback: 'SendDemandContentResponse' }) === 1);
+    const text = await scrapeWhen(
+      service.internalUrl,
+      (scraped) => sample(scraped, 'ehr_gateway_callback_failures_total', { callback: 'SendDemandContentResponse' }) === 1,
+    );
     expect(sample(text, 'ehr_gateway_queue_depth', { queue: 'delivery' })).toBe(1);
     expect(sample(text, 'ehr_gateway_queue_oldest_age_seconds', { queue: 'delivery' })).toBeGreaterThan(0);
     expect(sample(text, 'ehr_gateway_queue_claimable', { queue: 'delivery' })).toBe(0);
@@ -124,17 +130,29 @@ describe('metrics, audit trail and request ids', () => {
     const clinic = await addClinic(service, receiver.url);
     receiver.signingSecret = clinic.signingSecret;
     const { body } = await post(service.publicUrl, '/api/RegisterDocument', { ...authHeaders(clinic), 'x-request-id': 'mis-req-7' }, registerBody());
-    const callbacks = await receiver.waitFor((received) => received.filter((callback) => callback.body.queueMessageId === body.queueMessageId).length >= 2, 30_000);
-    for (const callback of callbacks.filter((item) => item.body.queueMessageId === body.queueMessageId)) expect(callback.headers['x-request-id']).toBe('mis-req-7');
+    const callbacks = await receiver.waitFor(
+      (received) => received.filter((callback) => callback.body.queueMessageId === body.queueMessageId).length >= 2,
+      30_000,
+    );
+    for (const callback of callbacks.filter((item) => item.body.queueMessageId === body.queueMessageId))
+      expect(callback.headers['x-request-id']).toBe('mis-req-7');
 
-    const refused = await fetch(`${service.publicUrl}/api/RegisterDocument`, { method: 'POST', headers: { ...authHeaders(clinic), 'x-request-id': 'mis-req-8' }, body: '{"broken' });
+    const refused = await fetch(`${service.publicUrl}/api/RegisterDocument`, {
+      method: 'POST',
+      headers: { ...authHeaders(clinic), 'x-request-id': 'mis-req-8' },
+      body: '{"broken',
+    });
     expect(refused.status).toBe(400);
     expect(refused.headers.get('x-request-id')).toBe('mis-req-8');
     const sql = openSql(service.databaseUrl);
     try {
       type Row = { request_id: string; client_request_id: string | null; action: string; outcome: string; queue_message_id: string | null };
       // The callbacks' outcomes are committed just after the receiver answered.
-      const rows = await until('the callbacks audited', () => sql.rows<Row>(AUDIT_ROWS), (found) => found.filter((row) => row.queue_message_id === body.queueMessageId).length >= 3);
+      const rows = await until(
+        'the callbacks audited',
+        () => sql.rows<Row>(AUDIT_ROWS),
+        (found) => found.filter((row) => row.queue_message_id === body.queueMessageId).length >= 3,
+      );
       // The client's id in a column of its own; request_id is the gateway's own (issue 21, L7).
       const read = rows.find((row) => row.client_request_id === 'clinic-trace.42');
       expect(read).toMatchObject({ action: 'patient.get_patient', outcome: 'ok' });
@@ -156,7 +174,15 @@ describe('metrics, audit trail and request ids', () => {
 
   it('names the request in every line logged while it is served', () => {
     const lines: string[] = [];
-    const logger = createLogger('info', new Writable({ write: (chunk: Buffer, _encoding, done) => (lines.push(chunk.toString()), done()) }));
+    const logger = createLogger(
+      'info',
+      new Writable({
+        write: (chunk: Buffer, _encoding, done) => {
+          lines.push(chunk.toString());
+          done();
+        },
+      }),
+    );
     runInRequest({ requestId: 'mis-req-9' }, () => logger.warn({ queueMessageId: 'q' }, 'inside'));
     logger.warn('outside');
     expect(JSON.parse(lines[0]!)).toMatchObject({ requestId: 'mis-req-9', msg: 'inside' });
@@ -179,7 +205,9 @@ describe('metrics, audit trail and request ids', () => {
     expect(count('DemandContent', 'ok')).toBe(1);
     expect(count('SendRegisterDocumentResponse', 'delivered')).toBe(2);
     expect(rows.filter((row) => row.action === 'patient.get_patient' && row.outcome === 'ok').every((row) => row.internal_user_id === 'demo-1')).toBe(true);
-    expect(rows.filter((row) => String(row.action).startsWith('Send') || row.action === 'RegisterDocument').every((row) => typeof row.business_id === 'string')).toBe(true);
+    expect(
+      rows.filter((row) => String(row.action).startsWith('Send') || row.action === 'RegisterDocument').every((row) => typeof row.business_id === 'string'),
+    ).toBe(true);
     const text = JSON.stringify(rows).toLowerCase();
     for (const personal of ['иванова', 'мария', '79161234567', '1990-05-17', '112-233-445', '11223344595', 'pa55word']) expect(text).not.toContain(personal);
   });
@@ -188,7 +216,10 @@ describe('metrics, audit trail and request ids', () => {
     const env = { DATABASE_URL: service.databaseUrl, DATA_KEY: service.env.DATA_KEY, LOG_LEVEL: 'warn' };
     const byUser = await runCli(['audit', '--since', '1h', '--user', 'demo-1', '--json'], env);
     expect(byUser.code, byUser.stderr).toBe(0);
-    const rows = byUser.stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    const rows = byUser.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(rows.length).toBe(6);
     expect(rows.every((row) => row.internalUserId === 'demo-1')).toBe(true);
     const text = await runCli(['audit', '--business-id', 'no-such-clinic'], env);

@@ -32,7 +32,9 @@ async function by<T>(role: Role, call: () => Promise<T>): Promise<T> {
   } catch (error) {
     const state = role.child.exitCode !== null || role.child.signalCode !== null ? `exited (${role.child.signalCode ?? role.child.exitCode})` : 'running';
     const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-    throw new Error(`${role.name} (${state}): ${(error as Error).message}${cause ? ` (${cause.code ?? cause.message})` : ''}; it said: ${role.output().slice(-3000)}`);
+    throw new Error(
+      `${role.name} (${state}): ${(error as Error).message}${cause ? ` (${cause.code ?? cause.message})` : ''}; it said: ${role.output().slice(-3000)}`,
+    );
   }
 }
 
@@ -46,7 +48,10 @@ const USERS = 8;
 
 const COUNT_STATES = statement('test_scale_states', `select operation, state, count(*)::int as n from emdr_requests group by 1, 2 order by 1, 2`);
 const COUNT_CALLBACKS = statement('test_scale_callbacks', `select state, count(*)::int as n from emdr_callbacks group by 1`);
-const COUNT_REGISTERED = statement('test_scale_registered', `select count(*)::int as n, count(distinct local_uid)::int as local_uids from emdr_registry_documents`);
+const COUNT_REGISTERED = statement(
+  'test_scale_registered',
+  `select count(*)::int as n, count(distinct local_uid)::int as local_uids from emdr_registry_documents`,
+);
 
 describe('N API and M worker processes over one PostgreSQL', () => {
   let receiver: CallbackReceiver;
@@ -115,13 +120,17 @@ describe('N API and M worker processes over one PostgreSQL', () => {
     // Documents to demand later, registered through both API processes.
     const seeds = await Promise.all(Array.from({ length: SEED_DOCUMENTS }, (_, i) => send(i, '/api/RegisterDocument', registerBody())));
     await receiver.waitFor(() => resultsOf('SendRegisterDocumentResultResponse').size >= SEED_DOCUMENTS, PHASE_TIMEOUT_MS);
-    const emdrIds = receiver.received.filter((callback) => callback.name === 'SendRegisterDocumentResultResponse' && seeds.includes(callback.body.queueMessageId as string)).map((callback) => callback.body.emdrId as string);
+    const emdrIds = receiver.received
+      .filter((callback) => callback.name === 'SendRegisterDocumentResultResponse' && seeds.includes(callback.body.queueMessageId as string))
+      .map((callback) => callback.body.emdrId as string);
     expect(new Set(emdrIds).size).toBe(SEED_DOCUMENTS);
 
     // Interleaved: registrations and demands alternate, and so do the API processes; sessions go on meanwhile.
     const burst = Promise.all(
       Array.from({ length: BURST_REGISTRATIONS + BURST_DEMANDS }, (_, i) =>
-        i % 2 === 0 ? send(i, '/api/RegisterDocument', registerBody()) : send(i, '/api/DemandContent', { emdrId: emdrIds[i % SEED_DOCUMENTS], clientMessageId: randomUUID() }),
+        i % 2 === 0
+          ? send(i, '/api/RegisterDocument', registerBody())
+          : send(i, '/api/DemandContent', { emdrId: emdrIds[i % SEED_DOCUMENTS], clientMessageId: randomUUID() }),
       ),
     );
     const sessions = Promise.all(
@@ -129,11 +138,19 @@ describe('N API and M worker processes over one PostgreSQL', () => {
         const cred = { user: unique('user'), token: unique('token') };
         const exchangeToken = unique('exchange');
         // Stored through one ehr process, used through the other.
-        const saved = await by(ehr1!, () => rpc(ehr1!.internalUrl, 'embedded_storage.save_exchange_token', { exchangeToken, authInfo: { ...cred, ttl: 3600, phone: '+79161234567' } }, { user: INTERNAL_USER, token: sha1hex(INTERNAL_PASSWORD + exchangeToken) }));
+        const saved = await by(ehr1!, () =>
+          rpc(
+            ehr1!.internalUrl,
+            'embedded_storage.save_exchange_token',
+            { exchangeToken, authInfo: { ...cred, ttl: 3600, phone: '+79161234567' } },
+            { user: INTERNAL_USER, token: sha1hex(INTERNAL_PASSWORD + exchangeToken) },
+          ),
+        );
         expect(saved.error).toBeUndefined();
         const authenticated = await by(ehr2!, () => rpc(ehr2!.publicUrl, 'embedded_storage.authenticate', { exchangeToken, patientProperties: MARIA }));
         expect(authenticated.error).toBeUndefined();
-        for (const ehr of [ehr1!, ehr2!]) expect((await by(ehr, () => rpc(ehr.publicUrl, 'patient.get_patient', {}, cred))).result).toMatchObject({ patient: { id: 'demo-1' } });
+        for (const ehr of [ehr1!, ehr2!])
+          expect((await by(ehr, () => rpc(ehr.publicUrl, 'patient.get_patient', {}, cred))).result).toMatchObject({ patient: { id: 'demo-1' } });
         expect((await by(ehr2!, () => rpc(ehr2!.publicUrl, 'embedded_storage.remove_auth_info', {}, cred))).result).toEqual({ success: true });
         expect((await by(ehr1!, () => rpc(ehr1!.publicUrl, 'patient.get_patient', {}, cred))).error?.code).toBe(-33000);
       }),
@@ -154,11 +171,15 @@ describe('N API and M worker processes over one PostgreSQL', () => {
 
     // Every request: exactly two webhook-ids, acceptance then result, each carrying the request's x-request-id.
     const byRequest = new Map<string, typeof receiver.received>();
-    for (const callback of receiver.received) byRequest.set(callback.body.queueMessageId as string, [...(byRequest.get(callback.body.queueMessageId as string) ?? []), callback]);
+    for (const callback of receiver.received)
+      byRequest.set(callback.body.queueMessageId as string, [...(byRequest.get(callback.body.queueMessageId as string) ?? []), callback]);
     expect(byRequest.size).toBe(sent.size);
     for (const [queueMessageId, callbacks] of byRequest) {
       const request = sent.get(queueMessageId)!;
-      const names = request.operation === 'RegisterDocument' ? ['SendRegisterDocumentResponse', 'SendRegisterDocumentResultResponse'] : ['SendDemandContentResponse', 'SendDocumentFileResultResponse'];
+      const names =
+        request.operation === 'RegisterDocument'
+          ? ['SendRegisterDocumentResponse', 'SendRegisterDocumentResultResponse']
+          : ['SendDemandContentResponse', 'SendDocumentFileResultResponse'];
       const ids = [...new Set(callbacks.map((callback) => callback.headers['webhook-id']))];
       expect(ids).toHaveLength(2);
       const firstOf = (name: string) => callbacks.findIndex((callback) => callback.name === name);
@@ -188,7 +209,12 @@ describe('N API and M worker processes over one PostgreSQL', () => {
         { operation: 'RegisterDocument', state: 'completed', n: SEED_DOCUMENTS + BURST_REGISTRATIONS },
       ]);
       // The receiver may have a callback whose attempt the killed worker never recorded: the survivor records it after JOB_EXPIRY.
-      const callbackStates = await until('every callback recorded delivered', () => sql.rows<{ state: string; n: number }>(COUNT_CALLBACKS), (rows) => rows.length === 1 && rows[0]!.state === 'delivered', 30_000);
+      const callbackStates = await until(
+        'every callback recorded delivered',
+        () => sql.rows<{ state: string; n: number }>(COUNT_CALLBACKS),
+        (rows) => rows.length === 1 && rows[0]!.state === 'delivered',
+        30_000,
+      );
       expect(callbackStates).toEqual([{ state: 'delivered', n: expected }]);
       // Registered once each, however often a worker took the request.
       expect(await sql.row(COUNT_REGISTERED)).toEqual({ n: SEED_DOCUMENTS + BURST_REGISTRATIONS, local_uids: SEED_DOCUMENTS + BURST_REGISTRATIONS });

@@ -74,11 +74,13 @@ describe('limits shared by the processes of one database', () => {
   it('holds RPC_RATE_LIMIT across two ehr processes', async () => {
     const statuses: number[] = [];
     for (let call = 0; call < 30; call += 1) {
-      statuses.push(await status(`${ehr[call % 2]!.publicUrl}/${VERSION}/`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: call, method: 'patient.get_patient', params: {}, cred: { user: 'u', token: 't' } }),
-      }));
+      statuses.push(
+        await status(`${ehr[call % 2]!.publicUrl}/${VERSION}/`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ jsonrpc: '2.0', id: call, method: 'patient.get_patient', params: {}, cred: { user: 'u', token: 't' } }),
+        }),
+      );
     }
     expect(statuses.filter((code) => code === 200)).toHaveLength(20);
     expect(statuses.filter((code) => code === 429)).toHaveLength(10);
@@ -88,10 +90,16 @@ describe('limits shared by the processes of one database', () => {
     const exchangeToken = unique('exchange');
     const params = { exchangeToken, authInfo: { user: unique('user'), token: unique('token'), ttl: 60, phone: '+79161234567' } };
     for (const via of [ehr[0], ehr[1], ehr[0], ehr[1]]) {
-      expect((await rpc(via.internalUrl, 'embedded_storage.save_exchange_token', params, { user: INTERNAL_USER, token: sha1hex(`wrong${exchangeToken}`) })).error?.data?.reason).toBe('credentials rejected');
+      expect(
+        (await rpc(via.internalUrl, 'embedded_storage.save_exchange_token', params, { user: INTERNAL_USER, token: sha1hex(`wrong${exchangeToken}`) })).error
+          ?.data?.reason,
+      ).toBe('credentials rejected');
     }
     // Before: each process had seen 2 failures of its limit of 4, and stored the token.
-    const right = await rpc(ehr[0].internalUrl, 'embedded_storage.save_exchange_token', params, { user: INTERNAL_USER, token: sha1hex(INTERNAL_PASSWORD + exchangeToken) });
+    const right = await rpc(ehr[0].internalUrl, 'embedded_storage.save_exchange_token', params, {
+      user: INTERNAL_USER,
+      token: sha1hex(INTERNAL_PASSWORD + exchangeToken),
+    });
     expect(right.error?.data?.reason).toBe('too many failures, retry later');
   });
 });

@@ -38,77 +38,112 @@ describe('tracing across processes (OpenTelemetry, OTLP/HTTP)', () => {
     await collector?.close();
   });
 
-  it('one trace covers RegisterDocument → acceptance → submission → both callbacks, each attempt, across an API and a worker process', async () => {
-    const env = {
-      DATABASE_URL: await createTestDatabase(),
-      DATA_KEY: randomBytes(32).toString('hex'),
-      OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
-      OTEL_SERVICE_NAME: 'ehr-gateway-test',
-      // The refused first attempt is tried again at once.
-      CALLBACK_RETRY_SCHEDULE: '0,100ms,1s',
-    };
-    const migrated = await runCli(['migrate'], env);
-    expect(migrated.code, migrated.stderr).toBe(0);
-    const [api, worker] = await Promise.all([spawnServe('api', ['serve', '--only', 'emdr'], env), spawnServe('worker', ['serve', '--only', 'worker'], env)]);
-    processes.push(api!, worker!);
-    const clinic = await addClinic({ databaseUrl: env.DATABASE_URL, dataKey: Buffer.from(env.DATA_KEY, 'hex') }, receiver.url);
-    receiver.signingSecret = clinic.signingSecret;
-    let refused = 0;
-    receiver.reply = (callback) => (callback.name === 'SendRegisterDocumentResponse' && refused++ === 0 ? { status: 503, body: { status: 'Error', message: 'busy' } } : callback.signatureValid ? SUCCESS : { status: 401, body: {} });
+  it(
+    'one trace covers RegisterDocument → acceptance → submission → both callbacks, each attempt, across an API and a worker process',
+    async () => {
+      const env = {
+        DATABASE_URL: await createTestDatabase(),
+        DATA_KEY: randomBytes(32).toString('hex'),
+        OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+        OTEL_SERVICE_NAME: 'ehr-gateway-test',
+        // The refused first attempt is tried again at once.
+        CALLBACK_RETRY_SCHEDULE: '0,100ms,1s',
+      };
+      const migrated = await runCli(['migrate'], env);
+      expect(migrated.code, migrated.stderr).toBe(0);
+      const [api, worker] = await Promise.all([spawnServe('api', ['serve', '--only', 'emdr'], env), spawnServe('worker', ['serve', '--only', 'worker'], env)]);
+      processes.push(api!, worker!);
+      const clinic = await addClinic({ databaseUrl: env.DATABASE_URL, dataKey: Buffer.from(env.DATA_KEY, 'hex') }, receiver.url);
+      receiver.signingSecret = clinic.signingSecret;
+      let refused = 0;
+      receiver.reply = (callback) =>
+        callback.name === 'SendRegisterDocumentResponse' && refused++ === 0
+          ? { status: 503, body: { status: 'Error', message: 'busy' } }
+          : callback.signatureValid
+            ? SUCCESS
+            : { status: 401, body: {} };
 
-    const body = registerBody();
-    const answer = await post(api!.publicUrl, '/api/RegisterDocument', authHeaders(clinic), body);
-    expect(answer.status).toBe(200);
-    const queueMessageId = answer.body.queueMessageId as string;
-    await receiver.waitFor((received) => received.some((callback) => callback.name === 'SendRegisterDocumentResultResponse' && callback.body.queueMessageId === queueMessageId), TIMEOUT_MS);
-    expect(receiver.received.filter((callback) => callback.name === 'SendRegisterDocumentResponse').map((callback) => callback.body.queueMessageId)).toEqual([queueMessageId, queueMessageId]);
+      const body = registerBody();
+      const answer = await post(api!.publicUrl, '/api/RegisterDocument', authHeaders(clinic), body);
+      expect(answer.status).toBe(200);
+      const queueMessageId = answer.body.queueMessageId as string;
+      await receiver.waitFor(
+        (received) => received.some((callback) => callback.name === 'SendRegisterDocumentResultResponse' && callback.body.queueMessageId === queueMessageId),
+        TIMEOUT_MS,
+      );
+      expect(receiver.received.filter((callback) => callback.name === 'SendRegisterDocumentResponse').map((callback) => callback.body.queueMessageId)).toEqual([
+        queueMessageId,
+        queueMessageId,
+      ]);
 
-    // SIGTERM: each process exports what its batch processor still holds before it exits.
-    await Promise.all([api!.stop(), worker!.stop()]);
-    const ofRequest = (spans: CollectedSpan[]) => spans.filter((span) => span.attributes['ehr_gateway.queue_message_id'] === queueMessageId);
-    await until('spans of the request at the collector', async () => ofRequest(collector.spans).map((span) => span.name).sort(), (names) => names.filter((name) => name === 'callback attempt').length >= 3, 60_000);
+      // SIGTERM: each process exports what its batch processor still holds before it exits.
+      await Promise.all([api!.stop(), worker!.stop()]);
+      const ofRequest = (spans: CollectedSpan[]) => spans.filter((span) => span.attributes['ehr_gateway.queue_message_id'] === queueMessageId);
+      await until(
+        'spans of the request at the collector',
+        async () =>
+          ofRequest(collector.spans)
+            .map((span) => span.name)
+            .sort(),
+        (names) => names.filter((name) => name === 'callback attempt').length >= 3,
+        60_000,
+      );
 
-    const request = collector.spans.find((span) => span.name === 'RegisterDocument');
-    expect(request, `spans received: ${collector.spans.map((span) => span.name).join(', ')}`).toBeDefined();
-    expect(request!.kind).toBe(2);
-    expect(request!.attributes).toMatchObject({ 'http.request.method': 'POST', 'http.response.status_code': 200, 'ehr_gateway.operation': 'RegisterDocument' });
-    expect(request!.resource).toMatchObject({ 'service.name': 'ehr-gateway-test', 'process.pid': api!.child.pid });
+      const request = collector.spans.find((span) => span.name === 'RegisterDocument');
+      expect(request, `spans received: ${collector.spans.map((span) => span.name).join(', ')}`).toBeDefined();
+      expect(request!.kind).toBe(2);
+      expect(request!.attributes).toMatchObject({
+        'http.request.method': 'POST',
+        'http.response.status_code': 200,
+        'ehr_gateway.operation': 'RegisterDocument',
+      });
+      expect(request!.resource).toMatchObject({ 'service.name': 'ehr-gateway-test', 'process.pid': api!.child.pid });
 
-    const trace = collector.spans.filter((span) => span.traceId === request!.traceId);
-    const named = (name: string) => trace.filter((span) => span.name === name);
-    // The worker's spans: in the request's trace, children of its span, from the other process.
-    for (const name of ['acceptance check', 'registry submission', 'registry outcome']) {
-      expect(named(name), name).toHaveLength(1);
-      expect(named(name)[0]!.parentSpanId, name).toBe(request!.spanId);
-      expect(named(name)[0]!.resource['process.pid'], name).toBe(worker!.child.pid);
-      expect(named(name)[0]!.attributes['ehr_gateway.queue_message_id'], name).toBe(queueMessageId);
-    }
-    expect(named('acceptance check')[0]!.attributes['ehr_gateway.verdict']).toBe('accepted');
-    expect(named('registry outcome')[0]!.attributes['ehr_gateway.state']).toBe('completed');
+      const trace = collector.spans.filter((span) => span.traceId === request!.traceId);
+      const named = (name: string) => trace.filter((span) => span.name === name);
+      // The worker's spans: in the request's trace, children of its span, from the other process.
+      for (const name of ['acceptance check', 'registry submission', 'registry outcome']) {
+        expect(named(name), name).toHaveLength(1);
+        expect(named(name)[0]!.parentSpanId, name).toBe(request!.spanId);
+        expect(named(name)[0]!.resource['process.pid'], name).toBe(worker!.child.pid);
+        expect(named(name)[0]!.attributes['ehr_gateway.queue_message_id'], name).toBe(queueMessageId);
+      }
+      expect(named('acceptance check')[0]!.attributes['ehr_gateway.verdict']).toBe('accepted');
+      expect(named('registry outcome')[0]!.attributes['ehr_gateway.state']).toBe('completed');
 
-    const attempts = named('callback attempt').map((span) => ({
-      callback: span.attributes['ehr_gateway.callback'],
-      attempt: span.attributes['ehr_gateway.round_attempt'],
-      delivered: span.attributes['ehr_gateway.delivered'],
-      status: span.attributes['http.response.status_code'],
-      failed: span.statusCode === 2,
-      parent: span.parentSpanId === request!.spanId,
-      worker: span.resource['process.pid'] === worker!.child.pid,
-    }));
-    expect(attempts.sort((a, b) => `${a.callback}${a.attempt}`.localeCompare(`${b.callback}${b.attempt}`))).toEqual([
-      { callback: 'SendRegisterDocumentResponse', attempt: 1, delivered: false, status: 503, failed: true, parent: true, worker: true },
-      { callback: 'SendRegisterDocumentResponse', attempt: 2, delivered: true, status: 200, failed: false, parent: true, worker: true },
-      { callback: 'SendRegisterDocumentResultResponse', attempt: 1, delivered: true, status: 200, failed: false, parent: true, worker: true },
-    ]);
-    // Every span of the request is in this one trace.
-    expect(ofRequest(collector.spans).every((span) => span.traceId === request!.traceId)).toBe(true);
+      const attempts = named('callback attempt').map((span) => ({
+        callback: span.attributes['ehr_gateway.callback'],
+        attempt: span.attributes['ehr_gateway.round_attempt'],
+        delivered: span.attributes['ehr_gateway.delivered'],
+        status: span.attributes['http.response.status_code'],
+        failed: span.statusCode === 2,
+        parent: span.parentSpanId === request!.spanId,
+        worker: span.resource['process.pid'] === worker!.child.pid,
+      }));
+      expect(attempts.sort((a, b) => `${a.callback}${a.attempt}`.localeCompare(`${b.callback}${b.attempt}`))).toEqual([
+        { callback: 'SendRegisterDocumentResponse', attempt: 1, delivered: false, status: 503, failed: true, parent: true, worker: true },
+        { callback: 'SendRegisterDocumentResponse', attempt: 2, delivered: true, status: 200, failed: false, parent: true, worker: true },
+        { callback: 'SendRegisterDocumentResultResponse', attempt: 1, delivered: true, status: 200, failed: false, parent: true, worker: true },
+      ]);
+      // Every span of the request is in this one trace.
+      expect(ofRequest(collector.spans).every((span) => span.traceId === request!.traceId)).toBe(true);
 
-    // Ids only: nothing the clinic sent, nor its credentials, reaches the collector.
-    const exported = collector.bodies.join('\n');
-    for (const secret of [VALID_SNILS, VALID_SNILS.replace(/\D/g, ''), clinic.token, clinic.signingSecret, String(body.document).slice(0, 40), String(body.signature).slice(0, 40), String(body.localUid)]) {
-      expect(exported.includes(secret), `the export carries ${secret.slice(0, 12)}…`).toBe(false);
-    }
-  }, TIMEOUT_MS * 2);
+      // Ids only: nothing the clinic sent, nor its credentials, reaches the collector.
+      const exported = collector.bodies.join('\n');
+      for (const secret of [
+        VALID_SNILS,
+        VALID_SNILS.replace(/\D/g, ''),
+        clinic.token,
+        clinic.signingSecret,
+        String(body.document).slice(0, 40),
+        String(body.signature).slice(0, 40),
+        String(body.localUid),
+      ]) {
+        expect(exported.includes(secret), `the export carries ${secret.slice(0, 12)}…`).toBe(false);
+      }
+    },
+    TIMEOUT_MS * 2,
+  );
 });
 
 describe('the request span (in process)', () => {
@@ -130,7 +165,12 @@ describe('the request span (in process)', () => {
       const clientTrace = randomBytes(16).toString('hex');
       const clientSpan = randomBytes(8).toString('hex');
       const headers = authHeaders(clinic);
-      const continued = await post(service.publicUrl, '/api/RegisterDocument', { ...headers, traceparent: `00-${clientTrace}-${clientSpan}-01` }, registerBody());
+      const continued = await post(
+        service.publicUrl,
+        '/api/RegisterDocument',
+        { ...headers, traceparent: `00-${clientTrace}-${clientSpan}-01` },
+        registerBody(),
+      );
       expect(continued.status).toBe(200);
       const fresh = await post(service.publicUrl, '/api/RegisterDocument', { ...headers, traceparent: '00-not-a-trace-01' }, registerBody());
       expect(fresh.status).toBe(200);
@@ -138,13 +178,21 @@ describe('the request span (in process)', () => {
       expect((await fetch(`${service.internalUrl}/healthz`)).status).toBe(200);
 
       const sql = openSql(service.databaseUrl);
-      const stored = await sql.rows<{ trace_parent: string }>(statement('test_trace_parent', 'select trace_parent from emdr_requests where queue_message_id = $1'), [continued.body.queueMessageId]);
+      const stored = await sql.rows<{ trace_parent: string }>(
+        statement('test_trace_parent', 'select trace_parent from emdr_requests where queue_message_id = $1'),
+        [continued.body.queueMessageId],
+      );
       await sql.pool.end();
       expect(stored[0]!.trace_parent).toMatch(new RegExp(`^00-${clientTrace}-[0-9a-f]{16}-01$`));
 
       await service.stop();
       stopped = true;
-      const spans = await until('the spans at the collector', async () => [...collector.spans], (list) => list.filter((span) => span.name === 'RegisterDocument').length >= 2, 30_000);
+      const spans = await until(
+        'the spans at the collector',
+        async () => [...collector.spans],
+        (list) => list.filter((span) => span.name === 'RegisterDocument').length >= 2,
+        30_000,
+      );
       const registrations = spans.filter((span) => span.name === 'RegisterDocument');
       const fromClient = registrations.find((span) => span.traceId === clientTrace);
       expect(fromClient?.parentSpanId).toBe(clientSpan);

@@ -62,7 +62,10 @@ describe('the whole story across three processes', () => {
     // 3. The app sends the identifying data to the EHR server only. Another patient's data fails:
     //    the authorization server stored the phone it verified with the exchange token.
     const otherPatient = await app
-      .embeddedStorageAuthenticate({ exchangeToken, patientProperties: { name: 'Алексей', surname: 'Фёдоров', date: '1985-11-02 00:00:00.000', gender: 1, phone: '+79031112233' } })
+      .embeddedStorageAuthenticate({
+        exchangeToken,
+        patientProperties: { name: 'Алексей', surname: 'Фёдоров', date: '1985-11-02 00:00:00.000', gender: 1, phone: '+79031112233' },
+      })
       .catch((error: unknown) => error);
     expect((otherPatient as EhrRpcError).code).toBe(-34001);
     const matched = await app.embeddedStorageAuthenticate({

@@ -26,7 +26,13 @@ describe('a clinic integrating with interface B', () => {
   let receiverUrl: string;
   let receiverLog = '';
   let documentsDir: string;
-  let account: { businessId: string; user: string; token: string; callbackCredentials: { businessId: string; user: string; token: string }; signingSecret: string };
+  let account: {
+    businessId: string;
+    user: string;
+    token: string;
+    callbackCredentials: { businessId: string; user: string; token: string };
+    signingSecret: string;
+  };
   const contractProblems: string[] = [];
 
   beforeAll(async () => {
@@ -34,21 +40,35 @@ describe('a clinic integrating with interface B', () => {
     const port = await freePort();
     receiverUrl = `http://127.0.0.1:${port}`;
     service = await startTestService({ CALLBACK_RETRY_SCHEDULE: '0,200ms,500ms,1s' });
-    const added = await runCli(['clients', 'add', '--business-id', `clinic-${randomUUID().slice(0, 8)}`, '--user', 'mis', '--callback-url', receiverUrl, '--organization', ORGANIZATION], service.env);
+    const added = await runCli(
+      ['clients', 'add', '--business-id', `clinic-${randomUUID().slice(0, 8)}`, '--user', 'mis', '--callback-url', receiverUrl, '--organization', ORGANIZATION],
+      service.env,
+    );
     expect(added.code).toBe(0);
     account = JSON.parse(added.stdout);
     expect(account.signingSecret).toMatch(/^whsec_/);
     receiverProcess = spawnTsProgram('examples/clinic-receiver/main.ts', [
-      '--secret', account.signingSecret,
-      '--business-id', account.callbackCredentials.businessId,
-      '--user', account.callbackCredentials.user,
-      '--token', account.callbackCredentials.token,
-      '--out', documentsDir,
-      '--port', String(port),
+      '--secret',
+      account.signingSecret,
+      '--business-id',
+      account.callbackCredentials.businessId,
+      '--user',
+      account.callbackCredentials.user,
+      '--token',
+      account.callbackCredentials.token,
+      '--out',
+      documentsDir,
+      '--port',
+      String(port),
     ]);
     receiverProcess.stdout!.on('data', (chunk: Buffer) => (receiverLog += chunk.toString()));
     receiverProcess.stderr!.on('data', (chunk: Buffer) => (receiverLog += chunk.toString()));
-    await until('the receiver listens', async () => receiverLog, (log) => log.includes('listening') || receiverProcess.exitCode !== null, 60_000);
+    await until(
+      'the receiver listens',
+      async () => receiverLog,
+      (log) => log.includes('listening') || receiverProcess.exitCode !== null,
+      60_000,
+    );
     expect(receiverLog).toContain('listening');
   });
 
@@ -67,7 +87,12 @@ describe('a clinic integrating with interface B', () => {
 
   /** The first document the receiver saved: NAME.xml and NAME.xml.sig (it logs `saved` once both are written). */
   async function savedDocument(): Promise<{ xml: Buffer; signature: Buffer }> {
-    await until(`a document saved; the receiver said: ${receiverLog}`, async () => receiverLog, (log) => / saved /.test(log), 60_000);
+    await until(
+      `a document saved; the receiver said: ${receiverLog}`,
+      async () => receiverLog,
+      (log) => / saved /.test(log),
+      60_000,
+    );
     const signature = (await fs.readdir(documentsDir)).find((file) => file.endsWith('.xml.sig'))!;
     const base = path.join(documentsDir, signature.slice(0, -'.sig'.length));
     return { xml: await fs.readFile(base), signature: await fs.readFile(`${base}.sig`) };
@@ -101,7 +126,9 @@ describe('a clinic integrating with interface B', () => {
     expect(receiverLog.match(/ accepted \(status success[,)]/gm)).toHaveLength(4);
     expect(receiverLog).not.toContain('rejected');
     // The acceptance callback's warning is printed with its code: this service has no trust store.
-    expect(receiverLog).toMatch(/SendRegisterDocumentResponse msg_\S+ accepted \(status success\) warnings: CERTIFICATE_CHAIN_NOT_CHECKED: the signatures were verified/);
+    expect(receiverLog).toMatch(
+      /SendRegisterDocumentResponse msg_\S+ accepted \(status success\) warnings: CERTIFICATE_CHAIN_NOT_CHECKED: the signatures were verified/,
+    );
   });
 
   it('has the receiver refuse a forged callback and acknowledge a redelivered one without processing it twice', async () => {
@@ -118,7 +145,13 @@ describe('a clinic integrating with interface B', () => {
     const forged = await fetch(`${receiverUrl}/api/SendRegisterDocumentResponse`, { method: 'POST', headers, body });
     expect(forged.status).toBe(401);
     // The receiver logs on its own stdout: the line may reach this process a little after the answer.
-    const logged = (line: string) => until(line, async () => receiverLog, (log) => log.includes(line), 5_000);
+    const logged = (line: string) =>
+      until(
+        line,
+        async () => receiverLog,
+        (log) => log.includes(line),
+        5_000,
+      );
     await logged(`${headers['webhook-id']} rejected: bad signature or headers`);
 
     const signed = { ...headers, 'webhook-signature': signWebhook(account.signingSecret, headers['webhook-id'], Number(headers['webhook-timestamp']), body) };
@@ -145,12 +178,23 @@ describe('a clinic integrating with interface B', () => {
     const timestamp = Math.floor(Date.now() / 1000);
     const response = await fetch(`${receiverUrl}/api/SendRegisterDocumentResponse`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', ...account.callbackCredentials, 'webhook-id': webhookId, 'webhook-timestamp': String(timestamp), 'webhook-signature': signWebhook(account.signingSecret, webhookId, timestamp, body) },
+      headers: {
+        'content-type': 'application/json',
+        ...account.callbackCredentials,
+        'webhook-id': webhookId,
+        'webhook-timestamp': String(timestamp),
+        'webhook-signature': signWebhook(account.signingSecret, webhookId, timestamp, body),
+      },
       body,
     });
     expect(response.status).toBe(200);
     const line = `SendRegisterDocumentResponse ${webhookId} accepted (status error) errors: XML_NOT_WELL_FORMED: the document is not well-formed XML; SIGNATURE_VERIFICATION_ERROR: the signature does not verify`;
-    await until(line, async () => receiverLog, (log) => log.includes(line), 10_000);
+    await until(
+      line,
+      async () => receiverLog,
+      (log) => log.includes(line),
+      10_000,
+    );
   });
 
   it('answered every request with a status and body the spec documents', () => {

@@ -74,7 +74,10 @@ describe('the delivery console', () => {
     const { body: otherAck } = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(other), registerBody());
     await until(
       'the acceptance callback failed',
-      async () => (await (await fetch(`${service.publicUrl}/api/messages/${queueMessageId}`, { headers: authHeaders(clinic) })).json()) as { callbacks: Array<{ state: string }> },
+      async () =>
+        (await (await fetch(`${service.publicUrl}/api/messages/${queueMessageId}`, { headers: authHeaders(clinic) })).json()) as {
+          callbacks: Array<{ state: string }>;
+        },
       (state) => state.callbacks[0]?.state === 'failed',
     );
 
@@ -88,7 +91,9 @@ describe('the delivery console', () => {
     expect(await page.locator(`details.request[data-queue-message-id="${otherAck.queueMessageId}"]`).count()).toBe(0);
     const failed = request.locator('.callback.state-failed');
     await expect(failed.locator('h4').textContent()).resolves.toContain('SendRegisterDocumentResponse');
-    const attempts = await failed.locator('table.attempts tbody tr').evaluateAll((rows) => rows.map((row) => [...row.querySelectorAll('td')].map((cell) => cell.textContent)));
+    const attempts = await failed
+      .locator('table.attempts tbody tr')
+      .evaluateAll((rows) => rows.map((row) => [...row.querySelectorAll('td')].map((cell) => cell.textContent)));
     expect(attempts).toHaveLength(2);
     for (const [number, , status, duration, error] of attempts) {
       expect(number).toMatch(/^[12]$/);
@@ -97,7 +102,11 @@ describe('the delivery console', () => {
       expect(error).toBe('HTTP 503');
     }
     // The credentials live in this tab's sessionStorage only.
-    const storage = await page.evaluate(() => ({ session: sessionStorage.getItem('ehr-gateway-console'), local: localStorage.length, cookies: document.cookie }));
+    const storage = await page.evaluate(() => ({
+      session: sessionStorage.getItem('ehr-gateway-console'),
+      local: localStorage.length,
+      cookies: document.cookie,
+    }));
     expect(JSON.parse(storage.session!)).toEqual({ businessId: clinic.businessId, user: clinic.user, token: clinic.token });
     expect(storage).toMatchObject({ local: 0, cookies: '' });
     await screenshot(page, 'console-failed-callback');
@@ -105,10 +114,18 @@ describe('the delivery console', () => {
     failingLocalUid = undefined;
     await failed.getByRole('button', { name: 'Replay' }).click();
     const acceptance = request.locator('.callback').first();
-    await page.waitForFunction((id) => document.querySelector(`details.request[data-queue-message-id="${id}"] .callback.state-delivered`) !== null, queueMessageId, { timeout: 30_000 });
+    await page.waitForFunction(
+      (id) => document.querySelector(`details.request[data-queue-message-id="${id}"] .callback.state-delivered`) !== null,
+      queueMessageId,
+      { timeout: 30_000 },
+    );
     await expect(acceptance.locator('.badge').textContent()).resolves.toBe('delivered');
     // The result callback, held until the acceptance was delivered, follows.
-    await page.waitForFunction((id) => document.querySelectorAll(`details.request[data-queue-message-id="${id}"] .callback.state-delivered`).length === 2, queueMessageId, { timeout: 30_000 });
+    await page.waitForFunction(
+      (id) => document.querySelectorAll(`details.request[data-queue-message-id="${id}"] .callback.state-delivered`).length === 2,
+      queueMessageId,
+      { timeout: 30_000 },
+    );
     const lastAttempt = await acceptance.locator('table.attempts tbody tr').last().locator('td').allTextContents();
     expect(lastAttempt[2]).toBe('200');
     await screenshot(page, 'console-replayed');

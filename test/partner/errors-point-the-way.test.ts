@@ -26,20 +26,37 @@ describe('errors that point the right way', () => {
 
   it('names the listener of a method called on the other one', async () => {
     const exchangeToken = `exchange-${Date.now()}`;
-    const onPublic = await rpc(service.publicUrl, 'embedded_storage.save_exchange_token', { exchangeToken, authInfo: { user: 'u', token: 't', ttl: 60 } }, { user: INTERNAL_USER, token: sha1hex(INTERNAL_PASSWORD + exchangeToken) });
+    const onPublic = await rpc(
+      service.publicUrl,
+      'embedded_storage.save_exchange_token',
+      { exchangeToken, authInfo: { user: 'u', token: 't', ttl: 60 } },
+      { user: INTERNAL_USER, token: sha1hex(INTERNAL_PASSWORD + exchangeToken) },
+    );
     expect(onPublic.error).toMatchObject({ code: -32601, message: 'Method not found' });
-    expect(onPublic.error!.data!.reason).toBe('embedded_storage.save_exchange_token answers only on the internal listener (INTERNAL_PORT, default 8081), for the authorization server, not on this one');
+    expect(onPublic.error!.data!.reason).toBe(
+      'embedded_storage.save_exchange_token answers only on the internal listener (INTERNAL_PORT, default 8081), for the authorization server, not on this one',
+    );
     const onInternal = await rpc(service.internalUrl, 'patient.get_patient', {});
     expect(onInternal.error!.data!.reason).toBe('patient.get_patient answers only on the public listener (PORT, default 8080), not on this one');
     // A method that exists nowhere says so (patient.get_patients is the record's back-office method now).
-    expect((await rpc(service.publicUrl, 'patient.get_medical_history', {})).error!.data!.reason).toBe('no method patient.get_medical_history on this endpoint');
+    expect((await rpc(service.publicUrl, 'patient.get_medical_history', {})).error!.data!.reason).toBe(
+      'no method patient.get_medical_history on this endpoint',
+    );
   });
 
   it("keeps every error's message English on the wire, whatever language the client prefers (they are for logs)", async () => {
     const ask = async (language: string) => {
-      const rpcAnswer = await fetch(`${service.publicUrl}/${VERSION}/`, { method: 'POST', headers: { 'content-type': 'application/json', 'accept-language': language }, body: '{"jsonrpc":"2.0","id":1,"method":"no.such"}' });
+      const rpcAnswer = await fetch(`${service.publicUrl}/${VERSION}/`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'accept-language': language },
+        body: '{"jsonrpc":"2.0","id":1,"method":"no.such"}',
+      });
       const restAnswer = await fetch(`${service.publicUrl}/api/messages`, { headers: { 'accept-language': language } });
-      return { rpc: await rpcAnswer.json(), rest: await restAnswer.json(), contentLanguage: [rpcAnswer.headers.get('content-language'), restAnswer.headers.get('content-language')] };
+      return {
+        rpc: await rpcAnswer.json(),
+        rest: await restAnswer.json(),
+        contentLanguage: [rpcAnswer.headers.get('content-language'), restAnswer.headers.get('content-language')],
+      };
     };
     const [russian, english] = [await ask('ru-RU,ru;q=0.9'), await ask('en')];
     expect(russian.rpc).toEqual(english.rpc);
@@ -57,23 +74,45 @@ describe('errors that point the right way', () => {
       );
     }
     const elsewhere = await fetch(`${service.internalUrl}/no/such/path`);
-    expect(((await elsewhere.json()) as { error: string }).error).toBe(`no such path on the internal listener (INTERNAL_PORT); it answers interface A's internal methods at /${VERSION}/, /healthz, /readyz, /metrics`);
+    expect(((await elsewhere.json()) as { error: string }).error).toBe(
+      `no such path on the internal listener (INTERNAL_PORT); it answers interface A's internal methods at /${VERSION}/, /healthz, /readyz, /metrics`,
+    );
   });
 
-  it("tells the expected form of an internal credential with every rejection, the same whether the account or the token was wrong", async () => {
+  it('tells the expected form of an internal credential with every rejection, the same whether the account or the token was wrong', async () => {
     const exchangeToken = `exchange-${Date.now()}`;
     const params = { exchangeToken, authInfo: { user: 'u', token: `t-${Date.now()}`, ttl: 60 } };
     const rule = "cred.token is the lowercase hex SHA-1 (40 characters) of the internal account's password followed by params.exchangeToken";
-    const rejected = async (cred?: { user: string; token: string }) => (await rpc(service.internalUrl, 'embedded_storage.save_exchange_token', params, cred)).error!;
+    const rejected = async (cred?: { user: string; token: string }) =>
+      (await rpc(service.internalUrl, 'embedded_storage.save_exchange_token', params, cred)).error!;
     // The order of password and token swapped: well-formed, wrong.
-    expect(await rejected({ user: INTERNAL_USER, token: sha1hex(exchangeToken + INTERNAL_PASSWORD) })).toEqual({ code: -33000, message: 'NotAuthorized', data: { reason: 'credentials rejected', hint: rule } });
-    expect((await rejected({ user: 'nobody', token: sha1hex(exchangeToken + INTERNAL_PASSWORD) })).data).toEqual({ reason: 'credentials rejected', hint: rule });
+    expect(await rejected({ user: INTERNAL_USER, token: sha1hex(exchangeToken + INTERNAL_PASSWORD) })).toEqual({
+      code: -33000,
+      message: 'NotAuthorized',
+      data: { reason: 'credentials rejected', hint: rule },
+    });
+    expect((await rejected({ user: 'nobody', token: sha1hex(exchangeToken + INTERNAL_PASSWORD) })).data).toEqual({
+      reason: 'credentials rejected',
+      hint: rule,
+    });
     // sha1sum's whole output, upper case, base64: not the form at all.
-    for (const token of [`${sha1hex(INTERNAL_PASSWORD + exchangeToken)}  -`, sha1hex(INTERNAL_PASSWORD + exchangeToken).toUpperCase(), Buffer.from(sha1hex(INTERNAL_PASSWORD + exchangeToken), 'hex').toString('base64')]) {
-      expect((await rejected({ user: INTERNAL_USER, token })).data).toEqual({ reason: 'credentials rejected', hint: `cred.token is not 40 lowercase hex characters; ${rule}` });
+    for (const token of [
+      `${sha1hex(INTERNAL_PASSWORD + exchangeToken)}  -`,
+      sha1hex(INTERNAL_PASSWORD + exchangeToken).toUpperCase(),
+      Buffer.from(sha1hex(INTERNAL_PASSWORD + exchangeToken), 'hex').toString('base64'),
+    ]) {
+      expect((await rejected({ user: INTERNAL_USER, token })).data).toEqual({
+        reason: 'credentials rejected',
+        hint: `cred.token is not 40 lowercase hex characters; ${rule}`,
+      });
     }
     expect((await rejected()).data).toEqual({ reason: 'credentials rejected', hint: `no cred {user, token} was sent; ${rule}` });
-    const saveAuthInfo = await rpc(service.internalUrl, 'embedded_storage.save_auth_info', { authInfo: { user: 'nobody-linked', token: 't', ttl: 60 } }, { user: 'nobody', token: 'x' });
+    const saveAuthInfo = await rpc(
+      service.internalUrl,
+      'embedded_storage.save_auth_info',
+      { authInfo: { user: 'nobody-linked', token: 't', ttl: 60 } },
+      { user: 'nobody', token: 'x' },
+    );
     expect(saveAuthInfo.error!.data).toEqual({
       reason: 'credentials rejected',
       hint: "cred.token is not 40 lowercase hex characters; cred.token is the lowercase hex SHA-1 (40 characters) of the internal account's password followed by the user_sign that authenticate answered for authInfo.user",

@@ -29,7 +29,9 @@ describe('a clinic integrating in Java through the generated client', () => {
     await service?.stop();
   });
 
-  it('calls every operation, reads an error body as ErrorResponse, verifies all four callbacks: every check of the Java program passes', { timeout: 120_000 }, async () => {
+  it('calls every operation, reads an error body as ErrorResponse, verifies all four callbacks: every check of the Java program passes', {
+    timeout: 120_000,
+  }, async () => {
     const result = await runJavaPartner(
       {
         EHR_GATEWAY_URL: service.publicUrl,
@@ -46,8 +48,15 @@ describe('a clinic integrating in Java through the generated client', () => {
     );
     const output = result.stdout + result.stderr;
     process.stdout.write(`${output.match(/^(java partner: .*|FAILED: .*)$/m)?.[0] ?? 'java partner: no summary'}\n`);
-    for (const operation of ['getHealth', 'getReadiness', 'registerDocument', 'searchRegistryItem', 'getMessage', 'demandContent']) expect(output).toMatch(new RegExp(`^ok  ${operation}: `, 'm'));
-    for (const callback of ['SendRegisterDocumentResponse', 'SendRegisterDocumentResultResponse', 'SendDemandContentResponse', 'SendDocumentFileResultResponse']) expect(output).toMatch(new RegExp(`^ok  ${callback}: signed`, 'm'));
+    for (const operation of ['getHealth', 'getReadiness', 'registerDocument', 'searchRegistryItem', 'getMessage', 'demandContent'])
+      expect(output).toMatch(new RegExp(`^ok  ${operation}: `, 'm'));
+    for (const callback of [
+      'SendRegisterDocumentResponse',
+      'SendRegisterDocumentResultResponse',
+      'SendDemandContentResponse',
+      'SendDocumentFileResultResponse',
+    ])
+      expect(output).toMatch(new RegExp(`^ok  ${callback}: signed`, 'm'));
     expect(output).toMatch(/^java partner: 18 checks passed$/m);
     expect(result.code, output).toBe(0);
   });

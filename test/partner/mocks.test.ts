@@ -30,7 +30,12 @@ describe('make mock', () => {
     const rpcPort = await freePort();
     apiUrl = `http://127.0.0.1:${apiPort}`;
     rpcUrl = `http://127.0.0.1:${rpcPort}`;
-    mock = spawn('scripts/mock.sh', [], { cwd: repoRoot, detached: true, env: { ...process.env, MOCK_API_PORT: String(apiPort), MOCK_RPC_PORT: String(rpcPort) }, stdio: ['ignore', 'pipe', 'pipe'] });
+    mock = spawn('scripts/mock.sh', [], {
+      cwd: repoRoot,
+      detached: true,
+      env: { ...process.env, MOCK_API_PORT: String(apiPort), MOCK_RPC_PORT: String(rpcPort) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     mock.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     mock.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     documentsDir = await fs.mkdtemp(path.join(os.tmpdir(), 'ehr-gateway-mock-documents-'));
@@ -64,7 +69,7 @@ describe('make mock', () => {
     return of();
   }
 
-  it('answers RegisterDocument with the request\'s localUid, then delivers both callbacks signed, in order, with the request\'s ids', async () => {
+  it("answers RegisterDocument with the request's localUid, then delivers both callbacks signed, in order, with the request's ids", async () => {
     const body = registerBody();
     const answer = await send('/api/RegisterDocument', body);
     expect(answer.status).toBe(200);
@@ -80,7 +85,7 @@ describe('make mock', () => {
     expect(new Set(callbacks.map((callback) => callback.headers['webhook-id'])).size).toBe(2);
   });
 
-  it('delivers DemandContent\'s file callback, which the verifying receiver saves as .xml and .xml.sig, a pair that verifies', async () => {
+  it("delivers DemandContent's file callback, which the verifying receiver saves as .xml and .xml.sig, a pair that verifies", async () => {
     const answer = await send('/api/DemandContent', { emdrId: '26.11.000000154' });
     expect(answer.status).toBe(200);
     const callbacks = await callbacksOf(answer.body.queueMessageId);
@@ -100,14 +105,18 @@ describe('make mock', () => {
     expect(response.status).toBe(400);
     const body = (await response.json()) as { errors: Array<{ code: string; message: string; path: string }> };
     expect(responseProblems('POST', '/api/RegisterDocument', 400, body)).toEqual([]);
-    expect(body.errors).toEqual(expect.arrayContaining([
-      { code: 'VALIDATION_ERROR', message: 'must match format "uuid"', path: '/requestBody/localUid' },
-      { code: 'VALIDATION_ERROR', message: 'must match pattern "^[0-9]{1,6}$"', path: '/requestBody/kind' },
-      { code: 'VALIDATION_ERROR', message: "must have required property 'organization'", path: '/requestBody/organization' },
-    ]));
+    expect(body.errors).toEqual(
+      expect.arrayContaining([
+        { code: 'VALIDATION_ERROR', message: 'must match format "uuid"', path: '/requestBody/localUid' },
+        { code: 'VALIDATION_ERROR', message: 'must match pattern "^[0-9]{1,6}$"', path: '/requestBody/kind' },
+        { code: 'VALIDATION_ERROR', message: "must have required property 'organization'", path: '/requestBody/organization' },
+      ]),
+    );
     const query = await fetch(`${apiUrl}/api/messages?limit=abc`, { headers });
     expect(query.status).toBe(400);
-    expect(((await query.json()) as { errors: Array<{ path: string }> }).errors).toEqual([{ code: 'VALIDATION_ERROR', message: 'must be integer', path: '/query/limit' }]);
+    expect(((await query.json()) as { errors: Array<{ path: string }> }).errors).toEqual([
+      { code: 'VALIDATION_ERROR', message: 'must be integer', path: '/query/limit' },
+    ]);
   });
 
   it('answers interface A calls whose params equal an example with its result', async () => {

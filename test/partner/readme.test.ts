@@ -44,8 +44,11 @@ async function readmeSteps(file: string): Promise<Step[]> {
   for (const match of text.matchAll(/<!-- readme-test: (run|background|stop|restart|console)([^>]*?)-->(?:\n```sh\n([\s\S]*?)\n```)?/g)) {
     const kind = match[1] as Step['kind'];
     const withCode = kind === 'run' || kind === 'background';
-    if (withCode !== (match[3] !== undefined)) throw new Error(`${file}: the ${kind} marker at line ${text.slice(0, match.index).split('\n').length} ${withCode ? 'lacks' : 'has'} a sh block`);
-    const options = Object.fromEntries([...match[2]!.matchAll(/([\w-]+)=(?:"([^"]*)"|'([^']*)'|(\S+))/g)].map((option) => [option[1]!, option[2] ?? option[3] ?? option[4]!]));
+    if (withCode !== (match[3] !== undefined))
+      throw new Error(`${file}: the ${kind} marker at line ${text.slice(0, match.index).split('\n').length} ${withCode ? 'lacks' : 'has'} a sh block`);
+    const options = Object.fromEntries(
+      [...match[2]!.matchAll(/([\w-]+)=(?:"([^"]*)"|'([^']*)'|(\S+))/g)].map((option) => [option[1]!, option[2] ?? option[3] ?? option[4]!]),
+    );
     steps.push({ kind, options, code: match[3] ?? '', line: text.slice(0, match.index).split('\n').length + 2 });
   }
   return steps;
@@ -142,7 +145,12 @@ describe('the README walk-throughs', () => {
 
   /** A background terminal: its block in a bash of its own (its own process group, for Ctrl-C), ready when it says so. */
   async function startTerminal(step: Step): Promise<{ child: ChildProcess; output: { text: () => string }; step: Step }> {
-    const child = spawn('bash', ['--noprofile', '--norc', '-c', substitute(step.code)], { cwd: repoRoot, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('bash', ['--noprofile', '--norc', '-c', substitute(step.code)], {
+      cwd: repoRoot,
+      env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const output = collect(child);
     const failed = () => `README line ${step.line} said: ${output.text().slice(-3000)}`;
     const exited = new Promise<never>((_resolve, reject) => child.on('exit', (code) => reject(new Error(`exited with ${code}; ${failed()}`))));
@@ -181,7 +189,9 @@ describe('the README walk-throughs', () => {
     }
   }
 
-  it('runs every marked command of both walk-throughs, from make run to the files of a DemandContent and a replayed callback', { timeout: 900_000 }, async () => {
+  it('runs every marked command of both walk-throughs, from make run to the files of a DemandContent and a replayed callback', {
+    timeout: 900_000,
+  }, async () => {
     expect(steps.filter((step) => step.kind === 'background').length).toBe(2);
     expect(steps.filter((step) => step.kind === 'run').length).toBeGreaterThan(10);
     const started = Date.now();
@@ -219,7 +229,12 @@ describe('the README walk-throughs', () => {
         await lookAtConsole(step, /console-request (\S+)/.exec(output)![1]!);
         continue;
       }
-      if (step.options.after) await waitUntil(`README line ${step.line}: waiting for "${step.options.after}"; the terminals said: ${sinceLastRun().slice(-2000)}`, () => sinceLastRun().includes(step.options.after!), 90_000);
+      if (step.options.after)
+        await waitUntil(
+          `README line ${step.line}: waiting for "${step.options.after}"; the terminals said: ${sinceLastRun().slice(-2000)}`,
+          () => sinceLastRun().includes(step.options.after!),
+          90_000,
+        );
       marks = new Map(background.map(({ child, output }) => [child, output.text().length]));
       const { output, status } = await typeIn(step);
       expect(status, `README line ${step.line} exited ${status}: ${output}`).toBe(0);
@@ -242,6 +257,8 @@ describe('the README walk-throughs', () => {
     // The clock: when the first callback was accepted, read from the receiver's own timestamp.
     const acceptedAt = Date.parse(/^(\S+) SendRegisterDocumentResponse \S+ accepted/m.exec(everything)![1]!);
     const seconds = (at: number) => ((at - started) / 1000).toFixed(1);
-    process.stdout.write(`readme: make run ready ${seconds(readyAt!)} s after it started; first callback delivered ${seconds(acceptedAt)} s after; the whole walk-through ${seconds(Date.now())} s\n`);
+    process.stdout.write(
+      `readme: make run ready ${seconds(readyAt!)} s after it started; first callback delivered ${seconds(acceptedAt)} s after; the whole walk-through ${seconds(Date.now())} s\n`,
+    );
   });
 });

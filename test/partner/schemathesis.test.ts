@@ -40,12 +40,18 @@ describe('Schemathesis against the live interface B', () => {
 
   it(`finds no failure in ${maxExamples} examples per operation`, { timeout: longRun ? 3_600_000 : 620_000 }, async () => {
     const args = [
-      'run', openApiSpecPath,
-      '--url', service.publicUrl,
-      '-H', `businessId:${clinic.businessId}`,
-      '-H', `user:${clinic.user}`,
-      '-H', `token:${clinic.token}`,
-      '--max-examples', String(maxExamples),
+      'run',
+      openApiSpecPath,
+      '--url',
+      service.publicUrl,
+      '-H',
+      `businessId:${clinic.businessId}`,
+      '-H',
+      `user:${clinic.user}`,
+      '-H',
+      `token:${clinic.token}`,
+      '--max-examples',
+      String(maxExamples),
       ...(longRun ? [] : ['--seed', '1']),
     ];
     // Its own working directory: Schemathesis keeps a .hypothesis database there.

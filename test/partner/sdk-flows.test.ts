@@ -44,7 +44,10 @@ const MARIA = { id: '', surname: 'Иванова', name: 'Мария', middleNam
 
 /** What `new Date(year, month, day).toISOString()` gives in an app whose clock runs in Moscow. */
 function moscowLocalMidnight(year: number, monthIndex: number, day: number): string {
-  return execFileSync(process.execPath, ['-e', `process.stdout.write(new Date(${year}, ${monthIndex}, ${day}).toISOString())`], { env: { ...process.env, TZ: 'Europe/Moscow' }, encoding: 'utf8' });
+  return execFileSync(process.execPath, ['-e', `process.stdout.write(new Date(${year}, ${monthIndex}, ${day}).toISOString())`], {
+    env: { ...process.env, TZ: 'Europe/Moscow' },
+    encoding: 'utf8',
+  });
 }
 
 let service: TestService;
@@ -93,7 +96,13 @@ async function storeExchangeToken(user: string, { ttl = 1440, phone = MARIA.phon
   const response = await fetch(`${service.internalUrl}/${VERSION}/`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'embedded_storage.save_exchange_token', params: { exchangeToken, authInfo }, cred: { user: INTERNAL_USER, token: sha1hex(INTERNAL_PASSWORD + exchangeToken) } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'embedded_storage.save_exchange_token',
+      params: { exchangeToken, authInfo },
+      cred: { user: INTERNAL_USER, token: sha1hex(INTERNAL_PASSWORD + exchangeToken) },
+    }),
   });
   expect(await response.json()).toMatchObject({ result: { success: true } });
   return { cred, exchangeToken };
@@ -132,12 +141,18 @@ describe('getAuthenticatedPatient', () => {
 
     // The wire format the SDK sends, as sent.
     const authenticateBody = sentBodies.find((body) => body.includes('"embedded_storage.authenticate"'))!;
-    expect(authenticateBody).toMatch(/^\{"jsonrpc":"2\.0","id":"\d+","method":"embedded_storage\.authenticate","params":\{"exchangeToken":.*\},"cred":null,"apiKey":null\}$/);
+    expect(authenticateBody).toMatch(
+      /^\{"jsonrpc":"2\.0","id":"\d+","method":"embedded_storage\.authenticate","params":\{"exchangeToken":.*\},"cred":null,"apiKey":null\}$/,
+    );
     expect(authenticateBody).toContain(`"date":"${date.toISOString()}"`);
   });
 
   it.each([
-    ['a JavaScript Date at local midnight in Moscow (toISOString: the previous day, 20:00Z in the summer of 1990)', () => new Date(moscowLocalMidnight(1990, 4, 17)).toISOString(), 'demo-1'],
+    [
+      'a JavaScript Date at local midnight in Moscow (toISOString: the previous day, 20:00Z in the summer of 1990)',
+      () => new Date(moscowLocalMidnight(1990, 4, 17)).toISOString(),
+      'demo-1',
+    ],
     ['text with seven fractional digits and Z (the SDK fixture form)', () => '1990-05-17 04:40:32.4570000Z', 'demo-1'],
     ['text with no fraction and Z (the SDK web sample form)', () => '1990-05-17 00:00:00Z', 'demo-1'],
     ['the original form without a zone', () => '1990-05-17 00:00:00.000', 'demo-1'],
@@ -188,7 +203,13 @@ describe('the flows of the SDK tests (tests/auth.test.ts)', () => {
     const response = await fetch(`${service.internalUrl}/${VERSION}/`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'embedded_storage.save_auth_info', params: { authInfo: { ...next, ttl: 1440 } }, cred: { user: INTERNAL_USER, token: sha1hex(INTERNAL_PASSWORD + firstUser.userSign) } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'embedded_storage.save_auth_info',
+        params: { authInfo: { ...next, ttl: 1440 } },
+        cred: { user: INTERNAL_USER, token: sha1hex(INTERNAL_PASSWORD + firstUser.userSign) },
+      }),
     });
     expect(await response.json()).toMatchObject({ result: { success: true, internalUserId: 'demo-1' } });
     const patient = await getPatient(next);

@@ -32,10 +32,50 @@ const ORGANIZATION = '1.2.643.5.1.13.13.12.2.77.2002';
 const OTHER_ORGANIZATION = '1.2.643.5.1.13.13.12.2.77.3003';
 
 const SCREENS = [
-  { entity: 'appointment', list: 'appointment.get_patient_appointments', count: 'appointment.patient_appointments_count', byId: 'appointment.get_appointment_by_id', many: 'appointments', one: 'appointment', notFound: -34005, label: 'Appointment', handler: 100 },
-  { entity: 'appointment_result', list: 'appointment_result.get_patient_appointment_results', count: 'appointment_result.patient_appointment_results_count', byId: 'appointment_result.get_appointment_result_by_id', many: 'appointmentResults', one: 'appointmentResult', notFound: -34010, label: 'Appointment result', handler: 200 },
-  { entity: 'prescription', list: 'prescription.get_patient_prescriptions', count: 'prescription.patient_prescriptions_count', byId: 'prescription.get_prescription_by_id', many: 'prescriptions', one: 'prescription', notFound: -34008, label: 'Prescription', handler: 300 },
-  { entity: 'diagnostic_report', list: 'diagnostic_report.get_patient_diagnostic_reports', count: 'diagnostic_report.patient_diagnostic_reports_count', byId: 'diagnostic_report.get_diagnostic_report_by_id', many: 'diagnosticReports', one: 'diagnosticReport', notFound: -34006, label: 'Diagnostic report', handler: 400 },
+  {
+    entity: 'appointment',
+    list: 'appointment.get_patient_appointments',
+    count: 'appointment.patient_appointments_count',
+    byId: 'appointment.get_appointment_by_id',
+    many: 'appointments',
+    one: 'appointment',
+    notFound: -34005,
+    label: 'Appointment',
+    handler: 100,
+  },
+  {
+    entity: 'appointment_result',
+    list: 'appointment_result.get_patient_appointment_results',
+    count: 'appointment_result.patient_appointment_results_count',
+    byId: 'appointment_result.get_appointment_result_by_id',
+    many: 'appointmentResults',
+    one: 'appointmentResult',
+    notFound: -34010,
+    label: 'Appointment result',
+    handler: 200,
+  },
+  {
+    entity: 'prescription',
+    list: 'prescription.get_patient_prescriptions',
+    count: 'prescription.patient_prescriptions_count',
+    byId: 'prescription.get_prescription_by_id',
+    many: 'prescriptions',
+    one: 'prescription',
+    notFound: -34008,
+    label: 'Prescription',
+    handler: 300,
+  },
+  {
+    entity: 'diagnostic_report',
+    list: 'diagnostic_report.get_patient_diagnostic_reports',
+    count: 'diagnostic_report.patient_diagnostic_reports_count',
+    byId: 'diagnostic_report.get_diagnostic_report_by_id',
+    many: 'diagnosticReports',
+    one: 'diagnosticReport',
+    notFound: -34006,
+    label: 'Diagnostic report',
+    handler: 400,
+  },
 ] as const;
 
 let service: TestService;
@@ -77,12 +117,29 @@ describe("the SDK's login, as its browser app sends a woman's data", () => {
     const stored = await fetch(`${service.internalUrl}/${VERSION}/`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'embedded_storage.save_exchange_token', params: { exchangeToken, authInfo: { ...cred, ttl: 3600, phone } }, cred: { user: INTERNAL_USER, token: sha1hex(INTERNAL_PASSWORD + exchangeToken) } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'embedded_storage.save_exchange_token',
+        params: { exchangeToken, authInfo: { ...cred, ttl: 3600, phone } },
+        cred: { user: INTERNAL_USER, token: sha1hex(INTERNAL_PASSWORD + exchangeToken) },
+      }),
     });
     expect(await stored.json()).toMatchObject({ result: { success: true } });
     expectError(await sdkCall(service, 'patient.get_patient', {}, { cred }), -33000);
-    const properties = { id: '', surname: woman.name[0].family, name: woman.name[0].given[0], middleName: '', phone, email: '', gender: 1, date: `${woman.birthDate} 00:00:00Z` };
-    const authenticated = resultOf(await sdkCall(service, 'embedded_storage.authenticate', { exchangeToken, searchStrategy: 'PHONE', patientProperties: properties, medCardId: '' }));
+    const properties = {
+      id: '',
+      surname: woman.name[0].family,
+      name: woman.name[0].given[0],
+      middleName: '',
+      phone,
+      email: '',
+      gender: 1,
+      date: `${woman.birthDate} 00:00:00Z`,
+    };
+    const authenticated = resultOf(
+      await sdkCall(service, 'embedded_storage.authenticate', { exchangeToken, searchStrategy: 'PHONE', patientProperties: properties, medCardId: '' }),
+    );
     expect(authenticated.patient).toMatchObject({ id: woman.id, gender: 2, phones: [phone] });
     expect(resultOf(await sdkCall(service, 'patient.get_patient', {}, { cred })).patient.id).toBe(woman.id);
   });
@@ -112,7 +169,12 @@ describe("the four screens of the SDK's browser app, with her session", () => {
       for (const item of byKeyset) {
         expect(item.patientId).toBe(woman.id);
         // What the row templates format: every date present and a date.
-        const dates = screen.entity === 'prescription' ? [item.created, item.validityPeriod.begin, item.validityPeriod.end] : screen.entity === 'diagnostic_report' ? [item.issuedDate] : [item.created, item.start];
+        const dates =
+          screen.entity === 'prescription'
+            ? [item.created, item.validityPeriod.begin, item.validityPeriod.end]
+            : screen.entity === 'diagnostic_report'
+              ? [item.issuedDate]
+              : [item.created, item.start];
         for (const date of dates) expect(Number.isNaN(new Date(date).getTime()), JSON.stringify(item).slice(0, 300)).toBe(false);
         if (screen.entity === 'appointment' || screen.entity === 'diagnostic_report') expect(Array.isArray(item.services)).toBe(true);
         if (screen.entity === 'diagnostic_report') {
@@ -136,7 +198,10 @@ describe("the four screens of the SDK's browser app, with her session", () => {
     const withResult = appointments.filter((appointment) => appointment.resultId !== '');
     expect(withResult.length).toBe(itemsOfWoman.get('appointment_result')!.length);
     for (const appointment of withResult.slice(0, 10)) {
-      expect(resultOf(await sdkCall(service, 'appointment_result.get_appointment_result_by_id', { id: appointment.resultId }, { cred })).appointmentResult.appointmentId).toBe(appointment.id);
+      expect(
+        resultOf(await sdkCall(service, 'appointment_result.get_appointment_result_by_id', { id: appointment.resultId }, { cred })).appointmentResult
+          .appointmentId,
+      ).toBe(appointment.id);
     }
   });
 });
@@ -156,7 +221,11 @@ describe('who sees what', () => {
       const page = resultOf(await sdkCall(service, screen.list, { patientId: other.id, limit: 1, offset: 0 }, { apiKey: apiKey.apiKey }));
       const othersId = page[screen.many][0]?.id as string | undefined;
       for (const id of [...(othersId ? [othersId] : []), '123456', 'not-an-id']) {
-        expectError(await sdkCall(service, screen.byId, { id }, { cred }), screen.notFound, `Request #${screen.handler} ${screen.byId}: ${screen.label} ${id} not found`);
+        expectError(
+          await sdkCall(service, screen.byId, { id }, { cred }),
+          screen.notFound,
+          `Request #${screen.handler} ${screen.byId}: ${screen.label} ${id} not found`,
+        );
       }
       expect(othersId, `${screen.many} of the other patient`).toBeDefined();
     }
@@ -166,7 +235,15 @@ describe('who sees what', () => {
     for (const screen of SCREENS) {
       expectError(await sdkCall(service, screen.list, { patientId: woman.id, limit: 10, offset: 0 }), -33000);
       expectError(await sdkCall(service, screen.byId, { id: '1' }), -33000);
-      expectError(await sdkCall(service, `${screen.entity}.get_${screen.entity === 'appointment_result' ? 'appointment_results' : screen.entity === 'diagnostic_report' ? 'diagnostic_reports' : `${screen.entity}s`}`, { limit: 10, offset: 0 }, { cred }), -33403);
+      expectError(
+        await sdkCall(
+          service,
+          `${screen.entity}.get_${screen.entity === 'appointment_result' ? 'appointment_results' : screen.entity === 'diagnostic_report' ? 'diagnostic_reports' : `${screen.entity}s`}`,
+          { limit: 10, offset: 0 },
+          { cred },
+        ),
+        -33403,
+      );
     }
     expectError(await sdkCall(service, 'patient.get_patients', { limit: 10, offset: 0 }, { cred }), -33403);
     expectError(await sdkCall(service, 'patient.count', {}), -33000);
@@ -197,13 +274,18 @@ describe('who sees what', () => {
   it('writes every read, answered or refused, to the audit trail, without personal data', async () => {
     const database = await openDatabase(service.config, createLogger('silent'), { adopt: false });
     try {
-      const rows = await database.knex('audit_events').where('action', 'like', 'appointment.%').select('action', 'internal_user_id', 'internal_account', 'outcome');
-      expect(rows).toEqual(expect.arrayContaining([
-        { action: 'appointment.get_patient_appointments', internal_user_id: woman.id, internal_account: null, outcome: 'ok' },
-        { action: 'appointment.get_patient_appointments', internal_user_id: other.id, internal_account: null, outcome: '-33403' },
-        { action: 'appointment.get_appointment_by_id', internal_user_id: woman.id, internal_account: `apikey:${apiKey.id}`, outcome: 'ok' },
-        { action: 'appointment.get_appointment_by_id', internal_user_id: null, internal_account: null, outcome: '-33000' },
-      ]));
+      const rows = await database
+        .knex('audit_events')
+        .where('action', 'like', 'appointment.%')
+        .select('action', 'internal_user_id', 'internal_account', 'outcome');
+      expect(rows).toEqual(
+        expect.arrayContaining([
+          { action: 'appointment.get_patient_appointments', internal_user_id: woman.id, internal_account: null, outcome: 'ok' },
+          { action: 'appointment.get_patient_appointments', internal_user_id: other.id, internal_account: null, outcome: '-33403' },
+          { action: 'appointment.get_appointment_by_id', internal_user_id: woman.id, internal_account: `apikey:${apiKey.id}`, outcome: 'ok' },
+          { action: 'appointment.get_appointment_by_id', internal_user_id: null, internal_account: null, outcome: '-33000' },
+        ]),
+      );
       expect(JSON.stringify(rows)).not.toContain(woman.name[0].family);
     } finally {
       await database.close();
@@ -218,34 +300,81 @@ describe('the back office (api key)', () => {
     const all: any[] = [];
     let lastItemId: string | undefined;
     for (;;) {
-      const page = resultOf(await sdkCall(service, 'diagnostic_report.get_diagnostic_reports', lastItemId ? { limit: 25, lastItemId } : { limit: 25, offset: 0 }, { apiKey: apiKey.apiKey })).diagnosticReports;
+      const page = resultOf(
+        await sdkCall(service, 'diagnostic_report.get_diagnostic_reports', lastItemId ? { limit: 25, lastItemId } : { limit: 25, offset: 0 }, {
+          apiKey: apiKey.apiKey,
+        }),
+      ).diagnosticReports;
       all.push(...page);
       if (page.length < 25) break;
       lastItemId = page.at(-1).id;
     }
     expect(all).toHaveLength(count.count);
     expect(new Set(all.map((report) => report.patientId))).toEqual(new Set(patients.map((patient) => patient.id)));
-    const hers = resultOf(await sdkCall(service, 'diagnostic_report.get_diagnostic_reports', { limit: 1000, offset: 0, filters: { byBusiness: { businessId: '', businessName: '' }, byCreated: { from: '', to: '' }, byPatient: { patientId: woman.id } } }, { apiKey: apiKey.apiKey })).diagnosticReports;
-    expect(hers.map((report: any) => report.id).sort()).toEqual(itemsOfWoman.get('diagnostic_report')!.map((report) => report.id).sort());
+    const hers = resultOf(
+      await sdkCall(
+        service,
+        'diagnostic_report.get_diagnostic_reports',
+        {
+          limit: 1000,
+          offset: 0,
+          filters: { byBusiness: { businessId: '', businessName: '' }, byCreated: { from: '', to: '' }, byPatient: { patientId: woman.id } },
+        },
+        { apiKey: apiKey.apiKey },
+      ),
+    ).diagnosticReports;
+    expect(hers.map((report: any) => report.id).sort()).toEqual(
+      itemsOfWoman
+        .get('diagnostic_report')!
+        .map((report) => report.id)
+        .sort(),
+    );
     for (const report of all) expect(report.patient.id).toBe(report.patientId);
   });
 
   it('finds patients by id, phone and medcard; counts them', async () => {
     const phone = woman.telecom[0].value;
-    expect(resultOf(await sdkCall(service, 'patient.get_patient_by_id', { id: woman.id }, { apiKey: apiKey.apiKey })).patient).toMatchObject({ id: woman.id, gender: 2 });
-    expect(resultOf(await sdkCall(service, 'patient.find_patients_by_phone', { phone: E164(phone), limit: 10, offset: 0 }, { apiKey: apiKey.apiKey })).patients.map((patient: any) => patient.id)).toEqual([woman.id]);
+    expect(resultOf(await sdkCall(service, 'patient.get_patient_by_id', { id: woman.id }, { apiKey: apiKey.apiKey })).patient).toMatchObject({
+      id: woman.id,
+      gender: 2,
+    });
+    expect(
+      resultOf(await sdkCall(service, 'patient.find_patients_by_phone', { phone: E164(phone), limit: 10, offset: 0 }, { apiKey: apiKey.apiKey })).patients.map(
+        (patient: any) => patient.id,
+      ),
+    ).toEqual([woman.id]);
     const medcard = woman.identifier.find((identifier: any) => identifier.type?.coding?.[0]?.code === 'MR').value;
-    expect(resultOf(await sdkCall(service, 'patient.find_patients_by_medcard', { medcardNumber: medcard, limit: 10, offset: 0 }, { apiKey: apiKey.apiKey })).patients.map((patient: any) => patient.id)).toEqual([woman.id]);
-    expect(resultOf(await sdkCall(service, 'patient.get_patients', { limit: 10, offset: 0, filters: { byName: { name: woman.name[0].family } } }, { apiKey: apiKey.apiKey })).patients.map((patient: any) => patient.id)).toEqual([woman.id]);
+    expect(
+      resultOf(
+        await sdkCall(service, 'patient.find_patients_by_medcard', { medcardNumber: medcard, limit: 10, offset: 0 }, { apiKey: apiKey.apiKey }),
+      ).patients.map((patient: any) => patient.id),
+    ).toEqual([woman.id]);
+    expect(
+      resultOf(
+        await sdkCall(
+          service,
+          'patient.get_patients',
+          { limit: 10, offset: 0, filters: { byName: { name: woman.name[0].family } } },
+          { apiKey: apiKey.apiKey },
+        ),
+      ).patients.map((patient: any) => patient.id),
+    ).toEqual([woman.id]);
     expect(resultOf(await sdkCall(service, 'patient.count', {}, { apiKey: apiKey.apiKey }))).toEqual({ count: patients.length, support: true, cursorType: 1 });
   });
 });
 
 describe("the browser app's version panel", () => {
   it('posts api_info.healthcheck with fetch and no Content-Type (text/plain): answered with the version', async () => {
-    const response = await fetch(`${service.publicUrl}/${VERSION}/`, { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'api_info.healthcheck', params: {} }) });
+    const response = await fetch(`${service.publicUrl}/${VERSION}/`, {
+      method: 'POST',
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'api_info.healthcheck', params: {} }),
+    });
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ jsonrpc: '2.0', id: 1, result: { version: VERSION, serverHealthy: true, embeddedStorageHealthy: true, providerHealthy: true, aggregatedHealthy: [] } });
+    expect(await response.json()).toEqual({
+      jsonrpc: '2.0',
+      id: 1,
+      result: { version: VERSION, serverHealthy: true, embeddedStorageHealthy: true, providerHealthy: true, aggregatedHealthy: [] },
+    });
   });
 
   it('any other text/plain body keeps its 415, a batch with the healthcheck too', async () => {
@@ -259,7 +388,13 @@ describe("the browser app's version panel", () => {
   });
 
   it('an app configured with the released 2.0.0-alpha keeps working; an unknown version names both', async () => {
-    const answer = await (await fetch(`${service.publicUrl}/2.0.0-alpha/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'appointment.patient_appointments_count', params: { patientId: woman.id }, cred }) })).json();
+    const answer = await (
+      await fetch(`${service.publicUrl}/2.0.0-alpha/`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'appointment.patient_appointments_count', params: { patientId: woman.id }, cred }),
+      })
+    ).json();
     expect(answer).toMatchObject({ result: { count: itemsOfWoman.get('appointment')!.length } });
     const unknown = await fetch(`${service.publicUrl}/1.0.0-alpha/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect(unknown.status).toBe(404);

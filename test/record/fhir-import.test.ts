@@ -16,7 +16,20 @@ import { addApiKey, importRecords, pageAll, resultOf, sdkCall } from './support.
  */
 
 const ORGANIZATION = '1.2.643.5.1.13.13.12.2.77.1001';
-const IMPORTED = new Set(['Patient', 'Practitioner', 'Organization', 'Location', 'Medication', 'Encounter', 'Condition', 'Observation', 'Procedure', 'DiagnosticReport', 'MedicationRequest', 'ServiceRequest']);
+const IMPORTED = new Set([
+  'Patient',
+  'Practitioner',
+  'Organization',
+  'Location',
+  'Medication',
+  'Encounter',
+  'Condition',
+  'Observation',
+  'Procedure',
+  'DiagnosticReport',
+  'MedicationRequest',
+  'ServiceRequest',
+]);
 
 let service: TestService;
 let bundles: SyntheaPopulation;
@@ -39,7 +52,10 @@ const sorted = <T>(values: T[]) => values.map((value) => JSON.stringify(value)).
 
 const COUNTS = [
   ['appointment.patient_appointments_count', (patientId: string) => ofPatient('Encounter', patientId).length],
-  ['appointment_result.patient_appointment_results_count', (patientId: string) => ofPatient('Encounter', patientId).filter((encounter) => encounter.status === 'finished').length],
+  [
+    'appointment_result.patient_appointment_results_count',
+    (patientId: string) => ofPatient('Encounter', patientId).filter((encounter) => encounter.status === 'finished').length,
+  ],
   ['diagnostic_report.patient_diagnostic_reports_count', (patientId: string) => ofPatient('DiagnosticReport', patientId).length],
   ['prescription.patient_prescriptions_count', (patientId: string) => ofPatient('MedicationRequest', patientId).length],
 ] as const;
@@ -106,7 +122,12 @@ describe('records import of Synthea transaction Bundles', () => {
       expect(sorted(answered)).toEqual(sorted(expected));
       for (const appointment of appointments) {
         expect(appointment.patientId).toBe(patient.id);
-        expect(appointment.patient).toMatchObject({ id: patient.id, surname: patient.name[0].family, name: patient.name[0].given[0], birthdate: `${patient.birthDate} 00:00:00.000` });
+        expect(appointment.patient).toMatchObject({
+          id: patient.id,
+          surname: patient.name[0].family,
+          name: patient.name[0].given[0],
+          birthdate: `${patient.birthDate} 00:00:00.000`,
+        });
         // The keyset rule: created is the start, or a few ms after it when starts coincide.
         const shift = Date.parse(appointment.created) - Date.parse(appointment.start);
         expect(shift).toBeGreaterThanOrEqual(0);
@@ -119,7 +140,14 @@ describe('records import of Synthea transaction Bundles', () => {
   it('gives each diagnostic report its code, times and every result observation with value, unit, ranges and interpretation', async () => {
     const observations = new Map(ofType('Observation').map((observation) => [observation.id, observation]));
     for (const patient of ofType('Patient')) {
-      const reports = await pageAll(service, 'diagnostic_report.get_patient_diagnostic_reports', 'diagnosticReports', patient.id, { apiKey }, { limit: 13, by: 'keyset' });
+      const reports = await pageAll(
+        service,
+        'diagnostic_report.get_patient_diagnostic_reports',
+        'diagnosticReports',
+        patient.id,
+        { apiKey },
+        { limit: 13, by: 'keyset' },
+      );
       const expected = ofPatient('DiagnosticReport', patient.id).map((report) => ({
         code: report.code.coding[0].code,
         begin: iso(report.effectiveDateTime),
@@ -127,7 +155,13 @@ describe('records import of Synthea transaction Bundles', () => {
         results: sorted(
           (report.result ?? []).map((reference: any) => {
             const observation = observations.get(idOf(reference.reference))!;
-            return [conceptText(observation.code), observation.valueQuantity ? String(observation.valueQuantity.value) : conceptText(observation.valueCodeableConcept) || (observation.valueString ?? ''), observation.valueQuantity?.unit ?? ''];
+            return [
+              conceptText(observation.code),
+              observation.valueQuantity
+                ? String(observation.valueQuantity.value)
+                : conceptText(observation.valueCodeableConcept) || (observation.valueString ?? ''),
+              observation.valueQuantity?.unit ?? '',
+            ];
           }),
         ),
       }));
@@ -135,12 +169,21 @@ describe('records import of Synthea transaction Bundles', () => {
         code: report.services[0].id,
         begin: report.effectivePeriod.begin,
         type: report.type,
-        results: sorted(report.result.map((observation: any) => (observation.components.length > 0 && !observation.value.unit && observation.value.code === undefined ? [observation.observationKey, observation.value.value, ''] : [observation.observationKey, observation.value.value, observation.value.unit ?? '']))),
+        results: sorted(
+          report.result.map((observation: any) =>
+            observation.components.length > 0 && !observation.value.unit && observation.value.code === undefined
+              ? [observation.observationKey, observation.value.value, '']
+              : [observation.observationKey, observation.value.value, observation.value.unit ?? ''],
+          ),
+        ),
       }));
       // Observations with components only (blood pressure) answer their components joined; compare those by count.
-      const simple = (list: typeof expected) => list.map((report) => ({ ...report, results: report.results.filter((result) => !JSON.parse(result)[1].includes(';') && JSON.parse(result)[1] !== '') }));
+      const simple = (list: typeof expected) =>
+        list.map((report) => ({ ...report, results: report.results.filter((result) => !JSON.parse(result)[1].includes(';') && JSON.parse(result)[1] !== '') }));
       expect(sorted(simple(answered)).length).toBe(expected.length);
-      expect(sorted(answered.map((report) => [report.code, report.begin, report.type, report.results.length]))).toEqual(sorted(expected.map((report) => [report.code, report.begin, report.type, report.results.length])));
+      expect(sorted(answered.map((report) => [report.code, report.begin, report.type, report.results.length]))).toEqual(
+        sorted(expected.map((report) => [report.code, report.begin, report.type, report.results.length])),
+      );
       expect(sorted(simple(answered))).toEqual(sorted(simple(expected)));
       for (let index = 1; index < reports.length; index += 1) expect(reports[index].issuedDate < reports[index - 1].issuedDate).toBe(true);
     }
@@ -149,28 +192,60 @@ describe('records import of Synthea transaction Bundles', () => {
   it('gives each prescription its medication, authoring time and requester', async () => {
     const medications = new Map(ofType('Medication').map((medication) => [medication.id, medication]));
     for (const patient of ofType('Patient')) {
-      const prescriptions = await pageAll(service, 'prescription.get_patient_prescriptions', 'prescriptions', patient.id, { apiKey }, { limit: 5, by: 'offset' });
+      const prescriptions = await pageAll(
+        service,
+        'prescription.get_patient_prescriptions',
+        'prescriptions',
+        patient.id,
+        { apiKey },
+        { limit: 5, by: 'offset' },
+      );
       const expected = ofPatient('MedicationRequest', patient.id).map((request) => ({
-        title: request.medicationCodeableConcept ? conceptText(request.medicationCodeableConcept) : conceptText(medications.get(idOf(request.medicationReference.reference))!.code),
+        title: request.medicationCodeableConcept
+          ? conceptText(request.medicationCodeableConcept)
+          : conceptText(medications.get(idOf(request.medicationReference.reference))!.code),
         begin: iso(request.authoredOn),
         doctor: byIdentifier('Practitioner', request.requester.reference).name[0].family,
       }));
-      expect(sorted(prescriptions.map((prescription) => ({ title: prescription.title, begin: prescription.validityPeriod.begin, doctor: prescription.recorderDoctor.surname })))).toEqual(sorted(expected));
+      expect(
+        sorted(
+          prescriptions.map((prescription) => ({
+            title: prescription.title,
+            begin: prescription.validityPeriod.begin,
+            doctor: prescription.recorderDoctor.surname,
+          })),
+        ),
+      ).toEqual(sorted(expected));
       for (const prescription of prescriptions) expect(prescription.patientInfo.id).toBe(patient.id);
     }
   });
 
   it("gives each finished encounter's result its conditions as diagnoses and its reports' ids", async () => {
     for (const patient of ofType('Patient')) {
-      const results = await pageAll(service, 'appointment_result.get_patient_appointment_results', 'appointmentResults', patient.id, { apiKey }, { limit: 10, by: 'keyset', newestFirst: false });
+      const results = await pageAll(
+        service,
+        'appointment_result.get_patient_appointment_results',
+        'appointmentResults',
+        patient.id,
+        { apiKey },
+        { limit: 10, by: 'keyset', newestFirst: false },
+      );
       const finished = ofPatient('Encounter', patient.id).filter((encounter) => encounter.status === 'finished');
       const expected = finished.map((encounter) => ({
         start: iso(encounter.period.start),
-        diagnoses: ofPatient('Condition', patient.id).filter((condition) => idOf(condition.encounter?.reference ?? '') === encounter.id).map((condition) => conceptText(condition.code)).sort(),
+        diagnoses: ofPatient('Condition', patient.id)
+          .filter((condition) => idOf(condition.encounter?.reference ?? '') === encounter.id)
+          .map((condition) => conceptText(condition.code))
+          .sort(),
         reports: ofPatient('DiagnosticReport', patient.id).filter((report) => idOf(report.encounter?.reference ?? '') === encounter.id).length,
         procedures: ofPatient('Procedure', patient.id).filter((procedure) => idOf(procedure.encounter?.reference ?? '') === encounter.id).length,
       }));
-      const answered = results.map((result) => ({ start: result.start, diagnoses: result.diagnosis.map((diagnosis: any) => diagnosis.cd10.description).sort(), reports: result.diagnosticReportIds.length, procedures: result.scheduledProcedures.length }));
+      const answered = results.map((result) => ({
+        start: result.start,
+        diagnoses: result.diagnosis.map((diagnosis: any) => diagnosis.cd10.description).sort(),
+        reports: result.diagnosticReportIds.length,
+        procedures: result.scheduledProcedures.length,
+      }));
       expect(sorted(answered)).toEqual(sorted(expected));
       for (let index = 1; index < results.length; index += 1) expect(results[index].created > results[index - 1].created).toBe(true);
     }
@@ -178,23 +253,48 @@ describe('records import of Synthea transaction Bundles', () => {
 
   it('opens every item by id, and the id as a JSON number too', async () => {
     const patient = ofType('Patient')[0]!;
-    const reports = await pageAll(service, 'diagnostic_report.get_patient_diagnostic_reports', 'diagnosticReports', patient.id, { apiKey }, { limit: 1000, by: 'offset' });
+    const reports = await pageAll(
+      service,
+      'diagnostic_report.get_patient_diagnostic_reports',
+      'diagnosticReports',
+      patient.id,
+      { apiKey },
+      { limit: 1000, by: 'offset' },
+    );
     for (const report of reports.slice(0, 20)) {
       expect(resultOf(await sdkCall(service, 'diagnostic_report.get_diagnostic_report_by_id', { id: report.id }, { apiKey })).diagnosticReport).toEqual(report);
-      expect(resultOf(await sdkCall(service, 'diagnostic_report.get_diagnostic_report_by_id', { id: Number(report.id) }, { apiKey })).diagnosticReport.id).toBe(report.id);
+      expect(resultOf(await sdkCall(service, 'diagnostic_report.get_diagnostic_report_by_id', { id: Number(report.id) }, { apiKey })).diagnosticReport.id).toBe(
+        report.id,
+      );
     }
   });
 
   it('a second import of the same files updates every resource and duplicates nothing', async () => {
-    const before = await Promise.all(ofType('Patient').map((patient) => Promise.all(COUNTS.map(async ([method]) => resultOf(await sdkCall(service, method, { patientId: patient.id }, { apiKey })).count))));
-    const ids = (await pageAll(service, 'appointment.get_patient_appointments', 'appointments', ofType('Patient')[0]!.id, { apiKey }, { limit: 1000, by: 'offset' })).map((appointment) => appointment.id).sort();
+    const before = await Promise.all(
+      ofType('Patient').map((patient) =>
+        Promise.all(COUNTS.map(async ([method]) => resultOf(await sdkCall(service, method, { patientId: patient.id }, { apiKey })).count)),
+      ),
+    );
+    const ids = (
+      await pageAll(service, 'appointment.get_patient_appointments', 'appointments', ofType('Patient')[0]!.id, { apiKey }, { limit: 1000, by: 'offset' })
+    )
+      .map((appointment) => appointment.id)
+      .sort();
     const again = await importRecords(service, bundles.files, { organization: ORGANIZATION });
     expect(again.code).toBe(0);
     expect(again.summary.imported).toBe(0);
     expect(again.summary.updated).toBe(firstImport.summary.imported + firstImport.summary.updated);
-    const after = await Promise.all(ofType('Patient').map((patient) => Promise.all(COUNTS.map(async ([method]) => resultOf(await sdkCall(service, method, { patientId: patient.id }, { apiKey })).count))));
+    const after = await Promise.all(
+      ofType('Patient').map((patient) =>
+        Promise.all(COUNTS.map(async ([method]) => resultOf(await sdkCall(service, method, { patientId: patient.id }, { apiKey })).count)),
+      ),
+    );
     expect(after).toEqual(before);
-    expect((await pageAll(service, 'appointment.get_patient_appointments', 'appointments', ofType('Patient')[0]!.id, { apiKey }, { limit: 1000, by: 'offset' })).map((appointment) => appointment.id).sort()).toEqual(ids);
+    expect(
+      (await pageAll(service, 'appointment.get_patient_appointments', 'appointments', ofType('Patient')[0]!.id, { apiKey }, { limit: 1000, by: 'offset' }))
+        .map((appointment) => appointment.id)
+        .sort(),
+    ).toEqual(ids);
   });
 });
 
@@ -217,10 +317,16 @@ describe('records import of the same population as Bulk Data NDJSON', () => {
     const bulkKey = (await addApiKey(bulkService, ORGANIZATION)).apiKey;
     const bulkResources = await resourcesOf(bulk);
     const patients = bulkResources.filter((resource) => resource.resourceType === 'Patient');
-    expect(patients.map((patient) => patient.id).sort()).toEqual(ofType('Patient').map((patient) => patient.id).sort());
+    expect(patients.map((patient) => patient.id).sort()).toEqual(
+      ofType('Patient')
+        .map((patient) => patient.id)
+        .sort(),
+    );
     for (const patient of patients) {
       for (const [method, expected] of COUNTS) {
-        expect(resultOf(await sdkCall(bulkService, method, { patientId: patient.id }, { apiKey: bulkKey })).count, `${method} of ${patient.id}`).toBe(expected(patient.id));
+        expect(resultOf(await sdkCall(bulkService, method, { patientId: patient.id }, { apiKey: bulkKey })).count, `${method} of ${patient.id}`).toBe(
+          expected(patient.id),
+        );
       }
     }
   });
@@ -244,9 +350,26 @@ describe('rejected entries', () => {
     const badValue = { ...good, id: 'rejects-bad-value', valueQuantity: { ...observation.valueQuantity, value: 'high' } };
     const orphan = { ...good, id: 'rejects-orphan', subject: { reference: 'Patient/nobody-imported' } };
     const ndjson = path.join(folder, 'export.ndjson');
-    await fs.writeFile(ndjson, [JSON.stringify(patient), JSON.stringify(badValue), '{"resourceType": "Observation", ', JSON.stringify(good), JSON.stringify(orphan)].join('\n'));
+    await fs.writeFile(
+      ndjson,
+      [JSON.stringify(patient), JSON.stringify(badValue), '{"resourceType": "Observation", ', JSON.stringify(good), JSON.stringify(orphan)].join('\n'),
+    );
     const bundle = path.join(folder, 'bundle.json');
-    await fs.writeFile(bundle, JSON.stringify({ resourceType: 'Bundle', type: 'collection', entry: [{ resource: { ...good, id: 'rejects-good-2' } }, { resource: { resourceType: 'Patient', id: 'rejects-bad-gender', gender: 42, name: [{ family: 'X', given: ['Y'] }], birthDate: '1990-01-01' } }] }, null, 1));
+    await fs.writeFile(
+      bundle,
+      JSON.stringify(
+        {
+          resourceType: 'Bundle',
+          type: 'collection',
+          entry: [
+            { resource: { ...good, id: 'rejects-good-2' } },
+            { resource: { resourceType: 'Patient', id: 'rejects-bad-gender', gender: 42, name: [{ family: 'X', given: ['Y'] }], birthDate: '1990-01-01' } },
+          ],
+        },
+        null,
+        1,
+      ),
+    );
     const notBundle = path.join(folder, 'parameters.json');
     await fs.writeFile(notBundle, JSON.stringify({ resourceType: 'Parameters' }));
 
@@ -265,6 +388,8 @@ describe('rejected entries', () => {
     );
     expect(summary.rejectedTotal).toBe(summary.rejected.length);
     const key = (await addApiKey(service, ORGANIZATION)).apiKey;
-    expect(resultOf(await sdkCall(service, 'patient.get_patient_by_id', { id: 'rejects-patient' }, { apiKey: key })).patient.surname).toBe(patient.name[0].family);
+    expect(resultOf(await sdkCall(service, 'patient.get_patient_by_id', { id: 'rejects-patient' }, { apiKey: key })).patient.surname).toBe(
+      patient.name[0].family,
+    );
   });
 });

@@ -41,7 +41,10 @@ describe('records import', () => {
 
 describe('apikeys', () => {
   it('add prints the key once; list never shows it; the table keeps only its SHA-256; revoke ends it', async () => {
-    const added = await runCli(['apikeys', 'add', '--organization', '1.2.643.5.1.13.13.12.2.77.1', '--organization', '1.2.643.5.1.13.13.12.2.77.2', '--name', 'reception'], service.env);
+    const added = await runCli(
+      ['apikeys', 'add', '--organization', '1.2.643.5.1.13.13.12.2.77.1', '--organization', '1.2.643.5.1.13.13.12.2.77.2', '--name', 'reception'],
+      service.env,
+    );
     expect(added.code, added.stderr).toBe(0);
     const key = JSON.parse(added.stdout) as { id: string; apiKey: string; organizations: string[]; name: string };
     expect(key).toMatchObject({ name: 'reception', organizations: ['1.2.643.5.1.13.13.12.2.77.1', '1.2.643.5.1.13.13.12.2.77.2'] });
@@ -49,7 +52,9 @@ describe('apikeys', () => {
 
     const listed = await runCli(['apikeys', 'list'], service.env);
     expect(listed.code).toBe(0);
-    expect(JSON.parse(listed.stdout)).toEqual([{ id: key.id, name: 'reception', organizations: key.organizations, created: expect.any(String), revoked: null }]);
+    expect(JSON.parse(listed.stdout)).toEqual([
+      { id: key.id, name: 'reception', organizations: key.organizations, created: expect.any(String), revoked: null },
+    ]);
     expect(listed.stdout).not.toContain(key.apiKey);
 
     const database = await openDatabase(service.config, createLogger('silent'), { adopt: false });
@@ -81,7 +86,14 @@ describe('apikeys', () => {
 
     const rotated = await runCli(['apikeys', 'rotate', oldKey.id, '--grace', '2h'], service.env);
     expect(rotated.code, rotated.stderr).toBe(0);
-    const successor = JSON.parse(rotated.stdout) as { id: string; apiKey: string; name: string; organizations: string[]; previousId: string; previousKeyValidUntil: string };
+    const successor = JSON.parse(rotated.stdout) as {
+      id: string;
+      apiKey: string;
+      name: string;
+      organizations: string[];
+      previousId: string;
+      previousKeyValidUntil: string;
+    };
     expect(successor).toMatchObject({ name: 'back office', organizations: [organization], previousId: oldKey.id });
     expect(successor.id).not.toBe(oldKey.id);
     expect(successor.apiKey).not.toBe(oldKey.apiKey);
@@ -95,7 +107,10 @@ describe('apikeys', () => {
     // The grace is over (as the database's clock sees it): the old key is refused, the new one goes on.
     const database = await openDatabase(service.config, createLogger('silent'), { adopt: false });
     try {
-      await database.knex('ehr_api_keys').where({ id: oldKey.id }).update({ revoked_at: database.knex.raw('now()') });
+      await database
+        .knex('ehr_api_keys')
+        .where({ id: oldKey.id })
+        .update({ revoked_at: database.knex.raw('now()') });
     } finally {
       await database.close();
     }

@@ -15,7 +15,12 @@ let counter = 0;
  * application/json;charset=UTF-8, the members jsonrpc, id, method, params, cred, apiKey (null when
  * unused). Every result is checked against its method's result schema.
  */
-export async function sdkCall(service: TestService, method: string, params: object, credentials: { cred?: { user: string; token: string } | null; apiKey?: string | null } = {}): Promise<Answer> {
+export async function sdkCall(
+  service: TestService,
+  method: string,
+  params: object,
+  credentials: { cred?: { user: string; token: string } | null; apiKey?: string | null } = {},
+): Promise<Answer> {
   counter += 1;
   const id = String(counter);
   const body = JSON.stringify({ jsonrpc: '2.0', id, method, params, cred: credentials.cred ?? null, apiKey: credentials.apiKey ?? null });
@@ -41,8 +46,16 @@ export async function addApiKey(service: TestService, ...organizations: string[]
 }
 
 /** `ehr-gateway records import` of files; returns the exit code and the JSON summary. */
-export async function importRecords(service: TestService, files: readonly string[], options: { organization: string; source?: string }): Promise<{ code: number | null; summary: any; stderr: string }> {
-  const result = await runCli(['records', 'import', ...files, '--organization', options.organization, '--source', options.source ?? 'synthea'], service.env, 240_000);
+export async function importRecords(
+  service: TestService,
+  files: readonly string[],
+  options: { organization: string; source?: string },
+): Promise<{ code: number | null; summary: any; stderr: string }> {
+  const result = await runCli(
+    ['records', 'import', ...files, '--organization', options.organization, '--source', options.source ?? 'synthea'],
+    service.env,
+    240_000,
+  );
   let summary: any;
   try {
     summary = JSON.parse(result.stdout);
@@ -53,7 +66,14 @@ export async function importRecords(service: TestService, files: readonly string
 }
 
 /** Every item of a patient's list, paged the SDK's way (lastItemCreated = the last item's created, or issuedDate for reports). */
-export async function pageAll(service: TestService, method: string, member: string, patientId: string, credentials: { cred?: { user: string; token: string }; apiKey?: string }, options: { limit: number; by: 'keyset' | 'offset'; newestFirst?: boolean }): Promise<any[]> {
+export async function pageAll(
+  service: TestService,
+  method: string,
+  member: string,
+  patientId: string,
+  credentials: { cred?: { user: string; token: string }; apiKey?: string },
+  options: { limit: number; by: 'keyset' | 'offset'; newestFirst?: boolean },
+): Promise<any[]> {
   const items: any[] = [];
   let lastItemCreated: string | undefined;
   for (let page = 0; page < 10_000; page += 1) {

@@ -22,7 +22,16 @@ export async function acquireMakeRunLock(timeoutMs = 600_000): Promise<() => Pro
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       // A holder that died (a killed test run) leaves its lock behind: take it over.
       const holder = Number(await fs.readFile(path.join(lockDir, 'pid'), 'utf8').catch(() => '0'));
-      const alive = holder > 0 && (() => { try { process.kill(holder, 0); return true; } catch { return false; } })();
+      const alive =
+        holder > 0 &&
+        (() => {
+          try {
+            process.kill(holder, 0);
+            return true;
+          } catch {
+            return false;
+          }
+        })();
       if (!alive && Date.now() - started > 2000) await fs.rm(lockDir, { recursive: true, force: true });
       if (Date.now() - started > timeoutMs) throw new Error(`${lockDir} held for ${timeoutMs} ms`);
       await new Promise((resolve) => setTimeout(resolve, 500));

@@ -40,7 +40,9 @@ export function responseProblems(method: string, schemaPath: string, status: num
   const key = `${method} ${schemaPath} ${documented}`;
   let validate = validators.get(key);
   if (!validate) {
-    validate = ajv.compile({ $ref: `openapi#/${pointer('paths', schemaPath, method.toLowerCase(), 'responses', documented, 'content', 'application/json', 'schema')}` });
+    validate = ajv.compile({
+      $ref: `openapi#/${pointer('paths', schemaPath, method.toLowerCase(), 'responses', documented, 'content', 'application/json', 'schema')}`,
+    });
     validators.set(key, validate);
   }
   return validate(body) ? [] : [`${method} ${schemaPath} ${status}: ${JSON.stringify(validate.errors)}`];

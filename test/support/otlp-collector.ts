@@ -61,7 +61,15 @@ export async function startOtlpCollector(): Promise<OtlpCollector> {
         resourceSpans?: Array<{
           resource?: { attributes?: Array<{ key: string; value: OtlpValue }> };
           scopeSpans?: Array<{
-            spans?: Array<{ traceId: string; spanId: string; parentSpanId?: string; name: string; kind: number; attributes?: Array<{ key: string; value: OtlpValue }>; status?: { code?: number } }>;
+            spans?: Array<{
+              traceId: string;
+              spanId: string;
+              parentSpanId?: string;
+              name: string;
+              kind: number;
+              attributes?: Array<{ key: string; value: OtlpValue }>;
+              status?: { code?: number };
+            }>;
           }>;
         }>;
       };

@@ -79,7 +79,8 @@ export async function fetchFrom(process: ServeProcess, url: string, init?: Reque
   try {
     return await fetch(url, init);
   } catch (error) {
-    const state = process.child.exitCode !== null || process.child.signalCode !== null ? `exited (${process.child.signalCode ?? process.child.exitCode})` : 'running';
+    const state =
+      process.child.exitCode !== null || process.child.signalCode !== null ? `exited (${process.child.signalCode ?? process.child.exitCode})` : 'running';
     const cause = (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message;
     throw new Error(`${process.name} (${state}) at ${url}: ${cause}; it said: ${process.output().slice(-3000)}`);
   }

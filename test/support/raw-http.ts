@@ -26,7 +26,13 @@ export function statusLineOf(port: number, head: string, waitMs = 5000): Promise
 }
 
 /** Writes `head`, then one byte of `drip` every `intervalMs` until the server closes the connection (or `capMs` passes). */
-export function trickle(port: number, head: string, drip: string, intervalMs: number, capMs: number): Promise<{ heldMs: number; closedByServer: boolean; answer: string }> {
+export function trickle(
+  port: number,
+  head: string,
+  drip: string,
+  intervalMs: number,
+  capMs: number,
+): Promise<{ heldMs: number; closedByServer: boolean; answer: string }> {
   return new Promise((resolve) => {
     const socket = net.connect(port, '127.0.0.1');
     const started = Date.now();
@@ -52,7 +58,10 @@ export function trickle(port: number, head: string, drip: string, intervalMs: nu
  * `count` clients calling `url` back to back over keep-alive connections until stopped: how many
  * answers came, how many said `Connection: close`, and the error code of every failed call.
  */
-export function keepAliveClients(url: string, count: number): { answered(): number; stop(): Promise<{ answered: number; closeAnnounced: number; failures: string[] }> } {
+export function keepAliveClients(
+  url: string,
+  count: number,
+): { answered(): number; stop(): Promise<{ answered: number; closeAnnounced: number; failures: string[] }> } {
   const agent = new http.Agent({ keepAlive: true, maxSockets: count });
   const tally = { answered: 0, closeAnnounced: 0, failures: [] as string[] };
   let running = true;
@@ -103,7 +112,12 @@ export interface RawAnswer {
  * and collects its answer even when the server answers and closes before the body is all sent
  * (which fetch reports as a failed upload).
  */
-export function rawExchange(port: number, head: string, body: Buffer | undefined, options: { localAddress?: string; waitMs?: number; sendAtMost?: number } = {}): Promise<RawAnswer> {
+export function rawExchange(
+  port: number,
+  head: string,
+  body: Buffer | undefined,
+  options: { localAddress?: string; waitMs?: number; sendAtMost?: number } = {},
+): Promise<RawAnswer> {
   return new Promise((resolve) => {
     const socket = net.connect({ port, host: '127.0.0.1', ...(options.localAddress ? { localAddress: options.localAddress } : {}) });
     const chunks: Buffer[] = [];
@@ -120,7 +134,14 @@ export function rawExchange(port: number, head: string, body: Buffer | undefined
       const [statusLine = '', ...lines] = headText.split('\r\n');
       const headers = Object.fromEntries(lines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
       const bodyBytes = split < 0 ? Buffer.alloc(0) : text.subarray(split + 4);
-      resolve({ statusLine: statusLine || 'no answer', status: Number(statusLine.split(' ')[1] ?? 0), headers, body: bodyBytes.toString('utf8'), bodyBytes: bodyBytes.length, closed });
+      resolve({
+        statusLine: statusLine || 'no answer',
+        status: Number(statusLine.split(' ')[1] ?? 0),
+        headers,
+        body: bodyBytes.toString('utf8'),
+        bodyBytes: bodyBytes.length,
+        closed,
+      });
     };
     const timer = setTimeout(finish, options.waitMs ?? 30_000);
     socket.on('data', (chunk: Buffer) => {
@@ -141,7 +162,8 @@ export function rawExchange(port: number, head: string, body: Buffer | undefined
       // sendAtMost: the rest is held back, as a client would that reads the early answer (the server closing with unread bytes resets the connection).
       const end = Math.min(body.length, options.sendAtMost ?? body.length);
       for (let offset = 0; offset < end && !closed && !settled; offset += 64 * 1024) {
-        if (!socket.write(body.subarray(offset, Math.min(end, offset + 64 * 1024)))) await new Promise((drained) => socket.once('drain', drained).once('close', drained));
+        if (!socket.write(body.subarray(offset, Math.min(end, offset + 64 * 1024))))
+          await new Promise((drained) => socket.once('drain', drained).once('close', drained));
       }
     });
   });
@@ -149,7 +171,12 @@ export function rawExchange(port: number, head: string, body: Buffer | undefined
 
 /** The head of a POST with a JSON body of `length` bytes (undefined: chunked, no Content-Length). */
 export function postHead(path: string, headers: Record<string, string>, length: number | undefined): string {
-  const lines = [`POST ${path} HTTP/1.1`, 'Host: 127.0.0.1', 'Content-Type: application/json', length === undefined ? 'Transfer-Encoding: chunked' : `Content-Length: ${length}`];
+  const lines = [
+    `POST ${path} HTTP/1.1`,
+    'Host: 127.0.0.1',
+    'Content-Type: application/json',
+    length === undefined ? 'Transfer-Encoding: chunked' : `Content-Length: ${length}`,
+  ];
   for (const [name, value] of Object.entries(headers)) if (name.toLowerCase() !== 'content-type') lines.push(`${name}: ${value}`);
   return `${lines.join('\r\n')}\r\n\r\n`;
 }

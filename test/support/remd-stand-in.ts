@@ -166,7 +166,8 @@ function itemOf(document: RegisteredDocument): XmlNode[] {
 /** What is wrong with a request, by the public sample's envelope and header; undefined when nothing. */
 function violationOf(request: IncomingMessage, root: XmlElement | undefined, clientEntityId: string): string | undefined {
   if (request.method !== 'POST' || request.url !== '/port/emdr') return `${request.method} ${request.url}: not the endpoint`;
-  if (!/^application\/soap\+xml\s*;\s*charset=utf-8\b/i.test(request.headers['content-type'] ?? '')) return `content-type ${request.headers['content-type']}: not SOAP 1.2 in UTF-8`;
+  if (!/^application\/soap\+xml\s*;\s*charset=utf-8\b/i.test(request.headers['content-type'] ?? ''))
+    return `content-type ${request.headers['content-type']}: not SOAP 1.2 in UTF-8`;
   if (!root || root.uri !== NS.soap12 || root.local !== 'Envelope') return 'not a SOAP 1.2 envelope';
   const header = childOf(root, NS.soap12, 'Header');
   const clientEntity = textOf(childOf(childOf(header, NS.egisz, 'transportHeader'), NS.egisz, 'authInfo'), NS.egisz, 'clientEntityId');
@@ -188,7 +189,8 @@ function violationOf(request: IncomingMessage, root: XmlElement | undefined, cli
   if (operation === 'registerDocument') {
     if (!/^\d{11}$/.test(textOf(element, NS.service, 'patientSnils')!)) return 'patientSnils is not 11 digits';
     const signatures = childrenOf(childOf(element, NS.service, 'signatures'), NS.service, 'item');
-    if (signatures.length === 0 || signatures.some((item) => !/^[A-Za-z0-9+/]+={0,2}$/.test(textOf(item, NS.service, 'signature') ?? ''))) return 'registerDocumentRequest without base64 signatures';
+    if (signatures.length === 0 || signatures.some((item) => !/^[A-Za-z0-9+/]+={0,2}$/.test(textOf(item, NS.service, 'signature') ?? '')))
+      return 'registerDocumentRequest without base64 signatures';
   }
   return undefined;
 }
@@ -245,7 +247,10 @@ export async function startRemdStandIn(options: { clientEntityId: string; gatewa
     const response = childOf(childOf(parseXml(answer.body, { maxDepth: 32, maxElements: 1000 }), NS.soap12, 'Body'), NS.callback, 'getDocumentFileResponse');
     const content = textOf(childOf(response, NS.callback, 'document'), NS.callback, 'content');
     if (textOf(response, NS.callback, 'status') !== 'success' || !content) return { code: 'FILE_WAS_NOT_SENT', message: 'ИС не передала файл ЭМД' };
-    return { content: Buffer.from(content, 'base64'), signature: Buffer.from(textOf(childOf(response, NS.callback, 'document'), NS.callback, 'signature') ?? '', 'base64') };
+    return {
+      content: Buffer.from(content, 'base64'),
+      signature: Buffer.from(textOf(childOf(response, NS.callback, 'document'), NS.callback, 'signature') ?? '', 'base64'),
+    };
   };
 
   const later = (work: () => Promise<void>) => {
@@ -293,7 +298,13 @@ export async function startRemdStandIn(options: { clientEntityId: string; gatewa
     later(async () => {
       const refused = refusalFor('demandContent', 'in-result');
       const xml = refused
-        ? soapMessage(cb('demandContentResult', [cb('relatesToMessage', taken.messageId), cb('status', 'error'), cb('errors', [cb('item', [cb('code', refused.code), cb('message', refused.message)])])]))
+        ? soapMessage(
+            cb('demandContentResult', [
+              cb('relatesToMessage', taken.messageId),
+              cb('status', 'error'),
+              cb('errors', [cb('item', [cb('code', refused.code), cb('message', refused.message)])]),
+            ]),
+          )
         : demandContentResult(taken.messageId, standIn.documents.get(taken.fields.emdrId!));
       lastResult.set(taken.messageId, xml);
       await deliver('demandContentResult', taken.messageId, xml);
@@ -311,7 +322,9 @@ export async function startRemdStandIn(options: { clientEntityId: string; gatewa
     }
     if (taken.operation === 'getRegistryItem') {
       const document = standIn.documents.get(taken.fields.emdrId!);
-      return document ? status('success', [svc('item', itemOf(document))]) : status('error', [svc('errors', [svc('item', [svc('code', 'REGISTRY_ITEM_NOT_FOUND'), svc('message', 'not found')])])]);
+      return document
+        ? status('success', [svc('item', itemOf(document))])
+        : status('error', [svc('errors', [svc('item', [svc('code', 'REGISTRY_ITEM_NOT_FOUND'), svc('message', 'not found')])])]);
     }
     const matches = [...standIn.documents.values()].filter(
       (document) =>
@@ -320,7 +333,12 @@ export async function startRemdStandIn(options: { clientEntityId: string; gatewa
         (!taken.fields.patientSnils || document.patientSnils === taken.fields.patientSnils) &&
         (!taken.fields.localUid || document.localUid === taken.fields.localUid),
     );
-    return status('success', [svc('matches', matches.map((document) => svc('item', itemOf(document))))]);
+    return status('success', [
+      svc(
+        'matches',
+        matches.map((document) => svc('item', itemOf(document))),
+      ),
+    ]);
   };
 
   const handle = async (request: IncomingMessage, response: ServerResponse) => {

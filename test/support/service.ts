@@ -24,7 +24,11 @@ export interface TestService extends RunningService {
  * `env` is read as the service would read its environment (HOST and INTERNAL_HOST default to
  * 127.0.0.1); `logDestination` receives the log lines (LOG_LEVEL defaults to silent).
  */
-export async function startTestService(env: Record<string, string> = {}, roles: readonly Role[] = ROLES, logDestination?: NodeJS.WritableStream): Promise<TestService> {
+export async function startTestService(
+  env: Record<string, string> = {},
+  roles: readonly Role[] = ROLES,
+  logDestination?: NodeJS.WritableStream,
+): Promise<TestService> {
   const databaseUrl = env.DATABASE_URL ?? (await createTestDatabase());
   // A fresh data key per service (unless the test brings one): the service requires one whenever DATABASE_URL is set.
   const dataKey = env.DATA_KEY ?? env.USER_SIGN_KEY ?? randomBytes(32).toString('hex');

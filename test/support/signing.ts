@@ -41,7 +41,17 @@ export class TestPki {
     if (options.gost) {
       const library = path.join(enginesDirectory(), 'gost.so');
       if (!fs.existsSync(library)) throw new Error(`${library} is missing: run make gost-engine (Debian's libengine-gost-openssl)`);
-      engine = ['openssl_conf = openssl_init', '[openssl_init]', 'engines = engines', '[engines]', 'gost = gost', '[gost]', 'engine_id = gost', `dynamic_path = ${library}`, 'default_algorithms = ALL'].join('\n');
+      engine = [
+        'openssl_conf = openssl_init',
+        '[openssl_init]',
+        'engines = engines',
+        '[engines]',
+        'gost = gost',
+        '[gost]',
+        'engine_id = gost',
+        `dynamic_path = ${library}`,
+        'default_algorithms = ALL',
+      ].join('\n');
     }
     fs.mkdirSync(path.join(this.dir, 'issued'));
     fs.writeFileSync(path.join(this.dir, 'index.txt'), '');
@@ -109,7 +119,10 @@ export class TestPki {
     this.serial += 1;
     const name = `${this.serial}-${options.algorithm}`;
     const key = this.file(`${name}.key`);
-    const keyOptions = options.algorithm === 'rsa' ? ['-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048'] : ['-algorithm', options.algorithm, '-pkeyopt', `paramset:${options.paramset ?? 'A'}`];
+    const keyOptions =
+      options.algorithm === 'rsa'
+        ? ['-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048']
+        : ['-algorithm', options.algorithm, '-pkeyopt', `paramset:${options.paramset ?? 'A'}`];
     this.openssl(['genpkey', ...keyOptions, '-out', key]);
     const request = this.file(`${name}.csr`);
     const person = options.person ? `/SN=${options.person.surname}/GN=${options.person.givenName}/1.2.643.100.3=${options.person.snils}` : '';
@@ -119,8 +132,27 @@ export class TestPki {
     const notAfter = options.notAfter ?? new Date(Date.now() + 365 * 86_400_000);
     const signedBy = options.issuer ? ['-cert', options.issuer.certificate, '-keyfile', options.issuer.key] : ['-selfsign', '-keyfile', key];
     const digest = DIGEST[(options.issuer ?? { algorithm: options.algorithm }).algorithm];
-    this.openssl(['ca', '-batch', '-notext', '-config', this.file('ca.cnf'), '-in', request, '-out', certificate, ...signedBy, '-md', digest,
-      '-startdate', caDate(notBefore), '-enddate', caDate(notAfter), '-preserveDN', '-extensions', options.ca ? 'ca_cert' : options.encipherment ? 'encipherment_cert' : 'signer_cert']);
+    this.openssl([
+      'ca',
+      '-batch',
+      '-notext',
+      '-config',
+      this.file('ca.cnf'),
+      '-in',
+      request,
+      '-out',
+      certificate,
+      ...signedBy,
+      '-md',
+      digest,
+      '-startdate',
+      caDate(notBefore),
+      '-enddate',
+      caDate(notAfter),
+      '-preserveDN',
+      '-extensions',
+      options.ca ? 'ca_cert' : options.encipherment ? 'encipherment_cert' : 'signer_cert',
+    ]);
     return { certificate, key, algorithm: options.algorithm };
   }
 
@@ -134,7 +166,23 @@ export class TestPki {
     try {
       const extra = chain.length > 0 ? ['-certfile', this.bundle(chain)] : [];
       const more = (options.coSigners ?? []).flatMap((other) => ['-signer', other.certificate, '-inkey', other.key]);
-      return this.openssl(['cms', '-sign', '-binary', '-in', input, '-signer', signer.certificate, '-inkey', signer.key, ...more, '-md', DIGEST[signer.algorithm], '-outform', 'DER', ...extra]);
+      return this.openssl([
+        'cms',
+        '-sign',
+        '-binary',
+        '-in',
+        input,
+        '-signer',
+        signer.certificate,
+        '-inkey',
+        signer.key,
+        ...more,
+        '-md',
+        DIGEST[signer.algorithm],
+        '-outform',
+        'DER',
+        ...extra,
+      ]);
     } finally {
       fs.rmSync(input, { force: true });
     }
@@ -155,7 +203,9 @@ export class TestPki {
   /** A folder holding the PEM certificates given (a trust store). */
   trustStore(certificates: Issued[]): string {
     const folder = fs.mkdtempSync(path.join(this.dir, 'trust-'));
-    certificates.forEach((issued, index) => fs.copyFileSync(issued.certificate, path.join(folder, `${index}.pem`)));
+    certificates.forEach((issued, index) => {
+      fs.copyFileSync(issued.certificate, path.join(folder, `${index}.pem`));
+    });
     return folder;
   }
 
@@ -175,7 +225,11 @@ let defaultSigners: { pki: TestPki; clinic: Issued; doctor: Issued } | undefined
 function signers(): { pki: TestPki; clinic: Issued; doctor: Issued } {
   if (!defaultSigners) {
     const pki = new TestPki({ gost: false });
-    defaultSigners = { pki, clinic: pki.issue({ algorithm: 'rsa', commonName: 'Test Clinic' }), doctor: pki.issue({ algorithm: 'rsa', commonName: 'Test Doctor' }) };
+    defaultSigners = {
+      pki,
+      clinic: pki.issue({ algorithm: 'rsa', commonName: 'Test Clinic' }),
+      doctor: pki.issue({ algorithm: 'rsa', commonName: 'Test Doctor' }),
+    };
     process.once('exit', () => pki.remove());
   }
   return defaultSigners;

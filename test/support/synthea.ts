@@ -95,7 +95,13 @@ export async function resourcesOf(population: SyntheaPopulation): Promise<Array<
   const resources: Array<Record<string, any>> = [];
   for (const file of population.files) {
     const text = await fs.readFile(file, 'utf8');
-    if (file.endsWith('.ndjson')) resources.push(...text.split('\n').filter((line) => line.trim() !== '').map((line) => JSON.parse(line)));
+    if (file.endsWith('.ndjson'))
+      resources.push(
+        ...text
+          .split('\n')
+          .filter((line) => line.trim() !== '')
+          .map((line) => JSON.parse(line)),
+      );
     else resources.push(...((JSON.parse(text) as { entry?: Array<{ resource: Record<string, any> }> }).entry ?? []).map((entry) => entry.resource));
   }
   return resources;

@@ -92,14 +92,15 @@ type Pattern = () => () => Promise<unknown>;
 
 const h1: Pattern = () => {
   const bodies = [manyMembers(2_000_000), manyMembers(120_000), Buffer.alloc(16 * 1024 * 1024, '[')];
-  return () => Promise.all(
-    Array.from({ length: order.concurrency }, async (_, loop) => {
-      for (let round = loop; running; round += 1) {
-        const body = bodies[round % bodies.length]!;
-        await sendWhole(registerHead(body.length), body);
-      }
-    }),
-  );
+  return () =>
+    Promise.all(
+      Array.from({ length: order.concurrency }, async (_, loop) => {
+        for (let round = loop; running; round += 1) {
+          const body = bodies[round % bodies.length]!;
+          await sendWhole(registerHead(body.length), body);
+        }
+      }),
+    );
 };
 
 const m4: Pattern = () => {
@@ -120,7 +121,16 @@ function postRegister(body: Buffer): Promise<void> {
   return new Promise((resolve) => {
     const { businessId, user, token } = order.clinic;
     const request = http.request(
-      { port: order.port, host: '127.0.0.1', localAddress: ABUSER_ADDRESS, path: '/api/RegisterDocument', method: 'POST', agent: false, timeout: 60_000, headers: { businessId, user, token, 'content-type': 'application/json', 'content-length': body.length } },
+      {
+        port: order.port,
+        host: '127.0.0.1',
+        localAddress: ABUSER_ADDRESS,
+        path: '/api/RegisterDocument',
+        method: 'POST',
+        agent: false,
+        timeout: 60_000,
+        headers: { businessId, user, token, 'content-type': 'application/json', 'content-length': body.length },
+      },
       (response) => {
         count(String(response.statusCode));
         response.resume();
@@ -155,7 +165,14 @@ const m2: Pattern = () => {
   const signers = Array.from({ length: 16 }, (_, index) => pki.issue({ algorithm: 'gost2012_512', commonName: `Hostile signer ${index}` }));
   const signature = pki.signByAll(FIXTURE_XML, signers).toString('base64');
   const body = () =>
-    Buffer.from(JSON.stringify(registerBody({ signature, personalSignatures: Array.from({ length: 20 }, (_, index) => ({ signer: { snils: '08765432102', role: String((index % 9) + 1) }, signature })) })));
+    Buffer.from(
+      JSON.stringify(
+        registerBody({
+          signature,
+          personalSignatures: Array.from({ length: 20 }, (_, index) => ({ signer: { snils: '08765432102', role: String((index % 9) + 1) }, signature })),
+        }),
+      ),
+    );
   return async () => {
     while (running) {
       const started = Date.now();
@@ -200,12 +217,22 @@ const m5: Pattern = () => async () => {
   const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'patient.get_patient', params: {}, cred: { user: 'nobody', token: 'no-such-session' } });
   const call = () =>
     new Promise<void>((resolve) => {
-      const request = http.request({ port: order.port, host: '127.0.0.1', path: `/${order.rpcVersion}/`, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (response) => {
-        count(String(response.statusCode));
-        response.resume();
-        response.on('end', resolve);
-        response.on('error', () => resolve());
-      });
+      const request = http.request(
+        {
+          port: order.port,
+          host: '127.0.0.1',
+          path: `/${order.rpcVersion}/`,
+          method: 'POST',
+          agent,
+          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        },
+        (response) => {
+          count(String(response.statusCode));
+          response.resume();
+          response.on('end', resolve);
+          response.on('error', () => resolve());
+        },
+      );
       request.on('error', () => {
         count('error');
         setTimeout(resolve, 50);

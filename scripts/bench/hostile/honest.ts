@@ -73,15 +73,31 @@ interface Sent {
 }
 
 /** One POST on a connection of its own from `localAddress`: its status (or error code) and body, within `timeoutMs`. */
-function postOnce(url: string, localAddress: string, headers: Record<string, string>, body: string, timeoutMs: number): Promise<{ status: number | string; body: string }> {
+function postOnce(
+  url: string,
+  localAddress: string,
+  headers: Record<string, string>,
+  body: string,
+  timeoutMs: number,
+): Promise<{ status: number | string; body: string }> {
   return new Promise((resolve) => {
-    const request = http.request(url, { method: 'POST', localAddress, agent: false, timeout: timeoutMs, headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (response) => {
-      let text = '';
-      response.setEncoding('utf8');
-      response.on('data', (chunk: string) => (text += chunk));
-      response.on('end', () => resolve({ status: response.statusCode!, body: text }));
-      response.on('error', () => resolve({ status: 'ECONNRESET', body: text }));
-    });
+    const request = http.request(
+      url,
+      {
+        method: 'POST',
+        localAddress,
+        agent: false,
+        timeout: timeoutMs,
+        headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
+      (response) => {
+        let text = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => (text += chunk));
+        response.on('end', () => resolve({ status: response.statusCode!, body: text }));
+        response.on('error', () => resolve({ status: 'ECONNRESET', body: text }));
+      },
+    );
     request.on('timeout', () => request.destroy(Object.assign(new Error('timeout'), { code: 'TIMEOUT' })));
     request.on('error', (error: NodeJS.ErrnoException) => resolve({ status: error.code ?? 'ERROR', body: '' }));
     request.end(body);
@@ -95,11 +111,13 @@ export function honestClinic(serviceUrl: string, clinic: ClinicHeaders, perSecon
   const timer = setInterval(() => {
     const entry: Sent = { startedAt: performance.now() };
     sent.push(entry);
-    const done = postOnce(`${serviceUrl}/api/RegisterDocument`, ADDRESSES.honest, { ...clinic }, JSON.stringify(registerBody()), 30_000).then(({ status, body }) => {
-      entry.ackMs = performance.now() - entry.startedAt;
-      entry.status = status;
-      if (status === 200) entry.queueMessageId = (JSON.parse(body) as { queueMessageId: string }).queueMessageId;
-    });
+    const done = postOnce(`${serviceUrl}/api/RegisterDocument`, ADDRESSES.honest, { ...clinic }, JSON.stringify(registerBody()), 30_000).then(
+      ({ status, body }) => {
+        entry.ackMs = performance.now() - entry.startedAt;
+        entry.status = status;
+        if (status === 200) entry.queueMessageId = (JSON.parse(body) as { queueMessageId: string }).queueMessageId;
+      },
+    );
     pending.add(done);
     void done.finally(() => pending.delete(done));
   }, 1000 / perSecond);
@@ -172,7 +190,8 @@ export interface PhaseFigures {
 export async function figuresOf(sent: Sent[], receiver: Receiver, health: { latenciesMs: number[]; failures: number }, waitMs: number): Promise<PhaseFigures> {
   const acknowledged = sent.filter((entry) => entry.status === 200);
   const until = Date.now() + waitMs;
-  while (Date.now() < until && acknowledged.some((entry) => !receiver.firstCallbackAt.has(entry.queueMessageId!))) await new Promise((resolve) => setTimeout(resolve, 100));
+  while (Date.now() < until && acknowledged.some((entry) => !receiver.firstCallbackAt.has(entry.queueMessageId!)))
+    await new Promise((resolve) => setTimeout(resolve, 100));
   const failures: Record<string, number> = {};
   for (const entry of sent) if (entry.status !== 200) failures[String(entry.status)] = (failures[String(entry.status)] ?? 0) + 1;
   const acks = acknowledged.map((entry) => entry.ackMs!);

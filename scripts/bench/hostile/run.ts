@@ -59,10 +59,23 @@ interface Scenario {
 
 /** The scenarios of the review's findings. */
 const SCENARIOS: Scenario[] = [
-  { name: 'H1', finding: 'validation of huge and deep bodies: 18 MB of 2M members, 1 MB of 120k, 16 MB of nested [', abuse: { pattern: 'h1', concurrency: 8, smokeConcurrency: 2 } },
+  {
+    name: 'H1',
+    finding: 'validation of huge and deep bodies: 18 MB of 2M members, 1 MB of 120k, 16 MB of nested [',
+    abuse: { pattern: 'h1', concurrency: 8, smokeConcurrency: 2 },
+  },
   { name: 'M1', finding: '520 busy keep-alive connections of one client', abuse: { pattern: 'm1', concurrency: 520, smokeConcurrency: 520 } },
-  { name: 'M2', finding: 'waves of 40 requests of 21 signatures × 16 signers with fresh GOST-512 keys, every 5 s', abuse: { pattern: 'm2', concurrency: 40, smokeConcurrency: 10 } },
-  { name: 'M3', finding: '300 requests of a clinic whose receiver never answers (15 s timeout)', abuse: { pattern: 'm3', concurrency: 300, smokeConcurrency: 60 }, deadReceiver: true },
+  {
+    name: 'M2',
+    finding: 'waves of 40 requests of 21 signatures × 16 signers with fresh GOST-512 keys, every 5 s',
+    abuse: { pattern: 'm2', concurrency: 40, smokeConcurrency: 10 },
+  },
+  {
+    name: 'M3',
+    finding: '300 requests of a clinic whose receiver never answers (15 s timeout)',
+    abuse: { pattern: 'm3', concurrency: 300, smokeConcurrency: 60 },
+    deadReceiver: true,
+  },
   { name: 'M4', finding: '64 concurrent bodies of 24 MiB', abuse: { pattern: 'm4', concurrency: 64, smokeConcurrency: 6 } },
   { name: 'M5', finding: 'a flood of unauthenticated interface A calls', abuse: { pattern: 'm5', concurrency: 32, smokeConcurrency: 8 } },
 ];
@@ -105,7 +118,21 @@ async function peakRssMiB(pid: number): Promise<number> {
 async function addClinic(root: string, env: Record<string, string>, callbackUrl: string): Promise<ClinicHeaders> {
   const { stdout } = await promisify(execFile)(
     process.execPath,
-    ['--import', 'tsx', path.join(root, 'src/main.ts'), 'clients', 'add', '--business-id', `hostile-${randomUUID().slice(0, 8)}`, '--user', 'mis', '--callback-url', callbackUrl, '--organization', ORGANIZATION],
+    [
+      '--import',
+      'tsx',
+      path.join(root, 'src/main.ts'),
+      'clients',
+      'add',
+      '--business-id',
+      `hostile-${randomUUID().slice(0, 8)}`,
+      '--user',
+      'mis',
+      '--callback-url',
+      callbackUrl,
+      '--organization',
+      ORGANIZATION,
+    ],
     { cwd: root, env: { ...process.env, ...env, LOG_LEVEL: 'warn' } },
   );
   const created = JSON.parse(stdout) as ClinicHeaders;
@@ -113,7 +140,12 @@ async function addClinic(root: string, env: Record<string, string>, callbackUrl:
 }
 
 /** A phase: the honest clinic and the probe for `seconds`, then its figures. */
-async function phase(service: ServiceProcess, clinic: ClinicHeaders, receiver: Awaited<ReturnType<typeof startReceiver>>, seconds: number): Promise<PhaseFigures> {
+async function phase(
+  service: ServiceProcess,
+  clinic: ClinicHeaders,
+  receiver: Awaited<ReturnType<typeof startReceiver>>,
+  seconds: number,
+): Promise<PhaseFigures> {
   const url = `http://127.0.0.1:${service.publicPort}`;
   const probe = probeHealth(url, PROBE_EVERY_MS);
   const honest = honestClinic(url, clinic, HONEST_PER_SECOND);
@@ -133,7 +165,10 @@ function verdict(alone: PhaseFigures, abused: PhaseFigures): ScenarioRecord['ver
   };
 }
 
-async function runScenario(scenario: Scenario, options: { root: string; database: BenchDatabaseServer; seconds: number; smoke: boolean; log: (text: string) => void }): Promise<ScenarioRecord> {
+async function runScenario(
+  scenario: Scenario,
+  options: { root: string; database: BenchDatabaseServer; seconds: number; smoke: boolean; log: (text: string) => void },
+): Promise<ScenarioRecord> {
   const key = randomBytes(32).toString('hex');
   const env = {
     DATABASE_URL: await options.database.freshDatabase(`hostile_${scenario.name.toLowerCase()}`),
@@ -158,7 +193,9 @@ async function runScenario(scenario: Scenario, options: { root: string; database
     const order: AbuseOrder = { pattern: scenario.abuse.pattern, port: service.publicPort, clinic: abusive, concurrency, rpcVersion: rpcVersion(options.root) };
     await fs.writeFile(`/proc/${service.pid}/clear_refs`, '5');
     const rssBefore = await peakRssMiB(service.pid);
-    abuser = spawn(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'abuser.ts'), JSON.stringify(order)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    abuser = spawn(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'abuser.ts'), JSON.stringify(order)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     abuser.stderr!.on('data', (chunk: Buffer) => options.log(`${scenario.name} abuser: ${chunk.toString().trim().slice(0, 300)}`));
     let abuserOutput = '';
     abuser.stdout!.on('data', (chunk: Buffer) => (abuserOutput += chunk.toString()));
@@ -172,7 +209,16 @@ async function runScenario(scenario: Scenario, options: { root: string; database
     abuser.kill('SIGTERM');
     await exited;
     const abuserAnswers = (JSON.parse(abuserOutput.trim().split('\n').at(-1) ?? '{}') as { answers?: Record<string, number> }).answers ?? {};
-    return { name: scenario.name, finding: scenario.finding, abuse: `${scenario.abuse.pattern} × ${concurrency}`, alone, abused, peakRssGrowthMiB, abuserAnswers, verdict: verdict(alone, abused) };
+    return {
+      name: scenario.name,
+      finding: scenario.finding,
+      abuse: `${scenario.abuse.pattern} × ${concurrency}`,
+      alone,
+      abused,
+      peakRssGrowthMiB,
+      abuserAnswers,
+      verdict: verdict(alone, abused),
+    };
   } finally {
     abuser?.kill('SIGTERM');
     if (abuser && abuser.exitCode === null) await new Promise((resolve) => abuser!.once('exit', resolve));
@@ -184,7 +230,8 @@ async function runScenario(scenario: Scenario, options: { root: string; database
 }
 
 const ms = (value: number | undefined) => (value === undefined ? '—' : `${value.toLocaleString('en', { maximumFractionDigits: value >= 100 ? 0 : 1 })} ms`);
-const ratio = (base: number | undefined, value: number | undefined) => (base === undefined || value === undefined || base === 0 ? '' : ` (${(value / base).toFixed(1)}×)`);
+const ratio = (base: number | undefined, value: number | undefined) =>
+  base === undefined || value === undefined || base === 0 ? '' : ` (${(value / base).toFixed(1)}×)`;
 const failuresText = (figures: PhaseFigures) => {
   const entries = Object.entries(figures.failures);
   return entries.length === 0 ? '0' : entries.map(([status, count]) => `${count} × ${status}`).join(', ');
@@ -216,7 +263,12 @@ function markdown(run: HostileRun, before: HostileRun | undefined): string {
     '',
     `Each scenario: \`serve\` as its own process on a fresh database; the honest clinic sends RegisterDocument at ${HONEST_PER_SECOND} a second, a new connection each, and its receiver answers at once; /healthz is probed every ${PROBE_EVERY_MS} ms from another address. A phase without the abuser, then one with it (its own process, from 127.0.0.2). Latencies are the honest clinic's p99, alone → beside the abuser; the target: both within 2× of the phase alone, no failed request, /healthz under 100 ms.`,
     '',
-    ...(before ? [`"before" rows: ${before.date}, ${before.commit}, ${before.mode}, load average ${before.machine.loadAverage[0]} at the start and ${before.machine.loadAverage[1]} at the end.`, ''] : []),
+    ...(before
+      ? [
+          `"before" rows: ${before.date}, ${before.commit}, ${before.mode}, load average ${before.machine.loadAverage[0]} at the start and ${before.machine.loadAverage[1]} at the end.`,
+          '',
+        ]
+      : []),
     'On a machine shared with other work (the load averages above), the phases alone vary from run to run by as much as the ratios they are compared with; read the ratios with the load, and the failures, /healthz and memory as they are.',
     '',
     '| scenario | acknowledgement p99 | first callback p99 | honest requests failed beside the abuser | /healthz max | serve peak RSS growth | target |',
@@ -227,10 +279,20 @@ function markdown(run: HostileRun, before: HostileRun | undefined): string {
     ...[run, ...(before ? [before] : [])].flatMap((shown) =>
       shown.scenarios
         .filter((record) => record.measured)
-        .map((record) => `- ${record.name}${shown === before ? ' before' : ''} (${record.measured!.commit}) comes from an earlier run: ${record.measured!.date}, load average ${record.measured!.loadAverage[0]} at its start and ${record.measured!.loadAverage[1]} at its end.`),
+        .map(
+          (record) =>
+            `- ${record.name}${shown === before ? ' before' : ''} (${record.measured!.commit}) comes from an earlier run: ${record.measured!.date}, load average ${record.measured!.loadAverage[0]} at its start and ${record.measured!.loadAverage[1]} at its end.`,
+        ),
     ),
     '',
-    ...run.scenarios.map((record) => `- **${record.name}**: ${record.finding} (abuser \`${record.abuse}\`; the gateway answered it ${Object.entries(record.abuserAnswers ?? {}).map(([status, count]) => `${count} × ${status}`).join(', ') || 'nothing'}).`),
+    ...run.scenarios.map(
+      (record) =>
+        `- **${record.name}**: ${record.finding} (abuser \`${record.abuse}\`; the gateway answered it ${
+          Object.entries(record.abuserAnswers ?? {})
+            .map(([status, count]) => `${count} × ${status}`)
+            .join(', ') || 'nothing'
+        }).`,
+    ),
     '',
   ];
   return `${lines.join('\n')}`;

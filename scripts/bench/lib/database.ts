@@ -92,7 +92,13 @@ export async function seedUsers(url: string, dataKey: Buffer, counts: { users: n
 }
 
 /** Sessions from..to-1 (token sessionToken(i), user users[i % users.length]), valid for a day. */
-export async function addSessions(client: pg.Client, users: SeededUsers['users'], from: number, to: number, sessionToken: (i: number) => string): Promise<void> {
+export async function addSessions(
+  client: pg.Client,
+  users: SeededUsers['users'],
+  from: number,
+  to: number,
+  sessionToken: (i: number) => string,
+): Promise<void> {
   for (let start = from; start < to; start += SESSION_BATCH) {
     const end = Math.min(to, start + SESSION_BATCH);
     const hashes: Buffer[] = [];
@@ -101,7 +107,10 @@ export async function addSessions(client: pg.Client, users: SeededUsers['users']
       hashes.push(sha256(sessionToken(i)));
       owners.push(users[i % users.length]!.user);
     }
-    await client.query(`insert into ehr_sessions (token_hash, user_id, expires_at) select h, u, now() + interval '1 day' from unnest($1::bytea[], $2::text[]) as t(h, u)`, [hashes, owners]);
+    await client.query(
+      `insert into ehr_sessions (token_hash, user_id, expires_at) select h, u, now() + interval '1 day' from unnest($1::bytea[], $2::text[]) as t(h, u)`,
+      [hashes, owners],
+    );
   }
 }
 

@@ -31,7 +31,30 @@ export async function syntheaBulkSample(root: string, patients: number): Promise
   await fs.rm(building, { recursive: true, force: true });
   await run(
     'java',
-    ['-cp', readFileSync(classpathFile, 'utf8').trim(), 'App', '-p', String(patients), '-s', '2026', '-cs', '2026', '-r', '20250601', '-a', '30-70', `--exporter.baseDirectory=${building}`, '--exporter.fhir.export=true', '--exporter.fhir.bulk_data=true', '--exporter.hospital.fhir.export=true', '--exporter.practitioner.fhir.export=true', '--exporter.ccda.export=false', '--exporter.csv.export=false', '--generate.only_alive_patients=true', '--exporter.years_of_history=10'],
+    [
+      '-cp',
+      readFileSync(classpathFile, 'utf8').trim(),
+      'App',
+      '-p',
+      String(patients),
+      '-s',
+      '2026',
+      '-cs',
+      '2026',
+      '-r',
+      '20250601',
+      '-a',
+      '30-70',
+      `--exporter.baseDirectory=${building}`,
+      '--exporter.fhir.export=true',
+      '--exporter.fhir.bulk_data=true',
+      '--exporter.hospital.fhir.export=true',
+      '--exporter.practitioner.fhir.export=true',
+      '--exporter.ccda.export=false',
+      '--exporter.csv.export=false',
+      '--generate.only_alive_patients=true',
+      '--exporter.years_of_history=10',
+    ],
     { maxBuffer: 64 * 1024 * 1024, timeout: 600_000 },
   );
   await fs.writeFile(path.join(building, 'done'), '');
@@ -72,7 +95,8 @@ export async function multiplyNdjson(sample: string, out: string, targetBytes: n
     const target = path.join(out, name);
     const writer = createWriteStream(target, { highWaterMark: 1024 * 1024 });
     const lines: string[] = [];
-    for await (const line of readline.createInterface({ input: createReadStream(path.join(sample, name)), crlfDelay: Infinity })) if (line.trim() !== '') lines.push(line);
+    for await (const line of readline.createInterface({ input: createReadStream(path.join(sample, name)), crlfDelay: Infinity }))
+      if (line.trim() !== '') lines.push(line);
     for (let copy = 0; copy < copies; copy += 1) {
       for (const line of lines) {
         const rewritten = line.replace(UUID, (uuid) => (keep.has(uuid) ? uuid : `${uuid}-${copy}`));

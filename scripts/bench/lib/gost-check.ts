@@ -98,7 +98,10 @@ function referenceCheck(document: Buffer, signature: Buffer, bits: 256 | 512): n
 
 /** The engine's times of `runs` runs (after two not counted), from its own process. */
 function engineRuns(pki: TestPki, args: string[], runs: number): number[] {
-  const result = spawnSync(GOST_ENGINE_BENCH, [...args, String(runs + 2)], { encoding: 'utf8', env: { ...process.env, OPENSSL_CONF: path.join(pki.dir, 'engine.cnf') } });
+  const result = spawnSync(GOST_ENGINE_BENCH, [...args, String(runs + 2)], {
+    encoding: 'utf8',
+    env: { ...process.env, OPENSSL_CONF: path.join(pki.dir, 'engine.cnf') },
+  });
   if (result.status !== 0) throw new Error(`${GOST_ENGINE_BENCH} ${args.join(' ')}: exit ${result.status}: ${result.stderr}${result.error?.message ?? ''}`);
   return result.stdout.trim().split('\n').slice(2).map(Number);
 }
@@ -118,8 +121,17 @@ export function measureGostCheck(options: { smoke: boolean; rounds: number; log(
         const signature = pki.sign(document, pki.issue({ algorithm, commonName: `bench ${bits} seen` }));
         const signaturePath = `${documentPath}.${bits}.sig`;
         fs.writeFileSync(signaturePath, signature);
-        const fresh = Array.from({ length: options.rounds * size.newKeys }, (_, index) => pki.sign(document, pki.issue({ algorithm, commonName: `bench ${bits} new ${index}` })));
-        const times = { seen: [] as number[], fresh: [] as number[], reference: [] as number[], engine: [] as number[], oursHash: [] as number[], engineHash: [] as number[] };
+        const fresh = Array.from({ length: options.rounds * size.newKeys }, (_, index) =>
+          pki.sign(document, pki.issue({ algorithm, commonName: `bench ${bits} new ${index}` })),
+        );
+        const times = {
+          seen: [] as number[],
+          fresh: [] as number[],
+          reference: [] as number[],
+          engine: [] as number[],
+          oursHash: [] as number[],
+          engineHash: [] as number[],
+        };
         // Warm-up: the module and the JIT, the curve's base table, this key's table (from its second check).
         for (let run = 0; run < 3; run += 1) oursCheck(document, signature);
         for (let round = 0; round < options.rounds; round += 1) {

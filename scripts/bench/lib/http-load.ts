@@ -52,7 +52,14 @@ export interface LoadResult {
 /** The text of an HTTP/1.1 request with a Content-Length body. */
 export function httpRequest(method: string, path: string, headers: Readonly<Record<string, string>>, body: Buffer | string): Buffer {
   const bytes = typeof body === 'string' ? Buffer.from(body) : body;
-  const lines = [`${method} ${path} HTTP/1.1`, 'host: 127.0.0.1', ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`), `content-length: ${bytes.length}`, '', ''];
+  const lines = [
+    `${method} ${path} HTTP/1.1`,
+    'host: 127.0.0.1',
+    ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
+    `content-length: ${bytes.length}`,
+    '',
+    '',
+  ];
   return Buffer.concat([Buffer.from(lines.join('\r\n')), bytes]);
 }
 
@@ -186,7 +193,9 @@ async function exchange(options: LoadOptions, connection: Connection, dueAt: num
  * `connections` clients in a closed loop for `warmupMs` (not counted), then `durationMs`; or,
  * with `count`, until that many requests were answered (durationMs then caps the run).
  */
-export async function closedLoop(options: LoadOptions & { connections: number; durationMs: number; warmupMs?: number; count?: number; cpuOf?: number }): Promise<LoadResult> {
+export async function closedLoop(
+  options: LoadOptions & { connections: number; durationMs: number; warmupMs?: number; count?: number; cpuOf?: number },
+): Promise<LoadResult> {
   const host = options.host ?? '127.0.0.1';
   const warmupEnds = nowMs() + (options.warmupMs ?? 0);
   const latencies = new Latencies();
@@ -219,7 +228,9 @@ export async function closedLoop(options: LoadOptions & { connections: number; d
 }
 
 /** Requests started at `ratePerSecond` for `durationMs`, on up to `maxConnections` connections. */
-export async function constantRate(options: LoadOptions & { ratePerSecond: number; durationMs: number; maxConnections?: number }): Promise<LoadResult & { ratePerSecond: number; queuedMax: number }> {
+export async function constantRate(
+  options: LoadOptions & { ratePerSecond: number; durationMs: number; maxConnections?: number },
+): Promise<LoadResult & { ratePerSecond: number; queuedMax: number }> {
   const host = options.host ?? '127.0.0.1';
   const maxConnections = options.maxConnections ?? 256;
   const idle: Connection[] = [];

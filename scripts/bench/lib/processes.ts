@@ -75,7 +75,11 @@ function track(child: ChildProcess): Child {
 
 /** A compiled program of `root` run by node itself, with `nodeOptions` before it. */
 function spawnJs(root: string, file: string, args: readonly string[], env: Record<string, string>, nodeOptions: readonly string[] = []): Child {
-  const child = spawn(process.execPath, [...nodeOptions, path.join(root, file), ...args], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...nodeOptions, path.join(root, file), ...args], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   return track(child);
 }
 
@@ -92,7 +96,12 @@ function compiledIsCurrent(root: string): boolean {
   if (!existsSync(compiled)) return false;
   const builtAt = statSync(compiled).mtimeMs;
   const newestSource = (dir: string): number =>
-    Math.max(0, ...readdirSync(dir, { withFileTypes: true }).map((entry) => (entry.isDirectory() ? newestSource(path.join(dir, entry.name)) : statSync(path.join(dir, entry.name)).mtimeMs)));
+    Math.max(
+      0,
+      ...readdirSync(dir, { withFileTypes: true }).map((entry) =>
+        entry.isDirectory() ? newestSource(path.join(dir, entry.name)) : statSync(path.join(dir, entry.name)).mtimeMs,
+      ),
+    );
   return Math.max(newestSource(path.join(root, 'src')), newestSource(path.join(root, 'generated'))) <= builtAt;
 }
 
@@ -114,7 +123,8 @@ export async function waitForOk(url: string, timeoutMs: number, child?: Child): 
     } catch {
       // not listening yet
     }
-    if (child && (child.process.exitCode !== null || child.process.signalCode !== null)) throw new Error(`${url}: the process exited: ${child.output().slice(-2000)}`);
+    if (child && (child.process.exitCode !== null || child.process.signalCode !== null))
+      throw new Error(`${url}: the process exited: ${child.output().slice(-2000)}`);
     if (Date.now() - started > timeoutMs) throw new Error(`${url} did not answer 200 within ${timeoutMs} ms: ${child?.output().slice(-2000) ?? ''}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
@@ -135,14 +145,20 @@ export interface ServiceProcess extends Child {
 }
 
 /** `ehr-gateway serve` (or `serve --only ROLE`) of the checkout at `root`, on fresh ports, ready. */
-export async function startServe(root: string, env: Record<string, string>, options: { only?: string; nodeOptions?: readonly string[] } = {}): Promise<ServiceProcess> {
+export async function startServe(
+  root: string,
+  env: Record<string, string>,
+  options: { only?: string; nodeOptions?: readonly string[] } = {},
+): Promise<ServiceProcess> {
   const publicPort = await freePort();
   const internalPort = await freePort();
   // The worker role has no listener: it is ready when it logs that it started (at info level, which it uses only at start and stop).
   const worker = options.only === 'worker';
   const fullEnv = { HOST: '127.0.0.1', LOG_LEVEL: worker ? 'info' : 'warn', ...env, PORT: String(publicPort), INTERNAL_PORT: String(internalPort) };
   const args = ['serve', ...(options.only ? ['--only', options.only] : [])];
-  const child = compiledIsCurrent(root) ? spawnJs(root, COMPILED_MAIN, args, fullEnv, options.nodeOptions) : spawnTs(root, 'src/main.ts', args, fullEnv, options.nodeOptions);
+  const child = compiledIsCurrent(root)
+    ? spawnJs(root, COMPILED_MAIN, args, fullEnv, options.nodeOptions)
+    : spawnTs(root, 'src/main.ts', args, fullEnv, options.nodeOptions);
   if (!worker) await waitForOk(`http://127.0.0.1:${publicPort}/readyz`, 60_000, child);
   // The message's prefix: since issue 22 the line goes on with both URLs.
   else await waitForOutput(child, '"ehr-gateway started', 60_000);

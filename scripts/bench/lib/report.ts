@@ -57,12 +57,15 @@ function scenarioTable(outcome: ScenarioOutcome, before: RunRecord | undefined):
 
 export function markdown(run: RunRecord, before: RunRecord | undefined, chartFile: string): string {
   const targets = run.outcomes.flatMap((outcome) =>
-    outcome.rows.filter((row) => row.target || row.reference).map((row) => {
-      const ratio = ratioOf(row);
-      const measured = ratio !== undefined ? `${ratio.toFixed(2)}× (${format(row.service, row.unit)} vs ${format(row.baseline, row.unit)})` : format(row.service, row.unit);
-      if (!row.target) return `| ${outcome.title} | ${row.metric} | — (${row.reference}; the target is judged on the row above) | ${measured} | not judged |`;
-      return `| ${outcome.title} | ${row.metric} | ${row.target.text} | ${measured} | ${row.target.met ? 'met' : '**missed**'} |`;
-    }),
+    outcome.rows
+      .filter((row) => row.target || row.reference)
+      .map((row) => {
+        const ratio = ratioOf(row);
+        const measured =
+          ratio !== undefined ? `${ratio.toFixed(2)}× (${format(row.service, row.unit)} vs ${format(row.baseline, row.unit)})` : format(row.service, row.unit);
+        if (!row.target) return `| ${outcome.title} | ${row.metric} | — (${row.reference}; the target is judged on the row above) | ${measured} | not judged |`;
+        return `| ${outcome.title} | ${row.metric} | ${row.target.text} | ${measured} | ${row.target.met ? 'met' : '**missed**'} |`;
+      }),
   );
   const lines = [
     '# Benchmarks',
@@ -80,7 +83,9 @@ export function markdown(run: RunRecord, before: RunRecord | undefined, chartFil
     '|---|---|---|---|---|---|',
     `| ${run.machine.cpu} | ${run.machine.cores} | ${run.machine.memoryGiB} GiB | ${run.machine.os} | ${run.versions.node} | ${run.versions.postgres} |`,
     '',
-    'Load average (1 min) at the start and end of each scenario group: ' + run.outcomes.map((outcome) => `${outcome.name} ${outcome.load[0]} → ${outcome.load[1]}`).join('; ') + '.',
+    'Load average (1 min) at the start and end of each scenario group: ' +
+      run.outcomes.map((outcome) => `${outcome.name} ${outcome.load[0]} → ${outcome.load[1]}`).join('; ') +
+      '.',
     '',
     ...(run.failures?.length ? ['**This run is incomplete** (make bench exited non-zero):', '', ...run.failures.map((failure) => `- ${failure}`), ''] : []),
     '## Targets',
@@ -92,7 +97,11 @@ export function markdown(run: RunRecord, before: RunRecord | undefined, chartFil
     `![throughput and latency per scenario](${chartFile})`,
     '',
   ];
-  if (before) lines.push(`"before" columns: the same benchmark run against commit ${before.commit} on ${before.date} (${before.mode}; load averages ${before.outcomes.map((outcome) => `${outcome.name} ${outcome.load[0]} → ${outcome.load[1]}`).join('; ')}).`, '');
+  if (before)
+    lines.push(
+      `"before" columns: the same benchmark run against commit ${before.commit} on ${before.date} (${before.mode}; load averages ${before.outcomes.map((outcome) => `${outcome.name} ${outcome.load[0]} → ${outcome.load[1]}`).join('; ')}).`,
+      '',
+    );
   for (const outcome of run.outcomes) {
     lines.push(`## ${outcome.title}`, '', ...scenarioTable(outcome, before), '');
     for (const note of outcome.notes) lines.push(`- ${note}`);
@@ -144,7 +153,10 @@ export function chart(run: RunRecord, before: RunRecord | undefined): string {
   const height = Math.max(left.height, right.height) + 70;
   const legend = (Object.entries(COLORS) as Array<[string, string]>)
     .filter(([name]) => name !== 'before' || before)
-    .map(([name, color], index) => `<rect x="${20 + index * 160}" y="${height - 22}" width="12" height="12" fill="${color}"/><text x="${36 + index * 160}" y="${height - 12}" font-size="12">${name === 'before' ? `before (${escapeXml(before!.commit)})` : name}</text>`);
+    .map(
+      ([name, color], index) =>
+        `<rect x="${20 + index * 160}" y="${height - 22}" width="12" height="12" fill="${color}"/><text x="${36 + index * 160}" y="${height - 12}" font-size="12">${name === 'before' ? `before (${escapeXml(before!.commit)})` : name}</text>`,
+    );
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif">`,
     `<rect width="100%" height="100%" fill="white"/>`,

@@ -31,10 +31,23 @@ export function rpcVersion(root: string): string {
  * sending as fast as it can), callbacks allowed to its receiver on loopback, the internal account,
  * logs at warn. With a profile directory, the process writes a CPU profile there when it stops.
  */
-export async function startService(context: BenchContext, databaseUrl: string, dataKey: string, options: { only?: string; env?: Record<string, string> } = {}): Promise<ServiceProcess> {
+export async function startService(
+  context: BenchContext,
+  databaseUrl: string,
+  dataKey: string,
+  options: { only?: string; env?: Record<string, string> } = {},
+): Promise<ServiceProcess> {
   const service = await startServe(
     context.root,
-    { DATABASE_URL: databaseUrl, DATA_KEY: dataKey, INTERNAL_USERS: `${INTERNAL_USER}:${INTERNAL_PASSWORD}`, ...(context.limits ? COUNTED_LIMITS : NO_LIMITS), MAX_CONNECTIONS_PER_CLIENT: '0', CALLBACK_ALLOWED_NETWORKS: '127.0.0.0/8', ...options.env },
+    {
+      DATABASE_URL: databaseUrl,
+      DATA_KEY: dataKey,
+      INTERNAL_USERS: `${INTERNAL_USER}:${INTERNAL_PASSWORD}`,
+      ...(context.limits ? COUNTED_LIMITS : NO_LIMITS),
+      MAX_CONNECTIONS_PER_CLIENT: '0',
+      CALLBACK_ALLOWED_NETWORKS: '127.0.0.0/8',
+      ...options.env,
+    },
     { only: options.only, nodeOptions: profileOptions(context) },
   );
   if (context.profileDir) context.log(`serve${options.only ? ` --only ${options.only}` : ''}: pid ${service.pid}`);
@@ -55,7 +68,13 @@ export interface Baseline extends Child {
 
 export async function startBaseline(context: BenchContext, databaseUrl: string, dataKey: string): Promise<Baseline> {
   const port = await freePort();
-  const child = spawnTs(context.benchDir, 'baseline.ts', [], { DATABASE_URL: databaseUrl, DATA_KEY: dataKey, INTERNAL_USERS: `${INTERNAL_USER}:${INTERNAL_PASSWORD}`, PORT: String(port) }, profileOptions(context));
+  const child = spawnTs(
+    context.benchDir,
+    'baseline.ts',
+    [],
+    { DATABASE_URL: databaseUrl, DATA_KEY: dataKey, INTERNAL_USERS: `${INTERNAL_USER}:${INTERNAL_PASSWORD}`, PORT: String(port) },
+    profileOptions(context),
+  );
   await waitFor(child, 'baseline listening');
   if (context.profileDir) context.log(`baseline: pid ${child.pid}`);
   return { ...child, port };
@@ -80,7 +99,21 @@ export interface BenchClinic {
 export async function addClinic(context: BenchContext, service: ServiceProcess, callbackUrl: string): Promise<BenchClinic> {
   const { stdout } = await promisify(execFile)(
     process.execPath,
-    ['--import', 'tsx', path.join(context.root, 'src/main.ts'), 'clients', 'add', '--business-id', newBusinessId(), '--user', 'mis', '--callback-url', callbackUrl, '--organization', BENCH_ORGANIZATION],
+    [
+      '--import',
+      'tsx',
+      path.join(context.root, 'src/main.ts'),
+      'clients',
+      'add',
+      '--business-id',
+      newBusinessId(),
+      '--user',
+      'mis',
+      '--callback-url',
+      callbackUrl,
+      '--organization',
+      BENCH_ORGANIZATION,
+    ],
     { cwd: context.root, env: { ...process.env, DATABASE_URL: service.env.DATABASE_URL, DATA_KEY: service.env.DATA_KEY, LOG_LEVEL: 'warn' } },
   );
   const created = JSON.parse(stdout) as BenchClinic;

@@ -50,7 +50,13 @@ export async function growth(context: BenchContext): Promise<Measured[]> {
         },
         next: () => {
           const i = Math.floor(Math.random() * target.seeded.sessions);
-          const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'patient.get_patient', params: {}, cred: { user: target.seeded.users[i % target.seeded.users.length]!.user, token: target.seeded.sessionToken(i) } });
+          const body = JSON.stringify({
+            jsonrpc: '2.0',
+            id: 1,
+            method: 'patient.get_patient',
+            params: {},
+            cred: { user: target.seeded.users[i % target.seeded.users.length]!.user, token: target.seeded.sessionToken(i) },
+          });
           return { bytes: httpRequest('POST', path, { 'content-type': 'application/json' }, body) };
         },
       });
@@ -59,7 +65,15 @@ export async function growth(context: BenchContext): Promise<Measured[]> {
       { name: 'large', run: getPatient(large) },
       { name: 'small', run: getPatient(small) },
     ]);
-    const register = (target: Side) => () => closedLoop({ port: target.emdr.publicPort, connections: CONNECTIONS, durationMs: context.roundMs, warmupMs: context.warmupMs, onAnswer: expectAcknowledgement, next: registerDocumentRequests(target.clinic, ACK_DOCUMENT_BYTES) });
+    const register = (target: Side) => () =>
+      closedLoop({
+        port: target.emdr.publicPort,
+        connections: CONNECTIONS,
+        durationMs: context.roundMs,
+        warmupMs: context.warmupMs,
+        onAnswer: expectAcknowledgement,
+        next: registerDocumentRequests(target.clinic, ACK_DOCUMENT_BYTES),
+      });
     context.log('growth: RegisterDocument');
     const documents = await alternate(context.rounds, [
       { name: 'large', run: register(large) },
@@ -73,7 +87,9 @@ export async function growth(context: BenchContext): Promise<Measured[]> {
         columns: [`${context.growthRows.toLocaleString('en')} rows`, `${SMALL.toLocaleString('en')} rows`],
         rows,
         chart: {},
-        notes: ['Ratio: the large database against the small one; within 1.2× means a throughput ratio of at least 0.83 and a mean-latency ratio of at most 1.2.'],
+        notes: [
+          'Ratio: the large database against the small one; within 1.2× means a throughput ratio of at least 0.83 and a mean-latency ratio of at most 1.2.',
+        ],
       },
     ];
   } finally {
@@ -83,9 +99,20 @@ export async function growth(context: BenchContext): Promise<Measured[]> {
 
 function growthRows(what: string, results: Record<string, LoadResult[]>): Row[] {
   const per = (list: LoadResult[] | undefined, pick: (result: LoadResult) => number) => (list ?? []).map((result) => round1(pick(result)));
-  const throughput: Row = { metric: `${what}: throughput`, unit: 'requests/s', service: median(per(results.large, (r) => r.perSecond)), baseline: median(per(results.small, (r) => r.perSecond)), rounds: { service: per(results.large, (r) => r.perSecond), baseline: per(results.small, (r) => r.perSecond) } };
+  const throughput: Row = {
+    metric: `${what}: throughput`,
+    unit: 'requests/s',
+    service: median(per(results.large, (r) => r.perSecond)),
+    baseline: median(per(results.small, (r) => r.perSecond)),
+    rounds: { service: per(results.large, (r) => r.perSecond), baseline: per(results.small, (r) => r.perSecond) },
+  };
   throughput.target = { text: '≥ 0.83× (within 1.2×)', met: throughput.service / throughput.baseline! >= 1 / 1.2 };
-  const latency: Row = { metric: `${what}: mean latency`, unit: 'ms', service: median(per(results.large, (r) => r.mean)), baseline: median(per(results.small, (r) => r.mean)) };
+  const latency: Row = {
+    metric: `${what}: mean latency`,
+    unit: 'ms',
+    service: median(per(results.large, (r) => r.mean)),
+    baseline: median(per(results.small, (r) => r.mean)),
+  };
   latency.target = { text: '≤ 1.2×', met: latency.service / latency.baseline! <= 1.2 };
   return [throughput, latency];
 }

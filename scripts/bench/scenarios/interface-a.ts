@@ -22,13 +22,27 @@ const random = (below: number) => Math.floor(Math.random() * below);
 
 function getPatientBody(seeded: SeededUsers): string {
   const i = random(seeded.sessions);
-  return JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'patient.get_patient', params: {}, cred: { user: seeded.users[i % seeded.users.length]!.user, token: seeded.sessionToken(i) } });
+  return JSON.stringify({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'patient.get_patient',
+    params: {},
+    cred: { user: seeded.users[i % seeded.users.length]!.user, token: seeded.sessionToken(i) },
+  });
 }
 
 function saveAuthInfoBody(seeded: SeededUsers, nonce: string, counter: number): string {
   const { user, userSign } = seeded.users[random(seeded.users.length)]!;
-  const token = createHash('sha1').update(INTERNAL_PASSWORD + userSign, 'utf8').digest('hex');
-  return JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'embedded_storage.save_auth_info', params: { authInfo: { user, token: `bench-${nonce}-${counter}`, ttl: 3600 } }, cred: { user: INTERNAL_USER, token } });
+  const token = createHash('sha1')
+    .update(INTERNAL_PASSWORD + userSign, 'utf8')
+    .digest('hex');
+  return JSON.stringify({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'embedded_storage.save_auth_info',
+    params: { authInfo: { user, token: `bench-${nonce}-${counter}`, ttl: 3600 } },
+    cred: { user: INTERNAL_USER, token },
+  });
 }
 
 export async function interfaceA(context: BenchContext): Promise<Measured[]> {
@@ -41,8 +55,26 @@ export async function interfaceA(context: BenchContext): Promise<Measured[]> {
     const path = `/${rpcVersion(context.root)}/`;
     const onAnswer = expectResult;
     const getPatient = {
-      service: () => closedLoop({ port: service.publicPort, cpuOf: service.pid, connections: CONNECTIONS, durationMs: context.roundMs, warmupMs: context.warmupMs, onAnswer, next: () => ({ bytes: httpRequest('POST', path, JSON_HEADERS, getPatientBody(seeded)) }) }),
-      baseline: () => closedLoop({ port: baseline.port, cpuOf: baseline.pid, connections: CONNECTIONS, durationMs: context.roundMs, warmupMs: context.warmupMs, onAnswer, next: () => ({ bytes: httpRequest('POST', '/rpc', JSON_HEADERS, getPatientBody(seeded)) }) }),
+      service: () =>
+        closedLoop({
+          port: service.publicPort,
+          cpuOf: service.pid,
+          connections: CONNECTIONS,
+          durationMs: context.roundMs,
+          warmupMs: context.warmupMs,
+          onAnswer,
+          next: () => ({ bytes: httpRequest('POST', path, JSON_HEADERS, getPatientBody(seeded)) }),
+        }),
+      baseline: () =>
+        closedLoop({
+          port: baseline.port,
+          cpuOf: baseline.pid,
+          connections: CONNECTIONS,
+          durationMs: context.roundMs,
+          warmupMs: context.warmupMs,
+          onAnswer,
+          next: () => ({ bytes: httpRequest('POST', '/rpc', JSON_HEADERS, getPatientBody(seeded)) }),
+        }),
     };
     context.log('get_patient: maximum throughput');
     const max = await alternate(context.rounds, [
@@ -53,7 +85,13 @@ export async function interfaceA(context: BenchContext): Promise<Measured[]> {
     context.log(`get_patient: p99 at ${rate} requests/s, constant rate`);
     const atRate = (port: number, route: string, loop: () => Promise<LoopDelay>) => async () => {
       await loop();
-      const result = await constantRate({ port, ratePerSecond: rate, durationMs: context.roundMs, onAnswer, next: () => ({ bytes: httpRequest('POST', route, JSON_HEADERS, getPatientBody(seeded)) }) });
+      const result = await constantRate({
+        port,
+        ratePerSecond: rate,
+        durationMs: context.roundMs,
+        onAnswer,
+        next: () => ({ bytes: httpRequest('POST', route, JSON_HEADERS, getPatientBody(seeded)) }),
+      });
       return { ...result, loop: await loop() };
     };
     const half = await alternate(context.rounds, [
@@ -65,7 +103,15 @@ export async function interfaceA(context: BenchContext): Promise<Measured[]> {
     const nonce = randomBytes(4).toString('hex');
     let counter = 0;
     const saving = (port: number, pid: number, route: string) => () =>
-      closedLoop({ port, cpuOf: pid, connections: CONNECTIONS, durationMs: context.roundMs, warmupMs: context.warmupMs, onAnswer, next: () => ({ bytes: httpRequest('POST', route, JSON_HEADERS, saveAuthInfoBody(seeded, nonce, (counter += 1))) }) });
+      closedLoop({
+        port,
+        cpuOf: pid,
+        connections: CONNECTIONS,
+        durationMs: context.roundMs,
+        warmupMs: context.warmupMs,
+        onAnswer,
+        next: () => ({ bytes: httpRequest('POST', route, JSON_HEADERS, saveAuthInfoBody(seeded, nonce, (counter += 1))) }),
+      });
     const save = await alternate(context.rounds, [
       { name: 'service', run: saving(service.internalPort, service.pid, path) },
       { name: 'baseline', run: saving(baseline.port, baseline.pid, '/rpc') },
@@ -121,12 +167,30 @@ function cpuPerRequest(results: Record<string, LoadResult[]>): Row {
   const perRequest = (list: LoadResult[] | undefined) => (list ?? []).map((result) => Math.round((result.cpuMsPerRequest ?? NaN) * 1000));
   const service = perRequest(results.service);
   const baseline = perRequest(results.baseline);
-  return { metric: 'CPU of the serving process per request, at maximum throughput', unit: 'µs', service: median(service), baseline: median(baseline), rounds: { service, baseline } };
+  return {
+    metric: 'CPU of the serving process per request, at maximum throughput',
+    unit: 'µs',
+    service: median(service),
+    baseline: median(baseline),
+    rounds: { service, baseline },
+  };
 }
 
 function getPatientOutcome(max: Record<string, LoadResult[]>, half: Record<string, SteadyResult[]>, rate: number): Measured {
-  const throughput = compared(`throughput, ${CONNECTIONS} connections`, 'requests/s', per(max.service, (r) => r.perSecond), per(max.baseline, (r) => r.perSecond), 0.8);
-  const p99Max: Row = { metric: `p99 at maximum throughput`, unit: 'ms', service: median(per(max.service, (r) => r.p99)), baseline: median(per(max.baseline, (r) => r.p99)), rounds: { service: per(max.service, (r) => r.p99), baseline: per(max.baseline, (r) => r.p99) } };
+  const throughput = compared(
+    `throughput, ${CONNECTIONS} connections`,
+    'requests/s',
+    per(max.service, (r) => r.perSecond),
+    per(max.baseline, (r) => r.perSecond),
+    0.8,
+  );
+  const p99Max: Row = {
+    metric: `p99 at maximum throughput`,
+    unit: 'ms',
+    service: median(per(max.service, (r) => r.p99)),
+    baseline: median(per(max.baseline, (r) => r.p99)),
+    rounds: { service: per(max.service, (r) => r.p99), baseline: per(max.baseline, (r) => r.p99) },
+  };
   const p99Half: Row = {
     metric: `p99 at ${rate} requests/s (half the service's maximum), constant rate`,
     unit: 'ms',
@@ -135,7 +199,12 @@ function getPatientOutcome(max: Record<string, LoadResult[]>, half: Record<strin
     rounds: { service: per(half.service, (r) => r.p99), baseline: per(half.baseline, (r) => r.p99) },
   };
   p99Half.target = { text: '≤ 1.5× baseline', met: p99Half.service <= 1.5 * p99Half.baseline! };
-  const p50Half: Row = { metric: `p50 at ${rate} requests/s, constant rate`, unit: 'ms', service: median(per(half.service, (r) => r.p50)), baseline: median(per(half.baseline, (r) => r.p50)) };
+  const p50Half: Row = {
+    metric: `p50 at ${rate} requests/s, constant rate`,
+    unit: 'ms',
+    service: median(per(half.service, (r) => r.p50)),
+    baseline: median(per(half.baseline, (r) => r.p50)),
+  };
   const loop = (metric: string, pick: (delay: LoopDelay) => number): Row => {
     const service = per(half.service, (r) => pick(r.loop));
     const baseline = per(half.baseline, (r) => pick(r.loop));
@@ -153,7 +222,10 @@ function getPatientOutcome(max: Record<string, LoadResult[]>, half: Record<strin
       loop('event-loop delay p99 of the serving process at that rate (monitorEventLoopDelay, 10 ms resolution)', (delay) => delay.p99Ms),
       loop('event-loop delay max at that rate', (delay) => delay.maxMs),
     ],
-    chart: { throughput: { label: 'get_patient', unit: 'requests/s', service: throughput.service, baseline: throughput.baseline }, latency: { label: 'get_patient p99 @ half max', unit: 'ms', service: p99Half.service, baseline: p99Half.baseline } },
+    chart: {
+      throughput: { label: 'get_patient', unit: 'requests/s', service: throughput.service, baseline: throughput.baseline },
+      latency: { label: 'get_patient p99 @ half max', unit: 'ms', service: p99Half.service, baseline: p99Half.baseline },
+    },
     notes: [
       ...errorNote('maximum', max),
       ...errorNote('constant rate', half),
@@ -163,13 +235,27 @@ function getPatientOutcome(max: Record<string, LoadResult[]>, half: Record<strin
 }
 
 function saveAuthInfoOutcome(save: Record<string, LoadResult[]>): Measured {
-  const throughput = compared(`throughput, ${CONNECTIONS} connections, a fresh token each call`, 'requests/s', per(save.service, (r) => r.perSecond), per(save.baseline, (r) => r.perSecond), 0.8);
-  const p99: Row = { metric: 'p99 at maximum throughput', unit: 'ms', service: median(per(save.service, (r) => r.p99)), baseline: median(per(save.baseline, (r) => r.p99)) };
+  const throughput = compared(
+    `throughput, ${CONNECTIONS} connections, a fresh token each call`,
+    'requests/s',
+    per(save.service, (r) => r.perSecond),
+    per(save.baseline, (r) => r.perSecond),
+    0.8,
+  );
+  const p99: Row = {
+    metric: 'p99 at maximum throughput',
+    unit: 'ms',
+    service: median(per(save.service, (r) => r.p99)),
+    baseline: median(per(save.baseline, (r) => r.p99)),
+  };
   return {
     name: 'save_auth_info',
     title: 'embedded_storage.save_auth_info',
     rows: [throughput, cpuPerRequest(save), p99],
-    chart: { throughput: { label: 'save_auth_info', unit: 'requests/s', service: throughput.service, baseline: throughput.baseline }, latency: { label: 'save_auth_info p99 @ max', unit: 'ms', service: p99.service, baseline: p99.baseline } },
+    chart: {
+      throughput: { label: 'save_auth_info', unit: 'requests/s', service: throughput.service, baseline: throughput.baseline },
+      latency: { label: 'save_auth_info p99 @ max', unit: 'ms', service: p99.service, baseline: p99.baseline },
+    },
     notes: errorNote('save_auth_info', save),
   };
 }

@@ -24,7 +24,9 @@ async function waitForArrival(receiver: Receiver, name: string, queueMessageId: 
     if ((await receiver.arrivals()).some(([arrived, id]) => arrived === name && id === queueMessageId)) return;
     await sleep(100);
   }
-  throw new Error(`large document: no ${name} for ${queueMessageId} within ${timeoutMs} ms (receiver: ${JSON.stringify(await receiver.stats())}, arrived: ${JSON.stringify(await receiver.arrivals())})`);
+  throw new Error(
+    `large document: no ${name} for ${queueMessageId} within ${timeoutMs} ms (receiver: ${JSON.stringify(await receiver.stats())}, arrived: ${JSON.stringify(await receiver.arrivals())})`,
+  );
 }
 
 interface Run {
@@ -54,13 +56,27 @@ function sampleRss(pid: number): { highest(): Promise<number> } {
 }
 
 /** RegisterDocument → result callback → DemandContent → file callback; whether the file came back byte-identical. */
-async function throughEverything(publicUrl: string, databaseUrl: string, receiver: Receiver, clinic: BenchClinic, xml: Buffer, afterIntake: () => Promise<void> = async () => {}): Promise<boolean> {
+async function throughEverything(
+  publicUrl: string,
+  databaseUrl: string,
+  receiver: Receiver,
+  clinic: BenchClinic,
+  xml: Buffer,
+  afterIntake: () => Promise<void> = async () => {},
+): Promise<boolean> {
   const headers = clinicHeaders(clinic);
-  const ack = (await (await fetch(`${publicUrl}/api/RegisterDocument`, { method: 'POST', headers, body: registerDocumentBody(signedDocument(xml)) })).json()) as { queueMessageId: string };
+  const ack = (await (
+    await fetch(`${publicUrl}/api/RegisterDocument`, { method: 'POST', headers, body: registerDocumentBody(signedDocument(xml)) })
+  ).json()) as { queueMessageId: string };
   await afterIntake();
   await waitForArrival(receiver, 'SendRegisterDocumentResultResponse', ack.queueMessageId, 120_000);
-  const emdrId = await withClient(databaseUrl, async (client) => (await client.query('select emdr_id from emdr_requests where queue_message_id = $1', [ack.queueMessageId])).rows[0].emdr_id as string);
-  const demand = (await (await fetch(`${publicUrl}/api/DemandContent`, { method: 'POST', headers, body: JSON.stringify({ emdrId }) })).json()) as { queueMessageId: string };
+  const emdrId = await withClient(
+    databaseUrl,
+    async (client) => (await client.query('select emdr_id from emdr_requests where queue_message_id = $1', [ack.queueMessageId])).rows[0].emdr_id as string,
+  );
+  const demand = (await (await fetch(`${publicUrl}/api/DemandContent`, { method: 'POST', headers, body: JSON.stringify({ emdrId }) })).json()) as {
+    queueMessageId: string;
+  };
   await waitForArrival(receiver, 'SendDocumentFileResultResponse', demand.queueMessageId, 30_000);
   const file = (await receiver.files()).find(([id]) => id === demand.queueMessageId);
   return file?.[1] === createHash('sha256').update(xml).digest('hex');
@@ -106,12 +122,22 @@ export async function largeDocument(context: BenchContext): Promise<Measured[]> 
       runs.push(await oneDocument(context, databaseUrl, dataKey, receiver, clinic, xml));
     }
     const worst = Math.max(...runs.map((run) => run.peakGrowthMiB));
-    const peak: Row = { metric: `peak RSS growth, ${documentMiB.toFixed(1)} MiB document (worst of ${runs.length})`, unit: 'MiB', service: round1(worst), rounds: { service: runs.map((run) => round1(run.peakGrowthMiB)) } };
+    const peak: Row = {
+      metric: `peak RSS growth, ${documentMiB.toFixed(1)} MiB document (worst of ${runs.length})`,
+      unit: 'MiB',
+      service: round1(worst),
+      rounds: { service: runs.map((run) => round1(run.peakGrowthMiB)) },
+    };
     peak.target = { text: `≤ 3× the document (${round1(3 * documentMiB)} MiB)`, met: worst <= 3 * documentMiB };
     const rows: Row[] = [
       peak,
       { metric: 'peak growth ÷ document size', unit: '×', service: +(worst / documentMiB).toFixed(2) },
-      { metric: 'peak RSS growth during intake alone (worst)', unit: 'MiB', service: round1(Math.max(...runs.map((run) => run.intakeGrowthMiB))), rounds: { service: runs.map((run) => round1(run.intakeGrowthMiB)) } },
+      {
+        metric: 'peak RSS growth during intake alone (worst)',
+        unit: 'MiB',
+        service: round1(Math.max(...runs.map((run) => run.intakeGrowthMiB))),
+        rounds: { service: runs.map((run) => round1(run.intakeGrowthMiB)) },
+      },
       { metric: 'RegisterDocument → file callback delivered', unit: 's', service: round1(Math.max(...runs.map((run) => run.seconds))) },
     ];
     return [

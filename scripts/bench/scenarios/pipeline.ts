@@ -64,7 +64,9 @@ const idleWindowMs = (context: BenchContext) => (context.smoke ? 3000 : 30_000);
 /** Transactions committed or rolled back in the database so far. */
 function transactions(databaseUrl: string): Promise<number> {
   return withClient(databaseUrl, async (client) => {
-    const { rows } = await client.query<{ count: string }>('select xact_commit + xact_rollback as count from pg_stat_database where datname = current_database()');
+    const { rows } = await client.query<{ count: string }>(
+      'select xact_commit + xact_rollback as count from pg_stat_database where datname = current_database()',
+    );
     return Number(rows[0]!.count);
   });
 }
@@ -120,7 +122,11 @@ async function throughputRun(
   await receiver.configure(clinic.signingSecret);
   const headers = clinicHeaders(clinic);
   const acks = acknowledgements();
-  const cpu = async () => ({ intake: await cpuMs(pids.intake), worker: await cpuMs(pids.worker), postgres: pids.postmaster ? await postgresCpuMs(pids.postmaster) : NaN });
+  const cpu = async () => ({
+    intake: await cpuMs(pids.intake),
+    worker: await cpuMs(pids.worker),
+    postgres: pids.postmaster ? await postgresCpuMs(pids.postmaster) : NaN,
+  });
   const before = await cpu();
   const transactionsBefore = await transactions(databaseUrl);
   const started = now();
@@ -150,14 +156,18 @@ async function throughputRun(
     transactionsPerDocument: (transactionsAfter - transactionsBefore) / documents,
     seconds,
     ackToResult: { p50: percentile(values, 0.5), p99: percentile(values, 0.99) },
-    cpuMsPerDocument: { worker: (after.worker - before.worker) / documents, intake: (after.intake - before.intake) / documents, postgres: (after.postgres - before.postgres) / documents },
+    cpuMsPerDocument: {
+      worker: (after.worker - before.worker) / documents,
+      intake: (after.intake - before.intake) / documents,
+      postgres: (after.postgres - before.postgres) / documents,
+    },
     orderViolations,
     complete,
   };
 }
 
 /** One document at a time on an idle service: acknowledgement → result callback. */
-async function idleRun(context: BenchContext, receiver: Receiver, clinic: BenchClinic, publicUrl: string, count: number): Promise<{ values: number[]; orderViolations: number }> {
+async function idleRun(receiver: Receiver, clinic: BenchClinic, publicUrl: string, count: number): Promise<{ values: number[]; orderViolations: number }> {
   await quiesce(receiver, 2000);
   await receiver.configure(clinic.signingSecret);
   const document = signedDocument(xmlOfSize(ACK_DOCUMENT_BYTES));
@@ -179,7 +189,10 @@ export async function pipeline(context: BenchContext): Promise<Measured[]> {
   const worker = await startService(context, databaseUrl, dataKey, { only: 'worker' });
   try {
     const clinic = await addClinic(context, intake, receiver.url);
-    const documents = Object.fromEntries(KINDS.map((kind) => [kind, signedDocument(xmlOfSize(ACK_DOCUMENT_BYTES), kind)])) as Record<SignatureKind, SignedDocument>;
+    const documents = Object.fromEntries(KINDS.map((kind) => [kind, signedDocument(xmlOfSize(ACK_DOCUMENT_BYTES), kind)])) as Record<
+      SignatureKind,
+      SignedDocument
+    >;
     const runs: Record<SignatureKind, Run[]> = { gost: [], rsa: [] };
     const pids = { intake: intake.pid, worker: worker.pid, postmaster: context.database.postmasterPid };
     rounds: for (let round = 0; round < context.rounds; round += 1) {
@@ -193,7 +206,7 @@ export async function pipeline(context: BenchContext): Promise<Measured[]> {
     }
     const idleCount = context.smoke ? 5 : 50;
     context.log(`pipeline: ${idleCount} documents one at a time (idle)`);
-    const idle = await idleRun(context, receiver, clinic, `http://127.0.0.1:${intake.publicPort}`, idleCount);
+    const idle = await idleRun(receiver, clinic, `http://127.0.0.1:${intake.publicPort}`, idleCount);
     const stats = await receiver.stats();
     context.log(`pipeline: counting the idle service's transactions for ${idleWindowMs(context) / 1000} s`);
     const idleTransactionsPerSecond = await idleTransactions(context, databaseUrl);
@@ -232,7 +245,12 @@ function outcome(
     service: median(pick((run) => run.documentsPerSecond, of)),
     rounds: { service: pick((run) => run.documentsPerSecond, of) },
   });
-  const workerCpuOf = (of: Run[], signed: string): Row => ({ metric: `worker CPU per document, ${signed}`, unit: 'ms', service: median(cpu((run) => run.cpuMsPerDocument.worker, of)), rounds: { service: cpu((run) => run.cpuMsPerDocument.worker, of) } });
+  const workerCpuOf = (of: Run[], signed: string): Row => ({
+    metric: `worker CPU per document, ${signed}`,
+    unit: 'ms',
+    service: median(cpu((run) => run.cpuMsPerDocument.worker, of)),
+    rounds: { service: cpu((run) => run.cpuMsPerDocument.worker, of) },
+  });
   const throughput = throughputOf(runs, 'GOST-256-signed');
   throughput.target = { text: '≥ 500', met: throughput.service >= 500 };
   const rsaThroughput = { ...throughputOf(allRuns.rsa, 'RSA-signed'), reference: RSA_REFERENCE };
@@ -247,24 +265,38 @@ function outcome(
     workerCpu,
     rsaWorkerCpu,
     { metric: 'intake CPU per document, GOST-256-signed', unit: 'ms', service: median(cpu((run) => run.cpuMsPerDocument.intake)) },
-    ...(postgresMeasured ? [{ metric: 'PostgreSQL CPU per document, GOST-256-signed', unit: 'ms', service: median(cpu((run) => run.cpuMsPerDocument.postgres)) }] : []),
+    ...(postgresMeasured
+      ? [{ metric: 'PostgreSQL CPU per document, GOST-256-signed', unit: 'ms', service: median(cpu((run) => run.cpuMsPerDocument.postgres)) }]
+      : []),
     { metric: 'ack → result p50 under that load, GOST-256-signed', unit: 'ms', service: median(pick((run) => run.ackToResult.p50)) },
     { metric: 'ack → result p99 under that load, GOST-256-signed', unit: 'ms', service: median(pick((run) => run.ackToResult.p99)) },
     idleP50,
     { metric: 'ack → result p99, idle', unit: 'ms', service: round1(percentile(idle.values, 0.99)) },
-    { metric: 'database transactions per document, GOST-256-signed', unit: 'transactions', service: median(cpu((run) => run.transactionsPerDocument)), rounds: { service: cpu((run) => run.transactionsPerDocument) } },
+    {
+      metric: 'database transactions per document, GOST-256-signed',
+      unit: 'transactions',
+      service: median(cpu((run) => run.transactionsPerDocument)),
+      rounds: { service: cpu((run) => run.transactionsPerDocument) },
+    },
     { metric: 'database transactions per second, idle service (intake and worker)', unit: 'transactions/s', service: round1(idleTransactionsPerSecond) },
   ];
   const notes: string[] = [];
   const violations = [...runs, ...allRuns.rsa].reduce((sum, run) => sum + run.orderViolations, 0) + idle.orderViolations;
-  notes.push(`result callbacks that arrived before their acceptance callback: ${violations}; bad signatures: ${stats.badSignatures}; duplicate deliveries: ${stats.duplicates}`);
-  notes.push('GOST rows: every document signed with one key (as a clinic signs with its certificate), so after its second document each worker thread verifies with that key\'s precomputed table; a key seen once costs more (scripts/bench/signature-cost.ts, "new key each document").');
+  notes.push(
+    `result callbacks that arrived before their acceptance callback: ${violations}; bad signatures: ${stats.badSignatures}; duplicate deliveries: ${stats.duplicates}`,
+  );
+  notes.push(
+    'GOST rows: every document signed with one key (as a clinic signs with its certificate), so after its second document each worker thread verifies with that key\'s precomputed table; a key seen once costs more (scripts/bench/signature-cost.ts, "new key each document").',
+  );
   if ([...runs, ...allRuns.rsa].some((run) => !run.complete)) notes.push('NOT every callback arrived within the time limit in some round');
   return {
     name: 'pipeline',
     title: 'Pipeline: RegisterDocument → acceptance callback → registration → result callback',
     rows,
-    chart: { throughput: { label: 'pipeline', unit: 'documents/s', service: throughput.service }, latency: { label: 'pipeline ack→result p50 idle', unit: 'ms', service: idleP50.service } },
+    chart: {
+      throughput: { label: 'pipeline', unit: 'documents/s', service: throughput.service },
+      latency: { label: 'pipeline ack→result p50 idle', unit: 'ms', service: idleP50.service },
+    },
     notes,
   };
 }

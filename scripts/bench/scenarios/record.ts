@@ -51,7 +51,12 @@ interface ImportRun {
  */
 async function runImport(context: BenchContext, databaseUrl: string, files: string[]): Promise<ImportRun> {
   const env = { ...process.env, DATABASE_URL: databaseUrl, DATA_KEY: newDataKey(), LOG_LEVEL: 'warn' };
-  const cli = (args: string[]) => spawn(process.execPath, ['--import', 'tsx', path.join(context.root, 'src/main.ts'), ...args], { cwd: context.root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const cli = (args: string[]) =>
+    spawn(process.execPath, ['--import', 'tsx', path.join(context.root, 'src/main.ts'), ...args], {
+      cwd: context.root,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
   const exit = (child: ReturnType<typeof cli>) => new Promise<number | null>((resolve) => child.on('close', resolve));
   // Migrated first, so that the import's time is the import's.
   if ((await exit(cli(['migrate']))) !== 0) throw new Error('record import: migrate failed');
@@ -69,7 +74,10 @@ async function runImport(context: BenchContext, databaseUrl: string, files: stri
   let running = true;
   void closed.then(() => (running = false));
   // The command runs its work in a child of its own (src/record/commands.ts): both are sampled.
-  const family = async (pid: number) => [pid, ...(await fs.readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => '')).split(' ').filter(Boolean).map(Number)];
+  const family = async (pid: number) => [
+    pid,
+    ...(await fs.readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => '')).split(' ').filter(Boolean).map(Number),
+  ];
   while (running) {
     for (const pid of await family(child.pid!)) {
       peakMiB = Math.max(peakMiB, await rssMiB(pid, 'VmHWM').catch(() => peakMiB));
@@ -93,13 +101,24 @@ async function importScenario(context: BenchContext, sample: string): Promise<Me
     context.log(`record import: writing ${context.recordImportMiB} MiB of NDJSON`);
     const data = await multiplyNdjson(sample, folder, context.recordImportMiB * 1024 * 1024);
     const databaseUrl = await context.database.freshDatabase('bench_record_import');
-    context.log(`record import: ${data.resources.toLocaleString('en')} resources, ${(data.bytes / 1024 / 1024).toFixed(0)} MiB (${data.copies} copies of the sample's patients)`);
+    context.log(
+      `record import: ${data.resources.toLocaleString('en')} resources, ${(data.bytes / 1024 / 1024).toFixed(0)} MiB (${data.copies} copies of the sample's patients)`,
+    );
     const run = await runImport(context, databaseUrl, data.files);
     const skipped = Object.values(run.summary.skipped).reduce((sum, count) => sum + count, 0);
     const read = run.summary.imported + run.summary.updated + run.summary.rejectedTotal + skipped;
-    const rate: Row = { metric: `resources read per second (${read.toLocaleString('en')} resources, ${(data.bytes / 1024 / 1024).toFixed(0)} MiB NDJSON)`, unit: 'resources/s', service: Math.round(read / run.seconds) };
+    const rate: Row = {
+      metric: `resources read per second (${read.toLocaleString('en')} resources, ${(data.bytes / 1024 / 1024).toFixed(0)} MiB NDJSON)`,
+      unit: 'resources/s',
+      service: Math.round(read / run.seconds),
+    };
     rate.target = { text: '≥ 5,000 resources/s', met: rate.service >= 5000 };
-    const mapped: Row = { metric: `resources validated, mapped and stored per second (${(run.summary.imported + run.summary.updated).toLocaleString('en')}; the others are of types the record skips)`, unit: 'resources/s', service: Math.round((run.summary.imported + run.summary.updated) / run.seconds), reference: 'the skipped resources are read and counted, not validated' };
+    const mapped: Row = {
+      metric: `resources validated, mapped and stored per second (${(run.summary.imported + run.summary.updated).toLocaleString('en')}; the others are of types the record skips)`,
+      unit: 'resources/s',
+      service: Math.round((run.summary.imported + run.summary.updated) / run.seconds),
+      reference: 'the skipped resources are read and counted, not validated',
+    };
     const memory: Row = { metric: 'peak resident memory of the import process (VmHWM)', unit: 'MiB', service: round1(run.peakMiB) };
     memory.target = { text: '< 300 MB (286 MiB)', met: run.peakMiB * 1024 * 1024 < 300_000_000 };
     const cpu: Row[] = [{ metric: 'CPU of the import process (user + system)', unit: 's', service: round2(run.importCpuSeconds) }];
@@ -107,7 +126,11 @@ async function importScenario(context: BenchContext, sample: string): Promise<Me
     if (Number.isFinite(run.postgresCpuSeconds)) {
       cpu.push(
         { metric: 'CPU of PostgreSQL during the import', unit: 's', service: round2(run.postgresCpuSeconds) },
-        { metric: 'resources read per CPU-second (import and PostgreSQL together: the wall rate of an otherwise idle machine with 1 core)', unit: 'resources/CPU-s', service: Math.round(read / (run.importCpuSeconds + run.postgresCpuSeconds)) },
+        {
+          metric: 'resources read per CPU-second (import and PostgreSQL together: the wall rate of an otherwise idle machine with 1 core)',
+          unit: 'resources/CPU-s',
+          service: Math.round(read / (run.importCpuSeconds + run.postgresCpuSeconds)),
+        },
       );
     }
     return {
@@ -115,7 +138,9 @@ async function importScenario(context: BenchContext, sample: string): Promise<Me
       title: 'records import: FHIR Bulk Data NDJSON',
       rows: [rate, mapped, memory, { metric: 'wall time, staging and assembling', unit: 's', service: round1(run.seconds) }, ...cpu],
       chart: { throughput: { label: 'record import', unit: 'resources/s', service: rate.service } },
-      notes: [`${run.summary.rejectedTotal} rejected; the process is \`node --import tsx src/main.ts records import\` (PostgreSQL's memory is its own process's)`],
+      notes: [
+        `${run.summary.rejectedTotal} rejected; the process is \`node --import tsx src/main.ts records import\` (PostgreSQL's memory is its own process's)`,
+      ],
     };
   } finally {
     await fs.rm(folder, { recursive: true, force: true });
@@ -143,7 +168,14 @@ async function seedReports(databaseUrl: string, template: Record<string, unknown
 }
 
 function listBody(seeded: SeededUsers, session: number, params: Record<string, unknown>): string {
-  return JSON.stringify({ jsonrpc: '2.0', id: '1', method: 'diagnostic_report.get_patient_diagnostic_reports', params, cred: { user: seeded.users[session % seeded.users.length]!.user, token: seeded.sessionToken(session) }, apiKey: null });
+  return JSON.stringify({
+    jsonrpc: '2.0',
+    id: '1',
+    method: 'diagnostic_report.get_patient_diagnostic_reports',
+    params,
+    cred: { user: seeded.users[session % seeded.users.length]!.user, token: seeded.sessionToken(session) },
+    apiKey: null,
+  });
 }
 
 export async function record(context: BenchContext): Promise<Measured[]> {
@@ -158,13 +190,18 @@ export async function record(context: BenchContext): Promise<Measured[]> {
     const sampleFiles = (await fs.readdir(sample)).filter((name) => name.endsWith('.ndjson')).map((name) => path.join(sample, name));
     await runImport(context, databaseUrl, sampleFiles);
     const template = await withClient(databaseUrl, async (client) => {
-      const { rows } = await client.query<{ message: Record<string, unknown> }>(`select message from record_diagnostic_reports order by jsonb_array_length(message->'result') desc, id limit 1`);
+      const { rows } = await client.query<{ message: Record<string, unknown> }>(
+        `select message from record_diagnostic_reports order by jsonb_array_length(message->'result') desc, id limit 1`,
+      );
       return rows[0]!.message;
     });
     const seeded = await seedUsers(databaseUrl, Buffer.from(dataKey, 'hex'), { users: 50, sessions: 500 });
     const large = largeItems(context);
     context.log(`record list: ${LIST_PATIENTS} patients with 100 reports of ${JSON.stringify(template).length} bytes, one with ${large.toLocaleString('en')}`);
-    await seedReports(databaseUrl, template, [...Array.from({ length: LIST_PATIENTS + 1 }, (_, i) => ({ id: `bench-p${i}`, count: 100 })), { id: `bench-p${LARGE}`, count: large }]);
+    await seedReports(databaseUrl, template, [
+      ...Array.from({ length: LIST_PATIENTS + 1 }, (_, i) => ({ id: `bench-p${i}`, count: 100 })),
+      { id: `bench-p${LARGE}`, count: large },
+    ]);
 
     const route = `/${rpcVersion(context.root)}/`;
     const listSession = () => {
@@ -183,7 +220,14 @@ export async function record(context: BenchContext): Promise<Measured[]> {
         onAnswer: expectResult,
         next: () => {
           const session = listSession();
-          return { bytes: httpRequest('POST', pathname, { 'content-type': 'application/json;charset=UTF-8' }, listBody(seeded, session, { patientId: `bench-p${session % seeded.users.length}`, limit: 100, offset: 0 })) };
+          return {
+            bytes: httpRequest(
+              'POST',
+              pathname,
+              { 'content-type': 'application/json;charset=UTF-8' },
+              listBody(seeded, session, { patientId: `bench-p${session % seeded.users.length}`, limit: 100, offset: 0 }),
+            ),
+          };
         },
       });
     context.log('record list: 100 reports, service and baseline');
@@ -194,7 +238,10 @@ export async function record(context: BenchContext): Promise<Measured[]> {
     outcomes.push(listOutcome(listed));
 
     const deepCreated = await withClient(databaseUrl, async (client) => {
-      const { rows } = await client.query<{ created: string }>(`select to_char(created at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as created from record_diagnostic_reports where patient_id = $1 order by created desc offset $2 limit 1`, [`bench-p${LARGE}`, large - 101]);
+      const { rows } = await client.query<{ created: string }>(
+        `select to_char(created at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as created from record_diagnostic_reports where patient_id = $1 order by created desc offset $2 limit 1`,
+        [`bench-p${LARGE}`, large - 101],
+      );
       return rows[0]!.created;
     });
     const sessionOf = (patient: number) => patient;
@@ -205,7 +252,14 @@ export async function record(context: BenchContext): Promise<Measured[]> {
         durationMs: context.roundMs,
         warmupMs: context.warmupMs,
         onAnswer: expectResult,
-        next: () => ({ bytes: httpRequest('POST', route, { 'content-type': 'application/json;charset=UTF-8' }, listBody(seeded, sessionOf(patient), { patientId: `bench-p${patient}`, limit: 100, ...params })) }),
+        next: () => ({
+          bytes: httpRequest(
+            'POST',
+            route,
+            { 'content-type': 'application/json;charset=UTF-8' },
+            listBody(seeded, sessionOf(patient), { patientId: `bench-p${patient}`, limit: 100, ...params }),
+          ),
+        }),
       });
     context.log(`record growth: 100 against ${large.toLocaleString('en')} reports of a patient`);
     const pages = await alternate(context.rounds, [
@@ -225,20 +279,36 @@ export async function record(context: BenchContext): Promise<Measured[]> {
 const per = (results: LoadResult[] | undefined, pick: (result: LoadResult) => number) => (results ?? []).map((result) => round1(pick(result)));
 
 function listOutcome(results: Record<string, LoadResult[]>): Measured {
-  const throughput = compared(`a patient's 100 diagnostic reports, throughput, ${CONNECTIONS} connections`, 'requests/s', per(results.service, (r) => r.perSecond), per(results.baseline, (r) => r.perSecond), 0.8);
+  const throughput = compared(
+    `a patient's 100 diagnostic reports, throughput, ${CONNECTIONS} connections`,
+    'requests/s',
+    per(results.service, (r) => r.perSecond),
+    per(results.baseline, (r) => r.perSecond),
+    0.8,
+  );
   const cpu: Row = {
     metric: 'CPU of the serving process per request',
     unit: 'µs',
     service: median((results.service ?? []).map((r) => Math.round((r.cpuMsPerRequest ?? NaN) * 1000))),
     baseline: median((results.baseline ?? []).map((r) => Math.round((r.cpuMsPerRequest ?? NaN) * 1000))),
   };
-  const p99: Row = { metric: 'p99 at maximum throughput', unit: 'ms', service: median(per(results.service, (r) => r.p99)), baseline: median(per(results.baseline, (r) => r.p99)) };
-  const failed = Object.entries(results).filter(([, list]) => list.some((result) => result.errors > 0)).map(([who, list]) => `record list: ${who} had ${list.reduce((sum, result) => sum + result.errors, 0)} failed requests`);
+  const p99: Row = {
+    metric: 'p99 at maximum throughput',
+    unit: 'ms',
+    service: median(per(results.service, (r) => r.p99)),
+    baseline: median(per(results.baseline, (r) => r.p99)),
+  };
+  const failed = Object.entries(results)
+    .filter(([, list]) => list.some((result) => result.errors > 0))
+    .map(([who, list]) => `record list: ${who} had ${list.reduce((sum, result) => sum + result.errors, 0)} failed requests`);
   return {
     name: 'record_list',
     title: "diagnostic_report.get_patient_diagnostic_reports: a patient's page of 100",
     rows: [throughput, cpu, p99],
-    chart: { throughput: { label: 'record list of 100', unit: 'requests/s', service: throughput.service, baseline: throughput.baseline }, latency: { label: 'record list p99', unit: 'ms', service: p99.service, baseline: p99.baseline } },
+    chart: {
+      throughput: { label: 'record list of 100', unit: 'requests/s', service: throughput.service, baseline: throughput.baseline },
+      latency: { label: 'record list p99', unit: 'ms', service: p99.service, baseline: p99.baseline },
+    },
     notes: failed,
   };
 }
@@ -247,7 +317,13 @@ function growthOutcome(results: Record<string, LoadResult[]>, large: number): Me
   const mean = (name: string) => median(per(results[name], (r) => r.mean));
   const small = mean('small');
   const row = (name: string, metric: string, judged: boolean): Row => {
-    const value: Row = { metric, unit: 'ms', service: mean(name), baseline: small, rounds: { service: per(results[name], (r) => r.mean), baseline: per(results.small, (r) => r.mean) } };
+    const value: Row = {
+      metric,
+      unit: 'ms',
+      service: mean(name),
+      baseline: small,
+      rounds: { service: per(results[name], (r) => r.mean), baseline: per(results.small, (r) => r.mean) },
+    };
     if (judged) value.target = { text: '≤ 1.2× (flat)', met: value.service / small <= 1.2 };
     else value.reference = 'offset paging reads the items it skips: the SDK pages by lastItemCreated (cursorType 3)';
     return value;
@@ -256,7 +332,11 @@ function growthOutcome(results: Record<string, LoadResult[]>, large: number): Me
     name: 'record_growth',
     title: `Record growth: a page of 100 of a patient with ${large.toLocaleString('en')} reports against one with 100`,
     columns: [`${large.toLocaleString('en')} reports`, '100 reports'],
-    rows: [row('largeFirst', 'first page: mean latency', true), row('largeKeyset', `page ${large / 100} by lastItemCreated (keyset): mean latency`, true), row('largeOffset', `page ${large / 100} by offset ${(large - 100).toLocaleString('en')}: mean latency`, false)],
+    rows: [
+      row('largeFirst', 'first page: mean latency', true),
+      row('largeKeyset', `page ${large / 100} by lastItemCreated (keyset): mean latency`, true),
+      row('largeOffset', `page ${large / 100} by offset ${(large - 100).toLocaleString('en')}: mean latency`, false),
+    ],
     chart: {},
     notes: [`${GROWTH_CONNECTIONS} connections per contender; the small patient's first page is the comparison column.`],
   };

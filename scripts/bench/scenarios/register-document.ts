@@ -9,7 +9,8 @@ const CONNECTIONS = 16;
 export const ACK_DOCUMENT_BYTES = 10 * 1024;
 
 export function expectAcknowledgement(answer: Answer): void {
-  if (answer.status !== 200 || answer.body.indexOf('"queueMessageId"') < 0) throw new Error(`not an acknowledgement: HTTP ${answer.status} ${answer.body.toString('utf8', 0, 300)}`);
+  if (answer.status !== 200 || answer.body.indexOf('"queueMessageId"') < 0)
+    throw new Error(`not an acknowledgement: HTTP ${answer.status} ${answer.body.toString('utf8', 0, 300)}`);
 }
 
 export async function registerDocument(context: BenchContext): Promise<Measured[]> {
@@ -22,23 +23,53 @@ export async function registerDocument(context: BenchContext): Promise<Measured[
     const clinic = await addClinic(context, service, 'http://127.0.0.1:9');
     const next = registerDocumentRequests(clinic, ACK_DOCUMENT_BYTES);
     context.log('RegisterDocument: acknowledgements of 10 KiB documents');
-    const run = (port: number, pid: number) => () => closedLoop({ port, cpuOf: pid, connections: CONNECTIONS, durationMs: context.roundMs, warmupMs: context.warmupMs, onAnswer: expectAcknowledgement, next });
+    const run = (port: number, pid: number) => () =>
+      closedLoop({
+        port,
+        cpuOf: pid,
+        connections: CONNECTIONS,
+        durationMs: context.roundMs,
+        warmupMs: context.warmupMs,
+        onAnswer: expectAcknowledgement,
+        next,
+      });
     const results = await alternate(context.rounds, [
       { name: 'service', run: run(service.publicPort, service.pid) },
       { name: 'baseline', run: run(baseline.port, baseline.pid) },
     ]);
     const per = (list: LoadResult[] | undefined, pick: (result: LoadResult) => number) => (list ?? []).map((result) => round1(pick(result)));
-    const throughput = compared(`acknowledgements, 10 KiB document, ${CONNECTIONS} connections`, 'requests/s', per(results.service, (r) => r.perSecond), per(results.baseline, (r) => r.perSecond), 0.7);
-    const cpu = compared('CPU of the serving process per request, at maximum throughput', 'µs', per(results.service, (r) => (r.cpuMsPerRequest ?? NaN) * 1000), per(results.baseline, (r) => (r.cpuMsPerRequest ?? NaN) * 1000));
+    const throughput = compared(
+      `acknowledgements, 10 KiB document, ${CONNECTIONS} connections`,
+      'requests/s',
+      per(results.service, (r) => r.perSecond),
+      per(results.baseline, (r) => r.perSecond),
+      0.7,
+    );
+    const cpu = compared(
+      'CPU of the serving process per request, at maximum throughput',
+      'µs',
+      per(results.service, (r) => (r.cpuMsPerRequest ?? NaN) * 1000),
+      per(results.baseline, (r) => (r.cpuMsPerRequest ?? NaN) * 1000),
+    );
     cpu.target = { text: '≤ 1.25× baseline', met: cpu.service <= 1.25 * cpu.baseline! };
-    const p99 = { metric: 'p99 at maximum throughput', unit: 'ms', service: median(per(results.service, (r) => r.p99)), baseline: median(per(results.baseline, (r) => r.p99)) };
-    const failed = Object.entries(results).flatMap(([who, list]) => (list.some((r) => r.errors > 0) ? [`${who} had ${list.reduce((sum, r) => sum + r.errors, 0)} failed requests`] : []));
+    const p99 = {
+      metric: 'p99 at maximum throughput',
+      unit: 'ms',
+      service: median(per(results.service, (r) => r.p99)),
+      baseline: median(per(results.baseline, (r) => r.p99)),
+    };
+    const failed = Object.entries(results).flatMap(([who, list]) =>
+      list.some((r) => r.errors > 0) ? [`${who} had ${list.reduce((sum, r) => sum + r.errors, 0)} failed requests`] : [],
+    );
     return [
       {
         name: 'register_document',
         title: 'RegisterDocument acknowledgement (10 KiB)',
         rows: [throughput, cpu, p99],
-        chart: { throughput: { label: 'RegisterDocument ack', unit: 'requests/s', service: throughput.service, baseline: throughput.baseline }, latency: { label: 'RegisterDocument p99 @ max', unit: 'ms', service: p99.service, baseline: p99.baseline } },
+        chart: {
+          throughput: { label: 'RegisterDocument ack', unit: 'requests/s', service: throughput.service, baseline: throughput.baseline },
+          latency: { label: 'RegisterDocument p99 @ max', unit: 'ms', service: p99.service, baseline: p99.baseline },
+        },
         notes: failed,
       },
     ];

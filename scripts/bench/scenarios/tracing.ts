@@ -33,7 +33,11 @@ async function startCollector(): Promise<{ url: string; spans(): number; close()
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, spans: () => spans, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    spans: () => spans,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
 }
 
 const per = (list: LoadResult[] | undefined, pick: (result: LoadResult) => number) => (list ?? []).map((result) => round1(pick(result)));
@@ -43,14 +47,33 @@ function rows(results: Record<string, LoadResult[]>): Row[] {
   const off = results[COLUMNS[1]];
   const cpu = (list: LoadResult[] | undefined) => (list ?? []).map((result) => Math.round((result.cpuMsPerRequest ?? NaN) * 1000));
   return [
-    compared(`throughput, ${CONNECTIONS} connections`, 'requests/s', per(on, (r) => r.perSecond), per(off, (r) => r.perSecond)),
-    { metric: 'CPU of the serving process per request', unit: 'µs', service: median(cpu(on)), baseline: median(cpu(off)), rounds: { service: cpu(on), baseline: cpu(off) } },
-    { metric: 'p99 at maximum throughput', unit: 'ms', service: median(per(on, (r) => r.p99)), baseline: median(per(off, (r) => r.p99)), rounds: { service: per(on, (r) => r.p99), baseline: per(off, (r) => r.p99) } },
+    compared(
+      `throughput, ${CONNECTIONS} connections`,
+      'requests/s',
+      per(on, (r) => r.perSecond),
+      per(off, (r) => r.perSecond),
+    ),
+    {
+      metric: 'CPU of the serving process per request',
+      unit: 'µs',
+      service: median(cpu(on)),
+      baseline: median(cpu(off)),
+      rounds: { service: cpu(on), baseline: cpu(off) },
+    },
+    {
+      metric: 'p99 at maximum throughput',
+      unit: 'ms',
+      service: median(per(on, (r) => r.p99)),
+      baseline: median(per(off, (r) => r.p99)),
+      rounds: { service: per(on, (r) => r.p99), baseline: per(off, (r) => r.p99) },
+    },
   ];
 }
 
 function failures(results: Record<string, LoadResult[]>): string[] {
-  return Object.entries(results).flatMap(([who, list]) => (list.some((r) => r.errors > 0) ? [`${who} had ${list.reduce((sum, r) => sum + r.errors, 0)} failed requests`] : []));
+  return Object.entries(results).flatMap(([who, list]) =>
+    list.some((r) => r.errors > 0) ? [`${who} had ${list.reduce((sum, r) => sum + r.errors, 0)} failed requests`] : [],
+  );
 }
 
 export async function tracing(context: BenchContext): Promise<Measured[]> {
@@ -68,7 +91,16 @@ export async function tracing(context: BenchContext): Promise<Measured[]> {
         const clinic = await addClinic(context, off, 'http://127.0.0.1:9');
         const next = registerDocumentRequests(clinic, ACK_DOCUMENT_BYTES);
         context.log('tracing: RegisterDocument acknowledgements, tracing on and off');
-        const run = (service: typeof on) => () => closedLoop({ port: service.publicPort, cpuOf: service.pid, connections: CONNECTIONS, durationMs: context.roundMs, warmupMs: context.warmupMs, onAnswer: expectAcknowledgement, next });
+        const run = (service: typeof on) => () =>
+          closedLoop({
+            port: service.publicPort,
+            cpuOf: service.pid,
+            connections: CONNECTIONS,
+            durationMs: context.roundMs,
+            warmupMs: context.warmupMs,
+            onAnswer: expectAcknowledgement,
+            next,
+          });
         const spansBefore = collector.spans();
         const results = await alternate(context.rounds, [
           { name: COLUMNS[0], run: run(on) },
@@ -99,18 +131,40 @@ export async function tracing(context: BenchContext): Promise<Measured[]> {
         const path = `/${rpcVersion(context.root)}/`;
         const body = () => {
           const i = Math.floor(Math.random() * seeded.sessions);
-          return JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'patient.get_patient', params: {}, cred: { user: seeded.users[i % seeded.users.length]!.user, token: seeded.sessionToken(i) } });
+          return JSON.stringify({
+            jsonrpc: '2.0',
+            id: 1,
+            method: 'patient.get_patient',
+            params: {},
+            cred: { user: seeded.users[i % seeded.users.length]!.user, token: seeded.sessionToken(i) },
+          });
         };
         const onAnswer = (answer: Answer) => {
           if (answer.body.indexOf('"result"') < 0) throw new Error(`not a result: ${answer.body.toString('utf8', 0, 300)}`);
         };
         context.log('tracing: get_patient, tracing on and off');
-        const run = (service: typeof on) => () => closedLoop({ port: service.publicPort, cpuOf: service.pid, connections: CONNECTIONS, durationMs: context.roundMs, warmupMs: context.warmupMs, onAnswer, next: () => ({ bytes: httpRequest('POST', path, JSON_HEADERS, body()) }) });
+        const run = (service: typeof on) => () =>
+          closedLoop({
+            port: service.publicPort,
+            cpuOf: service.pid,
+            connections: CONNECTIONS,
+            durationMs: context.roundMs,
+            warmupMs: context.warmupMs,
+            onAnswer,
+            next: () => ({ bytes: httpRequest('POST', path, JSON_HEADERS, body()) }),
+          });
         const results = await alternate(context.rounds, [
           { name: COLUMNS[0], run: run(on) },
           { name: COLUMNS[1], run: run(off) },
         ]);
-        outcomes.push({ name: 'tracing_get_patient', title: 'Tracing on vs off: patient.get_patient', columns: COLUMNS, rows: rows(results), chart: {}, notes: failures(results) });
+        outcomes.push({
+          name: 'tracing_get_patient',
+          title: 'Tracing on vs off: patient.get_patient',
+          columns: COLUMNS,
+          rows: rows(results),
+          chart: {},
+          notes: failures(results),
+        });
       } finally {
         await on.stop();
         await off.stop();

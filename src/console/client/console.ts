@@ -46,14 +46,28 @@ interface Message {
 
 const STORAGE_KEY = 'ehr-gateway-console';
 const text = pageStrings();
-const FILTER_QUERIES = ['', 'callbackState=failed', 'callbackState=pending', 'state=received', 'state=accepted', 'state=submitted', 'state=completed', 'state=rejected', 'state=failed'];
+const FILTER_QUERIES = [
+  '',
+  'callbackState=failed',
+  'callbackState=pending',
+  'state=received',
+  'state=accepted',
+  'state=submitted',
+  'state=completed',
+  'state=rejected',
+  'state=failed',
+];
 const FILTERS = FILTER_QUERIES.map((query, index) => [text.filters[index]!, query] as const);
 const PAGE_SIZE = 20;
 
 const root = document.getElementById('console')!;
 
 /** An element with text content and attributes; children appended in order. Never innerHTML: the data is the clinic's. */
-function h<K extends keyof HTMLElementTagNameMap>(tag: K, attributes: Record<string, string> = {}, ...children: Array<Node | string | undefined>): HTMLElementTagNameMap[K] {
+function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attributes: Record<string, string> = {},
+  ...children: Array<Node | string | undefined>
+): HTMLElementTagNameMap[K] {
   const element = document.createElement(tag);
   for (const [name, value] of Object.entries(attributes)) element.setAttribute(name, value);
   for (const child of children) if (child !== undefined) element.append(child);
@@ -90,7 +104,12 @@ const time = (iso: string) => new Date(iso).toLocaleString(document.documentElem
 
 function showSignIn(problem?: string): void {
   const field = (name: keyof Credentials, label: string, type = 'text') =>
-    h('label', {}, label, h('input', { name, type, required: '', autocomplete: name === 'token' ? 'off' : 'on', ...(name === 'token' ? { spellcheck: 'false' } : {}) }));
+    h(
+      'label',
+      {},
+      label,
+      h('input', { name, type, required: '', autocomplete: name === 'token' ? 'off' : 'on', ...(name === 'token' ? { spellcheck: 'false' } : {}) }),
+    );
   const form = h(
     'form',
     { class: 'sign-in' },
@@ -188,7 +207,9 @@ function requestView(credentials: Credentials, initial: Message): HTMLElement {
       message.emdrId ? h('span', { class: 'emdr-id' }, `emdrId ${message.emdrId}`) : undefined,
       failed ? h('span', { class: 'badge failed' }, text.callbackFailed) : undefined,
     );
-    const ids = [message.localUid && `localUid ${message.localUid}`, message.clientMessageId && `clientMessageId ${message.clientMessageId}`].filter(Boolean).join(' · ');
+    const ids = [message.localUid && `localUid ${message.localUid}`, message.clientMessageId && `clientMessageId ${message.clientMessageId}`]
+      .filter(Boolean)
+      .join(' · ');
     details.replaceChildren(
       summary,
       ids ? h('p', { class: 'ids' }, ids) : '',

@@ -8,7 +8,6 @@ import { UNSTORABLE_TEXT, unstorableTextPaths } from '../../validation/text.js';
 import { RpcError, serviceUnavailable, StandardErrors, type WireError } from './errors.js';
 import { tracer } from '../../tracing/tracing.js';
 
-
 export const MAX_BATCH_SIZE = 100;
 
 /** Which listener a call came in on: internal methods answer only on the internal channel. */
@@ -150,7 +149,11 @@ export class RpcEnvelope {
     return response;
   }
 
-  private async answerCall(raw: unknown, channel: Channel, clientAddress: string): Promise<{ method: string; response: Response | undefined; errorCode?: number }> {
+  private async answerCall(
+    raw: unknown,
+    channel: Channel,
+    clientAddress: string,
+  ): Promise<{ method: string; response: Response | undefined; errorCode?: number }> {
     const invalid = (id: Id, error: WireError) => ({ method: 'invalid', response: errorResponse(id, error), errorCode: error.code });
     if (!isPlainObject(raw)) return invalid(null, StandardErrors.invalidRequest('a call must be an object'));
     const call = withoutNullMembers(raw);
@@ -162,11 +165,17 @@ export class RpcEnvelope {
       return invalid(id, StandardErrors.invalidRequest('cred must be an object with string user and token, without NUL characters or lone surrogates'));
     }
 
-    if (call.apiKey !== undefined && (typeof call.apiKey !== 'string' || call.apiKey.length > 256)) return invalid(id, StandardErrors.invalidRequest('apiKey must be a string of at most 256 characters'));
+    if (call.apiKey !== undefined && (typeof call.apiKey !== 'string' || call.apiKey.length > 256))
+      return invalid(id, StandardErrors.invalidRequest('apiKey must be a string of at most 256 characters'));
 
     const method = call.method as string;
     const label = method === 'rpc.discover' || this.handlers.has(method) ? method : 'unknown';
-    const context: CallContext = { cred: call.cred as Credentials | undefined, channel, clientAddress, ...(call.apiKey === undefined ? {} : { apiKey: call.apiKey as string }) };
+    const context: CallContext = {
+      cred: call.cred as Credentials | undefined,
+      channel,
+      clientAddress,
+      ...(call.apiKey === undefined ? {} : { apiKey: call.apiKey as string }),
+    };
     const dispatched = () => this.dispatch(method, call.params, context);
     const outcome = tracer().enabled ? await tracedCall(label, dispatched) : await dispatched();
     const errorCode = 'error' in outcome ? outcome.error.code : undefined;
@@ -244,7 +253,10 @@ function errorResponse(id: Id, error: WireError): Response {
 }
 
 /** A call's span (a child of its request's), named by its method: a batch's calls are told apart. */
-function tracedCall(method: string, dispatched: () => Promise<{ result: unknown } | { error: WireError }>): Promise<{ result: unknown } | { error: WireError }> {
+function tracedCall(
+  method: string,
+  dispatched: () => Promise<{ result: unknown } | { error: WireError }>,
+): Promise<{ result: unknown } | { error: WireError }> {
   return tracer().inSpan(method, { attributes: { 'rpc.system': 'jsonrpc', 'rpc.method': method } }, async (span) => {
     const outcome = await dispatched();
     if ('error' in outcome) {

@@ -30,9 +30,17 @@ export class RpcError extends Error {
 export const StandardErrors = {
   parseError: (): WireError => ({ code: -32700, message: 'Parse error' }),
   invalidRequest: (reason: string): WireError => ({ code: -32600, message: 'Invalid Request', data: { reason } }),
-  methodNotFound: (method: string): WireError => ({ code: -32601, message: 'Method not found', data: { reason: `no method ${method.slice(0, 100)} on this endpoint` } }),
+  methodNotFound: (method: string): WireError => ({
+    code: -32601,
+    message: 'Method not found',
+    data: { reason: `no method ${method.slice(0, 100)} on this endpoint` },
+  }),
   /** A method of the other listener: the reason names the listener it answers on. */
-  methodOnOtherListener: (method: string, listener: string): WireError => ({ code: -32601, message: 'Method not found', data: { reason: `${method} answers only on ${listener}, not on this one` } }),
+  methodOnOtherListener: (method: string, listener: string): WireError => ({
+    code: -32601,
+    message: 'Method not found',
+    data: { reason: `${method} answers only on ${listener}, not on this one` },
+  }),
   invalidParams: (errors: Array<{ path: string; message: string }>): WireError => ({ code: -32602, message: 'Invalid params', data: { errors } }),
   internalError: (): WireError => ({ code: -32603, message: 'Internal error' }),
 };

@@ -62,7 +62,11 @@ export function registerAccountCommands(clients: Command, { withDatabase }: Comm
 
   accountOptions(clients.command('rotate-token'))
     .description("give the account a new token (printed once); the old one stays valid for --grace, so the clinic's МИС switches without a refused request")
-    .addOption(new Option('--grace <duration>', 'how long the old token stays valid too (0: refused at once, e.g. when it leaked; at most 30d)').argParser(overlapArgument('--grace')).default(86_400_000, '24h'))
+    .addOption(
+      new Option('--grace <duration>', 'how long the old token stays valid too (0: refused at once, e.g. when it leaked; at most 30d)')
+        .argParser(overlapArgument('--grace'))
+        .default(86_400_000, '24h'),
+    )
     .addHelpText('after', ROTATION_HELP)
     .action(async (options: Account & { grace: number }) => {
       const account = accountOf(options);
@@ -72,8 +76,14 @@ export function registerAccountCommands(clients: Command, { withDatabase }: Comm
     });
 
   accountOptions(clients.command('rotate-signing-secret'))
-    .description('give the account a new callback signing secret (printed once); during --overlap each callback is signed with the new and the old secret, so the receiver switches at any moment')
-    .addOption(new Option('--overlap <duration>', 'how long callbacks carry both signatures (0: the new one alone at once; at most 30d)').argParser(overlapArgument('--overlap')).default(86_400_000, '24h'))
+    .description(
+      'give the account a new callback signing secret (printed once); during --overlap each callback is signed with the new and the old secret, so the receiver switches at any moment',
+    )
+    .addOption(
+      new Option('--overlap <duration>', 'how long callbacks carry both signatures (0: the new one alone at once; at most 30d)')
+        .argParser(overlapArgument('--overlap'))
+        .default(86_400_000, '24h'),
+    )
     .option('--finish', 'end the overlap under way now: the new secret alone signs (no new secret is made)')
     .addHelpText('after', ROTATION_HELP)
     .action(async (options: Account & { overlap: number; finish?: boolean }) => {

@@ -37,7 +37,16 @@ interface SummaryRow {
   signing_overlap_ends_at: Date | null;
 }
 
-const SUMMARY_COLUMNS = ['business_id', 'user_name', 'organizations', 'callback_urls', 'created_at', 'disabled_at', 'previous_token_expires_at', 'signing_overlap_ends_at'];
+const SUMMARY_COLUMNS = [
+  'business_id',
+  'user_name',
+  'organizations',
+  'callback_urls',
+  'created_at',
+  'disabled_at',
+  'previous_token_expires_at',
+  'signing_overlap_ends_at',
+];
 
 function summaryOf(row: SummaryRow, now: Date): AccountSummary {
   const future = (at: Date | null) => (at && at > now ? at.toISOString() : null);
@@ -68,9 +77,15 @@ export async function listAccounts(knex: Knex, filter: { state?: 'active' | 'dis
 }
 
 export async function showAccount(knex: Knex, businessId: string, user: string): Promise<(AccountSummary & AccountActivity) | undefined> {
-  const row = (await knex('emdr_clients').select('id', ...SUMMARY_COLUMNS).where({ business_id: businessId, user_name: user }).first()) as (SummaryRow & { id: string }) | undefined;
+  const row = (await knex('emdr_clients')
+    .select('id', ...SUMMARY_COLUMNS)
+    .where({ business_id: businessId, user_name: user })
+    .first()) as (SummaryRow & { id: string }) | undefined;
   if (!row) return undefined;
-  const requests = (await knex('emdr_requests').select('state').count({ count: '*' }).where('client_id', row.id).groupBy('state')) as Array<{ state: string; count: string }>;
+  const requests = (await knex('emdr_requests').select('state').count({ count: '*' }).where('client_id', row.id).groupBy('state')) as Array<{
+    state: string;
+    count: string;
+  }>;
   const callbacks = (await knex('emdr_callbacks as c')
     .join('emdr_requests as r', 'r.queue_message_id', 'c.queue_message_id')
     .where('r.client_id', row.id)
@@ -78,7 +93,8 @@ export async function showAccount(knex: Knex, businessId: string, user: string):
     .select('c.state')
     .count({ count: '*' })
     .groupBy('c.state')) as Array<{ state: 'pending' | 'failed'; count: string }>;
-  const byState = (rows: Array<{ state: string; count: string }>): Record<string, number> => Object.fromEntries(rows.map((entry) => [entry.state, Number(entry.count)]));
+  const byState = (rows: Array<{ state: string; count: string }>): Record<string, number> =>
+    Object.fromEntries(rows.map((entry) => [entry.state, Number(entry.count)]));
   const pendingOrFailed = byState(callbacks);
   return {
     ...summaryOf(row, await databaseNow(knex)),
@@ -113,11 +129,19 @@ export interface SigningSecretRow {
 
 /** The sealed signing secrets, locked for the rest of the transaction. */
 export async function lockSigningSecret(trx: Knex.Transaction, businessId: string, user: string): Promise<SigningSecretRow | undefined> {
-  return (await trx('emdr_clients').select('signing_secret_sealed').where({ business_id: businessId, user_name: user }).forUpdate().first()) as SigningSecretRow | undefined;
+  return (await trx('emdr_clients').select('signing_secret_sealed').where({ business_id: businessId, user_name: user }).forUpdate().first()) as
+    | SigningSecretRow
+    | undefined;
 }
 
 /** `sealed` signs from now on; `nextSealed` alone (the new secret) takes its place after `overlapMs` (at once: no overlap). */
-export async function replaceSigningSecret(trx: Knex.Transaction, businessId: string, user: string, sealed: Buffer, next: { sealed: Buffer; overlapMs: number } | undefined): Promise<void> {
+export async function replaceSigningSecret(
+  trx: Knex.Transaction,
+  businessId: string,
+  user: string,
+  sealed: Buffer,
+  next: { sealed: Buffer; overlapMs: number } | undefined,
+): Promise<void> {
   await trx('emdr_clients')
     .where({ business_id: businessId, user_name: user })
     .update({

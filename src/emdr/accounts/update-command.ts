@@ -17,7 +17,9 @@ export function registerClientsUpdateCommand(clients: Command, withDatabase: Com
     .description("change an existing clinic account's callback URLs or organizations")
     .requiredOption('--business-id <id>', 'businessId of the account')
     .option('--user <name>', 'user name of the account (needed when the businessId has several)')
-    .addOption(new Option('--callback-url <url>', 'base URL of the clinic system for callbacks (repeatable; the first is the default)').argParser(collect).default([]))
+    .addOption(
+      new Option('--callback-url <url>', 'base URL of the clinic system for callbacks (repeatable; the first is the default)').argParser(collect).default([]),
+    )
     .addOption(new Option('--organization <oid>', 'OID of an organization the clinic acts for (repeatable)').argParser(collect).default([]))
     .option('--all-organizations', 'the clinic may act for every organization')
     .addHelpText('after', UPDATE_HELP)
@@ -25,7 +27,8 @@ export function registerClientsUpdateCommand(clients: Command, withDatabase: Com
       checkCallbackUrls(options.callbackUrl);
       checkOrganizations(options.organization, options.allOrganizations);
       const organizations = options.allOrganizations ? null : options.organization.length > 0 ? options.organization : undefined;
-      if (options.callbackUrl.length === 0 && organizations === undefined) throw new UsageError('nothing to change: give --callback-url, --organization or --all-organizations');
+      if (options.callbackUrl.length === 0 && organizations === undefined)
+        throw new UsageError('nothing to change: give --callback-url, --organization or --all-organizations');
       const updated = await withDatabase(async (database) => {
         try {
           return await updateClinicAccount(database.knex, {

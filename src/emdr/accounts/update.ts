@@ -39,16 +39,23 @@ export async function updateClinicAccount(knex: Knex, changes: ClinicAccountChan
   return knex.transaction(async (trx) => {
     const accounts = await trx('emdr_clients')
       .where({ business_id: changes.businessId, ...(changes.user === undefined ? {} : { user_name: changes.user }) })
-      .select<Array<{ id: string; user_name: string; callback_urls: string[]; organizations: string[] | null }>>('id', 'user_name', 'callback_urls', 'organizations')
+      .select<Array<{ id: string; user_name: string; callback_urls: string[]; organizations: string[] | null }>>(
+        'id',
+        'user_name',
+        'callback_urls',
+        'organizations',
+      )
       .forUpdate();
-    if (accounts.length === 0) throw new ClinicAccountChoiceError(`no clinic account ${changes.businessId}${changes.user === undefined ? '' : `/${changes.user}`}`);
-    if (accounts.length > 1) throw new ClinicAccountChoiceError(`businessId ${changes.businessId} has several accounts (${accounts.map((account) => account.user_name).join(', ')}): name one with --user`);
+    if (accounts.length === 0)
+      throw new ClinicAccountChoiceError(`no clinic account ${changes.businessId}${changes.user === undefined ? '' : `/${changes.user}`}`);
+    if (accounts.length > 1)
+      throw new ClinicAccountChoiceError(
+        `businessId ${changes.businessId} has several accounts (${accounts.map((account) => account.user_name).join(', ')}): name one with --user`,
+      );
     const account = accounts[0]!;
     const callbackUrls = changes.callbackUrls ? [...changes.callbackUrls] : account.callback_urls;
     const organizations = changes.organizations === undefined ? account.organizations : changes.organizations && [...changes.organizations];
-    await trx('emdr_clients')
-      .where({ id: account.id })
-      .update({ callback_urls: callbackUrls, organizations });
+    await trx('emdr_clients').where({ id: account.id }).update({ callback_urls: callbackUrls, organizations });
     const moved = changes.callbackUrls ? await moveToDefaultUrl(trx, account.id, callbackUrls) : { callbacks: 0, requests: 0 };
     return { businessId: changes.businessId, user: account.user_name, callbackUrls, organizations, callbackUser: CALLBACK_USER, moved };
   });

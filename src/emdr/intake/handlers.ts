@@ -114,11 +114,16 @@ const INSERT_REQUEST = statement('emdr_insert_request', INSERT_REQUEST_TEXT('$10
  */
 const STAGED_DOCUMENT_BYTES = 1024 * 1024;
 const STAGED_CHUNK_BYTES = 1024 * 1024;
-const CREATE_STAGING = statement('emdr_create_upload_chunks', 'create temporary table if not exists emdr_upload_chunks (n integer not null, chunk bytea not null) on commit delete rows');
+const CREATE_STAGING = statement(
+  'emdr_create_upload_chunks',
+  'create temporary table if not exists emdr_upload_chunks (n integer not null, chunk bytea not null) on commit delete rows',
+);
 const STAGE_CHUNK = statement('emdr_stage_upload_chunk', 'insert into emdr_upload_chunks (n, chunk) values ($1, $2)');
 const INSERT_STAGED_REQUEST = statement(
   'emdr_insert_staged_request',
-  INSERT_REQUEST_TEXT(`(select decode(convert_from(string_agg(chunk, ''::bytea order by n), 'UTF8'), 'base64') from emdr_upload_chunks where $10::bytea is null)`),
+  INSERT_REQUEST_TEXT(
+    `(select decode(convert_from(string_agg(chunk, ''::bytea order by n), 'UTF8'), 'base64') from emdr_upload_chunks where $10::bytea is null)`,
+  ),
 );
 
 const EXISTING_REQUEST = statement(
@@ -194,7 +199,8 @@ function intakeErrorsOf(body: RegisterDocumentRequest, documentValid: boolean, s
   if (!documentValid) errors.push({ code: 'VALIDATION_ERROR', message: 'document is not valid base64' });
   if (!signatureValid) errors.push({ code: 'SIGNATURE_DECODING_ERROR', message: 'signature is not valid base64' });
   (body.personalSignatures ?? []).forEach((item, index) => {
-    if (!isStrictBase64(item.signature)) errors.push({ code: 'SIGNATURE_DECODING_ERROR', message: `personalSignatures/${index}/signature is not valid base64` });
+    if (!isStrictBase64(item.signature))
+      errors.push({ code: 'SIGNATURE_DECODING_ERROR', message: `personalSignatures/${index}/signature is not valid base64` });
   });
   return errors;
 }
@@ -224,11 +230,26 @@ class EmdrHandlers {
   }
 
   /** Stores the request with its audit row; the identical retry stored before is recorded on its own. */
-  private async store(request: Omit<NewRequest, 'requestId' | 'clientRequestId' | 'businessId'>, clinic: ClinicAccount): Promise<{ queueMessageId: string; metadata: Record<string, unknown> }> {
+  private async store(
+    request: Omit<NewRequest, 'requestId' | 'clientRequestId' | 'businessId'>,
+    clinic: ClinicAccount,
+  ): Promise<{ queueMessageId: string; metadata: Record<string, unknown> }> {
     const context = currentRequest();
-    const stored = await storeRequest(this.dependencies.sql, { ...request, requestId: context?.requestId ?? randomUUID(), clientRequestId: context?.clientRequestId ?? null, businessId: clinic.businessId });
+    const stored = await storeRequest(this.dependencies.sql, {
+      ...request,
+      requestId: context?.requestId ?? randomUUID(),
+      clientRequestId: context?.clientRequestId ?? null,
+      businessId: clinic.businessId,
+    });
     if (stored.stored) this.dependencies.requestStored();
-    else await this.audit.record({ action: request.operation, businessId: clinic.businessId, queueMessageId: stored.queueMessageId, emdrId: (stored.metadata as { emdrId?: string }).emdrId, outcome: 'ok' });
+    else
+      await this.audit.record({
+        action: request.operation,
+        businessId: clinic.businessId,
+        queueMessageId: stored.queueMessageId,
+        emdrId: (stored.metadata as { emdrId?: string }).emdrId,
+        outcome: 'ok',
+      });
     return stored;
   }
 
@@ -244,22 +265,25 @@ class EmdrHandlers {
     const documentValid = documentBytes !== undefined || isStrictBase64(body.document);
     const signatureValid = isStrictBase64(body.signature);
     const intakeErrors = intakeErrorsOf(body, documentValid, signatureValid);
-    const { queueMessageId } = await this.store({
-      clientId: clinic.id,
-      operation: 'RegisterDocument',
-      idempotencyKey: body.localUid,
-      bodyHash: bodyHash(body as unknown as Record<string, unknown>, documentBytes && { member: 'document', value: documentBytes }),
-      callbackUrl,
-      localUid: body.localUid,
-      clientMessageId: null,
-      metadata: registerMetadata(body),
-      // base64 is ASCII: as latin1 bytes a string member is the same text.
-      document: documentBytes ?? (documentValid ? Buffer.from(body.document, 'latin1') : null),
-      signature: signatureValid ? body.signature : null,
-      // A request with intake errors is rejected unread; its undecodable strings (a NUL, say) would not fit in jsonb.
-      personalSignatures: body.personalSignatures === undefined || intakeErrors.length > 0 ? null : JSON.stringify(body.personalSignatures),
-      intakeErrors: intakeErrors.length > 0 ? intakeErrors : null,
-    }, clinic);
+    const { queueMessageId } = await this.store(
+      {
+        clientId: clinic.id,
+        operation: 'RegisterDocument',
+        idempotencyKey: body.localUid,
+        bodyHash: bodyHash(body as unknown as Record<string, unknown>, documentBytes && { member: 'document', value: documentBytes }),
+        callbackUrl,
+        localUid: body.localUid,
+        clientMessageId: null,
+        metadata: registerMetadata(body),
+        // base64 is ASCII: as latin1 bytes a string member is the same text.
+        document: documentBytes ?? (documentValid ? Buffer.from(body.document, 'latin1') : null),
+        signature: signatureValid ? body.signature : null,
+        // A request with intake errors is rejected unread; its undecodable strings (a NUL, say) would not fit in jsonb.
+        personalSignatures: body.personalSignatures === undefined || intakeErrors.length > 0 ? null : JSON.stringify(body.personalSignatures),
+        intakeErrors: intakeErrors.length > 0 ? intakeErrors : null,
+      },
+      clinic,
+    );
     const answer: RegisterDocumentAcknowledgement = { localUid: body.localUid, queueMessageId };
     return { status: 200, body: answer };
   };
@@ -269,23 +293,33 @@ class EmdrHandlers {
     const body = request.body as DemandContentRequest;
     const callbackUrl = callbackBase(clinic, body.callbackUrl);
     const clientMessageId = body.clientMessageId ?? randomUUID();
-    const metadata: DemandMetadata = { emdrId: body.emdrId, clientMessageId, ...(body.patientSnils === undefined ? {} : { patientSnils: snilsDigits(body.patientSnils) }) };
-    const stored = await this.store({
-      clientId: clinic.id,
-      operation: 'DemandContent',
-      // Without the clinic's own id there is nothing to recognize a retry by.
-      idempotencyKey: body.clientMessageId ?? null,
-      bodyHash: bodyHash(body as unknown as Record<string, unknown>),
-      callbackUrl,
-      localUid: null,
+    const metadata: DemandMetadata = {
+      emdrId: body.emdrId,
       clientMessageId,
-      metadata,
-      document: null,
-      signature: null,
-      personalSignatures: null,
-      intakeErrors: null,
-    }, clinic);
-    const answer: DemandContentAcknowledgement = { queueMessageId: stored.queueMessageId, clientMessageId: (stored.metadata as unknown as DemandMetadata).clientMessageId };
+      ...(body.patientSnils === undefined ? {} : { patientSnils: snilsDigits(body.patientSnils) }),
+    };
+    const stored = await this.store(
+      {
+        clientId: clinic.id,
+        operation: 'DemandContent',
+        // Without the clinic's own id there is nothing to recognize a retry by.
+        idempotencyKey: body.clientMessageId ?? null,
+        bodyHash: bodyHash(body as unknown as Record<string, unknown>),
+        callbackUrl,
+        localUid: null,
+        clientMessageId,
+        metadata,
+        document: null,
+        signature: null,
+        personalSignatures: null,
+        intakeErrors: null,
+      },
+      clinic,
+    );
+    const answer: DemandContentAcknowledgement = {
+      queueMessageId: stored.queueMessageId,
+      clientMessageId: (stored.metadata as unknown as DemandMetadata).clientMessageId,
+    };
     return { status: 200, body: answer };
   };
 
@@ -303,7 +337,11 @@ class EmdrHandlers {
       .catch((error: unknown) => {
         // The registry (РЭМД) out of reach: the clinic retries, as when the database is.
         if (!(error instanceof RegistryUnavailableError)) throw error;
-        throw new ApiError(503, [{ code: 'SERVICE_UNAVAILABLE', message: 'the registry cannot be reached right now; retry after the seconds in Retry-After' }], { 'Retry-After': String(REGISTRY_RETRY_AFTER_SECONDS) });
+        throw new ApiError(
+          503,
+          [{ code: 'SERVICE_UNAVAILABLE', message: 'the registry cannot be reached right now; retry after the seconds in Retry-After' }],
+          { 'Retry-After': String(REGISTRY_RETRY_AFTER_SECONDS) },
+        );
       });
     await this.audit.record({ action: 'SearchRegistryItem', businessId: clinic.businessId, outcome: 'ok' });
     const answer: SearchRegistryItemResponse = { items };

@@ -26,7 +26,9 @@ const clinicOf = (security: Readonly<Record<string, unknown>>) => security.Token
 const seconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
 
 export function tooMuch(waitMs: number, what: string): ApiError {
-  return new ApiError(429, [{ code: 'RATE_LIMIT', message: `too many ${what} this minute; retry after the seconds in Retry-After` }], { 'Retry-After': String(seconds(waitMs)) });
+  return new ApiError(429, [{ code: 'RATE_LIMIT', message: `too many ${what} this minute; retry after the seconds in Retry-After` }], {
+    'Retry-After': String(seconds(waitMs)),
+  });
 }
 
 /** The per-clinic request rate (RATE_LIMIT), checked once the clinic is known and before its body is read: 429 RATE_LIMIT with Retry-After. */
@@ -84,8 +86,18 @@ export function clinicBodyAdmission(bytes: SharedAllowance | undefined, slots: L
     let release: (() => void) | undefined;
     if (declared === undefined || declared > LARGE_BODY_BYTES) {
       const slot = slots.acquire(clinic.id);
-      if (slot === 'clinic') throw new ApiError(429, [{ code: 'RATE_LIMIT', message: 'too many large bodies of this clinic account are being read at once; retry after the seconds in Retry-After' }], { 'Retry-After': '1' });
-      if (slot === 'process') throw new ApiError(503, [{ code: 'SERVICE_UNAVAILABLE', message: 'the service is reading as many large bodies as it takes at once; retry after the seconds in Retry-After' }], { 'Retry-After': '1' });
+      if (slot === 'clinic')
+        throw new ApiError(
+          429,
+          [{ code: 'RATE_LIMIT', message: 'too many large bodies of this clinic account are being read at once; retry after the seconds in Retry-After' }],
+          { 'Retry-After': '1' },
+        );
+      if (slot === 'process')
+        throw new ApiError(
+          503,
+          [{ code: 'SERVICE_UNAVAILABLE', message: 'the service is reading as many large bodies as it takes at once; retry after the seconds in Retry-After' }],
+          { 'Retry-After': '1' },
+        );
       release = slot;
     }
     try {

@@ -177,7 +177,11 @@ function resolveRoute(api: OpenAPIBackend, method: string, path: string): Route 
   // RFC 9110: a path that exists answers another method with 405 and the methods it takes.
   const allowed = HTTP_METHODS.filter((candidate) => api.router.matchOperation({ ...request, method: candidate }) !== undefined);
   if (allowed.length === 0) return { refusal: ApiError.single(404, 'NOT_FOUND', 'no such operation') };
-  return { refusal: new ApiError(405, [{ code: 'METHOD_NOT_ALLOWED', message: 'method not allowed on this path' }], { Allow: allowed.map((name) => name.toUpperCase()).join(', ') }) };
+  return {
+    refusal: new ApiError(405, [{ code: 'METHOD_NOT_ALLOWED', message: 'method not allowed on this path' }], {
+      Allow: allowed.map((name) => name.toUpperCase()).join(', '),
+    }),
+  };
 }
 
 /** Interface B, wired once at start: routes cached per method+path, validators compiled, handlers bound. */
@@ -215,7 +219,12 @@ class EmdrRouter {
    * (AdmitBody: quota, large-body slots) and bounded in shape while it arrives (json-shape.ts);
    * undefined when the operation takes none or none came.
    */
-  private async readJsonBody(route: OperationRoute, security: Readonly<Record<string, unknown>>, req: IncomingMessage, admission: BodyAdmission): Promise<unknown> {
+  private async readJsonBody(
+    route: OperationRoute,
+    security: Readonly<Record<string, unknown>>,
+    req: IncomingMessage,
+    admission: BodyAdmission,
+  ): Promise<unknown> {
     const { operation, operationId } = route;
     if (!operation.requestBody) return undefined;
     const limit = this.options.bodyLimits.byOperation?.[operationId] ?? this.options.bodyLimits.default;
@@ -242,7 +251,14 @@ class EmdrRouter {
     // Not Unicode text anywhere in the body: refused before any of it is used (a NUL is the schemas' business).
     const notText = textPaths(body, hasLoneSurrogate);
     if (notText.length > 0) {
-      throw new ApiError(400, notText.map((path) => ({ code: 'VALIDATION_ERROR' as const, message: 'must not contain a lone UTF-16 surrogate (not Unicode text)', path: `/requestBody${path === '/' ? '' : path}` })));
+      throw new ApiError(
+        400,
+        notText.map((path) => ({
+          code: 'VALIDATION_ERROR' as const,
+          message: 'must not contain a lone UTF-16 surrogate (not Unicode text)',
+          path: `/requestBody${path === '/' ? '' : path}`,
+        })),
+      );
     }
     return body;
   }
@@ -254,7 +270,10 @@ class EmdrRouter {
    */
   private validate(route: OperationRoute, req: IncomingMessage, query: Record<string, unknown>, body: unknown): void {
     const parameters: Record<string, unknown> = { path: { ...route.params }, query, header: { ...req.headers }, cookie: {} };
-    const contentType = String(req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    const contentType = String(req.headers['content-type'] ?? '')
+      .split(';')[0]!
+      .trim()
+      .toLowerCase();
     if (typeof body === 'object' || contentType === 'application/json') parameters.requestBody = body;
     // Bounded by the body's shape (json-shape.ts); only the first MAX_REPORTED_ERRORS are answered.
     const errors: ErrorObject[] = [];
@@ -354,7 +373,9 @@ function sendError(res: ServerResponse, error: unknown, logger: Logger): string 
   }
   if (isDatabaseUnavailable(error)) {
     logger.warn({ code: (error as { code?: unknown }).code }, 'interface B: database unavailable');
-    sendJson(res, 503, errorBody([{ code: 'SERVICE_UNAVAILABLE', message: 'the service cannot reach its database; retry after the seconds in Retry-After' }]), { 'Retry-After': String(RETRY_AFTER_SECONDS) });
+    sendJson(res, 503, errorBody([{ code: 'SERVICE_UNAVAILABLE', message: 'the service cannot reach its database; retry after the seconds in Retry-After' }]), {
+      'Retry-After': String(RETRY_AFTER_SECONDS),
+    });
     return 'SERVICE_UNAVAILABLE';
   }
   logger.error({ err: error }, 'interface B request failed');

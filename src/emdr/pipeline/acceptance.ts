@@ -55,7 +55,10 @@ export class AcceptanceStage {
     try {
       const findings = await tracer().inSpan('acceptance check', stageSpan(request), async (span) => {
         const found = await OPERATION_HANDLERS[request.operation].accept(request, { sql, registry, documents: this.documents, xmlCheckTimeoutMs });
-        span.setAttributes({ 'ehr_gateway.verdict': found.errors.length > 0 ? 'rejected' : 'accepted', 'ehr_gateway.error_codes': found.errors.map((error) => error.code).join(' ') });
+        span.setAttributes({
+          'ehr_gateway.verdict': found.errors.length > 0 ? 'rejected' : 'accepted',
+          'ehr_gateway.error_codes': found.errors.map((error) => error.code).join(' '),
+        });
         return found;
       });
       return { decided: settlementOf(request, findings) };
@@ -68,9 +71,14 @@ export class AcceptanceStage {
   /** Settles what was decided, in one statement, and puts back (for a later try) what failed to be checked. */
   readonly settle = async (checked: readonly Checked[]): Promise<Settled> => {
     for (const entry of checked) {
-      if ('failed' in entry) await this.context.sql.run(RELEASE_REQUESTS, [[entry.failed.queue_message_id], retryDelayMs(entry.failed.claims, this.context.leaseMs)]);
+      if ('failed' in entry)
+        await this.context.sql.run(RELEASE_REQUESTS, [[entry.failed.queue_message_id], retryDelayMs(entry.failed.claims, this.context.leaseMs)]);
     }
-    return settle(this.context.sql, 'acceptance', checked.flatMap((entry) => ('decided' in entry ? [entry.decided] : [])));
+    return settle(
+      this.context.sql,
+      'acceptance',
+      checked.flatMap((entry) => ('decided' in entry ? [entry.decided] : [])),
+    );
   };
 }
 

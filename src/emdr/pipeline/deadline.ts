@@ -14,9 +14,15 @@ import { claimRequests, extendRequests } from './transitions.js';
 const CLAIM = claimRequests('deadline');
 const EXTEND = extendRequests('deadline');
 /** When the next deadline falls, so an idle loop wakes for it (deadlines another process set, or set before a restart). */
-const NEXT_DEADLINE = statement('emdr_deadline_next', `select (extract(epoch from min(greatest(available_at, leased_until))) * 1000)::float8 as at from emdr_requests where state = '${STAGES.deadline.claims}'`);
+const NEXT_DEADLINE = statement(
+  'emdr_deadline_next',
+  `select (extract(epoch from min(greatest(available_at, leased_until))) * 1000)::float8 as at from emdr_requests where state = '${STAGES.deadline.claims}'`,
+);
 
-const TIMEOUT: CallbackErrorItem = { code: 'ASYNC_RESPONSE_TIMEOUT', message: 'the registry did not answer within the deadline (REGISTRY_DEADLINE); the document may still have been registered: search for it by localUid' };
+const TIMEOUT: CallbackErrorItem = {
+  code: 'ASYNC_RESPONSE_TIMEOUT',
+  message: 'the registry did not answer within the deadline (REGISTRY_DEADLINE); the document may still have been registered: search for it by localUid',
+};
 
 export class DeadlineStage {
   constructor(

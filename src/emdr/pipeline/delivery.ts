@@ -167,7 +167,10 @@ const RELEASE_STRANDED = statement(
 /** A stranded callback needs a worker stopped between two statements: looked for as rarely as a lease runs out. */
 const STRANDED_SWEEP_MS = 30_000;
 
-const EXTEND_CALLBACKS = statement('emdr_extend_callbacks', `update emdr_callbacks set leased_until = now() + $2 * interval '1 millisecond' where id = any($1::text[]) and state = 'pending'`);
+const EXTEND_CALLBACKS = statement(
+  'emdr_extend_callbacks',
+  `update emdr_callbacks set leased_until = now() + $2 * interval '1 millisecond' where id = any($1::text[]) and state = 'pending'`,
+);
 
 /** The opened credentials of a clinic, kept while its sealed secrets are the same. */
 interface OpenedCredentials {
@@ -200,13 +203,21 @@ export class DeliveryStage {
       this.lastSweep = Date.now();
       await this.context.sql.run(RELEASE_STRANDED);
     }
-    return this.context.sql.rows<ClaimedCallback>(CLAIM, [limit, this.context.leaseMs, this.context.retryScheduleMs[0] ?? 0, [...room.keys()], [...room.values()], perOrigin, [...full]]);
+    return this.context.sql.rows<ClaimedCallback>(CLAIM, [
+      limit,
+      this.context.leaseMs,
+      this.context.retryScheduleMs[0] ?? 0,
+      [...room.keys()],
+      [...room.values()],
+      perOrigin,
+      [...full],
+    ]);
   }
 
   private opened(row: ClaimedCallback): OpenedCredentials {
     const key = `${row.business_id}\u0000${row.user_name}`;
     const cached = this.credentials.get(key);
-    if (cached && cached.tokenSealed.equals(row.callback_token_sealed) && cached.secretSealed.equals(row.signing_secret_sealed)) return cached;
+    if (cached?.tokenSealed.equals(row.callback_token_sealed) && cached.secretSealed.equals(row.signing_secret_sealed)) return cached;
     const account = { businessId: row.business_id, user: row.user_name };
     const opened = {
       tokenSealed: row.callback_token_sealed,
@@ -242,7 +253,10 @@ export class DeliveryStage {
     };
     return tracer().inSpan('callback attempt', { kind: 'client', parent: row.trace_parent, attributes }, async (span) => {
       const outcome = await this.sender.attempt(this.outgoing(row));
-      span.setAttributes({ 'ehr_gateway.delivered': outcome.delivered, ...(outcome.httpStatus === undefined ? {} : { 'http.response.status_code': outcome.httpStatus }) });
+      span.setAttributes({
+        'ehr_gateway.delivered': outcome.delivered,
+        ...(outcome.httpStatus === undefined ? {} : { 'http.response.status_code': outcome.httpStatus }),
+      });
       if (!outcome.delivered) span.fail(outcome.httpStatus === undefined ? 'no answer' : `HTTP ${outcome.httpStatus}`);
       return outcome;
     });
@@ -257,7 +271,11 @@ export class DeliveryStage {
       const before = this.circuits.state(row.origin);
       this.circuits.record(row.origin, outcome.httpStatus !== undefined, admission.probe);
       const after = this.circuits.state(row.origin);
-      if (after !== before && after === 'open') this.context.logger.warn({ origin: row.origin, error: outcome.error }, 'callback receiver not answering: its circuit is open, its callbacks are postponed by the retry schedule until a probe is answered');
+      if (after !== before && after === 'open')
+        this.context.logger.warn(
+          { origin: row.origin, error: outcome.error },
+          'callback receiver not answering: its circuit is open, its callbacks are postponed by the retry schedule until a probe is answered',
+        );
       if (after !== before && after === 'closed') this.context.logger.info({ origin: row.origin }, 'callback receiver answers again: its circuit is closed');
     }
     return { row, outcome };
@@ -275,7 +293,9 @@ export class DeliveryStage {
     // Delivered callbacks with one after them (lifecycle.ts): that one may go now.
     const withNext = delivered.filter((row) => row.sequence < CALLBACKS[claimed.get(row.id)!.operation].length);
     // Delivered file callbacks: their requests' copies of the file may go.
-    const fileDelivered = delivered.filter((row) => FILE_CALLBACKS.includes(claimed.get(row.id)!.name as (typeof FILE_CALLBACKS)[number])).map((row) => row.queue_message_id);
+    const fileDelivered = delivered
+      .filter((row) => FILE_CALLBACKS.includes(claimed.get(row.id)!.name as (typeof FILE_CALLBACKS)[number]))
+      .map((row) => row.queue_message_id);
     const retries = outcomes.flatMap((outcome) => (outcome.delivered || outcome.retryInMs === null ? [] : [outcome.retryInMs]));
     if (withNext.length === 0 && fileDelivered.length === 0) return { released: 0, retries };
     const followUp = await retryOnDeadlock(() =>
@@ -294,12 +314,23 @@ export class DeliveryStage {
     for (const outcome of outcomes) {
       if (outcome.delivered) continue;
       const row = rows.get(outcome.id)!;
-      const fields = { queueMessageId: row.queue_message_id, callback: row.name, webhookId: row.id, url: row.url, httpStatus: outcome.httpStatus, error: outcome.error };
+      const fields = {
+        queueMessageId: row.queue_message_id,
+        callback: row.name,
+        webhookId: row.id,
+        url: row.url,
+        httpStatus: outcome.httpStatus,
+        error: outcome.error,
+      };
       runInRequest({ requestId: row.request_id }, () => {
         // A postponement is one line per callback of a receiver already logged as not answering: debug.
         if (outcome.postponed) this.context.logger.debug({ ...fields, nextAttemptInMs: outcome.retryInMs }, 'callback attempt postponed: circuit open');
         else this.context.logger.warn({ ...fields, nextAttemptInMs: outcome.retryInMs }, 'callback attempt failed');
-        if (exhausted.has(row.id)) this.context.logger.warn(fields, 'callback failed: retry schedule exhausted; replay it from /console, POST /api/messages/{id}/replay or ehr-gateway callbacks replay');
+        if (exhausted.has(row.id))
+          this.context.logger.warn(
+            fields,
+            'callback failed: retry schedule exhausted; replay it from /console, POST /api/messages/{id}/replay or ehr-gateway callbacks replay',
+          );
       });
     }
   }
@@ -324,16 +355,21 @@ export class DeliveryStage {
   readonly extend = (batch: ClaimedCallback[]) => this.context.sql.run(EXTEND_CALLBACKS, [batch.map((row) => row.id), this.context.leaseMs]);
 }
 
-function recordOutcomes(sql: Sql, outcomes: readonly AttemptOutcome[]): Promise<Array<{ id: string; queue_message_id: string; sequence: number; state: string }>> {
-  return retryOnDeadlock(() => sql.rows(RECORD, [
-    outcomes.map((outcome) => outcome.id),
-    outcomes.map((outcome) => outcome.delivered),
-    outcomes.map((outcome) => outcome.httpStatus ?? null),
-    outcomes.map((outcome) => outcome.error ?? null),
-    outcomes.map((outcome) => outcome.at),
-    outcomes.map((outcome) => outcome.retryInMs),
-    outcomes.map((outcome) => outcome.durationMs),
-  ]));
+function recordOutcomes(
+  sql: Sql,
+  outcomes: readonly AttemptOutcome[],
+): Promise<Array<{ id: string; queue_message_id: string; sequence: number; state: string }>> {
+  return retryOnDeadlock(() =>
+    sql.rows(RECORD, [
+      outcomes.map((outcome) => outcome.id),
+      outcomes.map((outcome) => outcome.delivered),
+      outcomes.map((outcome) => outcome.httpStatus ?? null),
+      outcomes.map((outcome) => outcome.error ?? null),
+      outcomes.map((outcome) => outcome.at),
+      outcomes.map((outcome) => outcome.retryInMs),
+      outcomes.map((outcome) => outcome.durationMs),
+    ]),
+  );
 }
 
 /**

@@ -37,7 +37,7 @@ export const demandContent: OperationHandler = {
   result(request, outcome) {
     const metadata = request.metadata as DemandMetadata;
     const base = { queueMessageId: request.queue_message_id, clientMessageId: metadata.clientMessageId, emdrId: metadata.emdrId };
-    const failed = (errors: typeof NO_SUCH_ITEM[]) => ({ state: 'failed' as const, errors, keepFiles: false, payload: withErrors(base, errors) });
+    const failed = (errors: (typeof NO_SUCH_ITEM)[]) => ({ state: 'failed' as const, errors, keepFiles: false, payload: withErrors(base, errors) });
     if (!outcome.ok) return failed(outcome.errors);
     if (!('file' in outcome)) return failed([{ code: 'INTERNAL_ERROR', message: 'the registry answered a demand with a registration' }]);
     const { file } = outcome;
@@ -49,7 +49,9 @@ export const demandContent: OperationHandler = {
       emdrId: metadata.emdrId,
       keepFiles: true,
       payload: { ...base, status: 'success', document: { localUid: file.localUid, kind: file.kind, version: file.version, fileName: file.fileName } },
-      ...(basis === 'own-organization' ? {} : { disclosure: { emdrId: metadata.emdrId, deliveredEmdrId: file.emdrId, organization: file.organization, basis } }),
+      ...(basis === 'own-organization'
+        ? {}
+        : { disclosure: { emdrId: metadata.emdrId, deliveredEmdrId: file.emdrId, organization: file.organization, basis } }),
     };
   },
 };

@@ -31,7 +31,11 @@ export interface SignaturesToCheck {
   documentCreatedAt?: number;
 }
 
-export type DocumentCheckRequest = { begin: SignaturesToCheck } | { chunk: Uint8Array } | { end: true } | { document: Uint8Array; signatures: SignaturesToCheck };
+export type DocumentCheckRequest =
+  | { begin: SignaturesToCheck }
+  | { chunk: Uint8Array }
+  | { end: true }
+  | { document: Uint8Array; signatures: SignaturesToCheck };
 export type DocumentCheckAnswer = { more: true } | { done: true; failure?: string; findings: SignatureFinding[] };
 
 /** Thrown from a handler to stop the parser at once. */
@@ -109,7 +113,11 @@ class DocumentCheck {
   private readonly signatures: DocumentSignatureCheck;
 
   constructor({ signatures, now, documentCreatedAt }: SignaturesToCheck) {
-    this.signatures = new DocumentSignatureCheck(signatures, { now, ...(documentCreatedAt === undefined ? {} : { documentCreatedAt }), ...(anchors ? { trustAnchors: anchors } : {}) });
+    this.signatures = new DocumentSignatureCheck(signatures, {
+      now,
+      ...(documentCreatedAt === undefined ? {} : { documentCreatedAt }),
+      ...(anchors ? { trustAnchors: anchors } : {}),
+    });
   }
 
   /** Whether any check still needs more of the document. */

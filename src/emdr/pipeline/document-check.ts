@@ -69,7 +69,11 @@ class CheckWorker {
   constructor(settings: DocumentCheckSettings) {
     const workerData: DocumentCheckWorkerData = { maxDepth: settings.maxDepth, ...(settings.trustAnchors ? { trustAnchors: [...settings.trustAnchors] } : {}) };
     // No execArgv: the parent's loaders (tsx) are not needed to run the worker.
-    this.thread = new Worker(WORKER_URL, { workerData, execArgv: [], resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB, maxYoungGenerationSizeMb: WORKER_YOUNG_MB } });
+    this.thread = new Worker(WORKER_URL, {
+      workerData,
+      execArgv: [],
+      resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB, maxYoungGenerationSizeMb: WORKER_YOUNG_MB },
+    });
     this.thread.unref();
     this.thread.on('message', (answer: DocumentCheckAnswer) => this.answer?.(answer));
     this.thread.on('error', (error) => this.die(error));
@@ -107,7 +111,8 @@ class CheckWorker {
  * whole, and which may be Node's shared pool) is copied first. Moved, they leave this thread at once.
  */
 function movable(bytes: Uint8Array): Uint8Array {
-  const ownsBuffer = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.byteLength > 0 && !(bytes.buffer instanceof SharedArrayBuffer);
+  const ownsBuffer =
+    bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.byteLength > 0 && !(bytes.buffer instanceof SharedArrayBuffer);
   return ownsBuffer ? bytes : new Uint8Array(bytes);
 }
 
@@ -142,7 +147,11 @@ export class DocumentCheckPool {
 
   /** The XML and signature checks of a document: the whole document, or its slices. */
   async check(document: Uint8Array | AsyncIterable<Uint8Array>, options: DocumentCheckOptions): Promise<DocumentCheckOutcome> {
-    const signatures: SignaturesToCheck = { signatures: options.signatures ?? [], now: Date.now(), ...(options.documentCreatedAt === undefined ? {} : { documentCreatedAt: options.documentCreatedAt }) };
+    const signatures: SignaturesToCheck = {
+      signatures: options.signatures ?? [],
+      now: Date.now(),
+      ...(options.documentCreatedAt === undefined ? {} : { documentCreatedAt: options.documentCreatedAt }),
+    };
     // The budget is the check's own: it starts when a worker takes the document, not while it waits for one.
     const worker = await this.acquire(options.turnOf ?? '');
     let timer: NodeJS.Timeout | undefined;

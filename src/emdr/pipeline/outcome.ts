@@ -74,8 +74,14 @@ export class OutcomeRecorder implements OutcomeSink {
       receipts.push('recorded');
     }
     // A span per answer recorded, in its request's trace: the result the clinic's result callback carries.
-    const spans = tracer().enabled ? settlements.map((settlement) => tracer().startSpan(`registry ${by}`, stageSpan(byId.get(settlement.queueMessageId)!, { 'ehr_gateway.state': settlement.state }))) : [];
-    const settled = await settle(this.context.sql, by, settlements).finally(() => spans.forEach((span) => span.end()));
+    const spans = tracer().enabled
+      ? settlements.map((settlement) =>
+          tracer().startSpan(`registry ${by}`, stageSpan(byId.get(settlement.queueMessageId)!, { 'ehr_gateway.state': settlement.state })),
+        )
+      : [];
+    const settled = await settle(this.context.sql, by, settlements).finally(() => {
+      for (const span of spans) span.end();
+    });
     this.onSettled(settled);
     // Moved on by another worker or answer in the meantime: a duplicate after all.
     return receipts.map((receipt, index) => (receipt === 'recorded' && !settled.moved.has(outcomes[index]!.messageId.toLowerCase()) ? 'duplicate' : receipt));

@@ -37,7 +37,12 @@ type AcceptanceCheckContext = Pick<AcceptanceContext, 'sql' | 'documents' | 'xml
 function signaturesOf(request: RegisterDocumentUnderCheck): NamedSignature[] {
   return [
     { name: 'signature', bytes: request.signature ?? Buffer.alloc(0) },
-    ...(request.personalSignatures ?? []).map((item, index) => ({ name: `personalSignatures/${index}/signature`, bytes: Buffer.from(item.signature, 'base64'), personal: true, signer: item.signer })),
+    ...(request.personalSignatures ?? []).map((item, index) => ({
+      name: `personalSignatures/${index}/signature`,
+      bytes: Buffer.from(item.signature, 'base64'),
+      personal: true,
+      signer: item.signer,
+    })),
   ];
 }
 
@@ -58,7 +63,10 @@ async function documentStep(context: AcceptanceCheckContext, request: RegisterDo
   });
   if (outcome.limitFailure !== undefined) return { errors: [{ code: 'DOCUMENT_CHECK_LIMIT', message: outcome.limitFailure }], warnings: [] };
   return {
-    errors: [...(outcome.xmlFailure === undefined ? [] : [{ code: 'XML_NOT_WELL_FORMED' as const, message: outcome.xmlFailure.slice(0, 300) }]), ...outcome.signatureFindings],
+    errors: [
+      ...(outcome.xmlFailure === undefined ? [] : [{ code: 'XML_NOT_WELL_FORMED' as const, message: outcome.xmlFailure.slice(0, 300) }]),
+      ...outcome.signatureFindings,
+    ],
     warnings: context.documents.checksChains ? [] : [CHAIN_NOT_CHECKED],
   };
 }
@@ -81,7 +89,13 @@ export async function registerDocumentAcceptance(context: AcceptanceCheckContext
   if (request.intakeErrors && request.intakeErrors.length > 0) return { errors: request.intakeErrors, warnings: [] };
   const document = await documentStep(context, request);
   return {
-    errors: [...kindFindings(request.metadata.kind, request.metadata.creationDateTime), ...document.errors, ...snilsStep(request), ...creationDateStep(request), ...uniquenessStep(request)],
+    errors: [
+      ...kindFindings(request.metadata.kind, request.metadata.creationDateTime),
+      ...document.errors,
+      ...snilsStep(request),
+      ...creationDateStep(request),
+      ...uniquenessStep(request),
+    ],
     warnings: document.warnings,
   };
 }

@@ -26,7 +26,11 @@ export const registerDocument: OperationHandler = {
   },
 
   acceptancePayload(request, { warnings }) {
-    return { queueMessageId: request.queue_message_id, localUid: (request.metadata as RegisterMetadata).localUid, ...(warnings.length > 0 ? { warnings } : {}) };
+    return {
+      queueMessageId: request.queue_message_id,
+      localUid: (request.metadata as RegisterMetadata).localUid,
+      ...(warnings.length > 0 ? { warnings } : {}),
+    };
   },
 
   submit(registry, request) {
@@ -51,7 +55,13 @@ export const registerDocument: OperationHandler = {
     if (outcome.ok && 'registration' in outcome) {
       const { emdrId, registrationDateTime, storeTillDate, registrationWarnings } = outcome.registration;
       const registrySaid = { ...(storeTillDate === undefined ? {} : { storeTillDate }), ...(registrationWarnings?.length ? { registrationWarnings } : {}) };
-      return { state: 'completed', errors: [], emdrId, keepFiles: false, payload: { ...base, status: 'success', emdrId, registrationDateTime, ...registrySaid } };
+      return {
+        state: 'completed',
+        errors: [],
+        emdrId,
+        keepFiles: false,
+        payload: { ...base, status: 'success', emdrId, registrationDateTime, ...registrySaid },
+      };
     }
     const errors = outcome.ok ? [{ code: 'INTERNAL_ERROR' as const, message: 'the registry answered a registration with a file' }] : outcome.errors;
     return { state: 'failed', errors, keepFiles: false, payload: withErrors(base, errors) };

@@ -13,16 +13,25 @@ export const FILE_SLICE_BYTES = 3 * 16 * 1024;
 /** The files a request row of emdr_requests keeps. */
 export type RequestFile = 'document' | 'signature';
 
-const SIZES = statement('emdr_request_file_sizes', 'select octet_length(document) as document, octet_length(signature) as signature from emdr_requests where queue_message_id = $1');
+const SIZES = statement(
+  'emdr_request_file_sizes',
+  'select octet_length(document) as document, octet_length(signature) as signature from emdr_requests where queue_message_id = $1',
+);
 const SLICES = {
   document: {
     bytes: statement('emdr_document_slice', 'select substring(document from $2 for $3) as slice from emdr_requests where queue_message_id = $1'),
     // PostgreSQL's base64 breaks lines every 76 characters; JSON wants one line.
-    base64: statement('emdr_document_slice_base64', `select translate(encode(substring(document from $2 for $3), 'base64'), E'\\n', '') as slice from emdr_requests where queue_message_id = $1`),
+    base64: statement(
+      'emdr_document_slice_base64',
+      `select translate(encode(substring(document from $2 for $3), 'base64'), E'\\n', '') as slice from emdr_requests where queue_message_id = $1`,
+    ),
   },
   signature: {
     bytes: statement('emdr_signature_slice', 'select substring(signature from $2 for $3) as slice from emdr_requests where queue_message_id = $1'),
-    base64: statement('emdr_signature_slice_base64', `select translate(encode(substring(signature from $2 for $3), 'base64'), E'\\n', '') as slice from emdr_requests where queue_message_id = $1`),
+    base64: statement(
+      'emdr_signature_slice_base64',
+      `select translate(encode(substring(signature from $2 for $3), 'base64'), E'\\n', '') as slice from emdr_requests where queue_message_id = $1`,
+    ),
   },
 } as const;
 

@@ -37,7 +37,10 @@ export class SubmissionStage {
         try {
           submission = await tracer().inSpan('registry submission', stageSpan(request), async (span) => {
             const submitted = await handler.submit(this.context.registry, request);
-            span.setAttributes({ 'ehr_gateway.verdict': submitted.accepted ? 'submitted' : 'refused', ...(submitted.accepted ? {} : { 'ehr_gateway.error_codes': submitted.errors.map((error) => error.code).join(' ') }) });
+            span.setAttributes({
+              'ehr_gateway.verdict': submitted.accepted ? 'submitted' : 'refused',
+              ...(submitted.accepted ? {} : { 'ehr_gateway.error_codes': submitted.errors.map((error) => error.code).join(' ') }),
+            });
             return submitted;
           });
         } catch (error) {

@@ -2,7 +2,17 @@ import { randomBytes } from 'node:crypto';
 import { retryOnDeadlock, statement, type Queryable, type Statement } from '../../db/sql.js';
 import type { CallbackErrorItem } from '../codes.js';
 import type { AccessBasis } from '../access.js';
-import { callbackOf, sourceStates, sqlList, STAGES, TRANSITIONS, type Operation, type RequestStageName, type RequestState, type TransitionMaker } from './lifecycle.js';
+import {
+  callbackOf,
+  sourceStates,
+  sqlList,
+  STAGES,
+  TRANSITIONS,
+  type Operation,
+  type RequestStageName,
+  type RequestState,
+  type TransitionMaker,
+} from './lifecycle.js';
 import { callbackUrl } from './requests.js';
 
 /**
@@ -17,8 +27,12 @@ const claimable = (alias: string) => `${alias}.available_at <= now() and (${alia
 
 /** What every claim of requests returns (ClaimedRequestRow), and the stage's own `returning` (`r` is the request). */
 const claimedColumns = (returning: string) => `r.queue_message_id, r.client_id, r.operation, r.state, r.callback_url, r.metadata, r.claims, r.trace_parent,
-               (select k.organizations from emdr_clients k where k.id = r.client_id) as organizations${returning ? `,
-               ${returning}` : ''}`;
+               (select k.organizations from emdr_clients k where k.id = r.client_id) as organizations${
+                 returning
+                   ? `,
+               ${returning}`
+                   : ''
+               }`;
 
 /**
  * A stage's claim: up to $1 requests in the stage's state whose time has come, oldest first, leased
@@ -208,7 +222,8 @@ function settleColumns(by: TransitionMaker, settlements: readonly Settlement[]):
   const columns: unknown[][] = COLUMNS.map(() => []);
   for (const settlement of settlements) {
     const phase = TRANSITIONS.find((candidate) => candidate.by === by && candidate.to === settlement.state && 'emits' in candidate);
-    if (!TRANSITIONS.some((candidate) => candidate.by === by && candidate.to === settlement.state)) throw new Error(`the lifecycle has no transition to ${settlement.state} by ${by}`);
+    if (!TRANSITIONS.some((candidate) => candidate.by === by && candidate.to === settlement.state))
+      throw new Error(`the lifecycle has no transition to ${settlement.state} by ${by}`);
     const callback = phase && 'emits' in phase ? callbackOf(settlement.operation, phase.emits) : undefined;
     if (callback && settlement.payload === undefined) throw new Error(`${by} → ${settlement.state} emits ${callback.name}: a payload is needed`);
     const values = [
@@ -228,7 +243,9 @@ function settleColumns(by: TransitionMaker, settlements: readonly Settlement[]):
       settlement.disclosure?.organization ?? null,
       settlement.disclosure?.basis ?? null,
     ];
-    values.forEach((value, index) => columns[index]!.push(value));
+    values.forEach((value, index) => {
+      columns[index]!.push(value);
+    });
   }
   return columns;
 }

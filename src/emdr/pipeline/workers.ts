@@ -93,9 +93,27 @@ export async function startWorkers(
     return stage;
   };
   /** A stage shared fairly by key: as many items in hand as `loops` batches of the table's size, at most half of them of one key. */
-  const fairStageOf = <T, R>(name: 'acceptance' | 'delivery', handler: { claim: FairStageOptions<T, R>['claim']; keyOf(item: T): string; process(item: T): Promise<R>; settle(results: R[]): Promise<void>; extend(items: T[]): Promise<unknown> }): RunningStage => {
+  const fairStageOf = <T, R>(
+    name: 'acceptance' | 'delivery',
+    handler: {
+      claim: FairStageOptions<T, R>['claim'];
+      keyOf(item: T): string;
+      process(item: T): Promise<R>;
+      settle(results: R[]): Promise<void>;
+      extend(items: T[]): Promise<unknown>;
+    },
+  ): RunningStage => {
     const capacity = STAGES[name].batch * loops;
-    return new FairStage<T, R>({ name, capacity, perKey: Math.max(1, Math.floor(capacity / 2)), settleGroup: STAGES[name].batch, idlePollMs: STAGES[name].idlePollMs, leaseMs: context.leaseMs, logger: context.logger, ...handler });
+    return new FairStage<T, R>({
+      name,
+      capacity,
+      perKey: Math.max(1, Math.floor(capacity / 2)),
+      settleGroup: STAGES[name].batch,
+      idlePollMs: STAGES[name].idlePollMs,
+      leaseMs: context.leaseMs,
+      logger: context.logger,
+      ...handler,
+    });
   };
   Object.assign(stages, {
     acceptance: fairStageOf<ClaimedForAcceptance, Checked>('acceptance', {
@@ -131,7 +149,14 @@ export async function startWorkers(
   const all = Object.values(stages);
   // Only the stage the work is for: every woken loop costs a claim statement, and the intake announces new requests up to 200 times a second.
   const woken = (payload: string) => (payload === WORK.requests ? [stages.acceptance] : payload === WORK.callbacks ? [stages.delivery] : all);
-  const listening = await listen(context.databaseUrl, WORK_CHANNEL, (payload) => woken(payload).forEach((stage) => stage.wake()), context.logger);
+  const listening = await listen(
+    context.databaseUrl,
+    WORK_CHANNEL,
+    (payload) => {
+      for (const stage of woken(payload)) stage.wake();
+    },
+    context.logger,
+  );
   for (const stage of all) stage.start();
   const stopStages = async () => {
     await listening.stop();

@@ -26,7 +26,9 @@ export function kindFindings(code: string, creationDateTime: string, kinds: Read
   const date = creationDateTime.slice(0, 10);
   if (date < kind.validFrom || (kind.validTo !== undefined && date >= kind.validTo)) {
     const period = kind.validTo === undefined ? `from ${kind.validFrom}` : `from ${kind.validFrom} until ${kind.validTo}`;
-    return [{ code: 'NO_DOCUMENT_KIND_ON_DATE', message: `kind: ${code} (${kind.name}) is registered ${period}, not on ${date}, the document's creation date` }];
+    return [
+      { code: 'NO_DOCUMENT_KIND_ON_DATE', message: `kind: ${code} (${kind.name}) is registered ${period}, not on ${date}, the document's creation date` },
+    ];
   }
   return [];
 }

@@ -91,7 +91,10 @@ const REGISTER = statement(
    on conflict (message_id) do nothing`,
 );
 const EARLIER = statement('registry_earlier', 'select emdr_id from emdr_registry_documents where request_key = $1');
-const LOCK_REPLACED = statement('registry_lock_replaced', 'select organization, superseded_by, version from emdr_registry_documents where emdr_id = $1 for update');
+const LOCK_REPLACED = statement(
+  'registry_lock_replaced',
+  'select organization, superseded_by, version from emdr_registry_documents where emdr_id = $1 for update',
+);
 const SUPERSEDE = statement('registry_supersede', 'update emdr_registry_documents set superseded_by = $2 where emdr_id = $1');
 const ANSWER = statement(
   'registry_answer',
@@ -126,7 +129,10 @@ const CLAIM_ANSWERS = statement(
      from due d where a.message_id = d.message_id and a.message_id <> all($3::uuid[])
    returning a.message_id::text, a.outcome`,
 );
-const EXTEND_ANSWERS = statement('registry_extend_answers', `update emdr_registry_answers set available_at = now() + $2 * interval '1 millisecond' where message_id = any($1::uuid[])`);
+const EXTEND_ANSWERS = statement(
+  'registry_extend_answers',
+  `update emdr_registry_answers set available_at = now() + $2 * interval '1 millisecond' where message_id = any($1::uuid[])`,
+);
 const NEXT_ANSWER = statement('registry_next_answer', 'select (extract(epoch from min(available_at)) * 1000)::float8 as at from emdr_registry_answers');
 const SEARCH = statement(
   'registry_search',
@@ -140,7 +146,10 @@ const SEARCH = statement(
 );
 
 /** A queued answer: a registration's outcome, or a demand whose file is fetched when the answer falls due. */
-type StoredAnswer = Omit<Extract<RegistryOutcome, { ok: true; registration: unknown }>, 'messageId'> | { ok: false; errors: RegistryErrorItem[] } | { ok: true; demand: string };
+type StoredAnswer =
+  | Omit<Extract<RegistryOutcome, { ok: true; registration: unknown }>, 'messageId'>
+  | { ok: false; errors: RegistryErrorItem[] }
+  | { ok: true; demand: string };
 
 const ANSWER_BATCH = 64;
 /** Answers due come from this process's submissions (it wakes its loop) or, after a worker stopped, back from its lease: looked for this often. */
@@ -211,7 +220,10 @@ export class BuiltInRegistry implements RegistryPort {
       setImmediate(() => {
         this.flushScheduled = false;
         const batch = this.queued.splice(0);
-        this.register(this.sql, batch.map((item) => ({ submission: item.submission, version: 1 }))).then(
+        this.register(
+          this.sql,
+          batch.map((item) => ({ submission: item.submission, version: 1 })),
+        ).then(
           () => {
             for (const item of batch) item.done();
             this.answered();
@@ -258,7 +270,8 @@ export class BuiltInRegistry implements RegistryPort {
       if (!replaced || replaced.organization !== input.organization) {
         return { ok: false, errors: [{ code: 'REGISTRY_ITEM_NOT_FOUND', message: 'the document named in replaces is not registered' }] };
       }
-      if (replaced.superseded_by !== null) return { ok: false, errors: [{ code: 'CANT_REG_VERSION', message: 'the document named in replaces is not the current version' }] };
+      if (replaced.superseded_by !== null)
+        return { ok: false, errors: [{ code: 'CANT_REG_VERSION', message: 'the document named in replaces is not the current version' }] };
       await this.register(trx, [{ submission: input, version: replaced.version + 1 }]);
       const registered = await trx.row<{ emdr_id: string }>(EARLIER, [input.messageId]);
       if (registered) await trx.run(SUPERSEDE, [input.replaces, registered.emdr_id]);

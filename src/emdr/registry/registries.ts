@@ -10,5 +10,11 @@ export function createRegistry(config: Config, sql: Sql, logger: Logger): Regist
   if (config.registry === 'remd') {
     return new RemdRegistry({ config: config.remd!, logger, connectionLimits: config.connectionLimits, documentLimitBytes: config.bodyLimitBytes });
   }
-  return new BuiltInRegistry(sql, { latencyMs: config.registryLatencyMs, fail: config.registryFail, answerDelayMs: config.registryAnswerDelayMs, leaseMs: config.jobExpiryMs, logger });
+  return new BuiltInRegistry(sql, {
+    latencyMs: config.registryLatencyMs,
+    fail: config.registryFail,
+    answerDelayMs: config.registryAnswerDelayMs,
+    leaseMs: config.jobExpiryMs,
+    logger,
+  });
 }

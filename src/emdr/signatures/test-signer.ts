@@ -126,6 +126,8 @@ export function createTestSigner(options: TestCertificateOptions): TestSigner {
 
 /** PEM of a DER certificate. */
 export function certificatePem(der: Uint8Array): string {
-  const lines = Buffer.from(der).toString('base64').match(/.{1,64}/g)!;
+  const lines = Buffer.from(der)
+    .toString('base64')
+    .match(/.{1,64}/g)!;
   return `-----BEGIN CERTIFICATE-----\n${lines.join('\n')}\n-----END CERTIFICATE-----\n`;
 }

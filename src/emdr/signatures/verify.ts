@@ -17,7 +17,15 @@
  * Node, with `.ts` specifiers (Node runs it with types stripped under the tests).
  */
 import type { ErrorCode } from '../codes.ts';
-import { certificateSignatureDigest, createDigest, digestOf, signatureVerifies, UnsupportedAlgorithm, type Digest, type SignedBytes } from './crypto/algorithms.ts';
+import {
+  certificateSignatureDigest,
+  createDigest,
+  digestOf,
+  signatureVerifies,
+  UnsupportedAlgorithm,
+  type Digest,
+  type SignedBytes,
+} from './crypto/algorithms.ts';
 import { KEY_USAGE, parseSignedData, SignatureFormatError, type Certificate, type SignerInfo } from './cms/cms.ts';
 
 export interface SignatureFinding {
@@ -89,7 +97,9 @@ export class DocumentSignatureCheck {
 
   constructor(signatures: readonly NamedSignature[], policy: VerificationPolicy) {
     this.policy = policy;
-    signatures.forEach((signature, order) => this.accept(order, signature));
+    signatures.forEach((signature, order) => {
+      this.accept(order, signature);
+    });
   }
 
   /** Whether any signature is left whose verification needs the document. */
@@ -119,7 +129,8 @@ export class DocumentSignatureCheck {
       if (signedData.attached) return { code: 'WRONG_SIGNATURE_FORMAT', message: `${name} carries the signed content: send a detached signature` };
       if (signedData.signers.length === 0) return { code: 'NO_SIGNATURE', message: `${name} has no signer` };
       // The registry takes one signer per container: each signer signs in a container of its own.
-      if (signedData.signers.length > 1) return { code: 'MULTIPLE_SIGNERS', message: `${name} holds ${signedData.signers.length} signers: send each signature in a container of its own` };
+      if (signedData.signers.length > 1)
+        return { code: 'MULTIPLE_SIGNERS', message: `${name} holds ${signedData.signers.length} signers: send each signature in a container of its own` };
       const signer = signedData.signers[0]!;
       const oid = signer.digestAlgorithm.oid;
       if (!this.digests.has(oid)) {
@@ -144,7 +155,10 @@ export class DocumentSignatureCheck {
     if (attributes) {
       if (!attributes.messageDigest) return { code: 'SIGNATURE_VERIFICATION_ERROR', message: `${name}: the signed attributes have no messageDigest` };
       if (!documentDigest.equals(attributes.messageDigest)) {
-        return { code: 'SIGNATURE_VERIFICATION_ERROR', message: `${name}: the document's digest does not match the signed messageDigest (the signature was made over other bytes)` };
+        return {
+          code: 'SIGNATURE_VERIFICATION_ERROR',
+          message: `${name}: the document's digest does not match the signed messageDigest (the signature was made over other bytes)`,
+        };
       }
       signed = { digest: digestOf(digestOid, attributes.der)!, digestOid, data: attributes.der };
     }
@@ -155,11 +169,17 @@ export class DocumentSignatureCheck {
     const at = signingTime ?? this.policy.now;
     if (at < certificate.notBefore || at > certificate.notAfter) {
       const when = signingTime === undefined ? 'at intake' : 'at the signing time';
-      return { code: 'SIGNATURE_VERIFICATION_ERROR', message: `${name}: the signer's certificate is not valid ${when}, ${iso(at)} (valid from ${iso(certificate.notBefore)} to ${iso(certificate.notAfter)})` };
+      return {
+        code: 'SIGNATURE_VERIFICATION_ERROR',
+        message: `${name}: the signer's certificate is not valid ${when}, ${iso(at)} (valid from ${iso(certificate.notBefore)} to ${iso(certificate.notAfter)})`,
+      };
     }
     const anchors = this.policy.trustAnchors;
     if (anchors && !chainsToAnchor(certificate, certificates, anchors, at, this.verifies)) {
-      return { code: 'CANT_BUILD_CERT_CHAIN_TO_ACCREDITED_CA_CERT', message: `${name}: the signer's certificate does not chain to a certificate this gateway trusts` };
+      return {
+        code: 'CANT_BUILD_CERT_CHAIN_TO_ACCREDITED_CA_CERT',
+        message: `${name}: the signer's certificate does not chain to a certificate this gateway trusts`,
+      };
     }
     return registryRules(pending.signature, certificate, this.policy);
   }
@@ -187,7 +207,10 @@ function registryRules(signature: NamedSignature, certificate: Certificate, poli
     return { code: created < certificate.notBefore ? 'DOC_DATE_MISMATCH_CERT_NOT_BEFORE' : 'DOC_DATE_MISMATCH_CERT_NOT_AFTER', message };
   }
   if (signature.personal && (policy.now < certificate.notBefore || policy.now > certificate.notAfter)) {
-    return { code: 'PERSONAL_SIG_CERT_NOT_ACTUAL_ON_CHECK_DT', message: `${name}: the signer's certificate is not valid at the check, ${iso(policy.now)} (${validity})` };
+    return {
+      code: 'PERSONAL_SIG_CERT_NOT_ACTUAL_ON_CHECK_DT',
+      message: `${name}: the signer's certificate is not valid at the check, ${iso(policy.now)} (${validity})`,
+    };
   }
   const mismatch = signature.signer ? signerMismatch(signature.signer, certificate) : undefined;
   if (mismatch) return { code: 'VALUE_MISMATCH_METADATA_AND_CERTIFICATE', message: `${name}: the signer block's ${mismatch} differs from the certificate's` };
@@ -203,7 +226,12 @@ function signerMismatch(signer: SignerBlock, certificate: Certificate): string |
   if (subject.snils !== undefined && subject.snils.replace(/\D/g, '') !== signer.snils.replace(/\D/g, '')) return 'snils';
   if (subject.surname !== undefined && signer.lastName !== undefined && nameKey(subject.surname) !== nameKey(signer.lastName)) return 'lastName';
   // Russian qualified certificates write the given name and the patronymic together in givenName (Приказ ФСБ № 795).
-  if (subject.givenName !== undefined && signer.firstName !== undefined && nameKey(subject.givenName) !== nameKey(`${signer.firstName} ${signer.middleName ?? ''}`)) return 'firstName and middleName';
+  if (
+    subject.givenName !== undefined &&
+    signer.firstName !== undefined &&
+    nameKey(subject.givenName) !== nameKey(`${signer.firstName} ${signer.middleName ?? ''}`)
+  )
+    return 'firstName and middleName';
   return undefined;
 }
 
@@ -214,7 +242,11 @@ function acrossSignatures(pending: readonly PendingSigner[]): Array<{ order: num
     const earlier = pending.slice(0, index);
     const certificate = current.certificate;
     const twin = certificate && earlier.find((other) => other.certificate !== undefined && Buffer.from(other.certificate.der).equals(certificate.der));
-    if (twin) findings.push({ order: current.order, finding: { code: 'SIGNATURE_DUPLICATION', message: `${current.name} is made with the same certificate as ${twin.name}` } });
+    if (twin)
+      findings.push({
+        order: current.order,
+        finding: { code: 'SIGNATURE_DUPLICATION', message: `${current.name} is made with the same certificate as ${twin.name}` },
+      });
     const digest = current.signer.signedAttributes?.messageDigest;
     const other =
       digest &&
@@ -223,7 +255,13 @@ function acrossSignatures(pending: readonly PendingSigner[]): Array<{ order: num
         return candidate.signer.digestAlgorithm.oid === current.signer.digestAlgorithm.oid && theirs !== undefined && !Buffer.from(theirs).equals(digest);
       });
     if (other) {
-      findings.push({ order: current.order, finding: { code: 'INCONSISTENT_DIGESTS', message: `${current.name} signs another document digest than ${other.name} with the same digest algorithm: signatures of different documents` } });
+      findings.push({
+        order: current.order,
+        finding: {
+          code: 'INCONSISTENT_DIGESTS',
+          message: `${current.name} signs another document digest than ${other.name} with the same digest algorithm: signatures of different documents`,
+        },
+      });
     }
   });
   return findings;
@@ -237,7 +275,10 @@ function guarded(name: string, step: () => SignatureFinding | undefined): Signat
     return step();
   } catch (error) {
     if (error instanceof BudgetSpent) {
-      return { code: 'DOCUMENT_CHECK_LIMIT', message: `${name}: not verified: the document's signatures and their chains need more than ${MAX_SIGNATURE_VERIFICATIONS} verifications, the limit` };
+      return {
+        code: 'DOCUMENT_CHECK_LIMIT',
+        message: `${name}: not verified: the document's signatures and their chains need more than ${MAX_SIGNATURE_VERIFICATIONS} verifications, the limit`,
+      };
     }
     if (error instanceof UnsupportedAlgorithm) return { code: 'UNKNOWN_ALGORITHM', message: `${name}: unsupported ${error.message}` };
     if (error instanceof SignatureFormatError) return { code: 'SIGNATURE_DECODING_ERROR', message: `${name} is not a CMS SignedData: ${error.message}` };
@@ -247,7 +288,8 @@ function guarded(name: string, step: () => SignatureFinding | undefined): Signat
 
 function identifies(signer: SignerInfo, certificate: Certificate): boolean {
   const sid = signer.sid;
-  if ('subjectKeyIdentifier' in sid) return certificate.subjectKeyIdentifier !== undefined && Buffer.from(sid.subjectKeyIdentifier).equals(certificate.subjectKeyIdentifier);
+  if ('subjectKeyIdentifier' in sid)
+    return certificate.subjectKeyIdentifier !== undefined && Buffer.from(sid.subjectKeyIdentifier).equals(certificate.subjectKeyIdentifier);
   return Buffer.from(sid.issuer).equals(certificate.issuer) && Buffer.from(sid.serial).equals(certificate.serial);
 }
 
@@ -259,7 +301,12 @@ function issued(issuer: Certificate, subject: Certificate, at: number, verifies:
   const digestOid = certificateSignatureDigest(subject.signatureAlgorithm);
   if (!digestOid) return false;
   try {
-    return verifies(issuer.publicKey, subject.signatureAlgorithm, { digest: digestOf(digestOid, subject.tbs)!, digestOid, data: subject.tbs }, subject.signature);
+    return verifies(
+      issuer.publicKey,
+      subject.signatureAlgorithm,
+      { digest: digestOf(digestOid, subject.tbs)!, digestOid, data: subject.tbs },
+      subject.signature,
+    );
   } catch (error) {
     if (error instanceof UnsupportedAlgorithm || error instanceof SignatureFormatError) return false;
     throw error;

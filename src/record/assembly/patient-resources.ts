@@ -40,7 +40,9 @@ export class PatientResources {
 
   /** The patient's resources of a type, without those entered in error. */
   ofType<F>(type: string): Array<{ row: ResourceRow; fragment: F }> {
-    return this.rows.filter((row) => row.resource_type === type && !(row.fragment as { hidden?: boolean }).hidden).map((row) => ({ row, fragment: row.fragment as F }));
+    return this.rows
+      .filter((row) => row.resource_type === type && !(row.fragment as { hidden?: boolean }).hidden)
+      .map((row) => ({ row, fragment: row.fragment as F }));
   }
 
   /** The patient's own resource of this row id. */
@@ -93,7 +95,12 @@ export class PatientResources {
     if (!fragment) return reference.display ? { ...NO_BUSINESS, name: reference.display } : undefined;
     const parent = fragment.partOf ? this.target(row, fragment.partOf.alias, 'Organization') : undefined;
     const parentFragment = this.fragmentOf<OrganizationFragment>(parent);
-    return { id: fragment.oid ?? resolved!.fhir_id, name: fragment.name, location: fragment.address, networkId: parentFragment ? (parentFragment.oid ?? parent!.fhir_id) : '' };
+    return {
+      id: fragment.oid ?? resolved!.fhir_id,
+      name: fragment.name,
+      location: fragment.address,
+      networkId: parentFragment ? (parentFragment.oid ?? parent!.fhir_id) : '',
+    };
   }
 
   /** Where a visit took place: its provider (else its Location's organization), with the Location's name and address. */

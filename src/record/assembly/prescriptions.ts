@@ -9,7 +9,11 @@ import { NO_BUSINESS, NO_DOCTOR, type PatientResources, type ResourceRow } from 
  * A patient's prescriptions, one per MedicationRequest; the PrescriptionInfo of each is returned
  * too, by row id (an encounter's result lists its own).
  */
-export function assemblePrescriptions(resources: PatientResources, encounters: Encounters, patientId: string): { prescriptions: Array<Item<PrescriptionBody>>; infos: Map<string, PrescriptionInfo> } {
+export function assemblePrescriptions(
+  resources: PatientResources,
+  encounters: Encounters,
+  patientId: string,
+): { prescriptions: Array<Item<PrescriptionBody>>; infos: Map<string, PrescriptionInfo> } {
   const infos = new Map<string, PrescriptionInfo>();
   const prescriptions = resources.ofType<MedicationRequestFragment>('MedicationRequest').map(({ row, fragment }): Item<PrescriptionBody> => {
     const encounterId = resources.encounterOf(row, fragment.encounter);
@@ -20,7 +24,14 @@ export function assemblePrescriptions(resources: PatientResources, encounters: E
       return condition ? [diagnosisOf(condition, condition.fragment as ConditionFragment, 0)] : [];
     });
     const business = resources.performingOrganization(row, fragment.performer) ?? encounters.businessOf(encounterId) ?? NO_BUSINESS;
-    const message: PrescriptionBody = { ...info, recorderDoctor: info.recorderDoctor!, business, patientId, diagnoses, appointmentResultId: encounters.resultIdOf(encounterId) };
+    const message: PrescriptionBody = {
+      ...info,
+      recorderDoctor: info.recorderDoctor!,
+      business,
+      patientId,
+      diagnoses,
+      appointmentResultId: encounters.resultIdOf(encounterId),
+    };
     return { id: row.id, created: fragment.at, businessId: business.id, cd10: diagnoses.map((diagnosis) => diagnosis.cd10.code).filter(Boolean), message };
   });
   return { prescriptions, infos };
@@ -45,7 +56,9 @@ function prescriptionInfo(resources: PatientResources, row: ResourceRow, fragmen
 
 /** The medication of the request itself, else the Medication it references, with the request's dosage. */
 function medicationOf(resources: PatientResources, row: ResourceRow, fragment: MedicationRequestFragment): Medication {
-  const shared = resources.fragmentOf<MedicationFragment>(fragment.medicationRef ? resources.target(row, fragment.medicationRef.alias, 'Medication') : undefined);
+  const shared = resources.fragmentOf<MedicationFragment>(
+    fragment.medicationRef ? resources.target(row, fragment.medicationRef.alias, 'Medication') : undefined,
+  );
   const base = fragment.medication ?? shared ?? { name: fragment.medicationRef?.display ?? '', code: '', codeTable: '' };
   return {
     ...base,

@@ -8,7 +8,11 @@ import { NO_BUSINESS, type PatientResources } from './patient-resources.js';
  * A patient's diagnostic reports with their Observations; which Observations they hold is returned
  * too (an encounter's result lists only the others).
  */
-export function assembleReports(resources: PatientResources, encounters: Encounters, patientId: string): { reports: Array<Item<DiagnosticReportBody>>; inReports: Set<string> } {
+export function assembleReports(
+  resources: PatientResources,
+  encounters: Encounters,
+  patientId: string,
+): { reports: Array<Item<DiagnosticReportBody>>; inReports: Set<string> } {
   const inReports = new Set<string>();
   const reports = resources.ofType<DiagnosticReportFragment>('DiagnosticReport').map(({ row, fragment }): Item<DiagnosticReportBody> => {
     const encounterId = resources.encounterOf(row, fragment.encounter);
@@ -19,7 +23,9 @@ export function assembleReports(resources: PatientResources, encounters: Encount
       return [(observation.fragment as ObservationFragment).observation];
     });
     const interpreters = fragment.interpreters.map((reference) => resources.doctor(row, reference)).filter((value): value is Doctor => value !== undefined);
-    const performingDoctors = fragment.performers.filter((reference) => resources.target(row, reference.alias, 'Practitioner')).map((reference) => resources.doctor(row, reference)!);
+    const performingDoctors = fragment.performers
+      .filter((reference) => resources.target(row, reference.alias, 'Practitioner'))
+      .map((reference) => resources.doctor(row, reference)!);
     const performingOrganization = fragment.performers.map((reference) => resources.performingOrganization(row, reference)).find(Boolean);
     const business = performingOrganization ?? encounters.businessOf(encounterId) ?? NO_BUSINESS;
     const begin = fragment.effective.start ?? fragment.at;

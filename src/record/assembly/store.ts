@@ -30,12 +30,16 @@ async function resolveReferences(sql: Sql, rows: ReadonlyArray<ResourceRow & { r
   for (let round = 0; round < REFERENCE_ROUNDS && wanted.size > 0; round += 1) {
     const queries = [...wanted.values()];
     wanted.clear();
-    const found = await sql.rows<Resolved & { source: string; alias: string }>(Q.RESOLVE_ALIASES, [queries.map((query) => query.source), queries.map((query) => query.alias)]);
+    const found = await sql.rows<Resolved & { source: string; alias: string }>(Q.RESOLVE_ALIASES, [
+      queries.map((query) => query.source),
+      queries.map((query) => query.alias),
+    ]);
     for (const row of found) {
       resolved.set(aliasKey(row.source, row.alias), row);
       const next = (row.fragment as { organization?: Ref; partOf?: Ref } | null) ?? {};
       for (const reference of [next.organization, next.partOf]) {
-        if (reference && !resolved.has(aliasKey(row.source, reference.alias))) wanted.set(aliasKey(row.source, reference.alias), { source: row.source, alias: reference.alias });
+        if (reference && !resolved.has(aliasKey(row.source, reference.alias)))
+          wanted.set(aliasKey(row.source, reference.alias), { source: row.source, alias: reference.alias });
       }
     }
   }
@@ -52,10 +56,26 @@ async function storeRecord(trx: Queryable, patientId: string, record: AssembledR
   const created = (items: Array<{ created: string }>) => items.map((item) => item.created);
   const businessIds = (items: Array<{ businessId: string }>) => items.map((item) => item.businessId);
   const { appointments, results, reports, prescriptions } = record;
-  if (appointments.length > 0) await trx.run(Q.INSERT_APPOINTMENTS, [patientId, ids(appointments), created(appointments), appointments.map((item) => item.start), businessIds(appointments), json(appointments)]);
-  if (results.length > 0) await trx.run(Q.INSERT_RESULTS, [patientId, ids(results), created(results), results.map((item) => item.start), businessIds(results), json(results)]);
+  if (appointments.length > 0)
+    await trx.run(Q.INSERT_APPOINTMENTS, [
+      patientId,
+      ids(appointments),
+      created(appointments),
+      appointments.map((item) => item.start),
+      businessIds(appointments),
+      json(appointments),
+    ]);
+  if (results.length > 0)
+    await trx.run(Q.INSERT_RESULTS, [patientId, ids(results), created(results), results.map((item) => item.start), businessIds(results), json(results)]);
   if (reports.length > 0) await trx.run(Q.INSERT_REPORTS, [patientId, ids(reports), created(reports), businessIds(reports), json(reports)]);
   if (prescriptions.length > 0) {
-    await trx.run(Q.INSERT_PRESCRIPTIONS, [patientId, ids(prescriptions), created(prescriptions), businessIds(prescriptions), prescriptions.map((item) => (item.cd10 ?? []).join('\n')), json(prescriptions)]);
+    await trx.run(Q.INSERT_PRESCRIPTIONS, [
+      patientId,
+      ids(prescriptions),
+      created(prescriptions),
+      businessIds(prescriptions),
+      prescriptions.map((item) => (item.cd10 ?? []).join('\n')),
+      json(prescriptions),
+    ]);
   }
 }

@@ -1,5 +1,12 @@
 import type { Diagnosis, PrescriptionInfo, Procedure } from '../../../generated/ehr-types.js';
-import type { ConditionFragment, EncounterFragment, MedicationRequestFragment, ObservationFragment, ProcedureFragment, ServiceRequestFragment } from '../mapping/fragments.ts';
+import type {
+  ConditionFragment,
+  EncounterFragment,
+  MedicationRequestFragment,
+  ObservationFragment,
+  ProcedureFragment,
+  ServiceRequestFragment,
+} from '../mapping/fragments.ts';
 import { diagnosisOf, type Encounters } from './encounters.js';
 import type { AppointmentBody, AppointmentResultBody, Item } from './items.js';
 import { NO_DOCTOR, type PatientResources, type ResourceRow } from './patient-resources.js';
@@ -47,18 +54,40 @@ export function encounterParts(resources: PatientResources, encounters: Encounte
   }
   for (const { row, fragment } of resources.ofType<ProcedureFragment>('Procedure')) {
     const encounterId = resources.encounterOf(row, fragment.encounter);
-    if (encounterId) of(encounterId).procedures.push(procedureOf(row, encounterId, { title: fragment.title, services: fragment.services, type: 1, required: true, status: fragment.status }, fragment.at, fragment.end));
+    if (encounterId)
+      of(encounterId).procedures.push(
+        procedureOf(
+          row,
+          encounterId,
+          { title: fragment.title, services: fragment.services, type: 1, required: true, status: fragment.status },
+          fragment.at,
+          fragment.end,
+        ),
+      );
   }
   for (const { row, fragment } of resources.ofType<ServiceRequestFragment>('ServiceRequest')) {
     const encounterId = resources.encounterOf(row, fragment.encounter);
-    const fields: ProcedureFields = { title: fragment.title, services: [fragment.service], type: fragment.laboratory ? 2 : 1, required: fragment.required, status: fragment.status };
-    if (encounterId) of(encounterId).recommendations.push(procedureOf(row, encounterId, fields, fragment.occurrence.start ?? fragment.at, fragment.occurrence.end));
+    const fields: ProcedureFields = {
+      title: fragment.title,
+      services: [fragment.service],
+      type: fragment.laboratory ? 2 : 1,
+      required: fragment.required,
+      status: fragment.status,
+    };
+    if (encounterId)
+      of(encounterId).recommendations.push(procedureOf(row, encounterId, fields, fragment.occurrence.start ?? fragment.at, fragment.occurrence.end));
   }
   for (const { row, fragment } of resources.ofType<MedicationRequestFragment>('MedicationRequest')) {
     const encounterId = resources.encounterOf(row, fragment.encounter);
     if (!encounterId) continue;
     const info = made.prescriptionInfos.get(row.id)!;
-    const fields: ProcedureFields = { title: info.title, services: [{ id: info.medications[0]!.code, name: info.title }], type: 0, required: true, status: fragment.status };
+    const fields: ProcedureFields = {
+      title: info.title,
+      services: [{ id: info.medications[0]!.code, name: info.title }],
+      type: 0,
+      required: true,
+      status: fragment.status,
+    };
     of(encounterId).recommendations.push(procedureOf(row, encounterId, fields, info.validityPeriod.begin, info.validityPeriod.end));
     of(encounterId).prescriptions.push(info);
   }
@@ -97,7 +126,12 @@ function addDiagnoses(resources: PatientResources, encounters: Encounters, of: (
 const ARRIVED = ['arrived', 'triaged', 'in-progress', 'onleave', 'finished'];
 
 /** Each encounter as an appointment and, once finished, its appointment result. */
-export function assembleVisits(resources: PatientResources, encounters: Encounters, parts: ReadonlyMap<string, EncounterParts>, patientId: string): { appointments: Array<Item<AppointmentBody>>; results: Array<Item<AppointmentResultBody>> } {
+export function assembleVisits(
+  resources: PatientResources,
+  encounters: Encounters,
+  parts: ReadonlyMap<string, EncounterParts>,
+  patientId: string,
+): { appointments: Array<Item<AppointmentBody>>; results: Array<Item<AppointmentResultBody>> } {
   const appointments: Array<Item<AppointmentBody>> = [];
   const results: Array<Item<AppointmentResultBody>> = [];
   for (const { row, fragment } of encounters.all) {
@@ -124,7 +158,12 @@ export function assembleVisits(resources: PatientResources, encounters: Encounte
   return { appointments, results };
 }
 
-function resultOf(row: ResourceRow, fragment: EncounterFragment, visit: Pick<AppointmentResultBody, 'business' | 'doctor' | 'duration' | 'patientId'>, parts: EncounterParts | undefined): Item<AppointmentResultBody> {
+function resultOf(
+  row: ResourceRow,
+  fragment: EncounterFragment,
+  visit: Pick<AppointmentResultBody, 'business' | 'doctor' | 'duration' | 'patientId'>,
+  parts: EncounterParts | undefined,
+): Item<AppointmentResultBody> {
   const created = fragment.end ?? fragment.at;
   const result: AppointmentResultBody = {
     id: row.id,

@@ -165,6 +165,8 @@ class BundleScanner {
 
 /** resourceType Bundle and an imported type; `complete`: the whole object was read, so absent members count. */
 function checkBundle(top: Record<string, string>, complete: boolean): void {
-  if ((complete || top.resourceType !== undefined) && top.resourceType !== 'Bundle') throw new UnreadableFile('not a FHIR Bundle (resourceType must be Bundle; NDJSON files must end in .ndjson)');
-  if ((complete || top.type !== undefined) && !BUNDLE_TYPES.has(top.type ?? '')) throw new UnreadableFile(`Bundle type ${JSON.stringify(top.type ?? null)} is not imported (${[...BUNDLE_TYPES].join(', ')})`);
+  if ((complete || top.resourceType !== undefined) && top.resourceType !== 'Bundle')
+    throw new UnreadableFile('not a FHIR Bundle (resourceType must be Bundle; NDJSON files must end in .ndjson)');
+  if ((complete || top.type !== undefined) && !BUNDLE_TYPES.has(top.type ?? ''))
+    throw new UnreadableFile(`Bundle type ${JSON.stringify(top.type ?? null)} is not imported (${[...BUNDLE_TYPES].join(', ')})`);
 }

@@ -18,7 +18,20 @@ import { readFhirFile } from './read.ts';
  */
 
 /** The resource types the import maps (others are counted as skipped, never validated). */
-export const IMPORTED_TYPES = ['Patient', 'Practitioner', 'Organization', 'Location', 'Medication', 'Encounter', 'Condition', 'Observation', 'Procedure', 'DiagnosticReport', 'MedicationRequest', 'ServiceRequest'] as const;
+export const IMPORTED_TYPES = [
+  'Patient',
+  'Practitioner',
+  'Organization',
+  'Location',
+  'Medication',
+  'Encounter',
+  'Condition',
+  'Observation',
+  'Procedure',
+  'DiagnosticReport',
+  'MedicationRequest',
+  'ServiceRequest',
+] as const;
 export type ImportedType = (typeof IMPORTED_TYPES)[number];
 
 export function isImportedType(type: unknown): type is ImportedType {
@@ -38,7 +51,8 @@ export function loadDefinitions(): Promise<void> {
     const wanted = new Set<string>([...IMPORTED_TYPES, 'Resource', 'DomainResource']);
     const entry: BundleEntry[] = [];
     for await (const definition of readFhirFile(path.join(getDataDir(), 'fhir/r4/profiles-resources.json'))) {
-      if (definition.resource?.resourceType === 'StructureDefinition' && wanted.has(String(definition.resource.id))) entry.push({ resource: definition.resource as unknown as Resource });
+      if (definition.resource?.resourceType === 'StructureDefinition' && wanted.has(String(definition.resource.id)))
+        entry.push({ resource: definition.resource as unknown as Resource });
     }
     indexStructureDefinitionBundle({ resourceType: 'Bundle', type: 'collection', entry });
     loaded = true;

@@ -106,8 +106,15 @@ class ImportRun {
 
   /** Every file read, staged and written, batch by batch in file order. */
   async stageFiles(pool: StagingPool): Promise<void> {
-    const target: BatchTarget = { source: this.options.source, organization: this.options.organization, runId: this.runId, writePatients: this.options.writePatients };
-    const pipeline = new StagingPipeline(pool, this.importedAt, this.options.batchSize ?? DEFAULT_BATCH_SIZE, async (batch) => this.count(batch, await writeStagedBatch(this.sql, target, batch)));
+    const target: BatchTarget = {
+      source: this.options.source,
+      organization: this.options.organization,
+      runId: this.runId,
+      writePatients: this.options.writePatients,
+    };
+    const pipeline = new StagingPipeline(pool, this.importedAt, this.options.batchSize ?? DEFAULT_BATCH_SIZE, async (batch) =>
+      this.count(batch, await writeStagedBatch(this.sql, target, batch)),
+    );
     for (const file of patientsFirst(this.files)) {
       try {
         for await (const entry of readEntryTexts(file, isImportedType)) {
@@ -134,7 +141,12 @@ class ImportRun {
     for (const orphan of await this.sql.rows<{ resource_type: string; fhir_id: string; origin: string; new: boolean }>(Q.DROP_UNRESOLVED, [this.runId])) {
       if (orphan.new) this.summary.imported -= 1;
       else this.summary.updated -= 1;
-      this.reject({ file: orphan.origin.split(/[:#]/)[0]!, entry: orphan.origin, path: `${orphan.resource_type}.subject`, message: 'references no imported Patient' });
+      this.reject({
+        file: orphan.origin.split(/[:#]/)[0]!,
+        entry: orphan.origin,
+        path: `${orphan.resource_type}.subject`,
+        message: 'references no imported Patient',
+      });
     }
   }
 
@@ -185,7 +197,14 @@ class ImportRun {
     const now = Date.now();
     if (!final && now - this.lastProgress < 1000) return;
     this.lastProgress = now;
-    this.options.progress({ stage, filesDone: this.filesDone, files: this.files.length, resources: this.resources, patientsDone: this.summary.patients, perSecond: this.resources / Math.max((now - this.started) / 1000, 0.001) });
+    this.options.progress({
+      stage,
+      filesDone: this.filesDone,
+      files: this.files.length,
+      resources: this.resources,
+      patientsDone: this.summary.patients,
+      perSecond: this.resources / Math.max((now - this.started) / 1000, 0.001),
+    });
   }
 }
 

@@ -94,10 +94,19 @@ function stageEntry(entry: FhirEntry, batch: BatchBuilder, importedAt: string): 
     batch.rejected.push({ file: entry.file, entry: entry.origin, path: problemPath, message });
   };
   const resource = entry.resource;
-  if (!resource) return reject('', entry.problem ?? 'no resource');
+  if (!resource) {
+    reject('', entry.problem ?? 'no resource');
+    return;
+  }
   const type = resource.resourceType;
-  if (typeof type !== 'string') return reject('', 'no resourceType');
-  if (!isImportedType(type)) return batch.skip(type);
+  if (typeof type !== 'string') {
+    reject('', 'no resourceType');
+    return;
+  }
+  if (!isImportedType(type)) {
+    batch.skip(type);
+    return;
+  }
   if (resource.id === undefined && entry.fullUrl?.startsWith('urn:uuid:')) resource.id = entry.fullUrl.slice('urn:uuid:'.length);
   const problems = validationProblems(resource);
   if (typeof resource.id !== 'string') problems.unshift({ path: `${type}.id`, message: 'a resource id is required (re-imports update by it)' });
@@ -108,13 +117,26 @@ function stageEntry(entry: FhirEntry, batch: BatchBuilder, importedAt: string): 
   const id = resource.id as string;
   if (type === 'Patient') {
     const mapped = patientOf(resource);
-    if ('problem' in mapped) return reject(mapped.problem.path, mapped.problem.message);
+    if ('problem' in mapped) {
+      reject(mapped.problem.path, mapped.problem.message);
+      return;
+    }
     batch.patients.set(id, mapped.patient);
   }
   const mapped = mapResource(type, resource, { importedAt });
-  if (PATIENT_SCOPED.has(type) && !mapped.subject) return reject(`${type}.subject`, 'a reference to the patient is required');
+  if (PATIENT_SCOPED.has(type) && !mapped.subject) {
+    reject(`${type}.subject`, 'a reference to the patient is required');
+    return;
+  }
   const key = `${type}/${id}`;
   if (batch.resources.has(key)) batch.replacedInBatch += 1;
-  batch.resources.set(key, { type, id, origin: entry.origin, fragment: JSON.stringify(mapped.fragment), refs: mapped.refs.join('\n'), subject: mapped.subject ?? null });
+  batch.resources.set(key, {
+    type,
+    id,
+    origin: entry.origin,
+    fragment: JSON.stringify(mapped.fragment),
+    refs: mapped.refs.join('\n'),
+    subject: mapped.subject ?? null,
+  });
   for (const alias of aliasesOf({ resourceType: type, id, identifier: resource.identifier }, entry.fullUrl)) batch.aliases.set(alias, { type, id });
 }

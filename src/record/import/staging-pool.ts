@@ -44,13 +44,19 @@ class StagingThread {
 
   constructor() {
     // No execArgv: the parent's loaders (tsx) and heap flags are not the thread's.
-    this.thread = new Worker(WORKER_URL, { execArgv: [], resourceLimits: { maxYoungGenerationSizeMb: THREAD_YOUNG_MB, maxOldGenerationSizeMb: THREAD_OLD_MB } });
+    this.thread = new Worker(WORKER_URL, {
+      execArgv: [],
+      resourceLimits: { maxYoungGenerationSizeMb: THREAD_YOUNG_MB, maxOldGenerationSizeMb: THREAD_OLD_MB },
+    });
     this.ready = new Promise((resolve, reject) => {
       this.thread.once('message', () => resolve());
       this.thread.once('error', reject);
       this.thread.once('exit', (code) => reject(new Error(`a staging thread exited with code ${code} while starting`)));
     });
-    this.ready.then(() => this.thread.on('message', (answer: StagingAnswer) => this.answer(answer)), () => undefined);
+    this.ready.then(
+      () => this.thread.on('message', (answer: StagingAnswer) => this.answer(answer)),
+      () => undefined,
+    );
     this.thread.on('error', (error) => this.fail(error));
     this.thread.on('exit', (code) => this.fail(new Error(`a staging thread exited with code ${code}`)));
   }
@@ -76,7 +82,8 @@ class StagingThread {
   }
 
   private fail(error: Error): void {
-    this.failure ??= (error as NodeJS.ErrnoException).code === 'ERR_WORKER_OUT_OF_MEMORY' ? new Error(`a staging thread ran out of its ${THREAD_OLD_MB} MiB heap`) : error;
+    this.failure ??=
+      (error as NodeJS.ErrnoException).code === 'ERR_WORKER_OUT_OF_MEMORY' ? new Error(`a staging thread ran out of its ${THREAD_OLD_MB} MiB heap`) : error;
     for (const waiter of this.owed.splice(0)) waiter.reject(this.failure);
   }
 

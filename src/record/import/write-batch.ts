@@ -23,7 +23,16 @@ export async function writeStagedBatch(sql: Sql, target: BatchTarget, batch: Sta
     await trx.run(Q.COMMIT_WITHOUT_FLUSH, []);
     // Aliases first: a resource of this batch whose patient is in it too takes its patient on insert.
     await trx.run(Q.STAGE_ALIASES, [target.source, aliases.aliases, aliases.types, aliases.ids]);
-    const rows = await trx.rows<{ inserted: boolean }>(Q.STAGE_RESOURCES, [target.source, resources.types, resources.ids, resources.origins, resources.fragments, resources.refs, target.runId, resources.subjects]);
+    const rows = await trx.rows<{ inserted: boolean }>(Q.STAGE_RESOURCES, [
+      target.source,
+      resources.types,
+      resources.ids,
+      resources.origins,
+      resources.fragments,
+      resources.refs,
+      target.runId,
+      resources.subjects,
+    ]);
     if (batch.patients.length > 0) await trx.run(Q.STAGE_PATIENT_ORGANIZATIONS, [batch.patients.map((patient) => patient.id), target.organization]);
     const imported = rows.filter((row) => row.inserted).length;
     return { imported, updated: rows.length - imported + batch.replacedInBatch };

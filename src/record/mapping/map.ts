@@ -1,6 +1,16 @@
 import { aliasOf } from '../fhir/references.ts';
 import type { ImportedType } from '../fhir/validate.ts';
-import type { DiagnosticReportFragment, EncounterFragment, FragmentsByType, LocationFragment, Mapped, MappingContext, MedicationRequestFragment, OrganizationFragment, Ref } from './fragments.ts';
+import type {
+  DiagnosticReportFragment,
+  EncounterFragment,
+  FragmentsByType,
+  LocationFragment,
+  Mapped,
+  MappingContext,
+  MedicationRequestFragment,
+  OrganizationFragment,
+  Ref,
+} from './fragments.ts';
 import { medicationRequest } from './medication-requests.ts';
 import { diagnosticReport, observation } from './observations.ts';
 import { location, medication, organization, practitioner } from './shared-resources.ts';
@@ -19,7 +29,7 @@ function referencesOf(type: ImportedType, fragment: Mapped['fragment'], subject:
   if (type === 'Encounter') {
     const encounter = fragment as EncounterFragment;
     [encounter.doctor, encounter.serviceProvider, encounter.location].forEach(add);
-    encounter.diagnoses.forEach((diagnosis) => add(diagnosis.condition));
+    for (const diagnosis of encounter.diagnoses) add(diagnosis.condition);
   }
   if (type === 'DiagnosticReport') {
     const report = fragment as DiagnosticReportFragment;
@@ -52,7 +62,15 @@ const MAPPERS: { [T in ImportedType]: (resource: Json, context: MappingContext) 
 };
 
 /** The resource types that belong to one patient (their subject). */
-export const PATIENT_SCOPED: ReadonlySet<ImportedType> = new Set(['Encounter', 'Condition', 'Observation', 'Procedure', 'DiagnosticReport', 'MedicationRequest', 'ServiceRequest']);
+export const PATIENT_SCOPED: ReadonlySet<ImportedType> = new Set([
+  'Encounter',
+  'Condition',
+  'Observation',
+  'Procedure',
+  'DiagnosticReport',
+  'MedicationRequest',
+  'ServiceRequest',
+]);
 
 /** Maps one valid resource of an imported type. */
 export function mapResource(type: ImportedType, resource: Json, context: MappingContext): Mapped {

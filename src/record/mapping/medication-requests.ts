@@ -16,7 +16,8 @@ function timingOf(dosage: Json): DosageTiming | undefined {
   if (firstEvent) result.event = firstEvent;
   if (repeat) {
     for (const member of ['duration', 'frequency', 'frequencyMax', 'period', 'periodMax', 'offset', 'count'] as const) {
-      if (typeof repeat[member] === 'number') (result as Record<string, unknown>)[member] = member === 'period' || member === 'periodMax' ? repeat[member] : Math.round(repeat[member] as number);
+      if (typeof repeat[member] === 'number')
+        (result as Record<string, unknown>)[member] = member === 'period' || member === 'periodMax' ? repeat[member] : Math.round(repeat[member] as number);
     }
     if (typeof repeat.durationUnit === 'string') result.durationUnit = repeat.durationUnit;
     if (typeof repeat.periodUnit === 'string') result.periodUnit = repeat.periodUnit;
@@ -63,9 +64,14 @@ export function medicationRequest(resource: Json, context: MappingContext): Medi
     ...(recorder ? { recorder } : {}),
     ...(performer ? { performer } : {}),
     dosage,
-    dosageText: dosage.map((item) => item.text).filter(Boolean).join('\r\n'),
+    dosageText: dosage
+      .map((item) => item.text)
+      .filter(Boolean)
+      .join('\r\n'),
     reasons: [...list(resource.reasonCode).map(conceptText), ...list(resource.reasonReference).map((reason) => text(reason.display))].filter(Boolean),
-    reasonRefs: list(resource.reasonReference).map(aliasOf).filter((alias): alias is string => alias !== undefined),
+    reasonRefs: list(resource.reasonReference)
+      .map(aliasOf)
+      .filter((alias): alias is string => alias !== undefined),
     validity: periodOf(dispense.validityPeriod),
     ...(supplyMinutes === undefined ? {} : { supplyMinutes }),
     durationText: supply && typeof supply.value === 'number' ? `${supply.value} ${text(supply.unit) || text(supply.code)}`.trim() : '',

@@ -1,7 +1,21 @@
 import type { Observation, ObservationRange, ObservationValue } from '../../../generated/ehr-types.js';
 import { aliasOf } from '../fhir/references.ts';
 import type { DiagnosticReportFragment, MappingContext, ObservationFragment, Ref } from './fragments.ts';
-import { codeService, codings, conceptCode, conceptText, ENTERED_IN_ERROR, hasCode, instant, isObject, list, periodOf, ref, text, type Json } from './values.ts';
+import {
+  codeService,
+  codings,
+  conceptCode,
+  conceptText,
+  ENTERED_IN_ERROR,
+  hasCode,
+  instant,
+  isObject,
+  list,
+  periodOf,
+  ref,
+  text,
+  type Json,
+} from './values.ts';
 
 /** Observations and the DiagnosticReports that gather them, as fragments. */
 
@@ -38,7 +52,8 @@ export function observationValue(element: Json): ObservationValue | undefined {
     const { start = '', end = '' } = periodOf(element.valuePeriod);
     return { value: `${start}–${end}`, serializedValue: `${start}–${end}` };
   }
-  if (isObject(element.valueSampledData) && typeof element.valueSampledData.data === 'string') return { value: element.valueSampledData.data, serializedValue: element.valueSampledData.data };
+  if (isObject(element.valueSampledData) && typeof element.valueSampledData.data === 'string')
+    return { value: element.valueSampledData.data, serializedValue: element.valueSampledData.data };
   return undefined;
 }
 
@@ -47,19 +62,29 @@ function rangesOf(element: Json): ObservationRange[] {
     const low = isObject(range.low) && typeof range.low.value === 'number' ? range.low.value : undefined;
     const high = isObject(range.high) && typeof range.high.value === 'number' ? range.high.value : undefined;
     const unit = text(isObject(range.low) ? range.low.unit : undefined) || text(isObject(range.high) ? range.high.unit : undefined);
-    return { ...(low === undefined ? {} : { low }), ...(high === undefined ? {} : { high }), ...(unit ? { unit } : {}), ...(typeof range.text === 'string' ? { text: range.text } : {}) };
+    return {
+      ...(low === undefined ? {} : { low }),
+      ...(high === undefined ? {} : { high }),
+      ...(unit ? { unit } : {}),
+      ...(typeof range.text === 'string' ? { text: range.text } : {}),
+    };
   });
 }
 
 function interpretationsOf(concepts: unknown): string[] {
-  return list(concepts).map((concept) => conceptText(concept) || text(codings(concept)[0]?.code)).filter(Boolean);
+  return list(concepts)
+    .map((concept) => conceptText(concept) || text(codings(concept)[0]?.code))
+    .filter(Boolean);
 }
 
 const LABORATORY = ['laboratory', 'lab'];
 
 export function observation(resource: Json, context: MappingContext): ObservationFragment {
   const encounter = aliasOf(resource.encounter);
-  const effective = instant(resource.effectiveDateTime) ?? instant(resource.effectiveInstant) ? { start: instant(resource.effectiveDateTime) ?? instant(resource.effectiveInstant) } : periodOf(resource.effectivePeriod);
+  const effective =
+    (instant(resource.effectiveDateTime) ?? instant(resource.effectiveInstant))
+      ? { start: instant(resource.effectiveDateTime) ?? instant(resource.effectiveInstant) }
+      : periodOf(resource.effectivePeriod);
   const issued = instant(resource.issued);
   const at = effective.start ?? issued ?? context.importedAt;
   const type = hasCode(resource.category, LABORATORY) ? 2 : 1;
@@ -72,8 +97,14 @@ export function observation(resource: Json, context: MappingContext): Observatio
     ranges: rangesOf(component),
   }));
   const joined = components.map((component) => `${component.key} ${component.value.serializedValue}`.trim()).join('; ');
-  const value = observationValue(resource) ?? { value: joined || conceptText(resource.dataAbsentReason), serializedValue: joined || conceptText(resource.dataAbsentReason) };
-  const note = list(resource.note).map((annotation) => text(annotation.text)).filter(Boolean).join('\n');
+  const value = observationValue(resource) ?? {
+    value: joined || conceptText(resource.dataAbsentReason),
+    serializedValue: joined || conceptText(resource.dataAbsentReason),
+  };
+  const note = list(resource.note)
+    .map((annotation) => text(annotation.text))
+    .filter(Boolean)
+    .join('\n');
   const observation: Observation = {
     id: String(resource.id),
     createdDate: at,
@@ -106,10 +137,18 @@ export function diagnosticReport(resource: Json, context: MappingContext): Diagn
     services: [codeService(resource.code)],
     effective,
     ...(issued ? { issued } : {}),
-    results: list(resource.result).map(aliasOf).filter((alias): alias is string => alias !== undefined),
-    interpreters: list(resource.resultsInterpreter).map(ref).filter((value): value is Ref => value !== undefined),
-    performers: list(resource.performer).map(ref).filter((value): value is Ref => value !== undefined),
+    results: list(resource.result)
+      .map(aliasOf)
+      .filter((alias): alias is string => alias !== undefined),
+    interpreters: list(resource.resultsInterpreter)
+      .map(ref)
+      .filter((value): value is Ref => value !== undefined),
+    performers: list(resource.performer)
+      .map(ref)
+      .filter((value): value is Ref => value !== undefined),
     conclusion: [text(resource.conclusion), ...list(resource.conclusionCode).map(conceptText)].filter(Boolean),
-    attachments: list(resource.presentedForm).map((form) => text(form.url)).filter(Boolean),
+    attachments: list(resource.presentedForm)
+      .map((form) => text(form.url))
+      .filter(Boolean),
   };
 }

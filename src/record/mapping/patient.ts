@@ -54,7 +54,8 @@ export type PatientMapping = { patient: ImportedPatient } | { problem: { path: s
 export function patientOf(resource: Record<string, unknown>): PatientMapping {
   const { surname, name, middleName } = humanName(resource.name);
   if (!surname || !name) return { problem: { path: 'Patient.name', message: 'a family name and a given name are required by the patient source' } };
-  if (typeof resource.birthDate !== 'string' || !/^\d{4}-\d{2}-\d{2}$/.test(resource.birthDate)) return { problem: { path: 'Patient.birthDate', message: 'a full birth date (YYYY-MM-DD) is required by the patient source' } };
+  if (typeof resource.birthDate !== 'string' || !/^\d{4}-\d{2}-\d{2}$/.test(resource.birthDate))
+    return { problem: { path: 'Patient.birthDate', message: 'a full birth date (YYYY-MM-DD) is required by the patient source' } };
   const identifiers = list(resource.identifier);
   const snilsIndex = identifiers.findIndex((identifier) => identifier.system === SNILS_SYSTEM);
   let snils: string | undefined;

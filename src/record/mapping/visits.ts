@@ -1,7 +1,22 @@
 import type { Cd10 } from '../../../generated/ehr-types.js';
 import { aliasOf } from '../fhir/references.ts';
 import type { ConditionFragment, EncounterFragment, MappingContext, ProcedureFragment, ServiceRequestFragment } from './fragments.ts';
-import { codeService, conceptCode, conceptText, ENTERED_IN_ERROR, hasCode, instant, list, minutesBetween, minutesOf, periodOf, ref, REQUEST_STATUS, text, type Json } from './values.ts';
+import {
+  codeService,
+  conceptCode,
+  conceptText,
+  ENTERED_IN_ERROR,
+  hasCode,
+  instant,
+  list,
+  minutesBetween,
+  minutesOf,
+  periodOf,
+  ref,
+  REQUEST_STATUS,
+  text,
+  type Json,
+} from './values.ts';
 
 /** A visit and what happens in it (Encounter, Condition, Procedure, ServiceRequest), as fragments. */
 
@@ -49,7 +64,12 @@ export function condition(resource: Json): ConditionFragment {
 }
 
 /** ICD-10 systems: the WHO's and CMS's URIs, and the Russian НСИ МКБ-10 OID. */
-const ICD10_SYSTEMS = ['http://hl7.org/fhir/sid/icd-10', 'http://hl7.org/fhir/sid/icd-10-cm', 'urn:oid:1.2.643.5.1.13.13.11.1005', 'urn:oid:1.2.643.2.69.1.1.1.1'];
+const ICD10_SYSTEMS = [
+  'http://hl7.org/fhir/sid/icd-10',
+  'http://hl7.org/fhir/sid/icd-10-cm',
+  'urn:oid:1.2.643.5.1.13.13.11.1005',
+  'urn:oid:1.2.643.2.69.1.1.1.1',
+];
 
 export function cd10Of(concept: unknown): Cd10 {
   const coding = conceptCode(concept, ICD10_SYSTEMS);

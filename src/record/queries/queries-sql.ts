@@ -62,7 +62,10 @@ function statementsOf(entity: EntityTable): EntityStatements {
   const t = entity.table;
   return {
     byIdOfPatient: statement(`${t}_by_id_of_patient`, `select x.patient_id, x.message from ${t} x where x.id = $1::bigint and x.patient_id = $2`),
-    byIdInOrganizations: statement(`${t}_by_id_in_organizations`, `select x.patient_id, x.message from ${t} x where x.id = $1::bigint and ${IN_ORGANIZATIONS('x', '$2')}`),
+    byIdInOrganizations: statement(
+      `${t}_by_id_in_organizations`,
+      `select x.patient_id, x.message from ${t} x where x.id = $1::bigint and ${IN_ORGANIZATIONS('x', '$2')}`,
+    ),
     patientPageNewestFirst: statement(
       `${t}_patient_page_desc`,
       `select x.message from ${t} x where x.patient_id = $1 and x.created < coalesce($2::timestamptz, 'infinity') order by x.created desc limit $3 offset $4`,

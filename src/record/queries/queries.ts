@@ -51,12 +51,17 @@ export class RecordQueries {
   byId(entity: RecordEntity, id: string, scope: RecordScope): Promise<StoredItem | undefined> {
     if (!/^[0-9]{1,18}$/.test(id)) return Promise.resolve(undefined);
     const statements = ENTITY_STATEMENTS[entity];
-    return 'patientId' in scope ? this.sql.row<StoredItem>(statements.byIdOfPatient, [id, scope.patientId]) : this.sql.row<StoredItem>(statements.byIdInOrganizations, [id, scope.organizations]);
+    return 'patientId' in scope
+      ? this.sql.row<StoredItem>(statements.byIdOfPatient, [id, scope.patientId])
+      : this.sql.row<StoredItem>(statements.byIdInOrganizations, [id, scope.organizations]);
   }
 
   async patientPage(entity: RecordEntity, patientId: string, page: PatientPage): Promise<Array<Record<string, unknown>>> {
     const statements = ENTITY_STATEMENTS[entity];
-    const rows = await this.sql.rows<{ message: Record<string, unknown> }>(page.newestFirst ? statements.patientPageNewestFirst : statements.patientPageOldestFirst, [patientId, at(page.after), page.limit, page.offset]);
+    const rows = await this.sql.rows<{ message: Record<string, unknown> }>(
+      page.newestFirst ? statements.patientPageNewestFirst : statements.patientPageOldestFirst,
+      [patientId, at(page.after), page.limit, page.offset],
+    );
     return rows.map((row) => row.message);
   }
 
@@ -74,7 +79,12 @@ export class RecordQueries {
     const values: unknown[] = [organizations, page.beforeCreated === undefined ? (page.afterId ?? null) : at(page.beforeCreated), page.limit, page.offset];
     values.push(filters.patientId ?? null, filters.businessId ?? null, at(filters.createdFrom), at(filters.createdTo));
     if (hasStart(entity)) values.push(at(filters.startFrom), at(filters.startTo));
-    if (hasCd10(entity)) values.push(filters.cd10 && filters.cd10.length > 0 ? filters.cd10.flatMap((code) => [code.replace(/[%_\\]/g, '\\$&'), `${code.replace(/[%_\\]/g, '\\$&')}.%`]) : null);
+    if (hasCd10(entity))
+      values.push(
+        filters.cd10 && filters.cd10.length > 0
+          ? filters.cd10.flatMap((code) => [code.replace(/[%_\\]/g, '\\$&'), `${code.replace(/[%_\\]/g, '\\$&')}.%`])
+          : null,
+      );
     return this.sql.rows<StoredItem>(page.beforeCreated === undefined ? statements.pageById : statements.pageByCreated, values);
   }
 

@@ -27,7 +27,11 @@ export async function databaseOf(service: TestService): Promise<{ knex: Knex; cl
 export const PHONE_OPTIONAL = { EXCHANGE_TOKEN_PHONE: 'optional' } as const;
 
 /** The real service with the test's internal account and the demo patients. */
-export async function startEhrTestService(env: Record<string, string> = {}, roles?: readonly Role[], logDestination?: NodeJS.WritableStream): Promise<TestService> {
+export async function startEhrTestService(
+  env: Record<string, string> = {},
+  roles?: readonly Role[],
+  logDestination?: NodeJS.WritableStream,
+): Promise<TestService> {
   const service = await startTestService({ INTERNAL_USERS, ...env }, roles, logDestination);
   const database = await databaseOf(service);
   await seedDemoPatients(database.knex);
@@ -44,7 +48,12 @@ export function unique(prefix: string): string {
 
 /** The authorization server's save_exchange_token, with the SHA-1 credential. */
 export function saveExchangeToken(service: TestService, exchangeToken: string, authInfo: Record<string, unknown>, password = INTERNAL_PASSWORD) {
-  return rpc(service.internalUrl, 'embedded_storage.save_exchange_token', { exchangeToken, authInfo }, { user: INTERNAL_USER, token: sha1hex(password + exchangeToken) });
+  return rpc(
+    service.internalUrl,
+    'embedded_storage.save_exchange_token',
+    { exchangeToken, authInfo },
+    { user: INTERNAL_USER, token: sha1hex(password + exchangeToken) },
+  );
 }
 
 /** The authorization server's save_auth_info, with the SHA-1 credential over the user's user_sign. */

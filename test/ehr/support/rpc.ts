@@ -24,9 +24,7 @@ export interface RpcAnswer {
 export async function resultValidators(): Promise<Map<string, ValidateFunction>> {
   const document = await loadOpenRpcDocument();
   const ajv = createJsonSchemaAjv();
-  return new Map(
-    (document.methods as MethodObject[]).map((method) => [method.name, ajv.compile((method.result as ContentDescriptorObject).schema as object)]),
-  );
+  return new Map((document.methods as MethodObject[]).map((method) => [method.name, ajv.compile((method.result as ContentDescriptorObject).schema as object)]));
 }
 
 const validators = resultValidators();

@@ -3,7 +3,7 @@ import { Agent, request } from 'undici';
 import type { RemdConfig } from '../../../config/config.js';
 import type { ConnectionLimits } from '../../../http/listener.js';
 import type { Logger } from '../../../logging/logger.js';
-import { XmlError, type XmlNode } from '../../../xml/xml.js';
+import type { XmlError, XmlNode } from '../../../xml/xml.js';
 import {
   RegistryUnavailableError,
   type DemandSubmission,
@@ -90,7 +90,10 @@ export class RemdRegistry implements RegistryPort {
   private async submit(operation: ServiceOperation, messageId: string, fields: ReadonlyArray<XmlNode | undefined>): Promise<Submission> {
     const answer = await this.call(operation, messageId, fields);
     if (answer.status !== 'error') return { accepted: true };
-    return { accepted: false, errors: answer.errors.length > 0 ? answer.errors : [{ code: 'INTERNAL_ERROR', message: 'the registry refused without naming an error' }] };
+    return {
+      accepted: false,
+      errors: answer.errors.length > 0 ? answer.errors : [{ code: 'INTERNAL_ERROR', message: 'the registry refused without naming an error' }],
+    };
   }
 
   submitRegistration(submission: RegistrationSubmission): Promise<Submission> {
@@ -115,7 +118,10 @@ export class RemdRegistry implements RegistryPort {
   /** searchRegistryItem, once per organization when the clinic account acts for several (the registry's search takes one). */
   async search(criteria: RegistrySearch): Promise<RegistryItem[]> {
     const { organizations, limit, ...fields } = criteria;
-    const perOrganization = fields.organization === undefined && organizations !== undefined ? organizations.slice(0, SEARCH_FAN_OUT).map((organization) => ({ ...fields, organization })) : [fields];
+    const perOrganization =
+      fields.organization === undefined && organizations !== undefined
+        ? organizations.slice(0, SEARCH_FAN_OUT).map((organization) => ({ ...fields, organization }))
+        : [fields];
     if (fields.organization !== undefined && organizations !== undefined && !organizations.includes(fields.organization)) return [];
     const found = await Promise.all(
       perOrganization.map(async (one) => {
@@ -123,12 +129,24 @@ export class RemdRegistry implements RegistryPort {
         return answer.status === 'error' ? [] : searchMatches(answer.body);
       }),
     );
-    return found.flat().sort((a, b) => b.registrationDateTime.localeCompare(a.registrationDateTime)).slice(0, limit);
+    return found
+      .flat()
+      .sort((a, b) => b.registrationDateTime.localeCompare(a.registrationDateTime))
+      .slice(0, limit);
   }
 
   async receive(sink: OutcomeSink, files: KeptFiles): Promise<{ stop(): Promise<void> }> {
     const { config, connectionLimits, documentLimitBytes, logger } = this.options;
-    const listener = await startInbound({ host: config.callbackHost, port: config.callbackPort, allowedSources: config.allowedSources, limits: connectionLimits, documentLimitBytes, sink, files, logger });
+    const listener = await startInbound({
+      host: config.callbackHost,
+      port: config.callbackPort,
+      allowedSources: config.allowedSources,
+      limits: connectionLimits,
+      documentLimitBytes,
+      sink,
+      files,
+      logger,
+    });
     logger.info({ port: listener.port }, "listening for the registry's answers");
     return {
       stop: async () => {

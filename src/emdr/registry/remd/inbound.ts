@@ -86,7 +86,8 @@ function answer(response: ServerResponse, status: number, version: SoapVersion, 
 function outcomeOf(message: Extract<InboundMessage, { relatesToMessage: string }>): RegistryOutcome {
   const messageId = message.relatesToMessage;
   const errors = message.errors.length > 0 ? message.errors : [{ code: 'INTERNAL_ERROR', message: 'the registry refused without naming an error' }];
-  if (message.kind === 'registerDocumentResult') return message.registration ? { messageId, ok: true, registration: message.registration } : { messageId, ok: false, errors };
+  if (message.kind === 'registerDocumentResult')
+    return message.registration ? { messageId, ok: true, registration: message.registration } : { messageId, ok: false, errors };
   if (!message.document) return { messageId, ok: false, errors };
   const { content: _content, signature: _signature, ...file } = message.document;
   return { messageId, ok: true, file };
@@ -98,7 +99,8 @@ export async function startInbound(options: InboundOptions): Promise<Listener> {
   const { sink, files, logger } = options;
 
   async function record(message: Extract<InboundMessage, { relatesToMessage: string }>): Promise<OutcomeReceipt> {
-    if (message.kind === 'demandContentResult' && message.document) await sink.storeFile(message.relatesToMessage, message.document.content, message.document.signature);
+    if (message.kind === 'demandContentResult' && message.document)
+      await sink.storeFile(message.relatesToMessage, message.document.content, message.document.signature);
     return (await sink.record([outcomeOf(message)]))[0]!;
   }
 
@@ -110,7 +112,12 @@ export async function startInbound(options: InboundOptions): Promise<Listener> {
       answer(response, 200, version, parts as string);
       return;
     }
-    const length = Buffer.byteLength(parts.before) + base64Length(kept.documentSize) + Buffer.byteLength(parts.between) + base64Length(kept.signatureSize) + Buffer.byteLength(parts.after);
+    const length =
+      Buffer.byteLength(parts.before) +
+      base64Length(kept.documentSize) +
+      Buffer.byteLength(parts.between) +
+      base64Length(kept.signatureSize) +
+      Buffer.byteLength(parts.after);
     response.writeHead(200, { 'Content-Type': contentTypeOf(version), 'Content-Length': length });
     response.write(parts.before);
     for await (const slice of files.base64Slices(kept, 'document')) response.write(slice);
@@ -129,7 +136,8 @@ export async function startInbound(options: InboundOptions): Promise<Listener> {
     if (path !== CALLBACK_PATH) throw new Refusal(404, 'Sender', `no such endpoint; the registry's is POST ${CALLBACK_PATH}`);
     if (request.method !== 'POST') throw new Refusal(405, 'Sender', 'only POST');
     const type = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-    if (type !== 'application/soap+xml' && type !== 'text/xml') throw new Refusal(415, 'Sender', 'a SOAP message is application/soap+xml (SOAP 1.2) or text/xml (SOAP 1.1)');
+    if (type !== 'application/soap+xml' && type !== 'text/xml')
+      throw new Refusal(415, 'Sender', 'a SOAP message is application/soap+xml (SOAP 1.2) or text/xml (SOAP 1.1)');
     const encoding = (request.headers['content-encoding'] ?? 'identity').toLowerCase();
     if (encoding !== 'identity') throw new Refusal(415, 'Sender', 'compressed messages are not taken');
     if (Number(request.headers['content-length'] ?? 0) > bodyLimit) throw new Refusal(413, 'Sender', `the message is larger than ${bodyLimit} bytes`);
@@ -147,7 +155,10 @@ export async function startInbound(options: InboundOptions): Promise<Listener> {
     }
     const receipt = await record(message);
     if (receipt === 'unknown') {
-      logger.warn({ relatesToMessage: message.relatesToMessage.slice(0, 64), kind: message.kind }, 'the registry answered a message the gateway did not send; refused');
+      logger.warn(
+        { relatesToMessage: message.relatesToMessage.slice(0, 64), kind: message.kind },
+        'the registry answered a message the gateway did not send; refused',
+      );
       throw new Refusal(400, 'Sender', `no request of the gateway was sent as message ${message.relatesToMessage.slice(0, 64)}`, version);
     }
     logger.info({ queueMessageId: message.relatesToMessage, kind: message.kind, receipt }, 'the registry answered');

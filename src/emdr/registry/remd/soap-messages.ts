@@ -56,7 +56,11 @@ export type ServiceOperation = 'registerDocument' | 'searchRegistryItem' | 'getR
  * wsa:Action: [AT4]'s sample sends `getSignature`, evidently not checked by the test stand; the
  * gateway sends the operation's name (UNVERIFIED).
  */
-export function serviceRequest(operation: ServiceOperation, header: { messageId: string; clientEntityId: string }, fields: ReadonlyArray<XmlNode | undefined>): string {
+export function serviceRequest(
+  operation: ServiceOperation,
+  header: { messageId: string; clientEntityId: string },
+  fields: ReadonlyArray<XmlNode | undefined>,
+): string {
   return buildXml(
     node(NS.soap12, 'soap:Envelope', [
       node(NS.soap12, 'soap:Header', [
@@ -133,13 +137,14 @@ export const emdrIdFields = (emdrId: string): XmlNode[] => [node(NS.service, 'se
 // Responses to the gateway's requests
 
 /** The registry's answer to a request: a SOAP fault, or the body element `<operation>Response`. */
-export type ServiceResponse =
-  | { fault: string }
-  | { status: 'success' | 'error' | undefined; errors: RegistryErrorItem[]; body: XmlElement };
+export type ServiceResponse = { fault: string } | { status: 'success' | 'error' | undefined; errors: RegistryErrorItem[]; body: XmlElement };
 
 /** `errors/item{code, message}` [EGM]; the codes are the classifier's [305]. */
 function errorsOf(element: XmlElement | undefined, uri: string): RegistryErrorItem[] {
-  return childrenOf(childOf(element, uri, 'errors'), uri, 'item').map((item) => ({ code: textOf(item, uri, 'code') ?? 'INTERNAL_ERROR', message: (textOf(item, uri, 'message') ?? '').slice(0, 1000) }));
+  return childrenOf(childOf(element, uri, 'errors'), uri, 'item').map((item) => ({
+    code: textOf(item, uri, 'code') ?? 'INTERNAL_ERROR',
+    message: (textOf(item, uri, 'message') ?? '').slice(0, 1000),
+  }));
 }
 
 /** The envelope's Body, SOAP 1.2 or 1.1; throws XmlError for anything else. */
@@ -197,7 +202,18 @@ function itemOf(item: XmlElement): (RegistryItem & { patientSnils?: string; stor
 export function searchMatches(response: XmlElement): RegistryItem[] {
   return childrenOf(childOf(response, NS.service, 'matches'), NS.service, 'item').flatMap((item) => {
     const found = itemOf(item);
-    return found ? [{ emdrId: found.emdrId, localUid: found.localUid, kind: found.kind, organization: found.organization, registrationDateTime: found.registrationDateTime, version: found.version }] : [];
+    return found
+      ? [
+          {
+            emdrId: found.emdrId,
+            localUid: found.localUid,
+            kind: found.kind,
+            organization: found.organization,
+            registrationDateTime: found.registrationDateTime,
+            version: found.version,
+          },
+        ]
+      : [];
   });
 }
 
@@ -225,7 +241,17 @@ export type InboundMessage =
       kind: 'demandContentResult';
       relatesToMessage: string;
       status: 'success' | 'error';
-      document?: { emdrId: string; localUid: string; kind: string; version: number; fileName: string; organization: string; patientSnils: string; content: Buffer; signature: Buffer };
+      document?: {
+        emdrId: string;
+        localUid: string;
+        kind: string;
+        version: number;
+        fileName: string;
+        organization: string;
+        patientSnils: string;
+        content: Buffer;
+        signature: Buffer;
+      };
       errors: RegistryErrorItem[];
     }
   | { kind: 'getDocumentFile'; localUid: string; organization: string };
@@ -305,7 +331,10 @@ function readDemandContentResult(result: XmlElement): InboundMessage {
     kind: 'demandContentResult',
     relatesToMessage: relates,
     status: status === 'success' && !complete ? 'error' : status,
-    errors: status === 'success' && !complete ? [{ code: 'FILE_WAS_NOT_SENT', message: 'the registry delivered no complete document' }] : errorsOf(result, NS.callback),
+    errors:
+      status === 'success' && !complete
+        ? [{ code: 'FILE_WAS_NOT_SENT', message: 'the registry delivered no complete document' }]
+        : errorsOf(result, NS.callback),
     ...(status === 'success' && complete
       ? {
           document: {
@@ -385,7 +414,10 @@ export function fault(version: SoapVersion, code: 'Sender' | 'Receiver', reason:
       ]),
     );
   }
-  return envelope(version, node(NS.soap11, 'soap:Fault', [node('', 'faultcode', `soap:${code === 'Sender' ? 'Client' : 'Server'}`), node('', 'faultstring', reason)]));
+  return envelope(
+    version,
+    node(NS.soap11, 'soap:Fault', [node('', 'faultcode', `soap:${code === 'Sender' ? 'Client' : 'Server'}`), node('', 'faultstring', reason)]),
+  );
 }
 
 /**
@@ -403,13 +435,22 @@ export function documentFileResponse(version: SoapVersion, found: boolean): { be
       element([
         node(NS.callback, 'cb:status', 'error'),
         node(NS.callback, 'cb:errors', [
-          node(NS.callback, 'cb:item', [node(NS.callback, 'cb:code', 'REGISTRY_ITEM_NOT_FOUND'), node(NS.callback, 'cb:message', 'the providing system keeps no such document any more')]),
+          node(NS.callback, 'cb:item', [
+            node(NS.callback, 'cb:code', 'REGISTRY_ITEM_NOT_FOUND'),
+            node(NS.callback, 'cb:message', 'the providing system keeps no such document any more'),
+          ]),
         ]),
       ]),
     );
   }
   const marker = `file-${randomUUID()}`;
-  const xml = envelope(version, element([node(NS.callback, 'cb:status', 'success'), node(NS.callback, 'cb:document', [node(NS.callback, 'cb:content', marker), node(NS.callback, 'cb:signature', marker)])]));
+  const xml = envelope(
+    version,
+    element([
+      node(NS.callback, 'cb:status', 'success'),
+      node(NS.callback, 'cb:document', [node(NS.callback, 'cb:content', marker), node(NS.callback, 'cb:signature', marker)]),
+    ]),
+  );
   const [before, between, after] = xml.split(marker) as [string, string, string];
   return { before, between, after };
 }

@@ -9,9 +9,17 @@
  */
 import * as asn1js from 'asn1js';
 import { AsnConvert, AsnParser, OctetString } from '@peculiar/asn1-schema';
-import { Attribute as CmsAttribute, ContentInfo, id_messageDigest, id_signedData, id_signingTime, SignedData as CmsSignedData, SignerInfo as CmsSignerInfo } from '@peculiar/asn1-cms';
 import {
-  AlgorithmIdentifier as X509AlgorithmIdentifier,
+  type Attribute as CmsAttribute,
+  ContentInfo,
+  id_messageDigest,
+  id_signedData,
+  id_signingTime,
+  SignedData as CmsSignedData,
+  SignerInfo as CmsSignerInfo,
+} from '@peculiar/asn1-cms';
+import {
+  type AlgorithmIdentifier as X509AlgorithmIdentifier,
   BasicConstraints,
   Certificate as X509Certificate,
   id_ce_basicConstraints,
@@ -19,7 +27,7 @@ import {
   id_ce_subjectKeyIdentifier,
   KeyUsage,
   KeyUsageFlags,
-  Name,
+  type Name,
   SubjectKeyIdentifier,
   Time,
 } from '@peculiar/asn1-x509';
@@ -116,7 +124,11 @@ export interface SignedData {
 }
 
 /** keyUsage's digitalSignature and keyCertSign bits (KeyUsageFlags of @peculiar/asn1-x509). */
-export const KEY_USAGE = { digitalSignature: KeyUsageFlags.digitalSignature, nonRepudiation: KeyUsageFlags.nonRepudiation, keyCertSign: KeyUsageFlags.keyCertSign } as const;
+export const KEY_USAGE = {
+  digitalSignature: KeyUsageFlags.digitalSignature,
+  nonRepudiation: KeyUsageFlags.nonRepudiation,
+  keyCertSign: KeyUsageFlags.keyCertSign,
+} as const;
 
 const bytesOf = (buffer: ArrayBuffer | ArrayBufferView): Uint8Array =>
   buffer instanceof ArrayBuffer ? new Uint8Array(buffer) : new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
@@ -138,7 +150,9 @@ function bounded<T>(items: readonly T[] | undefined, max: number, what: string):
 
 function algorithmOf(identifier: X509AlgorithmIdentifier): AlgorithmIdentifier {
   const parameters = identifier.parameters ? bytesOf(identifier.parameters) : undefined;
-  return parameters === undefined || (parameters.length === 2 && parameters[0] === 0x05) ? { oid: identifier.algorithm } : { oid: identifier.algorithm, parameters };
+  return parameters === undefined || (parameters.length === 2 && parameters[0] === 0x05)
+    ? { oid: identifier.algorithm }
+    : { oid: identifier.algorithm, parameters };
 }
 
 /** The text of a name attribute's value: a DirectoryString, or another string type (SNILS is a NumericString). */
@@ -188,7 +202,8 @@ function certificateOf(certificate: X509Certificate): Certificate {
   };
   for (const extension of bounded(tbs.extensions, MAX_EXTENSIONS, 'extensions')) {
     const value = extension.extnValue.buffer;
-    if (extension.extnID === id_ce_subjectKeyIdentifier) result.subjectKeyIdentifier = bytesOf(decoded('subjectKeyIdentifier', () => AsnParser.parse(value, SubjectKeyIdentifier)).buffer);
+    if (extension.extnID === id_ce_subjectKeyIdentifier)
+      result.subjectKeyIdentifier = bytesOf(decoded('subjectKeyIdentifier', () => AsnParser.parse(value, SubjectKeyIdentifier)).buffer);
     if (extension.extnID === id_ce_basicConstraints) result.isCa = decoded('basicConstraints', () => AsnParser.parse(value, BasicConstraints)).cA;
     if (extension.extnID === id_ce_keyUsage) result.keyUsage = decoded('keyUsage', () => AsnParser.parse(value, KeyUsage)).toNumber();
   }
@@ -221,7 +236,9 @@ function signedAttributesOf(attributes: readonly CmsAttribute[], encoding: Uint8
       result.messageDigest = bytesOf(decoded('messageDigest', () => AsnParser.parse(soleValue(attribute, 'messageDigest'), OctetString)).buffer);
     } else if (attribute.attrType === id_signingTime) {
       if (result.signingTime !== undefined) throw new SignatureFormatError('signingTime given twice');
-      result.signingTime = decoded('signingTime', () => AsnParser.parse(soleValue(attribute, 'signingTime'), Time)).getTime().getTime();
+      result.signingTime = decoded('signingTime', () => AsnParser.parse(soleValue(attribute, 'signingTime'), Time))
+        .getTime()
+        .getTime();
     }
   }
   return result;
@@ -244,7 +261,9 @@ function signerOf(node: asn1js.AsnType): SignerInfo {
     digestAlgorithm: algorithmOf(signer.digestAlgorithm),
     signatureAlgorithm: algorithmOf(signer.signatureAlgorithm),
     signature: bytesOf(signer.signature.buffer),
-    ...(signer.signedAttrs && attributesNode ? { signedAttributes: signedAttributesOf(signer.signedAttrs, bytesOf(attributesNode.valueBeforeDecodeView)) } : {}),
+    ...(signer.signedAttrs && attributesNode
+      ? { signedAttributes: signedAttributesOf(signer.signedAttrs, bytesOf(attributesNode.valueBeforeDecodeView)) }
+      : {}),
   };
 }
 
@@ -284,7 +303,8 @@ export function gostKeyParts(publicKey: SubjectPublicKey): { paramSet: string; p
   if (!parameters) throw new SignatureFormatError('a GOST public key without its parameter set');
   const sequence = asn1js.fromBER(parameters);
   const first = sequence.offset === -1 ? undefined : (sequence.result as asn1js.Sequence).valueBlock?.value?.[0];
-  if (!(sequence.result instanceof asn1js.Sequence) || !(first instanceof asn1js.ObjectIdentifier)) throw new SignatureFormatError('bad GOST public key parameters');
+  if (!(sequence.result instanceof asn1js.Sequence) || !(first instanceof asn1js.ObjectIdentifier))
+    throw new SignatureFormatError('bad GOST public key parameters');
   const point = decoded('GOST public key', () => AsnParser.parse(publicKey.key, OctetString));
   return { paramSet: first.valueBlock.toString(), point: bytesOf(point.buffer) };
 }

@@ -78,7 +78,10 @@ export function integer(value: bigint): Buffer {
 
 /** UTCTime for years 1950–2049, GeneralizedTime after (RFC 5280, 4.1.2.5), whole seconds. */
 export function time(at: Date): Buffer {
-  const text = at.toISOString().replace(/\.\d+Z$/, 'Z').replace(/[-:T]/g, '');
+  const text = at
+    .toISOString()
+    .replace(/\.\d+Z$/, 'Z')
+    .replace(/[-:T]/g, '');
   const year = at.getUTCFullYear();
   return year >= 1950 && year < 2050 ? element(TAG.UTC_TIME, Buffer.from(text.slice(2), 'latin1')) : element(TAG.GENERALIZED_TIME, Buffer.from(text, 'latin1'));
 }

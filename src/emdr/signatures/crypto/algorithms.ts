@@ -131,7 +131,8 @@ export function signatureVerifies(publicKey: SubjectPublicKey, signatureAlgorith
     const bits = GOST_KEY_BITS[keyOid];
     if (!bits) throw new UnsupportedAlgorithm(`a GOST signature by a ${keyOid} key`);
     // A 256-bit key signs a Streebog-256 digest, a 512-bit key a Streebog-512 one (GOST R 34.10-2012).
-    if (signed.digestOid !== (bits === 256 ? STREEBOG_256 : STREEBOG_512)) throw new UnsupportedAlgorithm(`a ${bits}-bit GOST key with digest ${signed.digestOid}`);
+    if (signed.digestOid !== (bits === 256 ? STREEBOG_256 : STREEBOG_512))
+      throw new UnsupportedAlgorithm(`a ${bits}-bit GOST key with digest ${signed.digestOid}`);
     const { curve, key } = gostPublicKey(publicKey, bits);
     return wasmGostVerify(curve, key, signed.digest, signature);
   }

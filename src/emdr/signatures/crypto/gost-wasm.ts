@@ -28,7 +28,18 @@ interface GostExports {
   streebogFinish(pending: number): void;
   curveInput(): number;
   curveBlockBytes(limbs: number): number;
-  verify(curve: number, limbs: number, aIsMinus3: number, baseTable: number, baseWidth: number, baseRows: number, keyTable: number, keyWidth: number, keyRows: number, check: number): number;
+  verify(
+    curve: number,
+    limbs: number,
+    aIsMinus3: number,
+    baseTable: number,
+    baseWidth: number,
+    baseRows: number,
+    keyTable: number,
+    keyWidth: number,
+    keyRows: number,
+    check: number,
+  ): number;
   buildTable(curve: number, limbs: number, aIsMinus3: number, out: number, width: number, rows: number, scratch: number): number;
   fieldOperation(curve: number, limbs: number, modulus: number, operation: number): void;
 }
@@ -265,7 +276,10 @@ class GostVerifier {
 
   private keyTable(curve: WasmCurve): KeyTable | undefined {
     const index = this.freeTables.findIndex((table) => table.bits === curve.curve.bits);
-    const table = index >= 0 ? this.freeTables.splice(index, 1)[0]! : { address: this.module.allocate(curve.keyRows * ((1 << KEY_TABLE_WIDTH) - 1) * 2 * 4 * curve.limbs), bits: curve.curve.bits };
+    const table =
+      index >= 0
+        ? this.freeTables.splice(index, 1)[0]!
+        : { address: this.module.allocate(curve.keyRows * ((1 << KEY_TABLE_WIDTH) - 1) * 2 * 4 * curve.limbs), bits: curve.curve.bits };
     if (this.buildTable(curve, table.address, KEY_TABLE_WIDTH, curve.keyRows)) return table;
     this.freeTables.push(table);
     return undefined;
@@ -306,8 +320,16 @@ class GostVerifier {
     memory.set(signature, input + layout.INPUT_SIGNATURE);
     const table = entry?.table;
     const result = this.module.exports.verify(
-      setUp.address, setUp.limbs, setUp.aIsMinus3, setUp.baseTable, BASE_TABLE_WIDTH, setUp.baseRows,
-      table?.address ?? 0, KEY_TABLE_WIDTH, setUp.keyRows, check,
+      setUp.address,
+      setUp.limbs,
+      setUp.aIsMinus3,
+      setUp.baseTable,
+      BASE_TABLE_WIDTH,
+      setUp.baseRows,
+      table?.address ?? 0,
+      KEY_TABLE_WIDTH,
+      setUp.keyRows,
+      check,
     );
     if (result === layout.KEY_NOT_ON_CURVE || result === layout.KEY_OUTSIDE_SUBGROUP) {
       this.remember(id, 'invalid');
