@@ -1,3 +1,4 @@
+import { DueTimer } from './due-timer.js';
 import type { Logger } from '../logging/logger.js';
 
 /**
@@ -58,8 +59,8 @@ export class FairStage<T, R> {
   /** Something changed that a claim may act on (a wake-up, a freed place); the claimer sleeps only when nothing did. */
   private changed = false;
   private sleeper: (() => void) | undefined;
-  private dueTimer: NodeJS.Timeout | undefined;
-  private dueAt = Infinity;
+  /** When the earliest retry this process scheduled falls due. */
+  private readonly due = new DueTimer(() => this.wake());
   /** The keys full after the last claim (it left them out, or took all their room), and whether it took all it asked for. */
   private lastFull = new Set<string>();
   private lastClaimFilled = false;
@@ -79,17 +80,7 @@ export class FairStage<T, R> {
 
   /** Work falls due at `at` (epoch ms): the claimer claims then. */
   wakeAt(at: number): void {
-    if (at >= this.dueAt) return;
-    this.dueAt = at;
-    clearTimeout(this.dueTimer);
-    this.dueTimer = setTimeout(
-      () => {
-        this.dueAt = Infinity;
-        this.wake();
-      },
-      Math.max(0, at - Date.now()),
-    );
-    this.dueTimer.unref();
+    this.due.at(at);
   }
 
   /** Items in hand now, by key (for tests and metrics). */
@@ -100,7 +91,7 @@ export class FairStage<T, R> {
   /** Stops claiming and waits for the items in hand to settle (at most `graceMs`; the rest come back when their leases end). */
   async stop(graceMs = 20_000): Promise<void> {
     this.stopping = true;
-    clearTimeout(this.dueTimer);
+    this.due.clear();
     this.wake();
     let timer: NodeJS.Timeout | undefined;
     const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));

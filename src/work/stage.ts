@@ -1,3 +1,4 @@
+import { DueTimer } from './due-timer.js';
 import type { Logger } from '../logging/logger.js';
 
 /**
@@ -38,9 +39,8 @@ export class Stage<T> {
   /** Wake-ups so far: a loop that saw one while it worked claims again instead of sleeping. */
   private wakes = 0;
   private sleepers = new Set<() => void>();
-  /** When the earliest retry this process scheduled falls due (epoch ms). */
-  private dueAt = Infinity;
-  private dueTimer: NodeJS.Timeout | undefined;
+  /** When the earliest retry this process scheduled falls due. */
+  private readonly due = new DueTimer(() => this.wake());
 
   constructor(private readonly options: StageOptions<T>) {}
 
@@ -56,23 +56,13 @@ export class Stage<T> {
 
   /** Work falls due at `at` (epoch ms): a loop claims then. */
   wakeAt(at: number): void {
-    if (at >= this.dueAt) return;
-    this.dueAt = at;
-    clearTimeout(this.dueTimer);
-    this.dueTimer = setTimeout(
-      () => {
-        this.dueAt = Infinity;
-        this.wake();
-      },
-      Math.max(0, at - Date.now()),
-    );
-    this.dueTimer.unref();
+    this.due.at(at);
   }
 
   /** Stops claiming and waits for the batches in hand (at most `graceMs`; the rest come back when their leases end). */
   async stop(graceMs = 20_000): Promise<void> {
     this.stopping = true;
-    clearTimeout(this.dueTimer);
+    this.due.clear();
     this.wake();
     let timer: NodeJS.Timeout | undefined;
     const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));

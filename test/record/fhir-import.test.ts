@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEhrTestService } from '../ehr/support/fixtures.js';
 import type { TestService } from '../support/service.js';
 import { resourcesOf, syntheaPopulation, type SyntheaPopulation } from '../support/synthea.js';
-import { addApiKey, importRecords, pageAll, resultOf, sdkCall } from './support.js';
+import { IMPORTED, addApiKey, importRecords, pageAll, resultOf, sdkCall } from './support.js';
 
 /**
  * `records import` of FHIR R4 data that Synthea generates at test time (several patients, their
@@ -16,20 +16,6 @@ import { addApiKey, importRecords, pageAll, resultOf, sdkCall } from './support.
  */
 
 const ORGANIZATION = '1.2.643.5.1.13.13.12.2.77.1001';
-const IMPORTED = new Set([
-  'Patient',
-  'Practitioner',
-  'Organization',
-  'Location',
-  'Medication',
-  'Encounter',
-  'Condition',
-  'Observation',
-  'Procedure',
-  'DiagnosticReport',
-  'MedicationRequest',
-  'ServiceRequest',
-]);
 
 let service: TestService;
 let bundles: SyntheaPopulation;

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
+import { IMPORTED } from './support.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { outcomeOf, repoRoot, runCli, type CliResult } from '../support/cli.js';
 import { startTestService, type TestService } from '../support/service.js';
@@ -13,20 +14,6 @@ import { resourcesOf, syntheaPopulation, type SyntheaPopulation } from '../suppo
  */
 
 const ORGANIZATION = '1.2.643.5.1.13.13.12.2.77.1002';
-const IMPORTED = new Set([
-  'Patient',
-  'Practitioner',
-  'Organization',
-  'Location',
-  'Medication',
-  'Encounter',
-  'Condition',
-  'Observation',
-  'Procedure',
-  'DiagnosticReport',
-  'MedicationRequest',
-  'ServiceRequest',
-]);
 const ESCAPE = '\u001b';
 // Written in place: a carriage return, the text, erase to the end of the line.
 const PROGRESS_LINE = /\r([^\r\n\u001b]*)\u001b\[K/g;

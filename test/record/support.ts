@@ -8,6 +8,22 @@ export interface Answer {
   error?: { code: number; message: string; data?: { reason?: string; errors?: Array<{ path: string; message: string }> } };
 }
 
+/** The resource types the import maps, written here apart from src/record so that a change there shows. */
+export const IMPORTED: ReadonlySet<string> = new Set([
+  'Patient',
+  'Practitioner',
+  'Organization',
+  'Location',
+  'Medication',
+  'Encounter',
+  'Condition',
+  'Observation',
+  'Procedure',
+  'DiagnosticReport',
+  'MedicationRequest',
+  'ServiceRequest',
+]);
+
 let counter = 0;
 
 /**
