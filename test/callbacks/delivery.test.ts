@@ -3,7 +3,7 @@ import type { CreatedClinicAccount } from '../../src/emdr/clients.js';
 import { exitOf, runCli, spawnCli } from '../support/cli.js';
 import { startCallbackReceiver, SUCCESS, type CallbackReceiver, type ReceivedCallback } from '../support/callback-receiver.js';
 import { addClinic, authHeaders, post, registerBody } from '../support/emdr.js';
-import { LOOPBACK_CALLBACKS, startTestService, type TestService } from '../support/service.js';
+import { startTestService, type TestService } from '../support/service.js';
 import { until } from '../support/until.js';
 
 const SCHEDULE = '0,200ms,200ms';
@@ -172,7 +172,7 @@ describe('a worker killed between acknowledgement and delivery', () => {
     const clinic = await addClinic(api, receiver.url);
     receiver.signingSecret = clinic.signingSecret;
     // Every role has an internal listener (health, /metrics): the workers' on ports of their own.
-    const workerEnv = { ...api.env, ...LOOPBACK_CALLBACKS, CALLBACK_RETRY_SCHEDULE: SCHEDULE, JOB_EXPIRY: '2s', LOG_LEVEL: 'info', INTERNAL_PORT: '0' };
+    const workerEnv = { ...api.env, CALLBACK_RETRY_SCHEDULE: SCHEDULE, JOB_EXPIRY: '2s', LOG_LEVEL: 'info', INTERNAL_PORT: '0' };
     // The first delivery attempt never gets an answer: the worker is killed while it waits.
     receiver.reply = (callback) => (receiver.received.filter((item) => item.name === callback.name).length === 0 ? 'hang' : SUCCESS);
     /** A worker's output, for the message of a wait that fails. */

@@ -8,7 +8,7 @@ import { startCallbackReceiver, type CallbackReceiver, type ReceivedCallback } f
 import { addClinic, authHeaders, FIXTURE_SIGNATURE, FIXTURE_XML, ORGANIZATION, post, registerBody } from '../support/emdr.js';
 import { statusLineOf } from '../support/raw-http.js';
 import { registerDocumentResult, sha256, soapMessage, startRemdStandIn, type RemdStandIn } from '../support/remd-stand-in.js';
-import { LOOPBACK_CALLBACKS, startTestService, type TestService } from '../support/service.js';
+import { startTestService, type TestService } from '../support/service.js';
 import { until } from '../support/until.js';
 
 /**
@@ -68,7 +68,7 @@ describe('a registration through РЭМД, the worker killed (kill -9) while it 
   it('waits durably: the answer that comes after a restart reaches the clinic once, both callbacks in order, the registration sent once', async () => {
     const clinic = await addClinic(api, receiver.url);
     receiver.signingSecret = clinic.signingSecret;
-    const workerEnv = { ...(await remdEnv(standIn)), ...api.env, ...LOOPBACK_CALLBACKS, LOG_LEVEL: 'warn', INTERNAL_PORT: String(await freePort()) };
+    const workerEnv = { ...(await remdEnv(standIn)), ...api.env, LOG_LEVEL: 'warn', INTERNAL_PORT: String(await freePort()) };
     const body = registerBody();
     // The registry takes the registration at once and answers only once the worker is gone.
     standIn.hold();

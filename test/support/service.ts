@@ -10,7 +10,7 @@ export const LOOPBACK_CALLBACKS = { CALLBACK_ALLOWED_NETWORKS: '127.0.0.0/8,::1/
 export interface TestService extends RunningService {
   config: Config;
   /** DATABASE_URL and DATA_KEY of this service, for the CLI and for addClinic. */
-  env: { DATABASE_URL: string; DATA_KEY: string };
+  env: { DATABASE_URL: string; DATA_KEY: string; CALLBACK_ALLOWED_NETWORKS: string };
   databaseUrl: string;
   dataKey: Buffer;
   /** http://<HOST>:<public port> */
@@ -48,7 +48,8 @@ export async function startTestService(
   return {
     ...service,
     config,
-    env: { DATABASE_URL: databaseUrl, DATA_KEY: dataKey },
+    // What a worker or a CLI beside this service needs: its database, its data key, and its egress policy.
+    env: { DATABASE_URL: databaseUrl, DATA_KEY: dataKey, CALLBACK_ALLOWED_NETWORKS: effective.CALLBACK_ALLOWED_NETWORKS },
     databaseUrl,
     dataKey: config.dataKey!,
     publicUrl: `http://${effective.HOST}:${service.publicPort}`,
