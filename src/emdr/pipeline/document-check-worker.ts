@@ -12,6 +12,8 @@
  * document (the XML failed and no signature is left to hash); it answers the end (and a whole
  * document) with `{done: true, failure?, findings}`.
  */
+import { readlinkSync } from 'node:fs';
+import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { SaxesParser, type SaxesTagNS } from 'saxes';
 import { parseCertificate } from '../signatures/cms/cms.ts';
@@ -42,6 +44,30 @@ export type DocumentCheckAnswer = { more: true } | { done: true; failure?: strin
 class Stop extends Error {}
 
 const { maxDepth, trustAnchors } = workerData as DocumentCheckWorkerData;
+
+/**
+ * How much lower than the rest of the process this thread runs (nice, added to the process's own).
+ * A check is background work that may take seconds of CPU (a clinic can send 21 signatures × 16
+ * signers a request): at the same priority, two busy workers on two cores take the CPU from the
+ * event loop, and every clinic's acknowledgements and /healthz wait for one clinic's checks. Lower,
+ * they use only what the event loop leaves (at +10 Linux's scheduler weighs them about 1/10 of it).
+ */
+const CHECK_NICENESS = 10;
+
+/**
+ * Lowers this thread's priority alone: on Linux a nice value belongs to a thread (setpriority(2),
+ * "the nice value is a per-thread attribute"), named by its thread id, which /proc/thread-self
+ * gives. Elsewhere (no /proc), or when not allowed, the worker runs as it is.
+ */
+function lowerThreadPriority(): void {
+  try {
+    const threadId = Number(readlinkSync('/proc/thread-self').split('/').at(-1));
+    setPriority(threadId, Math.min(19, getPriority(threadId) + CHECK_NICENESS));
+  } catch {
+    // Not Linux, or not permitted: same priority as the event loop.
+  }
+}
+lowerThreadPriority();
 const anchors = trustAnchors?.map(parseCertificate);
 
 // saxes resolves a namespace prefix by walking the whole stack of open elements, for every element
