@@ -30,6 +30,7 @@ import { Metrics } from './metrics/metrics.js';
 import { AuditTrail, auditPurgeStep } from './audit/trail.js';
 import { emdrQueueDepths } from './emdr/queues.js';
 import { startListener, type Listener, type ListenerOptions } from './http/listener.js';
+import { startLiveness } from './http/liveness.js';
 import { withAccessLog } from './http/access-log.js';
 import { withRequestSpan } from './http/request-span.js';
 import { startTracing } from './tracing/tracing.js';
@@ -49,14 +50,21 @@ export interface RunningService {
   publicPort: number | undefined;
   /** Bound internal listener port (health, /metrics; the internal channel when the ehr role runs). */
   internalPort: number;
+  /** Bound liveness listener port (HEALTH_PORT), when it is set. */
+  healthPort: number | undefined;
   /** Stops listening, finishes in-flight work, closes the database. */
   stop(): Promise<void>;
 }
 
 /** startListener, failing with one line that names the variable when the port cannot be had. */
 async function listen(handler: RequestListener, host: string, port: number, variable: string, options: ListenerOptions): Promise<Listener> {
+  return namingThePort(() => startListener(handler, host, port, options), host, port, variable);
+}
+
+/** A listener's start, failing with one line that names the variable when the port cannot be had. */
+async function namingThePort<T>(start: () => Promise<T>, host: string, port: number, variable: string): Promise<T> {
   try {
-    return await startListener(handler, host, port, options);
+    return await start();
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'EADDRINUSE') throw new Error(`${variable}: ${host}:${port} is already in use (another ehr-gateway serve?)`);
@@ -72,11 +80,16 @@ function listenerUrl(host: string, port: number): string {
 }
 
 /** The start line, for the terminal of `make run`: both URLs and what each serves. */
-function startLine(urls: { publicUrl: string | undefined; internalUrl: string }, version: string | undefined, roles: ReadonlySet<Role>): string {
+function startLine(
+  urls: { publicUrl: string | undefined; internalUrl: string; healthUrl?: string },
+  version: string | undefined,
+  roles: ReadonlySet<Role>,
+): string {
   const publicServes = [...(version ? [`interface A at /${version}/`] : []), ...(roles.has('emdr') ? ['interface B at /api/*'] : []), '/docs', '/console'];
   const internalServes = [...(version ? ['the internal methods of interface A'] : []), '/metrics'];
   const publicPart = urls.publicUrl ? `${urls.publicUrl} (public: ${publicServes.join(', ')}), ` : '';
-  return `ehr-gateway started: ${publicPart}${urls.internalUrl} (internal: ${internalServes.join(', ')})`;
+  const healthPart = urls.healthUrl ? `, ${urls.healthUrl} (liveness: /healthz)` : '';
+  return `ehr-gateway started: ${publicPart}${urls.internalUrl} (internal: ${internalServes.join(', ')})${healthPart}`;
 }
 
 /** An Express app for what is not a hot path: health, docs, and the fallback answers (`notFoundMessage`: what else this listener answers). */
@@ -231,6 +244,13 @@ export async function startService(config: Config, logger: Logger, roles: Readon
     listeners.push(internal);
     const internalPort = internal.port;
     callbackEgress.ownPorts.add(internalPort);
+    let healthPort: number | undefined;
+    if (config.healthPort !== undefined) {
+      const liveness = await namingThePort(() => startLiveness(config.internalHost, config.healthPort!), config.internalHost, config.healthPort, 'HEALTH_PORT');
+      listeners.push(liveness);
+      healthPort = liveness.port;
+      callbackEgress.ownPorts.add(healthPort);
+    }
 
     if (roles.has('ehr') || roles.has('emdr')) {
       const hotPaths: HotPath[] = [];
@@ -286,12 +306,14 @@ export async function startService(config: Config, logger: Logger, roles: Readon
     const urls = {
       publicUrl: publicPort === undefined ? undefined : listenerUrl(config.host, publicPort),
       internalUrl: listenerUrl(config.internalHost, internalPort),
+      ...(healthPort === undefined ? {} : { healthUrl: listenerUrl(config.internalHost, healthPort) }),
     };
-    logger.info({ roles: [...roles], publicPort, internalPort, ...urls }, startLine(urls, document?.info.version, roles));
+    logger.info({ roles: [...roles], publicPort, internalPort, healthPort, ...urls }, startLine(urls, document?.info.version, roles));
 
     return {
       publicPort,
       internalPort,
+      healthPort,
       async stop() {
         await Promise.all(listeners.map((listener) => listener.stop()));
         await stopWork();

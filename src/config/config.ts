@@ -14,6 +14,8 @@ export interface Config {
   host: string;
   /** Address the internal listener binds to: loopback unless an operator exposes it. */
   internalHost: string;
+  /** The liveness listener's port (GET /healthz from a thread of its own, on internalHost); undefined: none. */
+  healthPort: number | undefined;
   /** External PostgreSQL; undefined means the embedded one under dataDir. */
   databaseUrl: string | undefined;
   dataDir: string;
@@ -461,6 +463,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     internalPort: readPort(env, 'INTERNAL_PORT', 8081),
     host: env.HOST || '0.0.0.0',
     internalHost: env.INTERNAL_HOST || '127.0.0.1',
+    healthPort: env.HEALTH_PORT === undefined || env.HEALTH_PORT === '' ? undefined : readPort(env, 'HEALTH_PORT', 0),
     databaseUrl: readDatabaseUrl(env),
     dataDir: path.resolve(env.DATA_DIR || './.data'),
     internalUsers: readInternalUsers(env),
@@ -511,6 +514,12 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; fallback: string; m
   { name: 'INTERNAL_PORT', fallback: '8081', meaning: 'internal channel for the authorization server' },
   { name: 'HOST', fallback: '0.0.0.0', meaning: 'address the public listener binds to' },
   { name: 'INTERNAL_HOST', fallback: '127.0.0.1', meaning: 'address the internal listener binds to; expose it only to the authorization server' },
+  {
+    name: 'HEALTH_PORT',
+    fallback: '(unset)',
+    meaning:
+      "liveness listener on INTERNAL_HOST: GET /healthz answered by a thread of its own from the event loop's heartbeat (503 once it is 10 s old), so the probe never waits behind the loop's work; unset: none (/healthz of the other listeners)",
+  },
   { name: 'DATABASE_URL', fallback: '(unset)', meaning: 'external PostgreSQL; unset: embedded PostgreSQL under DATA_DIR' },
   { name: 'DATA_DIR', fallback: './.data', meaning: 'where the embedded PostgreSQL keeps its data' },
   { name: 'INTERNAL_USERS', fallback: '(none)', meaning: "the authorization server's accounts, name:password[,name:password]" },

@@ -10,7 +10,8 @@ import { outcomeOf, repoRoot } from '../support/cli.js';
  * `make hostile` in smoke mode (phases of 3 s): every scenario puts its abuser beside the honest
  * clinic and the report comes out whole. Latencies are what the full run measures, never judged
  * here; what must hold even in 3 s on a busy machine is judged: beside each abuser the honest
- * clinic's every request was acknowledged and called back, and /healthz answered every probe.
+ * clinic's every request was acknowledged and called back, and /healthz (of the public and of the
+ * liveness listener) answered every probe.
  */
 describe('the hostile-load suite, smoke run', () => {
   let out: string;
@@ -44,6 +45,9 @@ describe('the hostile-load suite, smoke run', () => {
       expect(scenario.abused.acknowledged, scenario.name).toBe(scenario.abused.requests);
       expect(scenario.abused.callbacksMissing, scenario.name).toBe(0);
       expect(scenario.abused.healthzFailures, scenario.name).toBe(0);
+      // The liveness listener (HEALTH_PORT) was probed too, and answered every probe.
+      expect(scenario.abused.liveness?.failures, scenario.name).toBe(0);
+      expect(scenario.abused.liveness?.maxMs, scenario.name).toBeGreaterThan(0);
       expect(scenario.abused.ackP99Ms, scenario.name).toBeGreaterThan(0);
     }
   });

@@ -26,7 +26,7 @@ describe.runIf(process.platform === 'linux')('the document check workers', () =>
     // The workers lower their priority as they start: wait for both.
     const lowered = await until(
       'the new threads at the workers’ priority',
-      async () => [...threadNiceness()].filter(([thread, nice]) => !before.has(thread) && nice === Math.min(19, own + 10)).length,
+      async () => [...threadNiceness()].filter(([thread, nice]) => !before.has(thread) && nice === Math.min(19, own + 5)).length,
       (count) => count >= 2,
     );
     expect(lowered).toBeGreaterThanOrEqual(2);

@@ -184,10 +184,18 @@ export interface PhaseFigures {
   healthzP99Ms?: number;
   healthzMaxMs?: number;
   healthzFailures: number;
+  /** /healthz of the liveness listener (HEALTH_PORT), when the measured checkout has one. */
+  liveness?: { p99Ms?: number; maxMs?: number; failures: number };
 }
 
 /** Waits up to `waitMs` for the first callbacks of the acknowledged requests, then sums the phase up. */
-export async function figuresOf(sent: Sent[], receiver: Receiver, health: { latenciesMs: number[]; failures: number }, waitMs: number): Promise<PhaseFigures> {
+export async function figuresOf(
+  sent: Sent[],
+  receiver: Receiver,
+  health: { latenciesMs: number[]; failures: number },
+  waitMs: number,
+  liveness?: { latenciesMs: number[]; failures: number },
+): Promise<PhaseFigures> {
   const acknowledged = sent.filter((entry) => entry.status === 200);
   const until = Date.now() + waitMs;
   while (Date.now() < until && acknowledged.some((entry) => !receiver.firstCallbackAt.has(entry.queueMessageId!)))
@@ -213,5 +221,8 @@ export async function figuresOf(sent: Sent[], receiver: Receiver, health: { late
     healthzP99Ms: round(percentile(health.latenciesMs, 99)),
     healthzMaxMs: round(percentile(health.latenciesMs, 100)),
     healthzFailures: health.failures,
+    ...(liveness
+      ? { liveness: { p99Ms: round(percentile(liveness.latenciesMs, 99)), maxMs: round(percentile(liveness.latenciesMs, 100)), failures: liveness.failures } }
+      : {}),
   };
 }

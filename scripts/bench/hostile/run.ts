@@ -95,6 +95,7 @@ export interface ScenarioRecord {
   peakRssGrowthMiB: number;
   /** What the gateway answered the abuser, by status. */
   abuserAnswers: Record<string, number>;
+  /** healthzUnder100ms judges the liveness listener's /healthz when the checkout has one (what a liveness probe asks), else the public one. */
   verdict: { ackWithin2x: boolean; callbackWithin2x: boolean; noFailures: boolean; healthzUnder100ms: boolean };
   /** Set on a scenario kept from an earlier run (--merge): that run's commit, date and load average. */
   measured?: { commit: string; date: string; loadAverage: [number, number] };
@@ -139,20 +140,32 @@ async function addClinic(root: string, env: Record<string, string>, callbackUrl:
   return { businessId: created.businessId, user: created.user, token: created.token };
 }
 
-/** A phase: the honest clinic and the probe for `seconds`, then its figures. */
+/** The liveness listener's URL, when the measured serve has one (HEALTH_PORT; older checkouts ignore it). */
+async function livenessUrl(service: ServiceProcess): Promise<string | undefined> {
+  const url = `http://127.0.0.1:${service.healthPort}`;
+  try {
+    return (await fetch(`${url}/healthz`)).ok ? url : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A phase: the honest clinic and the probes (public /healthz, and the liveness listener's when given) for `seconds`, then its figures. */
 async function phase(
   service: ServiceProcess,
   clinic: ClinicHeaders,
   receiver: Awaited<ReturnType<typeof startReceiver>>,
   seconds: number,
+  liveness: string | undefined,
 ): Promise<PhaseFigures> {
   const url = `http://127.0.0.1:${service.publicPort}`;
   const probe = probeHealth(url, PROBE_EVERY_MS);
+  const livenessProbe = liveness === undefined ? undefined : probeHealth(liveness, PROBE_EVERY_MS);
   const honest = honestClinic(url, clinic, HONEST_PER_SECOND);
   await sleep(seconds * 1000);
   const sent = await honest.stop();
   const health = await probe.stop();
-  return figuresOf(sent, receiver, health, CALLBACK_WAIT_MS);
+  return figuresOf(sent, receiver, health, CALLBACK_WAIT_MS, await livenessProbe?.stop());
 }
 
 function verdict(alone: PhaseFigures, abused: PhaseFigures): ScenarioRecord['verdict'] {
@@ -161,7 +174,9 @@ function verdict(alone: PhaseFigures, abused: PhaseFigures): ScenarioRecord['ver
     ackWithin2x: within(alone.ackP99Ms, abused.ackP99Ms),
     callbackWithin2x: within(alone.firstCallbackP99Ms, abused.firstCallbackP99Ms) && abused.callbacksMissing === 0,
     noFailures: abused.acknowledged === abused.requests,
-    healthzUnder100ms: abused.healthzFailures === 0 && abused.healthzMaxMs !== undefined && abused.healthzMaxMs <= 100,
+    healthzUnder100ms: abused.liveness
+      ? abused.liveness.failures === 0 && abused.liveness.maxMs !== undefined && abused.liveness.maxMs <= 100
+      : abused.healthzFailures === 0 && abused.healthzMaxMs !== undefined && abused.healthzMaxMs <= 100,
   };
 }
 
@@ -185,10 +200,11 @@ async function runScenario(
   try {
     const honest = await addClinic(options.root, env, honestReceiver.url);
     const abusive = await addClinic(options.root, env, abuserReceiver.url);
+    const liveness = await livenessUrl(service);
     // Warm up: the first requests pay for connections and prepared statements.
-    await phase(service, honest, honestReceiver, Math.min(2, options.seconds));
+    await phase(service, honest, honestReceiver, Math.min(2, options.seconds), liveness);
     options.log(`${scenario.name}: the honest clinic alone`);
-    const alone = await phase(service, honest, honestReceiver, options.seconds);
+    const alone = await phase(service, honest, honestReceiver, options.seconds, liveness);
     const concurrency = options.smoke ? scenario.abuse.smokeConcurrency : scenario.abuse.concurrency;
     const order: AbuseOrder = { pattern: scenario.abuse.pattern, port: service.publicPort, clinic: abusive, concurrency, rpcVersion: rpcVersion(options.root) };
     await fs.writeFile(`/proc/${service.pid}/clear_refs`, '5');
@@ -203,7 +219,7 @@ async function runScenario(
     // The abuse under way before the honest clinic is measured beside it.
     await sleep(1000);
     options.log(`${scenario.name}: the honest clinic beside the abuser (${scenario.abuse.pattern}, ${concurrency})`);
-    const abused = await phase(service, honest, honestReceiver, options.seconds);
+    const abused = await phase(service, honest, honestReceiver, options.seconds, liveness);
     const peakRssGrowthMiB = Math.round(((await peakRssMiB(service.pid)) - rssBefore) * 10) / 10;
     const exited = new Promise((resolve) => abuser!.once('exit', resolve));
     abuser.kill('SIGTERM');
@@ -246,12 +262,18 @@ function merged(run: HostileRun, earlier: HostileRun): HostileRun {
   return { ...run, scenarios: [...run.scenarios, ...kept].sort((a, b) => order(a) - order(b)) };
 }
 
+/** The liveness listener's /healthz max, alone → beside the abuser; — for a checkout without one. */
+function livenessCell(alone: PhaseFigures, abused: PhaseFigures): string {
+  if (!abused.liveness) return '—';
+  return `${ms(alone.liveness?.maxMs)} → ${ms(abused.liveness.maxMs)}${abused.liveness.failures > 0 ? `, ${abused.liveness.failures} failed` : ''}`;
+}
+
 function tableRows(run: HostileRun, label: string): string[] {
   return run.scenarios.map((record) => {
     const rowLabel = record.measured ? (label.startsWith('before') ? `before (${record.measured.commit})` : `(${record.measured.commit})`) : label;
     const { alone, abused, verdict: judged } = record;
     const met = judged.ackWithin2x && judged.callbackWithin2x && judged.noFailures && judged.healthzUnder100ms;
-    return `| ${record.name} ${rowLabel} | ${ms(alone.ackP99Ms)} → ${ms(abused.ackP99Ms)}${ratio(alone.ackP99Ms, abused.ackP99Ms)} | ${ms(alone.firstCallbackP99Ms)} → ${ms(abused.firstCallbackP99Ms)}${ratio(alone.firstCallbackP99Ms, abused.firstCallbackP99Ms)}${abused.callbacksMissing > 0 ? `, ${abused.callbacksMissing} missing` : ''} | ${abused.requests - abused.acknowledged} of ${abused.requests} (${failuresText(abused)}) | ${ms(alone.healthzMaxMs)} → ${ms(abused.healthzMaxMs)}${abused.healthzFailures > 0 ? `, ${abused.healthzFailures} failed` : ''} | ${record.peakRssGrowthMiB} MiB | ${met ? '**met**' : '**missed**'} |`;
+    return `| ${record.name} ${rowLabel} | ${ms(alone.ackP99Ms)} → ${ms(abused.ackP99Ms)}${ratio(alone.ackP99Ms, abused.ackP99Ms)} | ${ms(alone.firstCallbackP99Ms)} → ${ms(abused.firstCallbackP99Ms)}${ratio(alone.firstCallbackP99Ms, abused.firstCallbackP99Ms)}${abused.callbacksMissing > 0 ? `, ${abused.callbacksMissing} missing` : ''} | ${abused.requests - abused.acknowledged} of ${abused.requests} (${failuresText(abused)}) | ${ms(alone.healthzMaxMs)} → ${ms(abused.healthzMaxMs)}${abused.healthzFailures > 0 ? `, ${abused.healthzFailures} failed` : ''} | ${livenessCell(alone, abused)} | ${record.peakRssGrowthMiB} MiB | ${met ? '**met**' : '**missed**'} |`;
   });
 }
 
@@ -261,7 +283,7 @@ function markdown(run: HostileRun, before: HostileRun | undefined): string {
     '',
     `Written by \`make hostile\` (\`scripts/bench/hostile/run.ts\`), ${run.date}, ${run.commit}, ${run.mode}; ${run.machine.cores} cores (${run.machine.cpu}), load average ${run.machine.loadAverage[0]} at the start and ${run.machine.loadAverage[1]} at the end.`,
     '',
-    `Each scenario: \`serve\` as its own process on a fresh database; the honest clinic sends RegisterDocument at ${HONEST_PER_SECOND} a second, a new connection each, and its receiver answers at once; /healthz is probed every ${PROBE_EVERY_MS} ms from another address. A phase without the abuser, then one with it (its own process, from 127.0.0.2). Latencies are the honest clinic's p99, alone → beside the abuser; the target: both within 2× of the phase alone, no failed request, /healthz under 100 ms.`,
+    `Each scenario: \`serve\` as its own process on a fresh database; the honest clinic sends RegisterDocument at ${HONEST_PER_SECOND} a second, a new connection each, and its receiver answers at once; /healthz is probed every ${PROBE_EVERY_MS} ms from another address. A phase without the abuser, then one with it (its own process, from 127.0.0.2). Latencies are the honest clinic's p99, alone → beside the abuser; the target: both within 2× of the phase alone, no failed request, /healthz under 100 ms. /healthz is probed on the public listener and, when the checkout has one, on the liveness listener (HEALTH_PORT: answered by a thread of its own from the event loop's heartbeat, what an orchestrator's liveness probe asks; docs/operations.md): the target judges the liveness listener where there is one, the public listener otherwise.`,
     '',
     ...(before
       ? [
@@ -271,8 +293,8 @@ function markdown(run: HostileRun, before: HostileRun | undefined): string {
       : []),
     'On a machine shared with other work (the load averages above), the phases alone vary from run to run by as much as the ratios they are compared with; read the ratios with the load, and the failures, /healthz and memory as they are.',
     '',
-    '| scenario | acknowledgement p99 | first callback p99 | honest requests failed beside the abuser | /healthz max | serve peak RSS growth | target |',
-    '|---|---|---|---|---|---|---|',
+    '| scenario | acknowledgement p99 | first callback p99 | honest requests failed beside the abuser | /healthz max (public listener) | /healthz max (liveness listener, HEALTH_PORT) | serve peak RSS growth | target |',
+    '|---|---|---|---|---|---|---|---|',
     ...tableRows(run, run.commit === before?.commit ? '' : `(${run.commit})`),
     ...(before ? tableRows(before, `before (${before.commit})`) : []),
     '',

@@ -141,6 +141,8 @@ async function waitForOutput(child: Child, text: string, timeoutMs: number): Pro
 export interface ServiceProcess extends Child {
   publicPort: number;
   internalPort: number;
+  /** HEALTH_PORT, as set (a checkout without a liveness listener ignores it). */
+  healthPort: number;
   env: Record<string, string>;
 }
 
@@ -152,9 +154,17 @@ export async function startServe(
 ): Promise<ServiceProcess> {
   const publicPort = await freePort();
   const internalPort = await freePort();
+  const healthPort = await freePort();
   // The worker role has no listener: it is ready when it logs that it started (at info level, which it uses only at start and stop).
   const worker = options.only === 'worker';
-  const fullEnv = { HOST: '127.0.0.1', LOG_LEVEL: worker ? 'info' : 'warn', ...env, PORT: String(publicPort), INTERNAL_PORT: String(internalPort) };
+  const fullEnv = {
+    HOST: '127.0.0.1',
+    LOG_LEVEL: worker ? 'info' : 'warn',
+    ...env,
+    PORT: String(publicPort),
+    INTERNAL_PORT: String(internalPort),
+    HEALTH_PORT: String(healthPort),
+  };
   const args = ['serve', ...(options.only ? ['--only', options.only] : [])];
   const child = compiledIsCurrent(root)
     ? spawnJs(root, COMPILED_MAIN, args, fullEnv, options.nodeOptions)
@@ -162,7 +172,7 @@ export async function startServe(
   if (!worker) await waitForOk(`http://127.0.0.1:${publicPort}/readyz`, 60_000, child);
   // The message's prefix: since issue 22 the line goes on with both URLs.
   else await waitForOutput(child, '"ehr-gateway started', 60_000);
-  return { ...child, publicPort, internalPort, env: fullEnv };
+  return { ...child, publicPort, internalPort, healthPort, env: fullEnv };
 }
 
 /** What a report calls the checkout at `root`: git describe, or `unknown`. */

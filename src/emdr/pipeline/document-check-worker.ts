@@ -48,11 +48,13 @@ const { maxDepth, trustAnchors } = workerData as DocumentCheckWorkerData;
 /**
  * How much lower than the rest of the process this thread runs (nice, added to the process's own).
  * A check is background work that may take seconds of CPU (a clinic can send 21 signatures × 16
- * signers a request): at the same priority, two busy workers on two cores take the CPU from the
- * event loop, and every clinic's acknowledgements and /healthz wait for one clinic's checks. Lower,
- * they use only what the event loop leaves (at +10 Linux's scheduler weighs them about 1/10 of it).
+ * signers a request): at the same priority, two busy workers on two cores leave the event loop two
+ * thirds of a core, and every clinic's acknowledgements wait for one clinic's checks. At +5 Linux
+ * weighs a worker 335 against the loop's 1024, so the loop gets a whole core beside two busy workers
+ * (2 × 1024 / (1024 + 2 × 335) > 1) while the checks keep a third of the weight of other work on the
+ * machine (at +10, a tenth: on a box shared with other busy processes, checks starved).
  */
-const CHECK_NICENESS = 10;
+const CHECK_NICENESS = 5;
 
 /**
  * Lowers this thread's priority alone: on Linux a nice value belongs to a thread (setpriority(2),
