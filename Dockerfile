@@ -27,8 +27,10 @@ COPY --from=build /app/dist ./dist
 COPY --from=build /app/specs ./specs
 # 1000 is the image's unprivileged user node.
 USER 1000:1000
-EXPOSE 8080 8081
-# GET /healthz of the internal listener, which every role has (src/health-probe.ts).
+# The liveness listener (HEALTH_PORT): /healthz answered beside the event loop, from its heartbeat (docs/operations.md, "Liveness").
+ENV HEALTH_PORT=8082
+EXPOSE 8080 8081 8082
+# GET /healthz of the liveness listener, which every role has (src/health-probe.ts).
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 CMD ["node", "dist/src/health-probe.js"]
 ENTRYPOINT ["node", "dist/src/main.js"]
 CMD ["serve"]

@@ -53,6 +53,10 @@ describe('the Helm chart', () => {
       expect(container.args).toEqual(['serve', '--only', role]);
       expect(container.livenessProbe.httpGet.path).toBe('/healthz');
       expect(container.startupProbe.httpGet.path).toBe('/healthz');
+      // Liveness and startup ask the liveness listener (HEALTH_PORT), which answers beside a busy event loop.
+      expect(container.livenessProbe.httpGet.port).toBe('health');
+      expect(container.startupProbe.httpGet.port).toBe('health');
+      expect(container.ports!.map((port) => port.name)).toContain('health');
       expect(container.readinessProbe.httpGet.path).toBe('/readyz');
       const probePort = container.readinessProbe.httpGet.port as string;
       expect(container.ports!.map((port) => port.name)).toContain(probePort);

@@ -31,6 +31,8 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
   value: {{ $root.Values.ports.public | quote }}
 - name: INTERNAL_PORT
   value: {{ $root.Values.ports.internal | quote }}
+- name: HEALTH_PORT
+  value: {{ $root.Values.ports.health | quote }}
 - name: HOST
   value: "0.0.0.0"
 # The pod's network is the boundary here: the NetworkPolicy admits only the authorization server and Prometheus to this port.
