@@ -13,7 +13,7 @@ import { createRecordHandlers } from './ehr/record-methods.js';
 import { loadOpenRpcDocument, servedVersions } from './ehr/spec.js';
 import { clinicMessageHandlers } from './emdr/clinic-messages.js';
 import { clinicSecurityHandlers, emdrHandlers } from './emdr/intake/handlers.js';
-import { clinicBodyAdmission, clinicRateLimit, LargeBodySlots, QUOTA_UNIT_BYTES } from './emdr/intake/limits.js';
+import { clinicBodyAdmission, clinicRateLimit, IntakeSlots, LargeBodySlots, QUOTA_UNIT_BYTES } from './emdr/intake/limits.js';
 import { consoleRoutes } from './console/routes.js';
 import { docsRoutes } from './docs/routes.js';
 import { createEmdrRouter, SMALL_BODY_LIMIT_BYTES } from './emdr/intake/router.js';
@@ -277,6 +277,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
                     windowMs: LIMIT_WINDOW_MS,
                   }),
               new LargeBodySlots(config.largeBodies),
+              new IntakeSlots(),
             ),
             // RegisterDocument carries the document; every other body is a few fields.
             bodyLimits: { default: SMALL_BODY_LIMIT_BYTES, byOperation: { RegisterDocument: config.bodyLimitBytes } },
