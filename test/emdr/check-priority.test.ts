@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import { afterAll, describe, expect, it } from 'vitest';
-import { DocumentCheckPool } from '../../src/emdr/pipeline/document-check.js';
+import { DocumentCheckPool } from '../../src/emdr/pipeline/document-check/document-check.js';
 import { FIXTURE_XML } from '../support/emdr.js';
 import { until } from '../support/until.js';
 

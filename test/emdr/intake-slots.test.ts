@@ -1,6 +1,6 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CreatedClinicAccount } from '../../src/emdr/clients.js';
+import type { CreatedClinicAccount } from '../../src/emdr/accounts/clients.js';
 import { INTAKE_QUEUE_PER_CLINIC, INTAKE_SLOTS_PER_CLINIC } from '../../src/emdr/intake/limits.js';
 import { addClinic, authHeaders, registerBody } from '../support/emdr.js';
 import { startServeProcess, type ServeProcess } from '../support/processes.js';
