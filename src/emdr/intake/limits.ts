@@ -177,32 +177,36 @@ function declaredLength(request: IncomingMessage): number | undefined {
 }
 
 /**
- * Admission of a clinic's body before a byte of it is read: first its turn among the clinic's
- * requests (IntakeSlots: it waits, or 429 when the clinic's queue is full); then a large one needs a slot (429 when the
+ * Admission of a clinic's body before a byte of it is read: a large one needs a slot (429 when the
  * clinic holds LARGE_BODIES_PER_CLINIC, 503 when the process reads LARGE_BODIES_PER_PROCESS), and
  * its bytes are taken from BYTE_QUOTA by its Content-Length (429 RATE_LIMIT with Retry-After), or,
- * without one, ahead of the bytes as they arrive, so a body over the quota is never read whole.
- * Every body counts, valid or not.
+ * without one, ahead of the bytes as they arrive, so a body over the quota is never read whole;
+ * then it waits its turn among the clinic's requests (IntakeSlots; 429 when the clinic's queue is
+ * full). Every body counts, valid or not.
  */
 export function clinicBodyAdmission(bytes: SharedAllowance | undefined, slots: LargeBodySlots, intake: IntakeSlots): AdmitBody {
   return async (_operationId, security, request): Promise<BodyAdmission> => {
     const clinic = clinicOf(security);
     if (clinic === undefined) return {};
-    const releaseIntake = await intakeSlot(intake, clinic, request);
+    // The refusals that need no waiting first (a large body without a slot, the quota): a request
+    // refused would otherwise wait its turn only to be refused, and a queue would spare a greedy
+    // clinic's large bodies the 429 that sends them away.
+    const admission = await bodyAdmission(bytes, slots, clinic, request);
+    const releaseBody = admission.release;
+    let releaseIntake: () => void;
     try {
-      const admission = await bodyAdmission(bytes, slots, clinic, request);
-      const releaseBody = admission.release;
-      return {
-        ...admission,
-        release: () => {
-          releaseBody?.();
-          releaseIntake();
-        },
-      };
+      releaseIntake = await intakeSlot(intake, clinic, request);
     } catch (error) {
-      releaseIntake();
+      releaseBody?.();
       throw error;
     }
+    return {
+      ...admission,
+      release: () => {
+        releaseBody?.();
+        releaseIntake();
+      },
+    };
   };
 }
 
