@@ -53,12 +53,12 @@ export class AcceptanceStage {
   readonly check = async (request: ClaimedForAcceptance): Promise<Checked> => {
     const { sql, registry, xmlCheckTimeoutMs } = this.context;
     try {
-      const findings = await tracer().inSpan('acceptance check', stageSpan(request), async (span) => {
+      const findings = await tracer().inSpan('acceptance check', () => stageSpan(request), async (span) => {
         const found = await OPERATION_HANDLERS[request.operation].accept(request, { sql, registry, documents: this.documents, xmlCheckTimeoutMs });
-        span.setAttributes({
+        span.setAttributes(() => ({
           'ehr_gateway.verdict': found.errors.length > 0 ? 'rejected' : 'accepted',
           'ehr_gateway.error_codes': found.errors.map((error) => error.code).join(' '),
-        });
+        }));
         return found;
       });
       return { decided: settlementOf(request, findings) };

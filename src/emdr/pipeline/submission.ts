@@ -35,12 +35,12 @@ export class SubmissionStage {
         const handler = OPERATION_HANDLERS[request.operation];
         let submission: Submission;
         try {
-          submission = await tracer().inSpan('registry submission', stageSpan(request), async (span) => {
+          submission = await tracer().inSpan('registry submission', () => stageSpan(request), async (span) => {
             const submitted = await handler.submit(this.context.registry, request);
-            span.setAttributes({
+            span.setAttributes(() => ({
               'ehr_gateway.verdict': submitted.accepted ? 'submitted' : 'refused',
               ...(submitted.accepted ? {} : { 'ehr_gateway.error_codes': submitted.errors.map((error) => error.code).join(' ') }),
-            });
+            }));
             return submitted;
           });
         } catch (error) {
