@@ -239,11 +239,7 @@ class EhrMethods {
    * before it is answered. Unknown accounts share one count per client address, so made-up names
    * cannot add keys.
    */
-  private async withInternalCredential<T>(
-    context: CallContext,
-    secondValue: CredentialSecondValue,
-    work: (call: InternalCall) => Promise<T>,
-  ): Promise<T> {
+  private async withInternalCredential<T>(context: CallContext, secondValue: CredentialSecondValue, work: (call: InternalCall) => Promise<T>): Promise<T> {
     const { cred } = context;
     const password = cred ? this.config.internalUsers.get(cred.user) : undefined;
     const key = JSON.stringify([password === undefined ? null : cred!.user, clientKey(context.clientAddress)]);
@@ -364,33 +360,37 @@ class EhrMethods {
 
   readonly saveAuthInfo = async (raw: Record<string, unknown>, context: CallContext): Promise<EmbeddedStorageSaveAuthInfoResult> => {
     const { authInfo } = raw as unknown as EmbeddedStorageSaveAuthInfoParams;
-    return this.withInternalCredential(context, 'the user_sign that authenticate answered for authInfo.user', async ({ check, account, failureRow, refuseWhenShut }) => {
-      const read = (await this.sql.row<Partial<LinkRow> & { failures: number }>(LINK_WITH_FAILURES, [authInfo.user, failureRow, Date.now()]))!;
-      if (!read.user_id) {
-        refuseWhenShut(read.failures);
-        throw EhrErrors.userNotFound('no internalUserId for this user');
-      }
-      const link = read as LinkRow & { failures: number };
-      await check(openUserSign(this.userSignKey, link.user_id, link.user_sign_sealed), link.failures);
-      const expiresAt = this.sessionExpiry(authInfo, Date.now());
-      try {
-        await this.sql.run(SAVE_SESSION, [
-          tokenHash(authInfo.token),
-          link.user_id,
-          expiresAt,
-          currentRequestId() ?? null,
-          account,
-          link.patient_id,
-          ...clientColumns(),
-        ]);
-      } catch (error) {
-        if (isUniqueViolation(error)) throw EhrErrors.saveAuthInfoError('token already stored');
-        // The link was removed between the read and the insert.
-        if ((error as { code?: string }).code === '23503') throw EhrErrors.userNotFound('no internalUserId for this user');
-        throw error;
-      }
-      return { success: true, internalUserId: link.patient_id, expiresAt: expiresAt.toISOString() };
-    });
+    return this.withInternalCredential(
+      context,
+      'the user_sign that authenticate answered for authInfo.user',
+      async ({ check, account, failureRow, refuseWhenShut }) => {
+        const read = (await this.sql.row<Partial<LinkRow> & { failures: number }>(LINK_WITH_FAILURES, [authInfo.user, failureRow, Date.now()]))!;
+        if (!read.user_id) {
+          refuseWhenShut(read.failures);
+          throw EhrErrors.userNotFound('no internalUserId for this user');
+        }
+        const link = read as LinkRow & { failures: number };
+        await check(openUserSign(this.userSignKey, link.user_id, link.user_sign_sealed), link.failures);
+        const expiresAt = this.sessionExpiry(authInfo, Date.now());
+        try {
+          await this.sql.run(SAVE_SESSION, [
+            tokenHash(authInfo.token),
+            link.user_id,
+            expiresAt,
+            currentRequestId() ?? null,
+            account,
+            link.patient_id,
+            ...clientColumns(),
+          ]);
+        } catch (error) {
+          if (isUniqueViolation(error)) throw EhrErrors.saveAuthInfoError('token already stored');
+          // The link was removed between the read and the insert.
+          if ((error as { code?: string }).code === '23503') throw EhrErrors.userNotFound('no internalUserId for this user');
+          throw error;
+        }
+        return { success: true, internalUserId: link.patient_id, expiresAt: expiresAt.toISOString() };
+      },
+    );
   };
 
   /** A pending, live exchange token: -33000 when unknown, used or burned; -33001 when expired. */

@@ -66,7 +66,8 @@ describe('FailureLimit', () => {
       const limit = new FailureLimit({ pool: pools[0]! }, 10, 60_000);
       for (let failure = 0; failure < 3; failure += 1) await limit.failed('read-along');
       const read = async (key: string) =>
-        (await pools[1]!.query<{ failures: number }>(`select ${pointsInWindow('$1', '$2::bigint')} as failures`, [limit.rowKey(key), Date.now()])).rows[0]!.failures;
+        (await pools[1]!.query<{ failures: number }>(`select ${pointsInWindow('$1', '$2::bigint')} as failures`, [limit.rowKey(key), Date.now()])).rows[0]!
+          .failures;
       expect(await read('read-along')).toBe(3);
       expect(await limit.counted('read-along')).toBe(3);
       expect(await read('never-failed')).toBe(0);

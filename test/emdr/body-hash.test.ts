@@ -31,7 +31,11 @@ function reference(body: Record<string, unknown>, bytes?: { member: string; valu
 describe('bodyHash', () => {
   const document = Buffer.from('PGE+0L/RgNC40LLQtdGCPC9hPg=='.repeat(400));
   it.each([
-    ['a RegisterDocument body with its document as bytes', { localUid: 'ü-1', kind: '6', document: 'AAAA', meta: { z: [1, 2.5, null], a: 'é' } }, { member: 'document', value: document }],
+    [
+      'a RegisterDocument body with its document as bytes',
+      { localUid: 'ü-1', kind: '6', document: 'AAAA', meta: { z: [1, 2.5, null], a: 'é' } },
+      { member: 'document', value: document },
+    ],
     ['members larger than one update, and surrogate pairs', { big: 'x'.repeat(3 * 1024 * 1024 + 7), small: 's', emoji: '😀'.repeat(700_000) }, undefined],
     ['no members', {}, undefined],
   ])('is the reference hash for %s', (_name, body, bytes) => {

@@ -179,7 +179,10 @@ async function storeRequest(sql: Sql, request: NewRequest): Promise<{ queueMessa
   const inserted =
     document !== null && document.length > STAGED_DOCUMENT_BYTES
       ? await insertStaged(sql, request, document)
-      : await sql.row<Stored>(INSERT_REQUEST, requestValues(request, request.decodedDocument ?? (document && Buffer.from(document.toString('latin1'), 'base64'))));
+      : await sql.row<Stored>(
+          INSERT_REQUEST,
+          requestValues(request, request.decodedDocument ?? (document && Buffer.from(document.toString('latin1'), 'base64'))),
+        );
   if (inserted) return { queueMessageId: inserted.queue_message_id, metadata: inserted.metadata, stored: true };
   const existing = await sql.row<Stored>(EXISTING_REQUEST, [request.clientId, request.operation, request.idempotencyKey, request.bodyHash]);
   return { queueMessageId: existing!.queue_message_id, metadata: existing!.metadata, stored: false };
