@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { decodeStrictBase64, PLACEHOLDER, parseWithBase64Member } from '../../src/emdr/intake/base64-member.js';
-import { isStrictBase64 } from '../../src/emdr/values.js';
+import { isStrictBase64 } from '../../src/emdr/values/values.js';
 
 /** The scanner that keeps RegisterDocument's document out of the parsed body: it takes a body only when that changes nothing but memory. */
 const base64 = Buffer.concat([Buffer.from('<a>любой текст</a>'), Buffer.from([0xfb, 0xef, 0xff])]).toString('base64');
