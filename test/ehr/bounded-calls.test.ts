@@ -281,7 +281,7 @@ describe('L2: the internal failure limit is race-free', () => {
     await service?.stop();
   });
 
-  it('tells at most 10 of 199 save_auth_info calls sent in one burst that they were wrong, refusing the rest (the right one too, unless judged before the limit)', async () => {
+  it('judges at most 10 of 199 save_auth_info calls sent in one burst (the right credential among them), refusing the rest', async () => {
     // save_auth_info reads the user's link before it judges the token: the await where the old count raced.
     const { cred, userSign } = await authenticatedUser(service, MARIA);
     const call = (index: number) => ({
@@ -289,7 +289,8 @@ describe('L2: the internal failure limit is race-free', () => {
       id: index,
       method: 'embedded_storage.save_auth_info',
       params: { authInfo: { user: cred.user, token: unique('token'), ttl: 60 } },
-      cred: { user: INTERNAL_USER, token: sha1hex(INTERNAL_PASSWORD + (index === 150 ? userSign : `guess-${index}`)) },
+      // The right one early, #15: a limit that reads the failures without reserving room first still saw fewer than 10 there (stored it: 26 judged).
+      cred: { user: INTERNAL_USER, token: sha1hex(INTERNAL_PASSWORD + (index === 15 ? userSign : `guess-${index}`)) },
     });
     const answers = await Promise.all(
       Array.from({ length: 199 }, (_, index) =>
@@ -301,13 +302,9 @@ describe('L2: the internal failure limit is race-free', () => {
       ),
     );
     const reasons = answers.map((answer) => answer.error?.data?.reason ?? 'stored');
-    // Before: every guess was judged (the limit was checked before the first await and counted after it), and #150 stored the token.
-    // Now as a one-at-a-time server answers: 10 failures told, then every call refused; the right one
-    // stored only if it was judged before the 10th failure counted.
-    const rejected = reasons.filter((reason) => reason === 'credentials rejected').length;
-    const stored = reasons.filter((reason) => reason === 'stored').length;
-    expect(rejected).toBe(10);
-    expect(stored).toBeLessThanOrEqual(1);
-    expect(reasons.filter((reason) => reason === 'too many failures, retry later').length).toBe(199 - rejected - stored);
+    // Before: every guess was judged (the limit was checked before the first await and counted after it), and #150 of them stored the token.
+    const judged = reasons.filter((reason) => reason === 'credentials rejected' || reason === 'stored');
+    expect(judged.length).toBeLessThanOrEqual(10);
+    expect(reasons.filter((reason) => reason === 'too many failures, retry later').length).toBe(199 - judged.length);
   });
 });
