@@ -145,6 +145,36 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/GetRegistryItem": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Read one registry record of the clinic's own organizations
+         * @description The registry's record of one registered version, by its `emdrId`, with the patient's SNILS
+         *     and, when the registry reported it, `storeTillDate`. As in the registry, a system reads
+         *     only the records it registered: here, records of the organizations the clinic account acts
+         *     for (any organization's for an account created with `--all-organizations`). Another
+         *     organization's record answers exactly as an `emdrId` that does not exist, 404
+         *     `REGISTRY_ITEM_NOT_FOUND` ("no registry item with this emdrId"), so registry numbers cannot
+         *     be probed; another organization's documents of a patient the clinic treats are found with
+         *     `SearchRegistryItem` by `patientSnils` and fetched with `DemandContent`. The record is the
+         *     version named, whether or not a newer one replaced it (`SearchRegistryItem` by `localUid`
+         *     lists the versions). While the registry cannot be reached it answers 503
+         *     `SERVICE_UNAVAILABLE` with `Retry-After`. Added in 2.0.0.
+         */
+        post: operations["GetRegistryItem"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/messages": {
         parameters: {
             query?: never;
@@ -564,6 +594,44 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /**
+         * GetRegistryItemRequest
+         * @example {
+         *       "emdrId": "26.11.000000154"
+         *     }
+         */
+        GetRegistryItemRequest: {
+            emdrId: components["schemas"]["EmdrId"];
+        };
+        /**
+         * RegistryRecord
+         * @description A registry item as `GetRegistryItem` reads it: the item of `SearchRegistryItem`, with the patient's SNILS (11 digits; the built-in registry always gives it, the federal one when its answer names it) and the registry's `storeTillDate` when it reported one.
+         */
+        RegistryRecord: {
+            emdrId: components["schemas"]["EmdrId"];
+            localUid: components["schemas"]["Uuid"];
+            /** @example 119 */
+            kind: string;
+            organization: components["schemas"]["Oid"];
+            /**
+             * Format: date-time
+             * @example 2026-11-20T06:30:04.512Z
+             */
+            registrationDateTime: string;
+            /** @example 1 */
+            version: number;
+            /** @example 11223344595 */
+            patientSnils?: string;
+            storeTillDate?: components["schemas"]["StoreTillDate"];
+        } & {
+            [key: string]: unknown;
+        };
+        /** GetRegistryItemResponse */
+        GetRegistryItemResponse: {
+            item: components["schemas"]["RegistryRecord"];
+        } & {
+            [key: string]: unknown;
+        };
         /** CallbackAttempt */
         CallbackAttempt: {
             /** @example 1 */
@@ -979,6 +1047,16 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
+        /** @description No registry item with this `emdrId` among the records of the organizations the clinic account acts for (`REGISTRY_ITEM_NOT_FOUND`); another organization's record answers the same. */
+        RegistryItemNotFound: {
+            headers: {
+                "x-request-id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
         /** @description Nothing was replayed: no callback of the request has failed (`NOTHING_TO_REPLAY`). */
         NothingToReplay: {
             headers: {
@@ -1205,6 +1283,39 @@ export interface operations {
             };
             400: components["responses"]["ValidationError"];
             401: components["responses"]["Unauthorized"];
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    GetRegistryItem: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["GetRegistryItemRequest"];
+            };
+        };
+        responses: {
+            /** @description The record. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetRegistryItemResponse"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["RegistryItemNotFound"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];

@@ -12,6 +12,7 @@ import type {
   RegistryItem,
   RegistryOutcome,
   RegistryPort,
+  RegistryRecord,
   RegistrySearch,
   Submission,
 } from './port.js';
@@ -143,6 +144,11 @@ const SEARCH = statement(
       and ($6::float8 is null or registration_date_time < to_timestamp($6 / 1000.0))
       and ($7::text[] is null or organization = any($7))
     order by registration_date_time desc limit $8`,
+);
+
+const RECORD = statement(
+  'registry_record',
+  `select emdr_id, local_uid, kind, organization, registration_date_time, version, patient_snils from emdr_registry_documents where emdr_id = $1`,
 );
 
 /** A queued answer: a registration's outcome, or a demand whose file is fetched when the answer falls due. */
@@ -303,6 +309,12 @@ export class BuiltInRegistry implements RegistryPort {
       criteria.limit,
     ]);
     return rows.map(toItem);
+  }
+
+  async record(emdrId: string): Promise<RegistryRecord | undefined> {
+    await this.delay();
+    const row = await this.sql.row<Record<string, unknown>>(RECORD, [emdrId]);
+    return row && { ...toItem(row), patientSnils: row.patient_snils as string };
   }
 
   /** The answer loop: answers due, handed to the sink in batches (a demand's file fetched from the archive first). */
