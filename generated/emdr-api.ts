@@ -27,7 +27,7 @@ export interface paths {
          *     would answer, naming the field or the signature (`signature`, `personalSignatures/N/signature`):
          *     - the request: the files' base64 (`VALIDATION_ERROR`, `SIGNATURE_DECODING_ERROR`), the
          *       patient's SNILS check number (`VALIDATION_ERROR`), `creationDateTime` not in the future
-         *       (`WRONG_CREATION_DATE`), `localUid` not used before by this clinic (`NOT_UNIQUE_PROVIDED_ID`);
+         *       (`WRONG_CREATION_DATE`), `localUid` not used before by any clinic of the gateway (`NOT_UNIQUE_PROVIDED_ID`);
          *     - the kind, against the gateway's table of NSI 1.2.643.5.1.13.13.11.1520
          *       (`src/emdr/prechecks/kinds-1520.json`, data its operator updates): a code the table lacks
          *       (`OBJECT_NOT_FOUND`), a `creationDateTime` outside the kind's period
@@ -67,9 +67,13 @@ export interface paths {
          *     `ehr-gateway document verify` runs the signature checks on a local pair of files.
          *
          *     The identical request retried (same clinic, same `localUid`, same body) gets the same
-         *     acknowledgement and is processed once. A different body with a `localUid` already used by
-         *     this clinic is acknowledged, then rejected with `NOT_UNIQUE_PROVIDED_ID` in the acceptance
-         *     callback. An `organization` the clinic account does not act for, or a
+         *     acknowledgement and is processed once. A different body with a `localUid` already used, by
+         *     this clinic or any other (the registry keeps `localUid` unique across all its senders), is
+         *     acknowledged, then rejected with `NOT_UNIQUE_PROVIDED_ID` "a document with this localUid is
+         *     already registered" in the acceptance callback: the code and words the registry itself
+         *     answers, the same whoever used it, so a clinic learns nothing of another's documents beyond
+         *     what the registry would tell it. Documents that several organizations registered under one
+         *     `localUid` before 2.0.0 stay registered. An `organization` the clinic account does not act for, or a
          *     `callbackUrl` it did not register, answers 403 `FORBIDDEN`.
          */
         post: operations["RegisterDocument"];
@@ -457,7 +461,7 @@ export interface components {
          *     }
          */
         RegisterDocumentRequest: {
-            /** @description The clinic's own id of the document (the registry's `localUid`); unique per clinic here (the registry keeps it unique across all its senders). */
+            /** @description The clinic's own id of the document (the registry's `localUid`): unique across the whole gateway, as the registry keeps it unique across all its senders (since 2.0.0; per clinic before). A localUid that any clinic used is refused with the registry's own answer, `NOT_UNIQUE_PROVIDED_ID` "a document with this localUid is already registered", the same whoever used it. */
             localUid: components["schemas"]["Uuid"];
             /**
              * @description Document kind (a structured medical document, СЭМД), a code of NSI 1.2.643.5.1.13.13.11.1520, e.g. `119` "Протокол консультации (CDA) Редакция 4"; checked against the gateway's kinds table (`OBJECT_NOT_FOUND`, `NO_DOCUMENT_KIND_ON_DATE`). Not the document's own `ClinicalDocument/code`, which is a code of NSI 1.2.643.5.1.13.13.11.1522.

@@ -380,11 +380,9 @@ export function emdrHandlers(dependencies: EmdrHandlerDependencies): Record<stri
 function registryCall<T>(call: Promise<T>): Promise<T> {
   return call.catch((error: unknown) => {
     if (!(error instanceof RegistryUnavailableError)) throw error;
-    throw new ApiError(
-      503,
-      [{ code: 'SERVICE_UNAVAILABLE', message: 'the registry cannot be reached right now; retry after the seconds in Retry-After' }],
-      { 'Retry-After': String(REGISTRY_RETRY_AFTER_SECONDS) },
-    );
+    throw new ApiError(503, [{ code: 'SERVICE_UNAVAILABLE', message: 'the registry cannot be reached right now; retry after the seconds in Retry-After' }], {
+      'Retry-After': String(REGISTRY_RETRY_AFTER_SECONDS),
+    });
   });
 }
 

@@ -54,13 +54,14 @@ function toItem(row: Record<string, unknown>): RegistryItem {
 const REGISTERED = (row: string) =>
   `jsonb_build_object('ok', true, 'registration', jsonb_build_object('emdrId', ${row}.emdr_id,
      'registrationDateTime', to_char(${row}.registration_date_time at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')))`;
-const NOT_UNIQUE: RegistryErrorItem = { code: 'NOT_UNIQUE_PROVIDED_ID', message: 'a document with this localUid is already registered for the organization' };
+/** The registry keeps localUid unique across all its senders (emdr_0010_local_uid_gateway_wide). */
+const NOT_UNIQUE: RegistryErrorItem = { code: 'NOT_UNIQUE_PROVIDED_ID', message: 'a document with this localUid is already registered' };
 
 /**
  * Registers documents ($1 to $9, one element each) with the files of the gateway requests that
  * submitted them (the message id is the queueMessageId; copied by the database), and queues each
  * answer (due in $10 ms): the registration, or the earlier one of the same message (a repeated
- * submission), or $11, NOT_UNIQUE_PROVIDED_ID, when the organization registered the localUid.
+ * submission), or $11, NOT_UNIQUE_PROVIDED_ID, when any organization registered the localUid.
  */
 const REGISTER = statement(
   'registry_register',
