@@ -53,7 +53,19 @@ export interface paths {
          *       SNILS (OID 1.2.643.100.3), surname (`lastName`), given name (`firstName` and `middleName`,
          *       as Russian qualified certificates write them together)
          *       (`VALUE_MISMATCH_METADATA_AND_CERTIFICATE`). Names compare trimmed, case-insensitive, with
-         *       ё as е.
+         *       ё as е;
+         *     - each signer block against the medical worker of the same SNILS in the document's header
+         *       (`author`, `legalAuthenticator`, `authenticator`): a signer the document does not name
+         *       (`INVALID_DOCTOR_INFO`), `lastName` against its `family` (`INVALID_DOCTOR_FAMILY`),
+         *       `firstName` against its `given` (`INVALID_DOCTOR_NAME`), `middleName` against its
+         *       `identity:Patronymic` (`INVALID_DOCTOR_PATRONYMIC`), `localId` against the `extension` of
+         *       its `id` whose root ends in `.70` (`INVALID_DOCTOR_ID`), each where both name it; the
+         *       document's `legalAuthenticator` among the signer blocks (`LEGAL_AUTHENTICATOR_NOT_FOUND`);
+         *     - each certificate's organization (its OGRN, OID 1.2.643.100.1, as an organization's
+         *       certificate or a worker's issued for one carries it) against the document's custodian
+         *       organization (`identity:Props/identity:Ogrn`) (`SIGNER_ORG_MISMATCH`; the registry also
+         *       answers it when the registering organization differs from the signer's and the system has
+         *       no permission for that, which only its own records tell).
          *     The document itself must be well-formed UTF-8 XML nested at most 256 levels deep
          *     (`XML_NOT_WELL_FORMED`, a gateway code: the classifier's `XML_VALIDATION_ERROR` is the
          *     registry's Schematron step, which the gateway does not run); the checks of one document have

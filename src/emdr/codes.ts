@@ -60,6 +60,13 @@ export const GATEWAY_USES: Readonly<Partial<Record<ClassifierCode, readonly Gate
   PERSONAL_SIG_CERT_NOT_ACTUAL_ON_CHECK_DT: ['acceptance'],
   CANT_BUILD_CERT_CHAIN_TO_ACCREDITED_CA_CERT: ['acceptance'],
   VALUE_MISMATCH_METADATA_AND_CERTIFICATE: ['acceptance'],
+  SIGNER_ORG_MISMATCH: ['acceptance'],
+  INVALID_DOCTOR_FAMILY: ['acceptance'],
+  INVALID_DOCTOR_NAME: ['acceptance'],
+  INVALID_DOCTOR_PATRONYMIC: ['acceptance'],
+  LEGAL_AUTHENTICATOR_NOT_FOUND: ['acceptance'],
+  INVALID_DOCTOR_INFO: ['acceptance'],
+  INVALID_DOCTOR_ID: ['acceptance'],
   ASYNC_RESPONSE_TIMEOUT: ['result'],
 };
 

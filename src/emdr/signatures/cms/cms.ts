@@ -51,6 +51,7 @@ const SUBJECT = {
   surname: '2.5.4.4',
   givenName: '2.5.4.42',
   snils: '1.2.643.100.3',
+  ogrn: '1.2.643.100.1',
 } as const;
 
 export interface AlgorithmIdentifier {
@@ -75,6 +76,8 @@ export interface SubjectText {
   givenName?: string;
   /** SNILS as the certificate writes it (11 digits). */
   snils?: string;
+  /** The OGRN of the organization (13 digits): an organization's certificate, or a worker's issued for it. */
+  ogrn?: string;
 }
 
 export interface Certificate {
