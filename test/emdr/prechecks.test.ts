@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SaxesParser } from 'saxes';
 import { DocumentPartiesParser, partyFindings } from '../../src/emdr/prechecks/document-parties.js';
 import { kindFindings } from '../../src/emdr/prechecks/kinds.js';
+import { AsnConvert, AsnParser } from '@peculiar/asn1-schema';
+import { ContentInfo, SignedData } from '@peculiar/asn1-cms';
 import { parseSignedData } from '../../src/emdr/signatures/cms/cms.js';
 import { DocumentSignatureCheck, type NamedSignature, type SignatureFinding, type VerificationPolicy } from '../../src/emdr/signatures/verify.js';
 import { TestPki, type Issued } from '../support/signing.js';
@@ -271,6 +273,23 @@ describe('BER and DER signatures', () => {
     // Over other bytes, both fail the same way.
     expect(codes(check([personal(0, ber)], {}, OTHER_DOCUMENT))).toEqual(['SIGNATURE_VERIFICATION_ERROR']);
     expect(codes(check([personal(0, der)], {}, OTHER_DOCUMENT))).toEqual(['SIGNATURE_VERIFICATION_ERROR']);
+  });
+  it('takes the certificate, its names and its key as the parse read them: the same bytes as the library encodes anew, and a certificate seen before from the cache', () => {
+    const der = pki.sign(DOCUMENT, doctor);
+    const mapped = AsnParser.parse(der, ContentInfo);
+    const certificate = AsnParser.parse(mapped.content, SignedData).certificates![0]!.certificate!;
+    const read = parseSignedData(der);
+    const [first] = read.certificates;
+    const encoded = (value: unknown) => Buffer.from(AsnConvert.serialize(value));
+    expect(Buffer.from(first!.der).equals(encoded(certificate))).toBe(true);
+    expect(Buffer.from(first!.issuer).equals(encoded(certificate.tbsCertificate.issuer))).toBe(true);
+    expect(Buffer.from(first!.subject).equals(encoded(certificate.tbsCertificate.subject))).toBe(true);
+    expect(Buffer.from(first!.publicKey.info).equals(encoded(certificate.tbsCertificate.subjectPublicKeyInfo))).toBe(true);
+    const sid = read.signers[0]!.sid as { issuer: Uint8Array };
+    expect(Buffer.from(sid.issuer).equals(encoded(certificate.tbsCertificate.issuer))).toBe(true);
+    // The same certificate again (in a BER signature too) is the object read before; another certificate is not.
+    expect(parseSignedData(asIndefiniteBer(der)).certificates[0]).toBe(first);
+    expect(parseSignedData(pki.sign(DOCUMENT, nurse)).certificates[0]).not.toBe(first);
   });
 });
 
