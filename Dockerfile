@@ -13,10 +13,12 @@ COPY scripts ./scripts
 # The build needs the dev packages (TypeScript, esbuild, redoc for the /docs bundle, AssemblyScript
 # for the GOST check's WebAssembly); the image keeps the production ones only. Optional ones go too:
 # embedded-postgres (~60 MB of PostgreSQL binaries) is for a single machine without DATABASE_URL, and
-# a container always sets DATABASE_URL.
+# a container always sets DATABASE_URL. Then the files of production packages the service never reads
+# (scripts/prune-production.sh: ~60 MB of Medplum's FHIR definitions).
 RUN node --import tsx scripts/build-wasm.ts && npx --no-install tsc -p tsconfig.build.json \
   && cp src/emdr/signatures/crypto/gost.wasm dist/src/emdr/signatures/crypto/ \
-  && node --import tsx scripts/build-docs.ts && npm prune --omit=dev --omit=optional
+  && node --import tsx scripts/build-docs.ts && npm prune --omit=dev --omit=optional \
+  && scripts/prune-production.sh node_modules
 
 FROM node:24.21.0-bookworm-slim
 ENV NODE_ENV=production

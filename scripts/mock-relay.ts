@@ -10,7 +10,7 @@
  *   back to the relay, which puts the request's ids in them and delivers them like the service: to
  *   `<callbackUrl>/api/<Name>` (the request's, else the demo clinic's http://127.0.0.1:9090), signed
  *   (Standard Webhooks `webhook-id`, `webhook-timestamp`, `webhook-signature`, with the mock's
- *   public secret, MOCK_SIGNING_SECRET in src/emdr/demo.ts, unless the variable MOCK_SIGNING_SECRET
+ *   public secret, MOCK_SIGNING_SECRET in src/emdr/demo/demo-clinic.ts, unless the variable MOCK_SIGNING_SECRET
  *   says otherwise) with the callback headers
  *   `businessId` (the request's), `user` `ehr-gateway` and `token` (MOCK_CALLBACK_TOKEN, default
  *   the demo clinic's `demo-callback-token`); the acceptance callback first, the result only once
@@ -26,9 +26,9 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { signWebhook } from '../src/callbacks/signing.ts';
 import { freePort } from '../src/db/embedded-postgres.ts';
-import { isCallbackUrl } from '../src/emdr/callback-url.ts';
-import { CALLBACK_USER } from '../src/emdr/clients.ts';
-import { DEMO_CLINIC, MOCK_SIGNING_SECRET } from '../src/emdr/demo.ts';
+import { isCallbackUrl } from '../src/emdr/accounts/callback-url.ts';
+import { CALLBACK_USER } from '../src/emdr/accounts/clients.ts';
+import { DEMO_CLINIC, MOCK_SIGNING_SECRET } from '../src/emdr/demo/demo-clinic.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 const { values } = parseArgs({

@@ -1,6 +1,6 @@
 /**
- * Writes the known error codes into specs/openapi.yaml from the gateway's catalog (src/emdr/codes.ts,
- * which reads the classifier table src/emdr/classifier-305.ts): the `x-extensible-enum` of
+ * Writes the known error codes into specs/openapi.yaml from the gateway's catalog (src/emdr/errors/codes.ts,
+ * which reads the classifier table src/emdr/errors/classifier-305.ts): the `x-extensible-enum` of
  * `ErrorItem.code` (HTTP answers), `CallbackError.code` (the classifier's codes and the gateway's of
  * callbacks) and `CallbackWarning.code`. Run it when the catalog changes, and commit the spec:
  *   tsx scripts/spec-codes.ts
@@ -9,10 +9,10 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { parseDocument, type Node } from 'yaml';
-import { specCodeLists } from '../src/emdr/codes.ts';
+import { specCodeLists } from '../src/emdr/errors/codes.ts';
 
 if (process.argv.includes('--help') || process.argv.includes('-h')) {
-  console.log('usage: tsx scripts/spec-codes.ts\n\nWrites the error codes of src/emdr/codes.ts into the enums of specs/openapi.yaml.');
+  console.log('usage: tsx scripts/spec-codes.ts\n\nWrites the error codes of src/emdr/errors/codes.ts into the enums of specs/openapi.yaml.');
   process.exit(0);
 }
 

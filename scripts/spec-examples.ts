@@ -11,7 +11,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { parseDocument, type Scalar } from 'yaml';
-import { createSample } from '../src/emdr/sample-document.ts';
+import { createSample } from '../src/emdr/demo/sample-document.ts';
 
 if (process.argv.includes('--help') || process.argv.includes('-h')) {
   console.log('usage: tsx scripts/spec-examples.ts\n\nSigns the RegisterDocument example of specs/openapi.yaml anew.');

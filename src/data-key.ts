@@ -2,8 +2,8 @@ import type { Command } from 'commander';
 import { printJson, type CommandKit } from './cli/kit.js';
 import { previousKeyOf } from './db/encryption.js';
 import { checkSealedColumns, resealSealedColumns, type SealedColumn, type SealedColumnReport } from './db/sealed-columns.js';
-import { ehrSealedColumns } from './ehr/secrets.js';
-import { emdrSealedColumns } from './emdr/clients.js';
+import { ehrSealedColumns } from './ehr/credentials/secrets.js';
+import { emdrSealedColumns } from './emdr/accounts/clients.js';
 
 /** Every column of sealed secrets, assembled here above the domains (as src/migrations.ts assembles their tables). */
 export const SEALED_COLUMNS: readonly SealedColumn[] = [...ehrSealedColumns, ...emdrSealedColumns];

@@ -4,7 +4,7 @@ import { commandContext, commandKit, printJson, USAGE_EXIT_CODE, UsageError } fr
 import { CONFIG_VARIABLES, ConfigError, loadConfig } from './config/config.js';
 import { registerDataKeyCommands } from './data-key.js';
 import { migrateToLatest, openDatabase } from './db/database.js';
-import { registerApiKeyCommands } from './ehr/api-key-commands.js';
+import { registerApiKeyCommands } from './ehr/credentials/api-key-commands.js';
 import { registerEhrCommands } from './ehr/commands.js';
 import { registerEmdrCommands } from './emdr/commands.js';
 import { createLogger } from './logging/logger.js';

@@ -5,11 +5,11 @@ import { printJson, UsageError, type CommandKit } from './cli/kit.js';
 import { loadConfig } from './config/config.js';
 import { createFileOnce } from './db/encryption.js';
 import type { Database } from './db/database.js';
-import { createApiKey } from './ehr/api-keys.js';
-import { seedDemoPatients, upsertPatients } from './ehr/patients.js';
-import { checkCallbackUrls } from './emdr/client-options.js';
-import { newSigningSecret } from './emdr/clients.js';
-import { DEMO_CLINIC, DEMO_SIGNING_SECRET_FILE, seedDemoClinic } from './emdr/demo.js';
+import { createApiKey } from './ehr/credentials/api-keys.js';
+import { seedDemoPatients, upsertPatients } from './ehr/patients/patients.js';
+import { checkCallbackUrls } from './emdr/accounts/client-options.js';
+import { newSigningSecret } from './emdr/accounts/clients.js';
+import { DEMO_CLINIC, DEMO_SIGNING_SECRET_FILE, seedDemoClinic } from './emdr/demo/demo-clinic.js';
 import type { PatientWriter } from './record/mapping/patient.js';
 
 /** The record's imports write their patients into interface A's patient source (ehr_patients). */

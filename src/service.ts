@@ -9,7 +9,7 @@ import { ehrPurgeSteps } from './ehr/retention.js';
 import { ehrRoutes, rpcHotPath, type RpcAdmission } from './ehr/http.js';
 import { createEhrHandlers } from './ehr/methods.js';
 import { RpcEnvelope } from './ehr/rpc/envelope.js';
-import { createRecordHandlers } from './ehr/record-methods.js';
+import { createRecordHandlers } from './ehr/medical-record/record-methods.js';
 import { loadOpenRpcDocument, servedVersions } from './ehr/spec.js';
 import { clinicMessageHandlers } from './emdr/clinic-messages.js';
 import { clinicSecurityHandlers, emdrHandlers } from './emdr/intake/handlers.js';

@@ -1,8 +1,8 @@
-import type { GatewayCode } from '../emdr/codes.js';
+import type { GatewayCode } from '../emdr/errors/codes.js';
 
 /**
  * The error codes' meanings in Russian, for the docs pages' error tables, beside the English ones
- * (interface A's in specs/openrpc.json `x-error-codes`, interface B's gateway codes in src/emdr/codes.ts;
+ * (interface A's in specs/openrpc.json `x-error-codes`, interface B's gateway codes in src/emdr/errors/codes.ts;
  * its classifier codes carry the classifier's Russian). The `message` on the wire stays English: it
  * is for logs. A code without its Russian here fails the docs test (interface A) or the typecheck
  * (interface B).
@@ -45,7 +45,7 @@ export const RPC_ERROR_MEANINGS_RU: Readonly<Record<string, string>> = {
     'appointment_result.get_appointment_result_by_id: нет результата приёма с этим id, который вызывающему можно видеть (неизвестный или другого пациента).',
 };
 
-/** The gateway's own codes in Russian; a classifier code's Russian is the classifier's own wording (src/emdr/classifier-305.ts). */
+/** The gateway's own codes in Russian; a classifier code's Russian is the classifier's own wording (src/emdr/errors/classifier-305.ts). */
 export const GATEWAY_CODE_MEANINGS_RU: Readonly<Record<GatewayCode, string>> = {
   UNAUTHENTICATED:
     'нет одного из заголовков businessId, user и token, или они не называют действующую учётную запись клиники (HTTP 401). ACCESS_DENIED классификатора — о праве получить документ',

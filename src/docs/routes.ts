@@ -2,8 +2,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import express, { Router } from 'express';
 import { openApiSpecPath, openRpcSpecPath, packageRoot } from '../config/paths.js';
-import { CLASSIFIER_305, CLASSIFIER_305_VERSION, CLASSIFIER_BY_MNEMONIC } from '../emdr/classifier-305.js';
-import { ERROR_CODES, type ErrorCode, type GatewayCode, type GatewayUse } from '../emdr/codes.js';
+import { CLASSIFIER_305, CLASSIFIER_305_VERSION, CLASSIFIER_BY_MNEMONIC } from '../emdr/errors/classifier-305.js';
+import { ERROR_CODES, type ErrorCode, type GatewayCode, type GatewayUse } from '../emdr/errors/codes.js';
 import type { FallbackBody } from '../http/fallback.js';
 import { GATEWAY_CODE_MEANINGS_RU } from './error-codes-ru.js';
 import { flowFile } from './flows.js';
@@ -56,7 +56,7 @@ export function reporterOf(code: ErrorCode, language: Language): string {
 }
 
 /**
- * Interface B's error codes (src/emdr/codes.ts: the classifier's 128, then the gateway's) as a
+ * Interface B's error codes (src/emdr/errors/codes.ts: the classifier's 128, then the gateway's) as a
  * table with their meanings in both languages, the page's own first, and who reports each; the
  * `message` on the wire stays English.
  */

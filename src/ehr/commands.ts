@@ -1,8 +1,8 @@
 import fs from 'node:fs/promises';
 import type { Command } from 'commander';
 import { printJson, UsageError, type CommandKit } from '../cli/kit.js';
-import { IMPORT_FIELDS, readImportRecords, validateImportRecords } from './patient-import.js';
-import { upsertPatients } from './patients.js';
+import { IMPORT_FIELDS, readImportRecords, validateImportRecords } from './patients/patient-import.js';
+import { upsertPatients } from './patients/patients.js';
 
 const IMPORT_HELP = `
 FILE is a JSON array of patients or a CSV file with a header row (told apart by the first

@@ -21,8 +21,8 @@ import { currentRequestId } from '../logging/request-context.js';
 import { RpcError } from './rpc/errors.js';
 import { birthDateOf, instantOf } from './dates.js';
 import { EhrErrors, invalidParam, isUniqueViolation } from './errors.js';
-import { FailureLimit } from './failure-limit.js';
-import { PATIENT_COLUMNS, TablePatientSource, toE164, toPatient, type MatchCriteria, type PatientRow, type PatientSource } from './patients.js';
+import { FailureLimit } from './credentials/failure-limit.js';
+import { PATIENT_COLUMNS, TablePatientSource, toE164, toPatient, type MatchCriteria, type PatientRow, type PatientSource } from './patients/patients.js';
 import type { CallContext, MethodHandler } from './rpc/envelope.js';
 import { resolveDataKey } from '../db/encryption.js';
 import {
@@ -34,7 +34,7 @@ import {
   sameSecret,
   sealUserSign,
   tokenHash,
-} from './secrets.js';
+} from './credentials/secrets.js';
 
 /** Failed authenticate attempts after which an exchange token is burned. */
 export const MAX_FAILED_ATTEMPTS = 5;

@@ -141,7 +141,7 @@ export const ehrMigrations: readonly NamedMigration[] = [
   [
     'ehr_006_api_keys',
     {
-      // Back-office api keys of the medical record (src/ehr/api-keys.ts): SHA-256 of the key only.
+      // Back-office api keys of the medical record (src/ehr/credentials/api-keys.ts): SHA-256 of the key only.
       async up(knex) {
         await knex.raw(`
           create table ehr_api_keys (

@@ -5,11 +5,11 @@
  */
 import type { components, operations } from '../../generated/emdr-api.js';
 import { statement, type Sql } from '../db/sql.js';
-import type { ClinicAccount } from './clients.js';
-import { ApiError } from './errors.js';
+import type { ClinicAccount } from './accounts/clients.js';
+import { ApiError } from './errors/errors.js';
 import type { OperationHandler, OperationRequest } from './intake/router.js';
-import { MESSAGE_COLUMNS, messageStateOf, type MessageRow } from './messages.js';
-import { replayFailedCallbacks } from './pipeline/delivery.js';
+import { MESSAGE_COLUMNS, messageStateOf, type MessageRow } from './pipeline/lifecycle/messages.js';
+import { replayFailedCallbacks } from './pipeline/stages/delivery.js';
 import { WORK, WORK_CHANNEL } from './pipeline/workers.js';
 
 type MessageList = components['schemas']['MessageList'];

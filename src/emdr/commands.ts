@@ -4,21 +4,21 @@ import path from 'node:path';
 import { Option, type Command } from 'commander';
 import { SaxesParser } from 'saxes';
 import { printJson, UsageError, type CommandKit } from '../cli/kit.js';
-import { decodeBase64Strict, isUuid } from './values.js';
-import { checkCallbackUrls, checkOrganizations, collect } from './client-options.js';
+import { decodeBase64Strict, isUuid } from './values/values.js';
+import { checkCallbackUrls, checkOrganizations, collect } from './accounts/client-options.js';
 import { registerClientsUpdateCommand } from './accounts/update-command.js';
 import { replayRequestCallbacks } from './clinic-messages.js';
 import { registerAccountCommands } from './accounts/commands.js';
-import { createClinicAccount, DuplicateClinicAccountError } from './clients.js';
-import { messageState } from './messages.js';
-import { registerSampleCommand } from './sample-document.js';
+import { createClinicAccount, DuplicateClinicAccountError } from './accounts/clients.js';
+import { messageState } from './pipeline/lifecycle/messages.js';
+import { registerSampleCommand } from './demo/sample-document.js';
 import { parseCertificate } from './signatures/cms/cms.js';
 import { loadTrustStore, TrustStoreError } from './signatures/trust-store.js';
 import { DocumentSignatureCheck, type NamedSignature, type SignerBlock } from './signatures/verify.js';
-import { instantMs } from './instant.js';
+import { instantMs } from './values/instant.js';
 import { kindFindings } from './prechecks/kinds.js';
 import { DocumentPartiesParser, partyFindings } from './prechecks/document-parties.js';
-import { FILE_SLICE_BYTES } from './pipeline/request-files.js';
+import { FILE_SLICE_BYTES } from './pipeline/lifecycle/request-files.js';
 
 function queueMessageIdArgument(value: string): string {
   if (!isUuid(value)) throw new UsageError(`"${value}" is not a queueMessageId (a UUID)`);

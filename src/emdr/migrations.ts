@@ -1,5 +1,5 @@
 import type { NamedMigration } from '../db/migrations/index.js';
-import { sealClinicSecret } from './clients.js';
+import { sealClinicSecret } from './accounts/clients.js';
 
 /** Interface B's and the callback delivery's tables, in order. */
 export const emdrMigrations: readonly NamedMigration[] = [
@@ -245,7 +245,7 @@ export const emdrMigrations: readonly NamedMigration[] = [
   [
     'emdr_0007_asynchronous_registry',
     {
-      // The registry answers asynchronously (src/emdr/pipeline/lifecycle.ts): a request waits for its
+      // The registry answers asynchronously (src/emdr/pipeline/lifecycle/lifecycle.ts): a request waits for its
       // answer in state `submitted` until REGISTRY_DEADLINE; callbacks are ordered by position, not
       // limited to two; the built-in registry queues its answers; a document is kept for the registry
       // to pull while it waits; a file callback keeps its file until it is delivered.

@@ -1,6 +1,6 @@
 import { statement, type Sql } from '../db/sql.js';
 import type { QueueDepth } from '../metrics/metrics.js';
-import { STAGES, type StageName } from './pipeline/lifecycle.js';
+import { STAGES, type StageName } from './pipeline/lifecycle/lifecycle.js';
 
 /**
  * The queues of interface B's pipeline as the metrics report them, one per stage of lifecycle.ts:

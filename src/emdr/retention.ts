@@ -1,6 +1,6 @@
 import type { PurgeStep } from '../db/retention.js';
 import { statement, type Queryable } from '../db/sql.js';
-import { ENDED_STATES, FILE_CALLBACKS, sqlList } from './pipeline/lifecycle.js';
+import { ENDED_STATES, FILE_CALLBACKS, sqlList } from './pipeline/lifecycle/lifecycle.js';
 
 /**
  * What interface B keeps and for how long. A request's copy of the files is dropped as soon as

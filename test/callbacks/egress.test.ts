@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EgressPolicy, nonPublicKind } from '../../src/callbacks/egress.js';
-import type { CreatedClinicAccount } from '../../src/emdr/clients.js';
+import type { CreatedClinicAccount } from '../../src/emdr/accounts/clients.js';
 import { parseNetworks } from '../../src/http/networks.js';
 import { startCallbackReceiver, type CallbackReceiver } from '../support/callback-receiver.js';
 import { addClinic, authHeaders, post, registerBody } from '../support/emdr.js';

@@ -2,7 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/database.js';
 import { migrateToLatest } from '../../src/db/database.js';
-import { FailureLimit } from '../../src/ehr/failure-limit.js';
+import { FailureLimit } from '../../src/ehr/credentials/failure-limit.js';
 import { loadConfig } from '../../src/config/config.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { MIGRATIONS } from '../../src/migrations.js';

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { seedDemoPatients, upsertPatients } from '../../src/ehr/patients.js';
+import { seedDemoPatients, upsertPatients } from '../../src/ehr/patients/patients.js';
 import { startTestService, type TestService } from '../support/service.js';
 import {
   ALEXEY,

@@ -3,8 +3,16 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { CLASSIFIER_305, CLASSIFIER_BY_MNEMONIC } from '../../src/emdr/classifier-305.js';
-import { CALLBACK_GATEWAY_CODES, ERROR_CODES, GATEWAY_CODES, GATEWAY_USES, HTTP_ERROR_CODES, specCodeLists, WARNING_CODES } from '../../src/emdr/codes.js';
+import { CLASSIFIER_305, CLASSIFIER_BY_MNEMONIC } from '../../src/emdr/errors/classifier-305.js';
+import {
+  CALLBACK_GATEWAY_CODES,
+  ERROR_CODES,
+  GATEWAY_CODES,
+  GATEWAY_USES,
+  HTTP_ERROR_CODES,
+  specCodeLists,
+  WARNING_CODES,
+} from '../../src/emdr/errors/codes.js';
 import { repoRoot } from '../support/cli.js';
 
 /**

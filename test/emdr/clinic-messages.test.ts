@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CreatedClinicAccount } from '../../src/emdr/clients.js';
+import type { CreatedClinicAccount } from '../../src/emdr/accounts/clients.js';
 import { startCallbackReceiver, SUCCESS, type CallbackReceiver } from '../support/callback-receiver.js';
 import { responseProblems } from '../support/contract.js';
 import { addClinic, authHeaders, FIXTURE_XML, openKnex, post, registerBody } from '../support/emdr.js';

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CreatedClinicAccount } from '../../src/emdr/clients.js';
+import type { CreatedClinicAccount } from '../../src/emdr/accounts/clients.js';
 import type { Sql } from '../../src/db/sql.js';
-import { AcceptanceStage } from '../../src/emdr/pipeline/acceptance.js';
-import { DocumentCheckPool } from '../../src/emdr/pipeline/document-check.js';
-import { OutcomeRecorder } from '../../src/emdr/pipeline/outcome.js';
-import { SubmissionStage } from '../../src/emdr/pipeline/submission.js';
+import { AcceptanceStage } from '../../src/emdr/pipeline/stages/acceptance.js';
+import { DocumentCheckPool } from '../../src/emdr/pipeline/document-check/document-check.js';
+import { OutcomeRecorder } from '../../src/emdr/pipeline/stages/outcome.js';
+import { SubmissionStage } from '../../src/emdr/pipeline/stages/submission.js';
 import { BuiltInRegistry } from '../../src/emdr/registry/built-in.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { startCallbackReceiver, SUCCESS, type CallbackReceiver, type ReceivedCallback } from '../support/callback-receiver.js';

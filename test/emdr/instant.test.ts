@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { instantMs } from '../../src/emdr/instant.js';
+import { instantMs } from '../../src/emdr/values/instant.js';
 
 describe('instantMs', () => {
   it('reads every form JSON Schema date-time accepts', () => {

@@ -1,7 +1,7 @@
 import fs from 'node:fs/promises';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CreatedClinicAccount } from '../../src/emdr/clients.js';
+import type { CreatedClinicAccount } from '../../src/emdr/accounts/clients.js';
 import { responseProblems } from '../support/contract.js';
 import { addClinic, authHeaders, registerBody } from '../support/emdr.js';
 import { startServeProcess, type ServeProcess } from '../support/processes.js';

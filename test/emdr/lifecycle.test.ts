@@ -14,14 +14,14 @@ import {
   stagesWoken,
   TRANSITIONS,
   type Operation,
-} from '../../src/emdr/pipeline/lifecycle.js';
-import { OPERATION_HANDLERS } from '../../src/emdr/pipeline/operations.js';
+} from '../../src/emdr/pipeline/lifecycle/lifecycle.js';
+import { OPERATION_HANDLERS } from '../../src/emdr/pipeline/operations/operations.js';
 import { startCallbackReceiver, type CallbackReceiver } from '../support/callback-receiver.js';
 import { addClinic, authHeaders, post, registerBody } from '../support/emdr.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { until } from '../support/until.js';
 
-/** The lifecycle's tables (src/emdr/pipeline/lifecycle.ts): consistent in themselves, with the spec clinics read, and as the pipeline runs them. */
+/** The lifecycle's tables (src/emdr/pipeline/lifecycle/lifecycle.ts): consistent in themselves, with the spec clinics read, and as the pipeline runs them. */
 
 const spec = YAML.parse(fs.readFileSync(path.join(import.meta.dirname, '../../specs/openapi.yaml'), 'utf8'));
 const schemas = spec.components.schemas;

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRetention } from '../../src/db/retention.js';
 import { ehrPurgeSteps } from '../../src/ehr/retention.js';
 import { emdrPurgeSteps } from '../../src/emdr/retention.js';
-import type { CreatedClinicAccount } from '../../src/emdr/clients.js';
+import type { CreatedClinicAccount } from '../../src/emdr/accounts/clients.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { runCli } from '../support/cli.js';
 import { startCallbackReceiver, SUCCESS, type CallbackReceiver, type ReceivedCallback } from '../support/callback-receiver.js';

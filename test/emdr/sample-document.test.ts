@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { openApiSpecPath } from '../../src/config/paths.js';
-import { DEMO_CLINIC } from '../../src/emdr/demo.js';
+import { DEMO_CLINIC } from '../../src/emdr/demo/demo-clinic.js';
 import { generateGostKeyPair, gostSign } from '../../src/emdr/signatures/crypto/reference/gost-sign.js';
 import { CURVES } from '../../src/emdr/signatures/crypto/curves.js';
 import { gostVerify } from '../../src/emdr/signatures/crypto/reference/gost3410.js';

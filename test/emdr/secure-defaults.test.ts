@@ -7,7 +7,7 @@ import { loadConfig } from '../../src/config/config.js';
 import { DATA_KEY_FILE, OLD_DATA_KEY_FILE, resolveDataKey } from '../../src/db/encryption.js';
 import { migrationSource } from '../../src/db/migrations/index.js';
 import { MIGRATIONS } from '../../src/migrations.js';
-import { hashToken } from '../../src/emdr/clients.js';
+import { hashToken } from '../../src/emdr/accounts/clients.js';
 import { runCli } from '../support/cli.js';
 import { startCallbackReceiver, type CallbackReceiver } from '../support/callback-receiver.js';
 import { createTestDatabase } from '../support/database.js';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ERROR_CODES } from '../../src/emdr/codes.js';
+import { ERROR_CODES } from '../../src/emdr/errors/codes.js';
 import { CURVES, type Curve } from '../../src/emdr/signatures/crypto/curves.js';
 import { gostVerify, inOrderQSubgroup, isOnCurve, littleEndianInteger, multiplyBase } from '../../src/emdr/signatures/crypto/reference/gost3410.js';
 import { wasmGostVerify } from '../../src/emdr/signatures/crypto/gost-wasm.js';

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CreatedClinicAccount } from '../../src/emdr/clients.js';
+import type { CreatedClinicAccount } from '../../src/emdr/accounts/clients.js';
 import { startCallbackReceiver, type CallbackReceiver } from '../support/callback-receiver.js';
 import { addClinic, authHeaders, FIXTURE_SIGNATURE, FIXTURE_XML, post, registerBody } from '../support/emdr.js';
 import { startTestService, type TestService } from '../support/service.js';

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CreatedClinicAccount } from '../../src/emdr/clients.js';
-import { DocumentCheckPool, MAX_XML_DEPTH } from '../../src/emdr/pipeline/document-check.js';
+import type { CreatedClinicAccount } from '../../src/emdr/accounts/clients.js';
+import { DocumentCheckPool, MAX_XML_DEPTH } from '../../src/emdr/pipeline/document-check/document-check.js';
 import { startCallbackReceiver, type CallbackReceiver, type ReceivedCallback } from '../support/callback-receiver.js';
 import { addClinic, authHeaders, FIXTURE_XML, largeXml, post, registerBody } from '../support/emdr.js';
 import { startServeProcess, type ServeProcess } from '../support/processes.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CreatedClinicAccount } from '../../src/emdr/clients.js';
+import type { CreatedClinicAccount } from '../../src/emdr/accounts/clients.js';
 import { VERSION } from '../ehr/support/rpc.js';
 import { responseProblems } from '../support/contract.js';
 import { createTestDatabase } from '../support/database.js';

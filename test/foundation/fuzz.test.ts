@@ -4,7 +4,7 @@ import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openRpcSpecPath } from '../../src/config/paths.js';
-import type { CreatedClinicAccount } from '../../src/emdr/clients.js';
+import type { CreatedClinicAccount } from '../../src/emdr/accounts/clients.js';
 import { responseProblems } from '../support/contract.js';
 import { addClinic, registerBody } from '../support/emdr.js';
 import { startServeProcess, type ServeProcess } from '../support/processes.js';

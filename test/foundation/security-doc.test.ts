@@ -3,7 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CONFIG_VARIABLES, loadConfig } from '../../src/config/config.js';
 import { packageRoot } from '../../src/config/paths.js';
-import { ERROR_CODES } from '../../src/emdr/codes.js';
+import { ERROR_CODES } from '../../src/emdr/errors/codes.js';
 
 /**
  * docs/security.md tells operators what to set and cites the code for every claim: a variable,

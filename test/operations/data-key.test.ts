@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CreatedClinicAccount } from '../../src/emdr/clients.js';
-import { newUserSign, sealUserSign } from '../../src/ehr/secrets.js';
+import type { CreatedClinicAccount } from '../../src/emdr/accounts/clients.js';
+import { newUserSign, sealUserSign } from '../../src/ehr/credentials/secrets.js';
 import { runCli } from '../support/cli.js';
 import { startCallbackReceiver, type CallbackReceiver } from '../support/callback-receiver.js';
 import { createTestDatabase } from '../support/database.js';

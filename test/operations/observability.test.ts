@@ -1,10 +1,10 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { STAGES } from '../../src/emdr/pipeline/lifecycle.js';
+import { STAGES } from '../../src/emdr/pipeline/lifecycle/lifecycle.js';
 import { statement } from '../../src/db/sql.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { runInRequest } from '../../src/logging/request-context.js';
-import { seedDemoPatients } from '../../src/ehr/patients.js';
+import { seedDemoPatients } from '../../src/ehr/patients/patients.js';
 import { runCli } from '../support/cli.js';
 import { startCallbackReceiver, type CallbackReceiver } from '../support/callback-receiver.js';
 import { openSql } from '../support/database.js';
@@ -81,7 +81,7 @@ describe('metrics, audit trail and request ids', () => {
     expect(sample(text, 'ehr_gateway_callback_attempts_total', { callback: 'SendRegisterDocumentResponse' })).toBe(1);
     expect(sample(text, 'ehr_gateway_callback_deliveries_total', { callback: 'SendRegisterDocumentResponse' })).toBe(1);
     expect(sample(text, 'ehr_gateway_callback_deliveries_total', { callback: 'SendRegisterDocumentResultResponse' })).toBe(1);
-    // One queue per stage of the lifecycle (src/emdr/pipeline/lifecycle.ts).
+    // One queue per stage of the lifecycle (src/emdr/pipeline/lifecycle/lifecycle.ts).
     for (const queue of Object.keys(STAGES)) {
       expect(sample(text, 'ehr_gateway_queue_depth', { queue })).toBe(0);
       expect(sample(text, 'ehr_gateway_queue_claimable', { queue })).toBe(0);

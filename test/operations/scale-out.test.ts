@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/config.js';
 import { openDatabase } from '../../src/db/database.js';
-import { seedDemoPatients } from '../../src/ehr/patients.js';
+import { seedDemoPatients } from '../../src/ehr/patients/patients.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { exitOf, runCli } from '../support/cli.js';
 import { spawnServe, type ServeProcess } from '../support/processes.js';

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CreatedClinicAccount } from '../../src/emdr/clients.js';
+import type { CreatedClinicAccount } from '../../src/emdr/accounts/clients.js';
 import { openDatabase } from '../../src/db/database.js';
-import { seedDemoPatients } from '../../src/ehr/patients.js';
+import { seedDemoPatients } from '../../src/ehr/patients/patients.js';
 import { loadConfig } from '../../src/config/config.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { INTERNAL_PASSWORD, INTERNAL_USER, INTERNAL_USERS, unique } from '../ehr/support/fixtures.js';

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CreatedClinicAccount } from '../../src/emdr/clients.js';
+import type { CreatedClinicAccount } from '../../src/emdr/accounts/clients.js';
 import { launchChromium, screenshot } from '../support/browser.js';
 import { startCallbackReceiver, SUCCESS, type CallbackReceiver } from '../support/callback-receiver.js';
 import { repoRoot } from '../support/cli.js';

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEhrClient } from '../../generated/ehr-client.js';
 import { openRpcSpecPath } from '../../src/config/paths.js';
 import { freePort } from '../../src/db/embedded-postgres.js';
-import { DEMO_CLINIC, MOCK_SIGNING_SECRET } from '../../src/emdr/demo.js';
+import { DEMO_CLINIC, MOCK_SIGNING_SECRET } from '../../src/emdr/demo/demo-clinic.js';
 import { startCallbackReceiver, type CallbackReceiver } from '../support/callback-receiver.js';
 import { exitOf, repoRoot, runCli, waitForOk } from '../support/cli.js';
 import { responseProblems } from '../support/contract.js';

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import { freePort } from '../../src/db/embedded-postgres.js';
-import { DEMO_CLINIC } from '../../src/emdr/demo.js';
+import { DEMO_CLINIC } from '../../src/emdr/demo/demo-clinic.js';
 import { launchChromium, screenshot } from '../support/browser.js';
 import { acquireMakeRunLock } from '../support/build-lock.js';
 import { exitOf, repoRoot, waitForOk } from '../support/cli.js';

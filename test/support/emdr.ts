@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import knexFactory, { type Knex } from 'knex';
-import { createClinicAccount, type CreatedClinicAccount } from '../../src/emdr/clients.js';
-import { decodeBase64Strict } from '../../src/emdr/values.js';
+import { createClinicAccount, type CreatedClinicAccount } from '../../src/emdr/accounts/clients.js';
+import { decodeBase64Strict } from '../../src/emdr/values/values.js';
 import { responseProblems } from './contract.js';
 import { testSignatureOf } from './signing.js';
 

@@ -16,7 +16,7 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { FILE_SLICE_BYTES } from '../../../src/emdr/pipeline/request-files.js';
+import { FILE_SLICE_BYTES } from '../../../src/emdr/pipeline/lifecycle/request-files.js';
 import { gostPublicKey } from '../../../src/emdr/signatures/crypto/algorithms.js';
 import { WasmStreebog } from '../../../src/emdr/signatures/crypto/gost-wasm.js';
 import { gostVerify, littleEndianInteger } from '../../../src/emdr/signatures/crypto/reference/gost3410.js';

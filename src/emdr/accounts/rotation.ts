@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { PurgeStep } from '../../db/retention.js';
-import { hashToken, newClinicToken, newSigningSecret, openClinicSecret, sealClinicSecret } from '../clients.js';
+import { hashToken, newClinicToken, newSigningSecret, openClinicSecret, sealClinicSecret } from './clients.js';
 import { endSigningOverlaps, forgetPreviousTokens, lockSigningSecret, replaceSigningSecret, replaceToken } from './store.js';
 
 /**

@@ -1,6 +1,6 @@
 import { Option, type Command } from 'commander';
 import { printJson, UsageError, type CommandKit } from '../../cli/kit.js';
-import { checkCallbackUrls, checkOrganizations, collect } from '../client-options.js';
+import { checkCallbackUrls, checkOrganizations, collect } from './client-options.js';
 import { ClinicAccountChoiceError, updateClinicAccount } from './update.js';
 
 const UPDATE_HELP = `

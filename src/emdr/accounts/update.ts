@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { CALLBACK_USER } from '../clients.js';
+import { CALLBACK_USER } from './clients.js';
 
 /**
  * Changes to an existing clinic account of interface B (`clients update`, and `seed-demo` for the

@@ -1,8 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { BodyInspector } from '../../http/json-body.js';
 import type { SharedAllowance } from '../../limits/allowance.js';
-import type { ClinicAccount } from '../clients.js';
-import { ApiError } from '../errors.js';
+import type { ClinicAccount } from '../accounts/clients.js';
+import { ApiError } from '../errors/errors.js';
 import type { AdmitBody, BeforeBody, BodyAdmission } from './router.js';
 
 /**

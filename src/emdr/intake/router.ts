@@ -14,7 +14,7 @@ import { droppedBuffer } from '../../memory/garbage.js';
 import { inlineLocalRefs } from '../../validation/inline-refs.js';
 import { createJsonSchemaAjv, errorPath, reportedErrors } from '../../validation/json-schema.js';
 import { hasLoneSurrogate, textPaths } from '../../validation/text.js';
-import { ApiError, errorBody, type ErrorItem } from '../errors.js';
+import { ApiError, errorBody, type ErrorItem } from '../errors/errors.js';
 import { parseJsonBody } from './base64-member.js';
 import { tracer } from '../../tracing/tracing.js';
 

@@ -4,17 +4,17 @@ import type { EgressPolicy } from '../../callbacks/egress.js';
 import { listen } from '../../db/notify.js';
 import { FairStage, type FairStageOptions } from '../../work/fair-stage.js';
 import { Stage, type StageOptions } from '../../work/stage.js';
-import { AcceptanceStage, type Checked } from './acceptance.js';
-import type { ClaimedForAcceptance } from './operation-handler.js';
-import { DeadlineStage } from './deadline.js';
-import { DeliveryStage, type Attempted, type ClaimedCallback } from './delivery.js';
-import { DocumentCheckPool } from './document-check.js';
-import { KeptFileStore } from './kept-files.js';
-import { STAGES, stagesWoken, type StageName, type TransitionMaker } from './lifecycle.js';
-import { OutcomeRecorder } from './outcome.js';
-import type { PipelineContext } from './requests.js';
-import { SubmissionStage } from './submission.js';
-import type { Settled } from './transitions.js';
+import { AcceptanceStage, type Checked } from './stages/acceptance.js';
+import type { ClaimedForAcceptance } from './operations/operation-handler.js';
+import { DeadlineStage } from './stages/deadline.js';
+import { DeliveryStage, type Attempted, type ClaimedCallback } from './stages/delivery.js';
+import { DocumentCheckPool } from './document-check/document-check.js';
+import { KeptFileStore } from './stages/kept-files.js';
+import { STAGES, stagesWoken, type StageName, type TransitionMaker } from './lifecycle/lifecycle.js';
+import { OutcomeRecorder } from './stages/outcome.js';
+import type { PipelineContext } from './lifecycle/requests.js';
+import { SubmissionStage } from './stages/submission.js';
+import type { Settled } from './lifecycle/transitions.js';
 
 /** The NOTIFY channel on which processes announce new work of interface B to the workers. */
 export const WORK_CHANNEL = 'ehr_gateway_emdr_work';

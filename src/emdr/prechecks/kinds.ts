@@ -1,5 +1,5 @@
 import kindsTable from './kinds-1520.json' with { type: 'json' };
-import type { CallbackErrorItem } from '../codes.js';
+import type { CallbackErrorItem } from '../errors/codes.js';
 
 /**
  * The kinds of structured medical documents (СЭМД), NSI 1.2.643.5.1.13.13.11.1520, as data: each

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { statement, type Sql } from '../../db/sql.js';
 import type { Logger } from '../../logging/logger.js';
 import { Stage } from '../../work/stage.js';
-import { instantMs } from '../instant.js';
+import { instantMs } from '../values/instant.js';
 import type {
   DemandSubmission,
   DocumentOwner,

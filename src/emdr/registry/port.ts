@@ -1,4 +1,4 @@
-import type { CallbackErrorItem } from '../codes.js';
+import type { CallbackErrorItem } from '../errors/codes.js';
 
 /**
  * The national registry and the providing МИС archive behind one port, asynchronous as the federal
@@ -124,7 +124,7 @@ export type RegistryOutcome =
 /** What became of an outcome: recorded now, known already (a repeated answer: nothing changes), or naming no request. */
 export type OutcomeReceipt = 'recorded' | 'duplicate' | 'unknown';
 
-/** Where the registry's answers go (pipeline/outcome.ts): idempotent, so a repeated answer reaches the clinic once. */
+/** Where the registry's answers go (pipeline/stages/outcome.ts): idempotent, so a repeated answer reaches the clinic once. */
 export interface OutcomeSink {
   record(outcomes: readonly RegistryOutcome[]): Promise<OutcomeReceipt[]>;
   /**
@@ -141,7 +141,7 @@ export interface KeptFile {
   signatureSize: number;
 }
 
-/** The files the gateway keeps until the registry has them (pipeline/kept-files.ts). */
+/** The files the gateway keeps until the registry has them (pipeline/stages/kept-files.ts). */
 export interface KeptFiles {
   /** The document registered as localUid for organization, while the gateway keeps it. */
   find(localUid: string, organization: string): Promise<KeptFile | undefined>;

@@ -16,7 +16,7 @@
  * Runs in a worker thread (worker.ts) and in the CLI, so it imports nothing but its siblings and
  * Node, with `.ts` specifiers (Node runs it with types stripped under the tests).
  */
-import type { ErrorCode } from '../codes.ts';
+import type { ErrorCode } from '../errors/codes.ts';
 import {
   certificateSignatureDigest,
   createDigest,

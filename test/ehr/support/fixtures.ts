@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { openDatabase } from '../../../src/db/database.js';
-import { seedDemoPatients, toE164 } from '../../../src/ehr/patients.js';
+import { seedDemoPatients, toE164 } from '../../../src/ehr/patients/patients.js';
 import { createLogger } from '../../../src/logging/logger.js';
 import type { Role } from '../../../src/service.js';
 import { startTestService, type TestService } from '../../support/service.js';

@@ -5,7 +5,7 @@ import { isDatabaseUnavailable } from '../../../db/database.js';
 import { startListener, type ConnectionLimits, type Listener } from '../../../http/listener.js';
 import type { Logger } from '../../../logging/logger.js';
 import { XmlError } from '../../../xml/xml.js';
-import { base64Length } from '../../values.js';
+import { base64Length } from '../../values/values.js';
 import type { KeptFiles, OutcomeReceipt, OutcomeSink, RegistryOutcome } from '../port.js';
 import { acknowledgement, contentTypeOf, documentFileResponse, fault, readInbound, type InboundMessage, type SoapVersion } from './soap-messages.js';
 

@@ -12,7 +12,7 @@
  *       tests/test_parser.py: the registry's asynchronous registerDocumentResult as a МИС receives it.
  * [ETL] the same repository, backend/src/services/etl.service.ts and its SQL of error
  *       interpretations: a МИС serves getDocumentFile; acknowledgements carry a success status.
- * [305] classifier 1.2.643.5.1.13.13.99.2.305 v3.18 (src/emdr/codes.ts): the codes of errors.
+ * [305] classifier 1.2.643.5.1.13.13.99.2.305 v3.18 (src/emdr/errors/codes.ts): the codes of errors.
  * [ISSUE] the gateway's issue 19, which lists the fields of registerDocumentResult's registryItem
  *       (storeTillDate, registrationWarnings) beyond [EGM]'s, with no public source given.
  */

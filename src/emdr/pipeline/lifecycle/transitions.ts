@@ -1,0 +1,264 @@
+import { randomBytes } from 'node:crypto';
+import { retryOnDeadlock, statement, type Queryable, type Statement } from '../../../db/sql.js';
+import type { CallbackErrorItem } from '../../errors/codes.js';
+import type { AccessBasis } from './document-access.js';
+import {
+  callbackOf,
+  sourceStates,
+  sqlList,
+  STAGES,
+  TRANSITIONS,
+  type Operation,
+  type RequestStageName,
+  type RequestState,
+  type TransitionMaker,
+} from './lifecycle.js';
+import { callbackUrl } from './requests.js';
+
+/**
+ * The SQL of the lifecycle (lifecycle.ts), in one place: a stage's claim, the extension and release
+ * of its leases, and the statement that moves a batch of requests on, with the callbacks their
+ * transitions emit. Each is built from the lifecycle's tables, so no state or callback position is
+ * written here by hand.
+ */
+
+/** A request a stage may claim: in the stage's state, its time come, and no worker's lease on it. */
+const claimable = (alias: string) => `${alias}.available_at <= now() and (${alias}.leased_until is null or ${alias}.leased_until <= now())`;
+
+/** What every claim of requests returns (ClaimedRequestRow), and the stage's own `returning` (`r` is the request). */
+const claimedColumns = (returning: string) => `r.queue_message_id, r.client_id, r.operation, r.state, r.callback_url, r.metadata, r.claims, r.trace_parent,
+               (select k.organizations from emdr_clients k where k.id = r.client_id) as organizations${
+                 returning
+                   ? `,
+               ${returning}`
+                   : ''
+               }`;
+
+/**
+ * A stage's claim: up to $1 requests in the stage's state whose time has come, oldest first, leased
+ * for $2 ms (rows another worker holds are skipped). The lease is leased_until, which no index
+ * holds: the claim can be a HOT update.
+ */
+export function claimRequests(stage: RequestStageName, returning = ''): Statement {
+  return statement(
+    `emdr_${stage}_claim`,
+    `with claimed as (
+       select queue_message_id from emdr_requests r
+        where state = '${STAGES[stage].claims}' and ${claimable('r')}
+        order by available_at limit $1 for update skip locked
+     )
+     update emdr_requests r set leased_until = now() + $2 * interval '1 millisecond', claims = r.claims + 1
+       from claimed c where r.queue_message_id = c.queue_message_id
+     returning ${claimedColumns(returning)}`,
+  );
+}
+
+/**
+ * A stage's claim shared fairly between clinics: the clinics with requests in the stage's state
+ * are found by skipping through the index on (client_id, available_at) one clinic at a time; each
+ * offers its oldest claimable requests, at most its room ($4, $5: clinics and their room in this
+ * process; $6 for the others; none of the clinics in $7, which are full); then the first of every
+ * clinic's offer is taken, then the second, oldest first within a turn, up to $1, leased for $2 ms.
+ * A clinic's backlog waits behind one request of each other clinic, never the other way round.
+ */
+export function claimRequestsByClinic(stage: RequestStageName, returning = ''): Statement {
+  const state = STAGES[stage].claims;
+  return statement(
+    `emdr_${stage}_claim_by_clinic`,
+    `with recursive clinics(client_id) as (
+       (select client_id from emdr_requests where state = '${state}' order by client_id limit 1)
+       union all
+       select (select n.client_id from emdr_requests n where n.state = '${state}' and n.client_id > c.client_id order by n.client_id limit 1)
+         from clinics c where c.client_id is not null
+     ),
+     offered as (
+       select o.queue_message_id, o.available_at, row_number() over (partition by o.client_id order by o.available_at) as turn
+         from clinics c
+         cross join lateral (
+           select r.queue_message_id, r.client_id, r.available_at from emdr_requests r
+            where r.state = '${state}' and r.client_id = c.client_id and ${claimable('r')}
+            order by r.available_at
+            limit coalesce((select u.room from unnest($4::bigint[], $5::int[]) as u(client_id, room) where u.client_id = c.client_id), $6)
+         ) o
+        where c.client_id is not null and c.client_id <> all($7::bigint[])
+     ),
+     claimed as (
+       select r.queue_message_id from emdr_requests r
+        where r.queue_message_id in (select queue_message_id from offered order by turn, available_at limit $1)
+          and r.state = '${state}' and ${claimable('r')}
+        for update skip locked
+     )
+     update emdr_requests r set leased_until = now() + $2 * interval '1 millisecond', claims = r.claims + 1
+       from claimed c where r.queue_message_id = c.queue_message_id
+     returning ${claimedColumns(returning)}`,
+  );
+}
+
+/** The parameters $4 to $7 of claimRequestsByClinic: each clinic's room, the room of the others, the clinics that are full. */
+export function clinicRoom(room: ReadonlyMap<string, number>, perClinic: number, full: readonly string[]): unknown[] {
+  return [[...room.keys()], [...room.values()], perClinic, [...full]];
+}
+
+/** Extends the leases of requests in hand ($1) that are still in the state the stage claimed. */
+export function extendRequests(stage: RequestStageName): Statement {
+  return statement(
+    `emdr_${stage}_extend`,
+    `update emdr_requests set leased_until = now() + $2 * interval '1 millisecond' where queue_message_id = any($1::uuid[]) and state = '${STAGES[stage].claims}'`,
+  );
+}
+
+/** Puts requests ($1) back for a later try, in $2 ms (processing them failed: the registry was unavailable, say). */
+export const RELEASE_REQUESTS = statement(
+  'emdr_release_requests',
+  `update emdr_requests set available_at = now() + $2 * interval '1 millisecond', leased_until = null where queue_message_id = any($1::uuid[])`,
+);
+
+/** A delivery of another organization's document, to record (access.ts). */
+export interface Disclosure {
+  emdrId: string;
+  deliveredEmdrId: string;
+  organization: string;
+  basis: Exclude<AccessBasis, 'own-organization'>;
+}
+
+/** One request moved on by a transition of lifecycle.ts. */
+export interface Settlement {
+  queueMessageId: string;
+  operation: Operation;
+  state: RequestState;
+  errors?: readonly CallbackErrorItem[];
+  emdrId?: string;
+  /** When the request may be claimed next, from now (a submitted request: its deadline); default now. */
+  availableInMs?: number;
+  /** Whether the request keeps its copy of the files (see retention.ts for who needs them). */
+  keepFiles: boolean;
+  /** The clinic's callback base URL; the callback the transition emits goes to `<it>/api/<name>`. */
+  callbackBase: string;
+  /** The body of the callback the transition emits (lifecycle.ts says whether it emits one). */
+  payload?: Record<string, unknown>;
+  disclosure?: Disclosure;
+}
+
+const COLUMNS = [
+  ['queue_message_id', 'uuid'],
+  ['state', 'text'],
+  ['errors', 'jsonb'],
+  ['emdr_id', 'text'],
+  ['available_in_ms', 'float8'],
+  ['keep_files', 'bool'],
+  ['callback_id', 'text'],
+  ['sequence', 'int2'],
+  ['callback_name', 'text'],
+  ['callback_url', 'text'],
+  ['payload', 'jsonb'],
+  ['disclosed_emdr_id', 'text'],
+  ['delivered_emdr_id', 'text'],
+  ['disclosed_organization', 'text'],
+  ['disclosure_basis', 'text'],
+] as const;
+
+/**
+ * The statement of the transitions `by` makes: each input request still in one of the states `by`
+ * moves requests from (unless another worker or a repeated answer moved it first) gets its new
+ * state, and the callback its transition emits. An emitted callback is held (`waiting`) until the
+ * one before it was delivered: the statement holds a share lock on that one, taken in id order as
+ * the delivery stage takes its locks, so a delivery committing meanwhile either is seen here or
+ * releases the new callback after this commits (delivery.ts). Returns the requests moved, each
+ * with the number of callbacks it made due at once.
+ */
+function settleStatement(by: TransitionMaker): Statement {
+  const columns = COLUMNS.map(([name]) => name).join(', ');
+  const arrays = COLUMNS.map(([, type], index) => `$${index + 1}::${type}[]`).join(', ');
+  return statement(
+    `emdr_${by}_settle`,
+    `with input as (
+       select * from unnest(${arrays}) as t(${columns})
+     ),
+     previous as (
+       select c.queue_message_id, c.state from emdr_callbacks c join input i on c.queue_message_id = i.queue_message_id and c.sequence = i.sequence - 1
+        order by c.id for share of c
+     ),
+     updated as (
+       update emdr_requests r
+          set state = i.state, errors = i.errors, emdr_id = coalesce(i.emdr_id, r.emdr_id),
+              document = case when i.keep_files then r.document end,
+              signature = case when i.keep_files then r.signature end,
+              personal_signatures = case when i.keep_files then r.personal_signatures end,
+              available_at = now() + coalesce(i.available_in_ms, 0) * interval '1 millisecond', leased_until = null, updated_at = now()
+         from input i where r.queue_message_id = i.queue_message_id and r.state in (${sqlList(sourceStates(by))})
+       returning r.queue_message_id, r.client_id
+     ),
+     disclosures as (
+       insert into emdr_document_disclosures (client_id, queue_message_id, emdr_id, delivered_emdr_id, organization, basis)
+       select u.client_id, u.queue_message_id, i.disclosed_emdr_id, i.delivered_emdr_id, i.disclosed_organization, i.disclosure_basis
+         from updated u join input i using (queue_message_id) where i.disclosure_basis is not null
+     ),
+     emitted as (
+       insert into emdr_callbacks (id, queue_message_id, name, sequence, url, payload, state)
+       select i.callback_id, i.queue_message_id, i.callback_name, i.sequence, i.callback_url, i.payload,
+              case when coalesce(p.state, 'delivered') = 'delivered' then 'pending' else 'waiting' end
+         from input i join updated u using (queue_message_id) left join previous p using (queue_message_id)
+        where i.callback_id is not null
+       on conflict (queue_message_id, sequence) do nothing
+       returning queue_message_id, state
+     )
+     select u.queue_message_id, (select count(*) from emitted e where e.queue_message_id = u.queue_message_id and e.state = 'pending')::int as due
+       from updated u`,
+  );
+}
+
+const SETTLE: Record<TransitionMaker, Statement> = {
+  acceptance: settleStatement('acceptance'),
+  submission: settleStatement('submission'),
+  outcome: settleStatement('outcome'),
+  deadline: settleStatement('deadline'),
+};
+
+/** A new callback's webhook-id (Standard Webhooks): the same on every attempt. */
+export const newWebhookId = () => `msg_${randomBytes(16).toString('hex')}`;
+
+/** The SETTLE arrays of a batch: one element per settlement, its callback as the lifecycle says the transition emits it. */
+function settleColumns(by: TransitionMaker, settlements: readonly Settlement[]): unknown[][] {
+  const columns: unknown[][] = COLUMNS.map(() => []);
+  for (const settlement of settlements) {
+    const phase = TRANSITIONS.find((candidate) => candidate.by === by && candidate.to === settlement.state && 'emits' in candidate);
+    if (!TRANSITIONS.some((candidate) => candidate.by === by && candidate.to === settlement.state))
+      throw new Error(`the lifecycle has no transition to ${settlement.state} by ${by}`);
+    const callback = phase && 'emits' in phase ? callbackOf(settlement.operation, phase.emits) : undefined;
+    if (callback && settlement.payload === undefined) throw new Error(`${by} → ${settlement.state} emits ${callback.name}: a payload is needed`);
+    const values = [
+      settlement.queueMessageId,
+      settlement.state,
+      settlement.errors && settlement.errors.length > 0 ? JSON.stringify(settlement.errors) : null,
+      settlement.emdrId ?? null,
+      settlement.availableInMs ?? null,
+      settlement.keepFiles,
+      callback ? newWebhookId() : null,
+      callback?.sequence ?? null,
+      callback?.name ?? null,
+      callback ? callbackUrl(settlement.callbackBase, callback.name) : null,
+      callback ? JSON.stringify(settlement.payload) : null,
+      settlement.disclosure?.emdrId ?? null,
+      settlement.disclosure?.deliveredEmdrId ?? null,
+      settlement.disclosure?.organization ?? null,
+      settlement.disclosure?.basis ?? null,
+    ];
+    values.forEach((value, index) => {
+      columns[index]!.push(value);
+    });
+  }
+  return columns;
+}
+
+/** What a settle did: the requests it moved (others had moved on already) and how many callbacks it made due. */
+export interface Settled {
+  moved: Set<string>;
+  due: number;
+}
+
+/** Moves a batch of requests on by the transitions of `by`, in one statement. */
+export async function settle(sql: Queryable, by: TransitionMaker, settlements: readonly Settlement[]): Promise<Settled> {
+  if (settlements.length === 0) return { moved: new Set(), due: 0 };
+  const rows = await retryOnDeadlock(() => sql.rows<{ queue_message_id: string; due: number }>(SETTLE[by], settleColumns(by, settlements)));
+  return { moved: new Set(rows.map((row) => row.queue_message_id)), due: rows.reduce((sum, row) => sum + row.due, 0) };
+}
