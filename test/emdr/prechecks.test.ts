@@ -289,6 +289,8 @@ describe('BER and DER signatures', () => {
     expect(Buffer.from(sid.issuer).equals(encoded(certificate.tbsCertificate.issuer))).toBe(true);
     // The same certificate again (in a BER signature too) is the object read before; another certificate is not.
     expect(parseSignedData(asIndefiniteBer(der)).certificates[0]).toBe(first);
+    // A kept certificate holds bytes of its own, not a view that would keep the whole signature alive.
+    expect(first!.der.buffer.byteLength).toBe(first!.der.length);
     expect(parseSignedData(pki.sign(DOCUMENT, nurse)).certificates[0]).not.toBe(first);
   });
 });

@@ -184,6 +184,8 @@ function subjectTextOf(name: Name): SubjectText {
  * the memory small in each document-check worker.
  */
 const CERTIFICATES = new BoundedCache<string, Certificate>(256);
+/** Real certificates are a few kilobytes; a larger one is read but not kept, so the cache stays within a few MiB. */
+const MAX_CACHED_CERTIFICATE_BYTES = 16 * 1024;
 
 /** An element's bytes as DER writes its lengths: as received when the whole encoding has DER lengths, else with them made so. */
 type DerOf = (node: asn1js.AsnType) => Uint8Array;
@@ -208,9 +210,36 @@ function certificateOfNode(node: asn1js.AsnType, derOf: DerOf): Certificate {
     der,
     derOf,
   );
-  CERTIFICATES.set(key, certificate);
-  return certificate;
+  if (der.length > MAX_CACHED_CERTIFICATE_BYTES) return certificate;
+  const kept = detached(certificate);
+  CERTIFICATES.set(key, kept);
+  return kept;
 }
+
+/** A copy whose bytes are its own: the parse's are views into the whole signature, which a cached entry must not keep alive. */
+function detached(certificate: Certificate): Certificate {
+  // new Uint8Array(view) copies (Buffer.prototype.slice would not).
+  const copy = (bytes: Uint8Array) => new Uint8Array(bytes);
+  return {
+    ...certificate,
+    der: copy(certificate.der),
+    tbs: copy(certificate.tbs),
+    serial: copy(certificate.serial),
+    issuer: copy(certificate.issuer),
+    subject: copy(certificate.subject),
+    publicKey: {
+      algorithm: algorithmCopy(certificate.publicKey.algorithm),
+      info: copy(certificate.publicKey.info),
+      key: copy(certificate.publicKey.key),
+    },
+    signatureAlgorithm: algorithmCopy(certificate.signatureAlgorithm),
+    signature: copy(certificate.signature),
+    ...(certificate.subjectKeyIdentifier ? { subjectKeyIdentifier: copy(certificate.subjectKeyIdentifier) } : {}),
+  };
+}
+
+const algorithmCopy = (algorithm: AlgorithmIdentifier): AlgorithmIdentifier =>
+  algorithm.parameters ? { oid: algorithm.oid, parameters: new Uint8Array(algorithm.parameters) } : { oid: algorithm.oid };
 
 /**
  * What the checks read of a certificate: the mapped fields, and the bytes of its names and key
