@@ -299,8 +299,9 @@ function soleValue(attribute: CmsAttribute, what: string): ArrayBuffer {
  * The signed attributes: the DER the signature covers is their encoding with the SET OF tag
  * (RFC 5652, 5.4): as received, its indefinite lengths (BER) made definite, the signer signed the DER.
  */
-function signedAttributesOf(attributes: readonly CmsAttribute[], encoding: Uint8Array): SignedAttributes {
-  const der = Uint8Array.from(withDefiniteLengths(encoding));
+function signedAttributesOf(attributes: readonly CmsAttribute[], node: asn1js.AsnType, derOf: DerOf): SignedAttributes {
+  // A copy: its tag is changed below. Its lengths are remade only when the signature's are not DER's.
+  const der = Uint8Array.from(derOf(node));
   der[0] = 0x31;
   const result: SignedAttributes = { der };
   for (const attribute of bounded(attributes, MAX_ATTRIBUTES, 'signedAttrs')) {
@@ -340,9 +341,7 @@ function signerOf(node: asn1js.AsnType, derOf: DerOf): SignerInfo {
     digestAlgorithm: algorithmOf(signer.digestAlgorithm),
     signatureAlgorithm: algorithmOf(signer.signatureAlgorithm),
     signature: bytesOf(signer.signature.buffer),
-    ...(signer.signedAttrs && attributesNode
-      ? { signedAttributes: signedAttributesOf(signer.signedAttrs, bytesOf(attributesNode.valueBeforeDecodeView)) }
-      : {}),
+    ...(signer.signedAttrs && attributesNode ? { signedAttributes: signedAttributesOf(signer.signedAttrs, attributesNode, derOf) } : {}),
   };
 }
 
