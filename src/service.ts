@@ -205,7 +205,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
       new RpcEnvelope(
         document,
         {
-          ...(await createEhrHandlers({ sql: database.sql, config, logger, audit, counters })),
+          ...(await createEhrHandlers({ sql: database.sql, config, logger, audit })),
           ...createRecordHandlers({ sql: database.sql, config, audit, version: document.info.version }),
         },
         logger,

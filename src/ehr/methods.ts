@@ -16,7 +16,7 @@ import type { Logger } from '../logging/logger.js';
 import { statement, type Queryable, type Sql } from '../db/sql.js';
 import { AuditTrail, clientColumns, WITHOUT_WAL_FLUSH } from '../audit/trail.js';
 import { clientKey } from '../http/client-address.js';
-import type { CounterStore } from '../limits/counters.js';
+import { pointsInWindow } from '../limits/counters.js';
 import { currentRequestId } from '../logging/request-context.js';
 import { RpcError } from './rpc/errors.js';
 import { birthDateOf, instantOf } from './dates.js';
@@ -55,8 +55,6 @@ export interface EhrDependencies {
   patientSource?: PatientSource;
   /** The audit trail's writer for what changes nothing (a read, a refusal); by default one of its own on `sql`. */
   audit?: AuditTrail;
-  /** Where the internal failure limit counts: by default the shared counters of the database (every process together). */
-  counters?: CounterStore;
 }
 
 interface LinkRow {
@@ -114,6 +112,12 @@ const SESSION_WITH_LINK = statement(
 );
 const SESSION = statement('ehr_session', `select s.user_id, ${EXPIRES_MS} from ehr_sessions s where s.token_hash = $1`);
 const LINK = statement('ehr_link', 'select user_id, patient_id, user_sign_sealed from ehr_user_links where user_id = $1');
+/** save_auth_info's link, with the failures of its internal credential ($2: FailureLimit.rowKey, $3: now in epoch ms) read along: no round trip of their own. */
+const LINK_WITH_FAILURES = statement(
+  'ehr_link_with_failures',
+  `select l.user_id, l.patient_id, l.user_sign_sealed, ${pointsInWindow('$2', '$3::bigint')} as failures
+     from (values (1)) as one left join ehr_user_links l on l.user_id = $1`,
+);
 /** save_auth_info: the session stored and recorded in the audit trail with the internal account, in one statement. */
 const SAVE_SESSION = statement(
   'ehr_save_session',
@@ -184,6 +188,18 @@ function outcomeOf(error: unknown): string {
 
 type TransactionOutcome<T> = { result: T } | { error: Error };
 
+/** What an internal call's work gets from withInternalCredential. */
+interface InternalCall {
+  /** The internal account the credential names (one of INTERNAL_USERS). */
+  account: string;
+  /** The row of the shared counters holding the failures of this account and address (for LINK_WITH_FAILURES). */
+  failureRow: string;
+  /** Refuses the call when `failures` shut its key out: before answering anything a right credential would learn. */
+  refuseWhenShut(failures: number): void;
+  /** Judges the credential against `value`: counted and refused when wrong, refused when shut out (`failures` as read along, else read now). */
+  check(value: string, failures?: number): Promise<void>;
+}
+
 /** The JSON-RPC methods of interface A, over PostgreSQL. */
 class EhrMethods {
   private readonly patients: PatientSource;
@@ -198,12 +214,12 @@ class EhrMethods {
     private readonly userSignKey: Buffer,
     patientSource: PatientSource | undefined,
     private readonly audit: AuditTrail,
-    counters: CounterStore,
   ) {
     this.patients = patientSource ?? new TablePatientSource(sql);
     this.patientsInSessionQuery = patientSource === undefined;
     this.ttlUnitMs = config.authTtlUnit === 'minutes' ? 60_000 : 1_000;
-    this.failureLimit = new FailureLimit(counters, config.internalAuthMaxFailures, config.internalAuthFailureWindowMs);
+    // In the shared counters of this database (every process together): save_auth_info's link query reads them along.
+    this.failureLimit = new FailureLimit({ pool: sql.pool }, config.internalAuthMaxFailures, config.internalAuthFailureWindowMs);
   }
 
   /** When the session of authInfo ends; -33001 when it has ended already. */
@@ -216,33 +232,34 @@ class EhrMethods {
   }
 
   /**
-   * Runs an internal call with its credential judged under the failure limit, race-free: a failure
-   * is taken for the call first (FailureLimit), `work` judges cred.token with `check` (the password
-   * followed by the second value), and the failure is given back unless the credential proved wrong.
-   * Unknown accounts share one count per client address, so made-up names cannot add keys.
+   * Runs an internal call with its credential judged under the failure limit, as a one-at-a-time
+   * server would (FailureLimit): `work` judges cred.token with `check` (the password followed by the
+   * second value), giving the key's failures when its own statement read them along (save_auth_info's
+   * link query), else they are read once for a right credential; a wrong one's failure is counted
+   * before it is answered. Unknown accounts share one count per client address, so made-up names
+   * cannot add keys.
    */
-  private async withInternalCredential<T>(
-    context: CallContext,
-    secondValue: CredentialSecondValue,
-    work: (check: (value: string) => void, account: string) => Promise<T>,
-  ): Promise<T> {
+  private async withInternalCredential<T>(context: CallContext, secondValue: CredentialSecondValue, work: (call: InternalCall) => Promise<T>): Promise<T> {
     const { cred } = context;
     const password = cred ? this.config.internalUsers.get(cred.user) : undefined;
-    const attempt = await this.failureLimit.attempt(JSON.stringify([password === undefined ? null : cred!.user, clientKey(context.clientAddress)]));
-    if (!attempt) throw EhrErrors.notAuthorized(TOO_MANY_FAILURES);
-    let rejected = false;
-    const reject = (): never => {
-      rejected = true;
+    const key = JSON.stringify([password === undefined ? null : cred!.user, clientKey(context.clientAddress)]);
+    const refuseWhenShut = (failures: number): void => {
+      if (this.failureLimit.shuts(failures)) throw EhrErrors.notAuthorized(TOO_MANY_FAILURES);
+    };
+    const reject = async (): Promise<never> => {
+      if (!(await this.failureLimit.failed(key))) throw EhrErrors.notAuthorized(TOO_MANY_FAILURES);
       throw EhrErrors.notAuthorized(CREDENTIALS_REJECTED, internalCredentialHint(cred?.token, secondValue));
     };
-    try {
-      if (password === undefined) return reject();
-      return await work((value) => {
-        if (!sameSecret(cred!.token, internalCredentialToken(password, value))) reject();
-      }, cred!.user);
-    } finally {
-      await (rejected ? attempt.failed() : attempt.succeeded()).catch(() => undefined);
-    }
+    if (password === undefined) return reject();
+    return work({
+      account: cred!.user,
+      failureRow: this.failureLimit.rowKey(key),
+      refuseWhenShut,
+      check: async (value, failures) => {
+        if (!sameSecret(cred!.token, internalCredentialToken(password, value))) return reject();
+        refuseWhenShut(failures ?? (await this.failureLimit.counted(key)));
+      },
+    });
   }
 
   /** The live or expired session of `cred`: -33000 when there is none for exactly this user and token. */
@@ -312,8 +329,8 @@ class EhrMethods {
 
   readonly saveExchangeToken = async (raw: Record<string, unknown>, context: CallContext): Promise<EmbeddedStorageSaveExchangeTokenResult> => {
     const params = raw as unknown as EmbeddedStorageSaveExchangeTokenParams;
-    return this.withInternalCredential(context, 'params.exchangeToken', async (check, account) => {
-      check(params.exchangeToken);
+    return this.withInternalCredential(context, 'params.exchangeToken', async ({ check, account }) => {
+      await check(params.exchangeToken);
       const now = Date.now();
       const sessionExpiresAt = this.sessionExpiry(params.authInfo, now);
       // Without the verified phone, a token minted for one account could link whoever uses it to that account (login fixation).
@@ -343,29 +360,37 @@ class EhrMethods {
 
   readonly saveAuthInfo = async (raw: Record<string, unknown>, context: CallContext): Promise<EmbeddedStorageSaveAuthInfoResult> => {
     const { authInfo } = raw as unknown as EmbeddedStorageSaveAuthInfoParams;
-    return this.withInternalCredential(context, 'the user_sign that authenticate answered for authInfo.user', async (check, account) => {
-      const link = await this.linkOf(authInfo.user);
-      if (!link) throw EhrErrors.userNotFound('no internalUserId for this user');
-      check(openUserSign(this.userSignKey, link.user_id, link.user_sign_sealed));
-      const expiresAt = this.sessionExpiry(authInfo, Date.now());
-      try {
-        await this.sql.run(SAVE_SESSION, [
-          tokenHash(authInfo.token),
-          link.user_id,
-          expiresAt,
-          currentRequestId() ?? null,
-          account,
-          link.patient_id,
-          ...clientColumns(),
-        ]);
-      } catch (error) {
-        if (isUniqueViolation(error)) throw EhrErrors.saveAuthInfoError('token already stored');
-        // The link was removed between the read and the insert.
-        if ((error as { code?: string }).code === '23503') throw EhrErrors.userNotFound('no internalUserId for this user');
-        throw error;
-      }
-      return { success: true, internalUserId: link.patient_id, expiresAt: expiresAt.toISOString() };
-    });
+    return this.withInternalCredential(
+      context,
+      'the user_sign that authenticate answered for authInfo.user',
+      async ({ check, account, failureRow, refuseWhenShut }) => {
+        const read = (await this.sql.row<Partial<LinkRow> & { failures: number }>(LINK_WITH_FAILURES, [authInfo.user, failureRow, Date.now()]))!;
+        if (!read.user_id) {
+          refuseWhenShut(read.failures);
+          throw EhrErrors.userNotFound('no internalUserId for this user');
+        }
+        const link = read as LinkRow & { failures: number };
+        await check(openUserSign(this.userSignKey, link.user_id, link.user_sign_sealed), link.failures);
+        const expiresAt = this.sessionExpiry(authInfo, Date.now());
+        try {
+          await this.sql.run(SAVE_SESSION, [
+            tokenHash(authInfo.token),
+            link.user_id,
+            expiresAt,
+            currentRequestId() ?? null,
+            account,
+            link.patient_id,
+            ...clientColumns(),
+          ]);
+        } catch (error) {
+          if (isUniqueViolation(error)) throw EhrErrors.saveAuthInfoError('token already stored');
+          // The link was removed between the read and the insert.
+          if ((error as { code?: string }).code === '23503') throw EhrErrors.userNotFound('no internalUserId for this user');
+          throw error;
+        }
+        return { success: true, internalUserId: link.patient_id, expiresAt: expiresAt.toISOString() };
+      },
+    );
   };
 
   /** A pending, live exchange token: -33000 when unknown, used or burned; -33001 when expired. */
@@ -458,8 +483,7 @@ class EhrMethods {
 /** The JSON-RPC methods of interface A by name. */
 export async function createEhrHandlers(dependencies: EhrDependencies): Promise<Record<string, MethodHandler>> {
   const audit = dependencies.audit ?? new AuditTrail(dependencies.sql);
-  const counters = dependencies.counters ?? { pool: dependencies.sql.pool };
-  const methods = new EhrMethods(dependencies.sql, dependencies.config, await resolveDataKey(dependencies.config), dependencies.patientSource, audit, counters);
+  const methods = new EhrMethods(dependencies.sql, dependencies.config, await resolveDataKey(dependencies.config), dependencies.patientSource, audit);
   const internalUsers = dependencies.config.internalUsers;
   // An internal call's refusal names the internal account it claimed, when that is one of INTERNAL_USERS.
   const internalAccount = (context: CallContext) => (context.cred && internalUsers.has(context.cred.user) ? context.cred.user : null);

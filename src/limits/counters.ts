@@ -30,10 +30,12 @@ export type Consumed = ({ taken: true } | { taken: false; waitMs: number }) & { 
 
 /** A counter per key and window, in the store, with this process's memory standing in while the database is unreachable. */
 export class Counter {
+  private readonly name: string;
   private readonly store: RateLimiterAbstract;
   private readonly fallback: RateLimiterAbstract | undefined;
 
   constructor(store: CounterStore, options: CounterOptions) {
+    this.name = options.name;
     const common = { keyPrefix: options.name, points: options.points, duration: options.windowMs / 1000 };
     if (store === 'memory') {
       this.store = new RateLimiterMemory(common);
@@ -42,6 +44,11 @@ export class Counter {
     // The table comes with the schema's migrations, not from the library at run time.
     this.store = new RateLimiterPostgres({ ...common, storeClient: store.pool, storeType: 'pool', tableName: COUNTERS_TABLE, tableCreated: true });
     this.fallback = new RateLimiterMemory(common);
+  }
+
+  /** `key`'s row in the table (the library's key: the counter's name, a colon, the key). */
+  rowKey(key: string): string {
+    return `${this.name}:${key}`;
   }
 
   /** Takes `points` of `key`'s window (counted even when refused, as the library counts). */
@@ -79,6 +86,15 @@ export class Counter {
       return run(this.fallback);
     }
   }
+}
+
+/**
+ * SQL for the points of a counter's row in its current window (0 when none), read inside another
+ * statement: `rowKey` a parameter holding Counter.rowKey, `nowMs` one holding the epoch ms now (the
+ * library's own read, on the same layout).
+ */
+export function pointsInWindow(rowKey: string, nowMs: string): string {
+  return `coalesce((select points from ${COUNTERS_TABLE} where key = ${rowKey} and (expire > ${nowMs} or expire is null)), 0)::int`;
 }
 
 function taken(res: RateLimiterRes): Consumed {

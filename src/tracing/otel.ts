@@ -5,7 +5,7 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, TracerProvider } from '@opentelemetry/sdk-trace';
 import type { Logger } from '../logging/logger.js';
-import { errorType, type ActiveSpan, type OpenSpan, type SpanKind, type SpanOptions, type Tracer, type TracingConfig } from './tracer.js';
+import { errorType, resolved, type ActiveSpan, type Lazy, type OpenSpan, type SpanKind, type SpanOptions, type Tracer, type TracingConfig } from './tracer.js';
 
 /**
  * The OpenTelemetry SDK behind tracing.ts, loaded only when tracing is on: a tracer provider with a
@@ -31,7 +31,7 @@ function parentContext(traceparent: string | null | undefined): Context {
 
 function activeSpan(span: Span): ActiveSpan {
   return {
-    setAttributes: (attributes) => void span.setAttributes(attributes),
+    setAttributes: (attributes) => void span.setAttributes(resolved(attributes)),
     rename: (name) => void span.updateName(name),
     fail: (reason) => {
       span.setAttribute('error.type', reason);
@@ -61,7 +61,8 @@ export function startOpenTelemetry(config: TracingConfig, logger: Logger): { tra
   });
   const otel = provider.getTracer('ehr-gateway');
 
-  const startSpan = (name: string, options: SpanOptions = {}): OpenSpan => {
+  const startSpan = (name: string, lazyOptions: Lazy<SpanOptions> = {}): OpenSpan => {
+    const options = resolved(lazyOptions);
     const parent = parentContext(options.parent);
     const span = otel.startSpan(name, { kind: KINDS[options.kind ?? 'internal'], ...(options.attributes ? { attributes: options.attributes } : {}) }, parent);
     const within = trace.setSpan(parent, span);

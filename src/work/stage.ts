@@ -36,8 +36,8 @@ const DUE_AGAIN_MS = 100;
 export class Stage<T> {
   private stopping = false;
   private running: Promise<void>[] = [];
-  /** Wake-ups so far: a loop that saw one while it worked claims again instead of sleeping. */
-  private wakes = 0;
+  /** A wake-up came that no claim has served yet (no loop was asleep): the next loop done with its batch claims again instead of sleeping. */
+  private unserved = false;
   private sleepers = new Set<() => void>();
   /** When the earliest retry this process scheduled falls due. */
   private readonly due = new DueTimer(() => this.wake());
@@ -48,10 +48,20 @@ export class Stage<T> {
     this.running = Array.from({ length: this.options.loops }, () => this.loop());
   }
 
-  /** There is work: every sleeping loop claims now. */
+  /**
+   * There is work: one sleeping loop claims now, and wakes the next if its claim filled a batch (more
+   * may wait); with none asleep, the first loop done with its batch claims again. Waking every loop
+   * for one announcement, and every loop at work claiming again after it, cost an empty claim per
+   * loop (two in five of the submission stage's statements).
+   */
   wake(): void {
-    this.wakes += 1;
-    for (const sleeper of [...this.sleepers]) sleeper();
+    const [sleeper] = this.sleepers;
+    if (sleeper) sleeper();
+    else this.unserved = true;
+  }
+
+  private rouse(loops: number): void {
+    for (const sleeper of [...this.sleepers].slice(0, loops)) sleeper();
   }
 
   /** Work falls due at `at` (epoch ms): a loop claims then. */
@@ -63,7 +73,7 @@ export class Stage<T> {
   async stop(graceMs = 20_000): Promise<void> {
     this.stopping = true;
     this.due.clear();
-    this.wake();
+    this.rouse(Infinity);
     let timer: NodeJS.Timeout | undefined;
     const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
     await Promise.race([Promise.all(this.running), grace]);
@@ -72,7 +82,8 @@ export class Stage<T> {
 
   private async loop(): Promise<void> {
     while (!this.stopping) {
-      const wakesBefore = this.wakes;
+      // This claim serves the wake-ups so far.
+      this.unserved = false;
       let claimed: T[];
       try {
         claimed = await this.options.claim(this.options.batchSize);
@@ -81,10 +92,12 @@ export class Stage<T> {
         await this.sleep(CLAIM_RETRY_MS);
         continue;
       }
+      if (claimed.length >= this.options.batchSize) this.rouse(1);
       if (claimed.length > 0) await this.processHolding(claimed);
-      if (claimed.length < this.options.batchSize && this.wakes === wakesBefore) {
+      if (claimed.length < this.options.batchSize && !this.unserved) {
         await this.scheduleNextDue();
-        await this.sleep(this.options.idlePollMs);
+        // Unless a wake-up came while the next due time was read.
+        if (!this.unserved) await this.sleep(this.options.idlePollMs);
       }
     }
   }

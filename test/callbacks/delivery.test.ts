@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedClinicAccount } from '../../src/emdr/accounts/clients.js';
 import { exitOf, runCli, spawnCli } from '../support/cli.js';
 import { startCallbackReceiver, SUCCESS, type CallbackReceiver, type ReceivedCallback } from '../support/callback-receiver.js';
-import { addClinic, authHeaders, post, registerBody } from '../support/emdr.js';
+import { addClinic, authHeaders, pipelineSnapshot, post, registerBody } from '../support/emdr.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { until } from '../support/until.js';
 
@@ -183,7 +183,9 @@ describe('a worker killed between acknowledgement and delivery', () => {
       return () => output.slice(-3000);
     };
     const waitOrTell = <T>(waiting: Promise<T>, name: string, output: () => string) =>
-      waiting.catch((error: Error) => Promise.reject(new Error(`${error.message}; ${name} said: ${output()}`)));
+      waiting.catch(async (error: Error) =>
+        Promise.reject(new Error(`${error.message}; ${name} said: ${output()}; the pipeline: ${await pipelineSnapshot(api.databaseUrl)}`)),
+      );
 
     const { body: ack } = await post(api.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody());
     expect(ack.queueMessageId).toEqual(expect.any(String));

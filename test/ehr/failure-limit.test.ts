@@ -3,59 +3,36 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/database.js';
 import { migrateToLatest } from '../../src/db/database.js';
 import { FailureLimit } from '../../src/ehr/credentials/failure-limit.js';
+import { pointsInWindow } from '../../src/limits/counters.js';
 import { loadConfig } from '../../src/config/config.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { MIGRATIONS } from '../../src/migrations.js';
 import { createTestDatabase } from '../support/database.js';
 
 describe('FailureLimit', () => {
-  it('refuses a key once maxFailures calls failed within the window; a right credential gives its failure back', async () => {
+  it('shuts a key out once maxFailures failures were counted within the window; right credentials count nothing', async () => {
     const limit = new FailureLimit('memory', 3, 60_000);
-    for (let failure = 1; failure <= 3; failure += 1) {
-      const attempt = await limit.attempt('a');
-      expect(attempt, `attempt ${failure}`).toBeDefined();
-      await attempt!.failed();
-    }
-    expect(await limit.attempt('a')).toBeUndefined();
-    expect(await limit.attempt('b')).toBeDefined();
-    // Right credentials cost nothing: any number of them, and then the failures still have room.
-    for (let call = 0; call < 10; call += 1) await (await limit.attempt('c'))!.succeeded();
-    for (let failure = 0; failure < 3; failure += 1) await (await limit.attempt('c'))!.failed();
-    expect(await limit.attempt('c')).toBeUndefined();
+    for (let failure = 1; failure <= 3; failure += 1) expect(await limit.failed('a'), `failure ${failure}`).toBe(true);
+    expect(limit.shuts(await limit.counted('a'))).toBe(true);
+    // A failure beyond the limit is counted too, and answered as shut out.
+    expect(await limit.failed('a')).toBe(false);
+    expect(limit.shuts(await limit.counted('b'))).toBe(false);
+    expect(await limit.counted('c')).toBe(0);
   });
 
   it('lets a new window start after the old one ends', async () => {
     const limit = new FailureLimit('memory', 1, 1_000);
-    await (await limit.attempt('a'))!.failed();
-    expect(await limit.attempt('a')).toBeUndefined();
+    expect(await limit.failed('a')).toBe(true);
+    expect(limit.shuts(await limit.counted('a'))).toBe(true);
     await new Promise((resolve) => setTimeout(resolve, 1_100));
-    expect(await limit.attempt('a')).toBeDefined();
+    expect(limit.shuts(await limit.counted('a'))).toBe(false);
+    expect(await limit.failed('a')).toBe(true);
   });
 
-  it('judges no more than maxFailures guesses of one burst, and lets a burst of right credentials through, slowed', async () => {
+  it('tells no more than maxFailures guesses of one burst that they were wrong', async () => {
     const limit = new FailureLimit('memory', 10, 60_000);
-    let judged = 0;
-    // Guesses: each is judged (and fails) once it has room.
-    await Promise.all(
-      Array.from({ length: 199 }, async () => {
-        const attempt = await limit.attempt('guesser');
-        if (!attempt) return;
-        judged += 1;
-        await new Promise((resolve) => setTimeout(resolve, 5));
-        await attempt.failed();
-      }),
-    );
-    expect(judged).toBe(10);
-    // Right credentials, 50 at once: all judged, none refused.
-    const admitted = await Promise.all(
-      Array.from({ length: 50 }, async () => {
-        const attempt = await limit.attempt('authorization-server');
-        await new Promise((resolve) => setTimeout(resolve, 5));
-        await attempt?.succeeded();
-        return attempt !== undefined;
-      }),
-    );
-    expect(admitted.every(Boolean)).toBe(true);
+    const told = await Promise.all(Array.from({ length: 199 }, () => limit.failed('guesser')));
+    expect(told.filter(Boolean)).toHaveLength(10);
   });
 
   describe('across processes, on one database', () => {
@@ -74,23 +51,26 @@ describe('FailureLimit', () => {
       await Promise.all(pools.map((pool) => pool.end()));
     });
 
-    it('counts the failures of two processes together, and a burst split between them is judged 10 times at most', async () => {
+    it('counts the failures of two processes together, and tells a burst split between them 10 times at most', async () => {
       const [one, two] = pools.map((pool) => new FailureLimit({ pool }, 10, 60_000)) as [FailureLimit, FailureLimit];
-      for (let failure = 0; failure < 5; failure += 1) await (await one.attempt('shared'))!.failed();
-      for (let failure = 0; failure < 5; failure += 1) await (await two.attempt('shared'))!.failed();
-      expect(await one.attempt('shared')).toBeUndefined();
-      expect(await two.attempt('shared')).toBeUndefined();
+      for (let failure = 0; failure < 5; failure += 1) expect(await one.failed('shared')).toBe(true);
+      for (let failure = 0; failure < 5; failure += 1) expect(await two.failed('shared')).toBe(true);
+      expect(one.shuts(await one.counted('shared'))).toBe(true);
+      expect(two.shuts(await two.counted('shared'))).toBe(true);
 
-      let judged = 0;
-      await Promise.all(
-        Array.from({ length: 100 }, async (_, index) => {
-          const attempt = await (index % 2 === 0 ? one : two).attempt('burst');
-          if (!attempt) return;
-          judged += 1;
-          await attempt.failed();
-        }),
-      );
-      expect(judged).toBe(10);
+      const told = await Promise.all(Array.from({ length: 100 }, (_, index) => (index % 2 === 0 ? one : two).failed('burst')));
+      expect(told.filter(Boolean)).toHaveLength(10);
+    });
+
+    it('reads the same count inside another statement (pointsInWindow) as on its own', async () => {
+      const limit = new FailureLimit({ pool: pools[0]! }, 10, 60_000);
+      for (let failure = 0; failure < 3; failure += 1) await limit.failed('read-along');
+      const read = async (key: string) =>
+        (await pools[1]!.query<{ failures: number }>(`select ${pointsInWindow('$1', '$2::bigint')} as failures`, [limit.rowKey(key), Date.now()])).rows[0]!
+          .failures;
+      expect(await read('read-along')).toBe(3);
+      expect(await limit.counted('read-along')).toBe(3);
+      expect(await read('never-failed')).toBe(0);
     });
   });
 });

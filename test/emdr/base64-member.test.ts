@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { PLACEHOLDER, parseWithBase64Member } from '../../src/emdr/intake/base64-member.js';
+import { decodeStrictBase64, PLACEHOLDER, parseWithBase64Member } from '../../src/emdr/intake/base64-member.js';
+import { isStrictBase64 } from '../../src/emdr/values/values.js';
 
 /** The scanner that keeps RegisterDocument's document out of the parsed body: it takes a body only when that changes nothing but memory. */
 const base64 = Buffer.concat([Buffer.from('<a>любой текст</a>'), Buffer.from([0xfb, 0xef, 0xff])]).toString('base64');
@@ -58,5 +59,38 @@ describe('parseWithBase64Member', () => {
     ['an empty body', ''],
   ])('leaves a body with %s to the ordinary parse', (_name, text) => {
     expect(split(text)).toBeUndefined();
+  });
+});
+
+describe('decodeStrictBase64', () => {
+  // Every character class Node's decoder treats its own way: the alphabet, padding, base64url's two,
+  // whitespace it skips, and bytes outside ASCII.
+  const characters = ['A', 'Q', 'z', '9', '+', '/', '=', '-', '_', ' ', '\n', '*', '\u0000', '\u0080', '\u00ff'];
+
+  it('agrees with isStrictBase64 and Buffer.from on every text of up to 4 characters of those, and on 20,000 longer ones', () => {
+    const texts: string[] = [''];
+    for (let length = 1; length <= 4; length += 1) {
+      for (const text of texts.filter((candidate) => candidate.length === length - 1)) for (const character of characters) texts.push(text + character);
+    }
+    let seed = 24;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    for (let count = 0; count < 20_000; count += 1) {
+      const length = 4 * (1 + Math.floor(random() * 6));
+      let text = '';
+      // Mostly the alphabet, so that strict texts come up as well as every kind of near miss.
+      for (let i = 0; i < length; i += 1) text += random() < 0.9 ? 'AQz9+/'[Math.floor(random() * 6)] : characters[Math.floor(random() * characters.length)];
+      if (random() < 0.3) text = text.slice(0, -2) + (random() < 0.5 ? '==' : 'A=');
+      texts.push(text);
+    }
+    let strict = 0;
+    for (const text of texts.filter((candidate) => candidate.length > 0)) {
+      const decoded = decodeStrictBase64(Buffer.from(text, 'latin1'));
+      expect(decoded === undefined, JSON.stringify(text)).toBe(!isStrictBase64(text));
+      if (decoded) {
+        strict += 1;
+        expect(decoded.equals(Buffer.from(text, 'base64'))).toBe(true);
+      }
+    }
+    expect(strict).toBeGreaterThan(1_000);
   });
 });

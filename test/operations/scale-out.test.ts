@@ -10,7 +10,7 @@ import { until } from '../support/until.js';
 import { startCallbackReceiver, type CallbackReceiver } from '../support/callback-receiver.js';
 import { createTestDatabase, openSql } from '../support/database.js';
 import { LOOPBACK_CALLBACKS } from '../support/service.js';
-import { addClinic, authHeaders, post, registerBody } from '../support/emdr.js';
+import { addClinic, authHeaders, pipelineSnapshot, post, registerBody } from '../support/emdr.js';
 import { INTERNAL_PASSWORD, INTERNAL_USER, INTERNAL_USERS, MARIA, unique } from '../ehr/support/fixtures.js';
 import { rpc, sha1hex } from '../ehr/support/rpc.js';
 import { statement } from '../../src/db/sql.js';
@@ -57,6 +57,16 @@ describe('N API and M worker processes over one PostgreSQL', () => {
   let receiver: CallbackReceiver;
   const roles: Role[] = [];
   let env: Record<string, string>;
+
+  /** Waits for the receiver to hold what `done` wants; a failure says where the pipeline's rows stand and what the workers said. */
+  async function phase(what: string, done: () => boolean): Promise<void> {
+    try {
+      await receiver.waitFor(done, PHASE_TIMEOUT_MS);
+    } catch (error) {
+      const workers = roles.filter((role) => role.name.startsWith('worker')).map((role) => `${role.name} said: ${role.output().slice(-1500)}`);
+      throw new Error(`${what}: ${(error as Error).message}; the pipeline: ${await pipelineSnapshot(env.DATABASE_URL!)}; ${workers.join('; ')}`);
+    }
+  }
 
   /** A role on ports of its own, ready once it says it started: both of its listeners accept connections then. */
   async function start(name: string, only: string): Promise<Role> {
@@ -119,7 +129,7 @@ describe('N API and M worker processes over one PostgreSQL', () => {
 
     // Documents to demand later, registered through both API processes.
     const seeds = await Promise.all(Array.from({ length: SEED_DOCUMENTS }, (_, i) => send(i, '/api/RegisterDocument', registerBody())));
-    await receiver.waitFor(() => resultsOf('SendRegisterDocumentResultResponse').size >= SEED_DOCUMENTS, PHASE_TIMEOUT_MS);
+    await phase('the seed documents registered', () => resultsOf('SendRegisterDocumentResultResponse').size >= SEED_DOCUMENTS);
     const emdrIds = receiver.received
       .filter((callback) => callback.name === 'SendRegisterDocumentResultResponse' && seeds.includes(callback.body.queueMessageId as string))
       .map((callback) => callback.body.emdrId as string);
@@ -157,7 +167,7 @@ describe('N API and M worker processes over one PostgreSQL', () => {
     );
     const burstCallbacks = () => receiver.received.filter((callback) => !seeds.includes(callback.body.queueMessageId as string)).length;
     const total = BURST_REGISTRATIONS + BURST_DEMANDS;
-    await receiver.waitFor(() => burstCallbacks() >= total, PHASE_TIMEOUT_MS);
+    await phase("the burst's first callbacks", () => burstCallbacks() >= total);
     worker1!.child.kill('SIGKILL');
     await exitOf(worker1!.child);
     expect(worker1!.child.signalCode).toBe('SIGKILL');
@@ -166,7 +176,7 @@ describe('N API and M worker processes over one PostgreSQL', () => {
 
     const expected = (SEED_DOCUMENTS + total) * 2;
     const distinct = () => new Set(receiver.received.map((callback) => callback.headers['webhook-id'])).size;
-    await receiver.waitFor(() => distinct() >= expected, PHASE_TIMEOUT_MS);
+    await phase('every callback after the kill', () => distinct() >= expected);
     const elapsedSeconds = (Date.now() - started) / 1000;
 
     // Every request: exactly two webhook-ids, acceptance then result, each carrying the request's x-request-id.

@@ -85,3 +85,22 @@ export function largeXml(bytes: number): Buffer {
   const count = Math.ceil((bytes - head.length) / Buffer.byteLength(filler));
   return Buffer.from(`${head}${filler.repeat(count)}</ClinicalDocument>`);
 }
+
+/**
+ * Where the pipeline's rows stand (requests, callbacks, the built-in registry's queued answers), for
+ * the message of a wait that failed: which stage holds the work, and until when.
+ */
+export async function pipelineSnapshot(databaseUrl: string): Promise<string> {
+  const knex = openKnex(databaseUrl);
+  try {
+    const at = (column: string) => knex.raw(`to_char(${column}, 'HH24:MI:SS.MS') as ${column}`);
+    const requests = await knex('emdr_requests').select('operation', 'state', 'claims', at('available_at'), at('leased_until'), at('updated_at'));
+    const callbacks = await knex('emdr_callbacks').select('name', 'state', 'attempt_count', at('available_at'), at('leased_until'));
+    const answers = await knex('emdr_registry_answers').select(at('available_at'));
+    return JSON.stringify({ now: new Date().toISOString(), requests, callbacks, answers });
+  } catch (error) {
+    return `(no snapshot: ${(error as Error).message})`;
+  } finally {
+    await knex.destroy();
+  }
+}

@@ -12,11 +12,29 @@ import type { IncomingMessage } from 'node:http';
 /** What the parsed body holds in place of the member: valid for the schema and for isStrictBase64. */
 export const PLACEHOLDER = 'AAAA';
 
-const members = new WeakMap<IncomingMessage, Buffer>();
+/**
+ * A member of up to this many bytes of base64 is decoded here as it is checked (one native pass, no
+ * scan of our own), its bytes stored as they are; a larger one is checked byte by byte and decoded
+ * by PostgreSQL from chunks (handlers.ts), so this process never holds a decoded copy of it.
+ */
+export const DECODED_MEMBER_BYTES = 1024 * 1024;
+
+/** A member kept out of the parsed body: its base64 (a view into the body) and, up to DECODED_MEMBER_BYTES, its decoded bytes. */
+interface KeptMember {
+  value: Buffer;
+  decoded: Buffer | undefined;
+}
+
+const members = new WeakMap<IncomingMessage, KeptMember>();
 
 /** The bytes (standard padded base64, ASCII) of the request's large member, when it was kept out of the parsed body. */
 export function base64MemberOf(request: IncomingMessage): Buffer | undefined {
-  return members.get(request);
+  return members.get(request)?.value;
+}
+
+/** The decoded bytes of the request's kept member, when it was at most DECODED_MEMBER_BYTES of base64. */
+export function decodedMemberOf(request: IncomingMessage): Buffer | undefined {
+  return members.get(request)?.decoded;
 }
 
 const QUOTE = 0x22;
@@ -28,6 +46,8 @@ const RBRACE = 0x7d;
 const LBRACKET = 0x5b;
 const RBRACKET = 0x5d;
 const EQUALS = 0x3d;
+const DASH = 0x2d;
+const UNDERSCORE = 0x5f;
 const WHITESPACE = new Set([0x20, 0x09, 0x0a, 0x0d]);
 const BASE64_ALPHABET = new Uint8Array(256);
 for (const char of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/') BASE64_ALPHABET[char.charCodeAt(0)] = 1;
@@ -83,6 +103,21 @@ function isStrictBase64Bytes(bytes: Buffer, start: number, end: number): boolean
 }
 
 /**
+ * The bytes of `base64` when it is strict base64 (isStrictBase64's rule), else undefined, in native
+ * passes: Node's decoder also takes base64url's `-` and `_` (looked for first), and skips or stops
+ * at any other byte outside the alphabet, so such text decodes to fewer bytes than its length says:
+ * with a of its n characters in the alphabet and p trailing `=` (at most two), a non-strict text
+ * has a ≤ n - p - 1, hence at most ⌊6(n - p - 1)/8⌋ < 3n/4 - p bytes.
+ */
+export function decodeStrictBase64(base64: Buffer): Buffer | undefined {
+  const length = base64.length;
+  if (length % 4 !== 0 || base64.includes(DASH) || base64.includes(UNDERSCORE)) return undefined;
+  const padding = base64[length - 1] === EQUALS ? (base64[length - 2] === EQUALS ? 2 : 1) : 0;
+  const decoded = Buffer.from(base64.toString('latin1'), 'base64');
+  return decoded.length === (length / 4) * 3 - padding ? decoded : undefined;
+}
+
+/**
  * A JSON object whose top-level member `name` occurs once, with a non-empty string value of strict
  * base64 (so no escapes): the object parsed with PLACEHOLDER as that value, and the value's bytes
  * (a view into `raw`, no copy). Undefined for any other body (escaped or non-base64 value, the
@@ -92,12 +127,12 @@ function isStrictBase64Bytes(bytes: Buffer, start: number, end: number): boolean
  * (base64 has no quote, backslash or control character), so the rest parses if and only if the
  * whole body does, to the same members in the same order.
  */
-export function parseWithBase64Member(raw: Buffer, name: string): { body: Record<string, unknown>; value: Buffer } | undefined {
+export function parseWithBase64Member(raw: Buffer, name: string): ({ body: Record<string, unknown> } & KeptMember) | undefined {
   const key = Buffer.from(JSON.stringify(name));
   let at = skipWhitespace(raw, 0);
   if (raw[at] !== LBRACE) return undefined;
   at = skipWhitespace(raw, at + 1);
-  let value: { start: number; end: number } | undefined;
+  let value: { start: number; end: number; decoded: Buffer | undefined } | undefined;
   while (raw[at] === QUOTE) {
     const keyEnd = skipString(raw, at);
     if (keyEnd < 0 || raw.subarray(at, keyEnd).includes(BACKSLASH)) return undefined;
@@ -108,8 +143,10 @@ export function parseWithBase64Member(raw: Buffer, name: string): { body: Record
     if (isMember) {
       if (value !== undefined || raw[at] !== QUOTE) return undefined;
       const end = raw.indexOf(QUOTE, at + 1);
-      if (end <= at + 1 || !isStrictBase64Bytes(raw, at + 1, end)) return undefined;
-      value = { start: at + 1, end };
+      if (end <= at + 1) return undefined;
+      const decoded = end - (at + 1) <= DECODED_MEMBER_BYTES ? decodeStrictBase64(raw.subarray(at + 1, end)) : undefined;
+      if (decoded === undefined && (end - (at + 1) <= DECODED_MEMBER_BYTES || !isStrictBase64Bytes(raw, at + 1, end))) return undefined;
+      value = { start: at + 1, end, decoded };
       at = end + 1;
     } else {
       at = skipValue(raw, at);
@@ -126,7 +163,7 @@ export function parseWithBase64Member(raw: Buffer, name: string): { body: Record
   } catch {
     return undefined;
   }
-  return { body: body as Record<string, unknown>, value: raw.subarray(value.start, value.end) };
+  return { body: body as Record<string, unknown>, value: raw.subarray(value.start, value.end), decoded: value.decoded };
 }
 
 /**
@@ -139,7 +176,7 @@ export function parseJsonBody(request: IncomingMessage, raw: Buffer, memberName:
   if (memberName !== undefined) {
     const split = parseWithBase64Member(raw, memberName);
     if (split !== undefined) {
-      members.set(request, split.value);
+      members.set(request, { value: split.value, decoded: split.decoded });
       return split.body;
     }
   }

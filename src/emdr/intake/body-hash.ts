@@ -32,16 +32,24 @@ function canonicalJson(value: unknown): string {
  * A SHA-256 over the body's members sorted by name, each value as its UTF-8 length and text (a
  * string as it is, anything else in canonical JSON), so the same JSON with its members in another
  * order is the same request; without one big serialized copy of the body. `bytes` stands for one
- * string member kept as its ASCII bytes: the same hash as the string.
+ * string member kept as its ASCII bytes: the same hash as the string. The small members go to the
+ * hash together, one update between large ones (an update per member cost more than the hashing).
  */
 export function bodyHash(body: Record<string, unknown>, bytes?: { member: string; value: Buffer }): string {
   const hash = createHash('sha256');
+  let pending = '';
   for (const key of Object.keys(body).sort()) {
     const value = body[key];
     const text = key === bytes?.member ? bytes.value : typeof value === 'string' ? value : canonicalJson(value);
-    hash.update(`${JSON.stringify(key)}:${Buffer.byteLength(text)}:`);
+    const head = `${JSON.stringify(key)}:${Buffer.byteLength(text)}:`;
+    if (typeof text === 'string' && text.length <= HASHED_CHARACTERS_PER_UPDATE) {
+      pending += head + text;
+      continue;
+    }
+    hash.update(pending + head);
+    pending = '';
     if (Buffer.isBuffer(text)) hash.update(text);
     else hashText(hash, text);
   }
-  return hash.digest('hex');
+  return hash.update(pending).digest('hex');
 }

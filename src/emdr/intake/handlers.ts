@@ -7,7 +7,7 @@ import { currentRequest } from '../../logging/request-context.js';
 import { tracer } from '../../tracing/tracing.js';
 import { streamedBytes } from '../../memory/garbage.js';
 import { isStrictBase64, snilsDigits } from '../values/values.js';
-import { base64MemberOf } from './base64-member.js';
+import { base64MemberOf, DECODED_MEMBER_BYTES, decodedMemberOf } from './base64-member.js';
 import { bodyHash } from './body-hash.js';
 import { authenticateClinic, type ClinicAccount } from '../accounts/clients.js';
 import type { CallbackErrorItem } from '../errors/codes.js';
@@ -74,6 +74,8 @@ interface NewRequest {
   metadata: RegisterMetadata | DemandMetadata;
   /** The document's base64 (strict) as ASCII bytes, or null. */
   document: Buffer | null;
+  /** The document's bytes when they were decoded at intake (base64-member.ts), else decoded on storing. */
+  decodedDocument?: Buffer;
   /** The signature's base64 (strict), or null. */
   signature: string | null;
   personalSignatures: string | null;
@@ -114,7 +116,7 @@ const INSERT_REQUEST = statement('emdr_insert_request', INSERT_REQUEST_TEXT('$10
  * single parameter whole into its outgoing message, one more copy of the document in this process
  * while it is sent.
  */
-const STAGED_DOCUMENT_BYTES = 1024 * 1024;
+const STAGED_DOCUMENT_BYTES = DECODED_MEMBER_BYTES;
 const STAGED_CHUNK_BYTES = 1024 * 1024;
 const CREATE_STAGING = statement(
   'emdr_create_upload_chunks',
@@ -179,7 +181,10 @@ async function storeRequest(sql: Sql, request: NewRequest): Promise<{ queueMessa
   const inserted =
     document !== null && document.length > STAGED_DOCUMENT_BYTES
       ? await insertStaged(sql, request, document)
-      : await sql.row<Stored>(INSERT_REQUEST, requestValues(request, document && Buffer.from(document.toString('latin1'), 'base64')));
+      : await sql.row<Stored>(
+          INSERT_REQUEST,
+          requestValues(request, request.decodedDocument ?? (document && Buffer.from(document.toString('latin1'), 'base64'))),
+        );
   if (inserted) return { queueMessageId: inserted.queue_message_id, metadata: inserted.metadata, stored: true };
   const existing = await sql.row<Stored>(EXISTING_REQUEST, [request.clientId, request.operation, request.idempotencyKey, request.bodyHash]);
   return { queueMessageId: existing!.queue_message_id, metadata: existing!.metadata, stored: false };
@@ -279,6 +284,7 @@ class EmdrHandlers {
         metadata: registerMetadata(body),
         // base64 is ASCII: as latin1 bytes a string member is the same text.
         document: documentBytes ?? (documentValid ? Buffer.from(body.document, 'latin1') : null),
+        decodedDocument: decodedMemberOf(request.http),
         signature: signatureValid ? body.signature : null,
         // A request with intake errors is rejected unread; its undecodable strings (a NUL, say) would not fit in jsonb.
         personalSignatures: body.personalSignatures === undefined || intakeErrors.length > 0 ? null : JSON.stringify(body.personalSignatures),

@@ -92,9 +92,11 @@ export const STAGES = {
   acceptance: { claims: 'received', batch: 32, idlePollMs: 1000 },
   submission: { claims: 'accepted', batch: 32, idlePollMs: 1000 },
   // Deadlines are days long: a process wakes this stage at the deadlines it sets, and once a minute for the others'.
-  deadline: { claims: 'submitted', batch: 64, idlePollMs: 60_000, loops: 1 },
+  // A request comes into its state due only at its deadline: moving one there wakes nothing (that cost a claim and a
+  // read of the next deadline per submission batch, a third of a statement per document).
+  deadline: { claims: 'submitted', batch: 64, idlePollMs: 60_000, loops: 1, dueLater: true },
   delivery: { claims: 'callbacks', batch: 64, idlePollMs: 1000 },
-} as const satisfies Record<string, { claims: RequestState | 'callbacks'; batch: number; idlePollMs: number; loops?: number }>;
+} as const satisfies Record<string, { claims: RequestState | 'callbacks'; batch: number; idlePollMs: number; loops?: number; dueLater?: true }>;
 
 export type StageName = keyof typeof STAGES;
 /** The stages that claim requests (delivery claims callbacks). */
@@ -112,10 +114,15 @@ export function transition(by: TransitionMaker, from: RequestState, to: RequestS
   return found;
 }
 
-/** The stages whose work `by` makes: those claiming the states it moves requests to, and delivery when it emits callbacks. */
+/**
+ * The stages whose work `by` makes at once: those claiming the states it moves requests to (unless
+ * their requests come due later: `dueLater`), and delivery when it emits callbacks.
+ */
 export function stagesWoken(by: TransitionMaker): StageName[] {
   const made = TRANSITIONS.filter((candidate) => candidate.by === by);
-  const woken = (Object.keys(STAGES) as StageName[]).filter((stage) => made.some((candidate) => candidate.to === STAGES[stage].claims));
+  const woken = (Object.keys(STAGES) as StageName[]).filter(
+    (stage) => !('dueLater' in STAGES[stage]) && made.some((candidate) => candidate.to === STAGES[stage].claims),
+  );
   if (made.some((candidate) => 'emits' in candidate)) woken.push('delivery');
   return woken;
 }

@@ -53,44 +53,82 @@ export function claimRequests(stage: RequestStageName, returning = ''): Statemen
   );
 }
 
+/** A claim of a fair stage (src/work/fair-stage.ts), for claimInTurns. */
+export interface InTurnClaim {
+  /** The table claimed from, and its alias in `claimable`, `join` and `returning`. */
+  table: string;
+  alias: string;
+  /** Its id column. */
+  id: string;
+  /** The column the turns go by (an index on (key, available_at) leads with it), and its SQL type (for $4 and $7). */
+  key: string;
+  keyType: 'bigint' | 'text';
+  /** The rows of the stage, on an alias: what the skip through the index looks for. */
+  scope(alias: string): string;
+  /** Whether a row of the stage may be claimed now, on an alias. */
+  claimable(alias: string): string;
+  /** More to set on a claimed row, after its lease. */
+  set?: string;
+  /** More tables for `returning`, and how they join the claimed row. */
+  join?: { from: string; where: string };
+  returning: string;
+}
+
 /**
- * A stage's claim shared fairly between clinics: the clinics with requests in the stage's state
- * are found by skipping through the index on (client_id, available_at) one clinic at a time; each
- * offers its oldest claimable requests, at most its room ($4, $5: clinics and their room in this
- * process; $6 for the others; none of the clinics in $7, which are full); then the first of every
- * clinic's offer is taken, then the second, oldest first within a turn, up to $1, leased for $2 ms.
- * A clinic's backlog waits behind one request of each other clinic, never the other way round.
+ * The SQL of a claim shared fairly between keys (the clinics of the acceptance stage, the receiver
+ * origins of delivery): the keys with rows in the stage are found by skipping through the index on
+ * (key, available_at) one key at a time; each offers its oldest claimable rows, at most its room
+ * ($4, $5: keys and their room in this process; $6 for the others; none of the keys in $7, which
+ * are full); then the first of every key's offer is taken, then the second, oldest first within a
+ * turn, up to $1, leased for $2 ms in leased_until, which no index holds: the claim can be a HOT
+ * update. A key's backlog waits behind one row of each other key, never the other way round.
  */
-export function claimRequestsByClinic(stage: RequestStageName, returning = ''): Statement {
-  const state = STAGES[stage].claims;
-  return statement(
-    `emdr_${stage}_claim_by_clinic`,
-    `with recursive clinics(client_id) as (
-       (select client_id from emdr_requests where state = '${state}' order by client_id limit 1)
+export function claimInTurns(claim: InTurnClaim): string {
+  const { table, alias, id, key, keyType } = claim;
+  return `with recursive turn_keys(turn_key) as (
+       (select ${key} from ${table} s where ${claim.scope('s')} order by ${key} limit 1)
        union all
-       select (select n.client_id from emdr_requests n where n.state = '${state}' and n.client_id > c.client_id order by n.client_id limit 1)
-         from clinics c where c.client_id is not null
+       select (select n.${key} from ${table} n where ${claim.scope('n')} and n.${key} > k.turn_key order by n.${key} limit 1)
+         from turn_keys k where k.turn_key is not null
      ),
      offered as (
-       select o.queue_message_id, o.available_at, row_number() over (partition by o.client_id order by o.available_at) as turn
-         from clinics c
+       select o.${id} as offered_id, o.available_at, row_number() over (partition by o.${key} order by o.available_at) as turn
+         from turn_keys k
          cross join lateral (
-           select r.queue_message_id, r.client_id, r.available_at from emdr_requests r
-            where r.state = '${state}' and r.client_id = c.client_id and ${claimable('r')}
-            order by r.available_at
-            limit coalesce((select u.room from unnest($4::bigint[], $5::int[]) as u(client_id, room) where u.client_id = c.client_id), $6)
+           select x.${id}, x.${key}, x.available_at from ${table} x
+            where ${claim.scope('x')} and x.${key} = k.turn_key and ${claim.claimable('x')}
+            order by x.available_at
+            limit coalesce((select u.room from unnest($4::${keyType}[], $5::int[]) as u(turn_key, room) where u.turn_key = k.turn_key), $6)
          ) o
-        where c.client_id is not null and c.client_id <> all($7::bigint[])
+        where k.turn_key is not null and k.turn_key <> all($7::${keyType}[])
      ),
      claimed as (
-       select r.queue_message_id from emdr_requests r
-        where r.queue_message_id in (select queue_message_id from offered order by turn, available_at limit $1)
-          and r.state = '${state}' and ${claimable('r')}
+       select y.${id} as claimed_id from ${table} y
+        where y.${id} in (select offered_id from offered order by turn, available_at limit $1)
+          and ${claim.scope('y')} and ${claim.claimable('y')}
         for update skip locked
      )
-     update emdr_requests r set leased_until = now() + $2 * interval '1 millisecond', claims = r.claims + 1
-       from claimed c where r.queue_message_id = c.queue_message_id
-     returning ${claimedColumns(returning)}`,
+     update ${table} ${alias} set leased_until = now() + $2 * interval '1 millisecond'${claim.set ? `, ${claim.set}` : ''}
+       from claimed${claim.join ? `, ${claim.join.from}` : ''}
+      where ${alias}.${id} = claimed.claimed_id${claim.join ? ` and ${claim.join.where}` : ''}
+     returning ${claim.returning}`;
+}
+
+/** A stage's claim of requests shared fairly between clinics (claimInTurns): $3 is the stage's own, in `returning`. */
+export function claimRequestsByClinic(stage: RequestStageName, returning = ''): Statement {
+  return statement(
+    `emdr_${stage}_claim_by_clinic`,
+    claimInTurns({
+      table: 'emdr_requests',
+      alias: 'r',
+      id: 'queue_message_id',
+      key: 'client_id',
+      keyType: 'bigint',
+      scope: (alias) => `${alias}.state = '${STAGES[stage].claims}'`,
+      claimable,
+      set: 'claims = r.claims + 1',
+      returning: claimedColumns(returning),
+    }),
   );
 }
 

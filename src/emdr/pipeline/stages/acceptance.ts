@@ -53,14 +53,18 @@ export class AcceptanceStage {
   readonly check = async (request: ClaimedForAcceptance): Promise<Checked> => {
     const { sql, registry, xmlCheckTimeoutMs } = this.context;
     try {
-      const findings = await tracer().inSpan('acceptance check', stageSpan(request), async (span) => {
-        const found = await OPERATION_HANDLERS[request.operation].accept(request, { sql, registry, documents: this.documents, xmlCheckTimeoutMs });
-        span.setAttributes({
-          'ehr_gateway.verdict': found.errors.length > 0 ? 'rejected' : 'accepted',
-          'ehr_gateway.error_codes': found.errors.map((error) => error.code).join(' '),
-        });
-        return found;
-      });
+      const findings = await tracer().inSpan(
+        'acceptance check',
+        () => stageSpan(request),
+        async (span) => {
+          const found = await OPERATION_HANDLERS[request.operation].accept(request, { sql, registry, documents: this.documents, xmlCheckTimeoutMs });
+          span.setAttributes(() => ({
+            'ehr_gateway.verdict': found.errors.length > 0 ? 'rejected' : 'accepted',
+            'ehr_gateway.error_codes': found.errors.map((error) => error.code).join(' '),
+          }));
+          return found;
+        },
+      );
       return { decided: settlementOf(request, findings) };
     } catch (error) {
       this.context.logger.error({ err: error, queueMessageId: request.queue_message_id }, 'acceptance check failed; trying again later');

@@ -8,7 +8,8 @@ import { CALLBACKS, ENDED_STATES, FILE_CALLBACKS, sqlList, type Operation } from
 import { requestFileBase64Slices } from '../lifecycle/request-files.js';
 import { base64Length } from '../../values/values.js';
 import type { PipelineContext } from '../lifecycle/requests.js';
-import { tracer } from '../../../tracing/tracing.js';
+import { claimInTurns } from '../lifecycle/transitions.js';
+import { tracer, type SpanOptions } from '../../../tracing/tracing.js';
 
 /**
  * The delivery stage of interface B's callbacks: due callbacks claimed by receiver origin in turn
@@ -49,50 +50,28 @@ export interface ClaimedCallback {
   trace_parent: string | null;
 }
 
-/** A callback that may be claimed: pending, its time come (see CLAIM), and no worker's lease on it. */
-const CLAIMABLE = `c.state = 'pending' and c.available_at <= now() and (c.leased_until is null or c.leased_until <= now())
-        and (c.round_attempts > 0 or c.available_at <= now() - $3 * interval '1 millisecond')`;
-
 /**
- * Due callbacks, by receiver origin in turn: a retry at its time; the first attempt of a round (a
- * new callback, a released result, a replay) CALLBACK_RETRY_SCHEDULE's first entry ($3) after it
- * became due. The origins with pending callbacks are found by skipping through the index on
- * (origin, available_at); each offers its oldest due callbacks, at most its room in this process
- * ($4, $5; $6 for the others; none of the origins in $7, which are full); the first of every
- * origin's offer is taken, then the second, up to $1, leased for $2 ms in leased_until (no index
- * holds it: a HOT update).
+ * Due callbacks, by receiver origin in turn (claimInTurns): a retry at its time; the first attempt
+ * of a round (a new callback, a released result, a replay) CALLBACK_RETRY_SCHEDULE's first entry
+ * ($3) after it became due; with the clinic's sealed credentials.
  */
 const CLAIM = statement(
   'emdr_claim_callbacks',
-  `with recursive origins(origin) as (
-     (select origin from emdr_callbacks where state = 'pending' order by origin limit 1)
-     union all
-     select (select n.origin from emdr_callbacks n where n.state = 'pending' and n.origin > o.origin order by n.origin limit 1)
-       from origins o where o.origin is not null
-   ),
-   offered as (
-     select d.id, d.available_at, row_number() over (partition by d.origin order by d.available_at) as turn
-       from origins o
-       cross join lateral (
-         select c.id, c.origin, c.available_at from emdr_callbacks c
-          where c.origin = o.origin and ${CLAIMABLE}
-          order by c.available_at
-          limit coalesce((select u.room from unnest($4::text[], $5::int[]) as u(origin, room) where u.origin = o.origin), $6)
-       ) d
-      where o.origin is not null and o.origin <> all($7::text[])
-   ),
-   claimed as (
-     select c.id from emdr_callbacks c
-      where c.id in (select id from offered order by turn, available_at limit $1) and ${CLAIMABLE}
-      for update skip locked
-   )
-   update emdr_callbacks c set leased_until = now() + $2 * interval '1 millisecond'
-     from claimed x, emdr_requests r, emdr_clients k
-    where c.id = x.id and r.queue_message_id = c.queue_message_id and k.id = r.client_id
-   returning c.id, c.origin, c.name, r.operation, c.url, c.payload::text as payload, c.queue_message_id, c.sequence, c.round_attempts, coalesce(r.client_request_id, r.request_id) as request_id, r.trace_parent,
+  claimInTurns({
+    table: 'emdr_callbacks',
+    alias: 'c',
+    id: 'id',
+    key: 'origin',
+    keyType: 'text',
+    scope: (alias) => `${alias}.state = 'pending'`,
+    claimable: (alias) => `${alias}.available_at <= now() and (${alias}.leased_until is null or ${alias}.leased_until <= now())
+        and (${alias}.round_attempts > 0 or ${alias}.available_at <= now() - $3 * interval '1 millisecond')`,
+    join: { from: 'emdr_requests r, emdr_clients k', where: 'r.queue_message_id = c.queue_message_id and k.id = r.client_id' },
+    returning: `c.id, c.origin, c.name, r.operation, c.url, c.payload::text as payload, c.queue_message_id, c.sequence, c.round_attempts, coalesce(r.client_request_id, r.request_id) as request_id, r.trace_parent,
              k.business_id, k.user_name, k.callback_user, k.callback_token_sealed, k.signing_secret_sealed,
              case when c.name in (${FILE_CALLBACK_NAMES}) then octet_length(r.document) end as document_size,
              case when c.name in (${FILE_CALLBACK_NAMES}) then octet_length(r.signature) end as signature_size`,
+  }),
 );
 
 /** Each attempt recorded and the callback's next step: delivered, another attempt at its time, or failed (unless a concurrent duplicate settled it). */
@@ -244,19 +223,23 @@ export class DeliveryStage {
 
   /** An attempt in a client span of the request's trace: which callback, which attempt, whether it was delivered (never the URL, the body or the answer). */
   private tracedAttempt(row: ClaimedCallback): Promise<AttemptOutcome> {
-    const attributes = {
-      'ehr_gateway.callback': row.name,
-      'ehr_gateway.webhook_id': row.id,
-      'ehr_gateway.queue_message_id': row.queue_message_id,
-      'ehr_gateway.callback_sequence': row.sequence,
-      'ehr_gateway.round_attempt': row.round_attempts + 1,
-    };
-    return tracer().inSpan('callback attempt', { kind: 'client', parent: row.trace_parent, attributes }, async (span) => {
+    const options = (): SpanOptions => ({
+      kind: 'client',
+      parent: row.trace_parent,
+      attributes: {
+        'ehr_gateway.callback': row.name,
+        'ehr_gateway.webhook_id': row.id,
+        'ehr_gateway.queue_message_id': row.queue_message_id,
+        'ehr_gateway.callback_sequence': row.sequence,
+        'ehr_gateway.round_attempt': row.round_attempts + 1,
+      },
+    });
+    return tracer().inSpan('callback attempt', options, async (span) => {
       const outcome = await this.sender.attempt(this.outgoing(row));
-      span.setAttributes({
+      span.setAttributes(() => ({
         'ehr_gateway.delivered': outcome.delivered,
         ...(outcome.httpStatus === undefined ? {} : { 'http.response.status_code': outcome.httpStatus }),
-      });
+      }));
       if (!outcome.delivered) span.fail(outcome.httpStatus === undefined ? 'no answer' : `HTTP ${outcome.httpStatus}`);
       return outcome;
     });
@@ -266,7 +249,7 @@ export class DeliveryStage {
   readonly attempt = async (row: ClaimedCallback): Promise<Attempted> => {
     const admission = this.circuits.admit(row.origin);
     if (!admission.send) return { row, outcome: this.sender.postpone({ id: row.id, roundAttempts: row.round_attempts }, admission.reason) };
-    const outcome = await (tracer().enabled ? this.tracedAttempt(row) : this.sender.attempt(this.outgoing(row)));
+    const outcome = await this.tracedAttempt(row);
     if (outcome.httpStatus !== undefined || outcome.silent) {
       const before = this.circuits.state(row.origin);
       this.circuits.record(row.origin, outcome.httpStatus !== undefined, admission.probe);

@@ -35,14 +35,18 @@ export class SubmissionStage {
         const handler = OPERATION_HANDLERS[request.operation];
         let submission: Submission;
         try {
-          submission = await tracer().inSpan('registry submission', stageSpan(request), async (span) => {
-            const submitted = await handler.submit(this.context.registry, request);
-            span.setAttributes({
-              'ehr_gateway.verdict': submitted.accepted ? 'submitted' : 'refused',
-              ...(submitted.accepted ? {} : { 'ehr_gateway.error_codes': submitted.errors.map((error) => error.code).join(' ') }),
-            });
-            return submitted;
-          });
+          submission = await tracer().inSpan(
+            'registry submission',
+            () => stageSpan(request),
+            async (span) => {
+              const submitted = await handler.submit(this.context.registry, request);
+              span.setAttributes(() => ({
+                'ehr_gateway.verdict': submitted.accepted ? 'submitted' : 'refused',
+                ...(submitted.accepted ? {} : { 'ehr_gateway.error_codes': submitted.errors.map((error) => error.code).join(' ') }),
+              }));
+              return submitted;
+            },
+          );
         } catch (error) {
           if (isDatabaseUnavailable(error)) throw error;
           this.context.logger.warn({ err: error, queueMessageId: request.queue_message_id }, 'the registry did not take the request; trying again later');
