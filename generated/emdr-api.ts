@@ -27,7 +27,7 @@ export interface paths {
          *     would answer, naming the field or the signature (`signature`, `personalSignatures/N/signature`):
          *     - the request: the files' base64 (`VALIDATION_ERROR`, `SIGNATURE_DECODING_ERROR`), the
          *       patient's SNILS check number (`VALIDATION_ERROR`), `creationDateTime` not in the future
-         *       (`WRONG_CREATION_DATE`), `localUid` not used before by this clinic (`NOT_UNIQUE_PROVIDED_ID`);
+         *       (`WRONG_CREATION_DATE`), `localUid` not used before by any clinic of the gateway (`NOT_UNIQUE_PROVIDED_ID`);
          *     - the kind, against the gateway's table of NSI 1.2.643.5.1.13.13.11.1520
          *       (`src/emdr/prechecks/kinds-1520.json`, data its operator updates): a code the table lacks
          *       (`OBJECT_NOT_FOUND`), a `creationDateTime` outside the kind's period
@@ -53,7 +53,19 @@ export interface paths {
          *       SNILS (OID 1.2.643.100.3), surname (`lastName`), given name (`firstName` and `middleName`,
          *       as Russian qualified certificates write them together)
          *       (`VALUE_MISMATCH_METADATA_AND_CERTIFICATE`). Names compare trimmed, case-insensitive, with
-         *       ё as е.
+         *       ё as е;
+         *     - each signer block against the medical worker of the same SNILS in the document's header
+         *       (`author`, `legalAuthenticator`, `authenticator`): a signer the document does not name
+         *       (`INVALID_DOCTOR_INFO`), `lastName` against its `family` (`INVALID_DOCTOR_FAMILY`),
+         *       `firstName` against its `given` (`INVALID_DOCTOR_NAME`), `middleName` against its
+         *       `identity:Patronymic` (`INVALID_DOCTOR_PATRONYMIC`), `localId` against the `extension` of
+         *       its `id` whose root ends in `.70` (`INVALID_DOCTOR_ID`), each where both name it; the
+         *       document's `legalAuthenticator` among the signer blocks (`LEGAL_AUTHENTICATOR_NOT_FOUND`);
+         *     - each certificate's organization (its OGRN, OID 1.2.643.100.1, as an organization's
+         *       certificate or a worker's issued for one carries it) against the document's custodian
+         *       organization (`identity:Props/identity:Ogrn`) (`SIGNER_ORG_MISMATCH`; the registry also
+         *       answers it when the registering organization differs from the signer's and the system has
+         *       no permission for that, which only its own records tell).
          *     The document itself must be well-formed UTF-8 XML nested at most 256 levels deep
          *     (`XML_NOT_WELL_FORMED`, a gateway code: the classifier's `XML_VALIDATION_ERROR` is the
          *     registry's Schematron step, which the gateway does not run); the checks of one document have
@@ -67,9 +79,13 @@ export interface paths {
          *     `ehr-gateway document verify` runs the signature checks on a local pair of files.
          *
          *     The identical request retried (same clinic, same `localUid`, same body) gets the same
-         *     acknowledgement and is processed once. A different body with a `localUid` already used by
-         *     this clinic is acknowledged, then rejected with `NOT_UNIQUE_PROVIDED_ID` in the acceptance
-         *     callback. An `organization` the clinic account does not act for, or a
+         *     acknowledgement and is processed once. A different body with a `localUid` already used, by
+         *     this clinic or any other (the registry keeps `localUid` unique across all its senders), is
+         *     acknowledged, then rejected with `NOT_UNIQUE_PROVIDED_ID` "a document with this localUid is
+         *     already registered" in the acceptance callback: the code and words the registry itself
+         *     answers, the same whoever used it, so a clinic learns nothing of another's documents beyond
+         *     what the registry would tell it. Documents that several organizations registered under one
+         *     `localUid` before 2.0.0 stay registered. An `organization` the clinic account does not act for, or a
          *     `callbackUrl` it did not register, answers 403 `FORBIDDEN`.
          */
         post: operations["RegisterDocument"];
@@ -139,6 +155,36 @@ export interface paths {
          *     newest first.
          */
         post: operations["SearchRegistryItem"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/GetRegistryItem": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Read one registry record of the clinic's own organizations
+         * @description The registry's record of one registered version, by its `emdrId`, with the patient's SNILS
+         *     and, when the registry reported it, `storeTillDate`. As in the registry, a system reads
+         *     only the records it registered: here, records of the organizations the clinic account acts
+         *     for (any organization's for an account created with `--all-organizations`). Another
+         *     organization's record answers exactly as an `emdrId` that does not exist, 404
+         *     `REGISTRY_ITEM_NOT_FOUND` ("no registry item with this emdrId"), so registry numbers cannot
+         *     be probed; another organization's documents of a patient the clinic treats are found with
+         *     `SearchRegistryItem` by `patientSnils` and fetched with `DemandContent`. The record is the
+         *     version named, whether or not a newer one replaced it (`SearchRegistryItem` by `localUid`
+         *     lists the versions). While the registry cannot be reached it answers 503
+         *     `SERVICE_UNAVAILABLE` with `Retry-After`. Added in 2.0.0.
+         */
+        post: operations["GetRegistryItem"];
         delete?: never;
         options?: never;
         head?: never;
@@ -427,7 +473,7 @@ export interface components {
          *     }
          */
         RegisterDocumentRequest: {
-            /** @description The clinic's own id of the document (the registry's `localUid`); unique per clinic here (the registry keeps it unique across all its senders). */
+            /** @description The clinic's own id of the document (the registry's `localUid`): unique across the whole gateway, as the registry keeps it unique across all its senders (since 2.0.0; per clinic before). A localUid that any clinic used is refused with the registry's own answer, `NOT_UNIQUE_PROVIDED_ID` "a document with this localUid is already registered", the same whoever used it. */
             localUid: components["schemas"]["Uuid"];
             /**
              * @description Document kind (a structured medical document, СЭМД), a code of NSI 1.2.643.5.1.13.13.11.1520, e.g. `119` "Протокол консультации (CDA) Редакция 4"; checked against the gateway's kinds table (`OBJECT_NOT_FOUND`, `NO_DOCUMENT_KIND_ON_DATE`). Not the document's own `ClinicalDocument/code`, which is a code of NSI 1.2.643.5.1.13.13.11.1522.
@@ -561,6 +607,44 @@ export interface components {
         /** SearchRegistryItemResponse */
         SearchRegistryItemResponse: {
             items: components["schemas"]["RegistryItem"][];
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * GetRegistryItemRequest
+         * @example {
+         *       "emdrId": "26.11.000000154"
+         *     }
+         */
+        GetRegistryItemRequest: {
+            emdrId: components["schemas"]["EmdrId"];
+        };
+        /**
+         * RegistryRecord
+         * @description A registry item as `GetRegistryItem` reads it: the item of `SearchRegistryItem`, with the patient's SNILS (11 digits; the built-in registry always gives it, the federal one when its answer names it) and the registry's `storeTillDate` when it reported one.
+         */
+        RegistryRecord: {
+            emdrId: components["schemas"]["EmdrId"];
+            localUid: components["schemas"]["Uuid"];
+            /** @example 119 */
+            kind: string;
+            organization: components["schemas"]["Oid"];
+            /**
+             * Format: date-time
+             * @example 2026-11-20T06:30:04.512Z
+             */
+            registrationDateTime: string;
+            /** @example 1 */
+            version: number;
+            /** @example 11223344595 */
+            patientSnils?: string;
+            storeTillDate?: components["schemas"]["StoreTillDate"];
+        } & {
+            [key: string]: unknown;
+        };
+        /** GetRegistryItemResponse */
+        GetRegistryItemResponse: {
+            item: components["schemas"]["RegistryRecord"];
         } & {
             [key: string]: unknown;
         };
@@ -979,6 +1063,16 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
+        /** @description No registry item with this `emdrId` among the records of the organizations the clinic account acts for (`REGISTRY_ITEM_NOT_FOUND`); another organization's record answers the same. */
+        RegistryItemNotFound: {
+            headers: {
+                "x-request-id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
         /** @description Nothing was replayed: no callback of the request has failed (`NOTHING_TO_REPLAY`). */
         NothingToReplay: {
             headers: {
@@ -1205,6 +1299,39 @@ export interface operations {
             };
             400: components["responses"]["ValidationError"];
             401: components["responses"]["Unauthorized"];
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    GetRegistryItem: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["GetRegistryItemRequest"];
+            };
+        };
+        responses: {
+            /** @description The record. */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GetRegistryItemResponse"];
+                };
+            };
+            400: components["responses"]["ValidationError"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["RegistryItemNotFound"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];

@@ -2,6 +2,7 @@ import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Option, type Command } from 'commander';
+import { SaxesParser } from 'saxes';
 import { printJson, UsageError, type CommandKit } from '../cli/kit.js';
 import { decodeBase64Strict, isUuid } from './values/values.js';
 import { checkCallbackUrls, checkOrganizations, collect } from './accounts/client-options.js';
@@ -16,6 +17,7 @@ import { loadTrustStore, TrustStoreError } from './signatures/trust-store.js';
 import { DocumentSignatureCheck, type NamedSignature, type SignerBlock } from './signatures/verify.js';
 import { instantMs } from './values/instant.js';
 import { kindFindings } from './prechecks/kinds.js';
+import { DocumentPartiesParser, partyFindings } from './prechecks/document-parties.js';
 import { FILE_SLICE_BYTES } from './pipeline/lifecycle/request-files.js';
 
 function queueMessageIdArgument(value: string): string {
@@ -33,11 +35,17 @@ interface VerifyOptions {
   signer: string[];
 }
 
-/** `--signer SNILS[,LAST,FIRST[,MIDDLE]]`: a personal signature's signer block, as far as a certificate shows it. */
+/** `--signer SNILS[,LAST,FIRST[,MIDDLE[,LOCAL_ID]]]`: a personal signature's signer block, as far as the certificate and the document show it. */
 function signerBlockOf(value: string): SignerBlock {
-  const [snils, lastName, firstName, middleName] = value.split(',').map((part) => part.trim());
-  if (!snils || !/^[0-9 -]{11,14}$/.test(snils)) throw new UsageError(`--signer "${value}": give SNILS[,LAST_NAME,FIRST_NAME[,MIDDLE_NAME]]`);
-  return { snils, ...(lastName ? { lastName } : {}), ...(firstName ? { firstName } : {}), ...(middleName ? { middleName } : {}) };
+  const [snils, lastName, firstName, middleName, localId] = value.split(',').map((part) => part.trim());
+  if (!snils || !/^[0-9 -]{11,14}$/.test(snils)) throw new UsageError(`--signer "${value}": give SNILS[,LAST_NAME,FIRST_NAME[,MIDDLE_NAME[,LOCAL_ID]]]`);
+  return {
+    snils,
+    ...(lastName ? { lastName } : {}),
+    ...(firstName ? { firstName } : {}),
+    ...(middleName ? { middleName } : {}),
+    ...(localId ? { localId } : {}),
+  };
 }
 
 /**
@@ -90,10 +98,21 @@ async function verifyDocumentPair(documentPath: string, signaturePaths: string[]
     ...(documentCreatedAt === undefined ? {} : { documentCreatedAt }),
     ...(trustAnchors ? { trustAnchors } : {}),
   });
-  if (check.needsDocument) {
-    for await (const chunk of createReadStream(documentPath, { highWaterMark: FILE_SLICE_BYTES })) check.update(chunk as Buffer);
+  // The document's medical workers and custodian, read in the same pass (the acceptance stage's worker reads them so too).
+  const parties = new DocumentPartiesParser(new SaxesParser({ xmlns: true }));
+  const decoder = new TextDecoder('utf-8');
+  for await (const chunk of createReadStream(documentPath, { highWaterMark: FILE_SLICE_BYTES })) {
+    if (check.needsDocument) check.update(chunk as Buffer);
+    parties.write(decoder.decode(chunk as Buffer, { stream: true }));
   }
-  const findings = [...(options.kind === undefined ? [] : kindFindings(options.kind, options.creationDateTime!)), ...check.finish()];
+  parties.write(decoder.decode());
+  const signatureFindings = check.finish();
+  const documentParties = parties.finish();
+  const findings = [
+    ...(options.kind === undefined ? [] : kindFindings(options.kind, options.creationDateTime!)),
+    ...signatureFindings,
+    ...(documentParties ? partyFindings(documentParties, check.signedBy()) : []),
+  ];
   for (const finding of findings) process.stdout.write(`${finding.code}: ${finding.message}\n`);
   if (findings.length > 0) {
     process.exitCode = 1;
@@ -190,7 +209,7 @@ export function registerEmdrCommands(program: Command, kit: CommandKit): void {
     .addOption(
       new Option(
         '--signer <block>',
-        "a personal signature's signer block, SNILS[,LAST,FIRST[,MIDDLE]], in the order of the personal signatures (repeatable): checked against its certificate",
+        "a personal signature's signer block, SNILS[,LAST,FIRST[,MIDDLE[,LOCAL_ID]]], in the order of the personal signatures (repeatable): checked against its certificate and the document's medical workers",
       )
         .argParser(collect)
         .default([]),

@@ -340,4 +340,39 @@ export const emdrMigrations: readonly NamedMigration[] = [
       },
     },
   ],
+  [
+    'emdr_0010_local_uid_gateway_wide',
+    {
+      // localUid is unique across the whole gateway, as the registry keeps it unique across all its
+      // senders (interface B 2.0.0): before, unique per organization in the built-in registry and per
+      // clinic at acceptance. Documents registered before under the old rule stay registered and
+      // readable: of each localUid that several organizations registered, the earliest registration
+      // keeps it as its own (so no one can take it again) and the later ones are marked
+      // legacy_shared_local_uid, outside the new unique index; nothing is deleted or renumbered.
+      // The acceptance check looks for the localUid among every clinic's requests, hence the index
+      // on local_uid alone (it replaces the per-clinic one).
+      async up(knex) {
+        await knex.raw(`
+          alter table emdr_registry_documents add column legacy_shared_local_uid boolean not null default false;
+          update emdr_registry_documents d set legacy_shared_local_uid = true
+           where exists (select 1 from emdr_registry_documents e
+                          where e.local_uid = d.local_uid
+                            and (e.registration_date_time, e.emdr_id) < (d.registration_date_time, d.emdr_id));
+          alter table emdr_registry_documents drop constraint emdr_registry_documents_organization_local_uid_key;
+          create unique index emdr_registry_documents_local_uid on emdr_registry_documents (local_uid) where not legacy_shared_local_uid;
+          drop index emdr_requests_local_uid;
+          create index emdr_requests_local_uid on emdr_requests (local_uid) where local_uid is not null;
+        `);
+      },
+      async down(knex) {
+        await knex.raw(`
+          drop index emdr_requests_local_uid;
+          create index emdr_requests_local_uid on emdr_requests (client_id, local_uid) where local_uid is not null;
+          drop index emdr_registry_documents_local_uid;
+          alter table emdr_registry_documents add constraint emdr_registry_documents_organization_local_uid_key unique (organization, local_uid);
+          alter table emdr_registry_documents drop column legacy_shared_local_uid;
+        `);
+      },
+    },
+  ],
 ];

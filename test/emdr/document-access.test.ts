@@ -15,7 +15,7 @@ import { openSql } from '../support/database.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { until } from '../support/until.js';
 
-/** Who may demand and find a registered document (specs/openapi.yaml, DemandContent and SearchRegistryItem). */
+/** Who may demand, find and read a registered document (specs/openapi.yaml, DemandContent, SearchRegistryItem and GetRegistryItem). */
 
 const OTHER_ORGANIZATION = '1.2.643.5.1.13.13.12.2.77.1111';
 /** Another patient's SNILS, with a valid check number. */
@@ -169,6 +169,32 @@ describe('SearchRegistryItem', () => {
     expect(await found(other, { patientSnils: VALID_SNILS })).toEqual([emdrId]);
     expect(await found(other, { patientSnils: OTHER_SNILS })).toEqual([]);
     expect(await found(everyOrganization, {})).toContain(emdrId);
+  });
+});
+
+describe('GetRegistryItem', () => {
+  const read = (clinic: CreatedClinicAccount, id: string) => post(service.publicUrl, '/api/GetRegistryItem', authHeaders(clinic), { emdrId: id });
+
+  it("reads a record of the clinic's own organizations, with its patient", async () => {
+    const answer = await read(owner, emdrId);
+    expect(answer.status).toBe(200);
+    expect(answer.body.item).toMatchObject({ emdrId, organization: ORGANIZATION, patientSnils: '11223344595', version: 1, kind: registerBody().kind });
+    expect((await read(everyOrganization, emdrId)).body.item.emdrId).toBe(emdrId);
+  });
+
+  it("answers another organization's record exactly as an unknown emdrId: 404 REGISTRY_ITEM_NOT_FOUND", async () => {
+    const unknownEmdrId = emdrId.replace(/\d$/, (digit) => String((Number(digit) + 1) % 10));
+    const otherOrganizations = await read(other, emdrId);
+    const unknown = await read(owner, unknownEmdrId);
+    expect(otherOrganizations.status).toBe(404);
+    expect(otherOrganizations.body).toEqual({
+      status: 'Error',
+      errors: [{ code: 'REGISTRY_ITEM_NOT_FOUND', message: 'no registry item with this emdrId', path: '/requestBody/emdrId' }],
+    });
+    expect(unknown.status).toBe(404);
+    expect(unknown.body).toEqual(otherOrganizations.body);
+    // The patient's SNILS opens the search and the file, never the record.
+    expect((await post(service.publicUrl, '/api/GetRegistryItem', authHeaders(other), { emdrId, patientSnils: VALID_SNILS })).status).toBe(400);
   });
 });
 

@@ -16,7 +16,14 @@ beforeAll(() => {
   root = pki.issue({ algorithm: 'gost2012_512', commonName: 'CLI Root', ca: true });
   signer = pki.issue({ algorithm: 'gost2012_256', commonName: 'CLI Signer', issuer: root });
   documentPath = path.join(pki.dir, 'protocol.xml');
-  fs.writeFileSync(documentPath, '<ClinicalDocument xmlns="urn:hl7-org:v3"><title>Протокол</title></ClinicalDocument>');
+  // Its author is the doctor whose personal signature the tests add (SNILS, the worker's id of root ….70, the names).
+  fs.writeFileSync(
+    documentPath,
+    '<ClinicalDocument xmlns="urn:hl7-org:v3" xmlns:identity="urn:hl7-ru:identity"><title>Протокол</title><author><assignedAuthor>' +
+      '<id root="1.2.643.100.3" extension="087-654-321 02"/><id root="1.2.643.5.1.13.13.12.2.77.7973.100.1.1.70" extension="4"/>' +
+      '<assignedPerson><name><family>Петров</family><given>Сергей</given><identity:Patronymic>Иванович</identity:Patronymic></name></assignedPerson>' +
+      '</assignedAuthor></author></ClinicalDocument>',
+  );
   signaturePath = `${documentPath}.sig`;
   fs.writeFileSync(signaturePath, pki.sign(fs.readFileSync(documentPath), signer));
 });
@@ -97,7 +104,10 @@ describe('document verify', () => {
         .split('\n')
         .filter(Boolean)
         .map((line) => line.split(':')[0]),
-    ).toEqual(['NO_DOCUMENT_KIND_ON_DATE', 'VALUE_MISMATCH_METADATA_AND_CERTIFICATE', 'SIGNATURE_DUPLICATION']);
+    ).toEqual(['NO_DOCUMENT_KIND_ON_DATE', 'VALUE_MISMATCH_METADATA_AND_CERTIFICATE', 'SIGNATURE_DUPLICATION', 'INVALID_DOCTOR_INFO']);
+    // The signer block against the document's author, as the acceptance stage checks it.
+    const otherwise = await runCli(['document', 'verify', documentPath, signaturePath, personalPath, '--signer', '087-654-321 02,Петров,Сергей,Иванович,5']);
+    expect(otherwise).toMatchObject({ code: 1, stdout: "INVALID_DOCTOR_ID: protocol.xml.doctor.sig: localId differs from the worker's id in the document\n" });
     const early = await runCli(['document', 'verify', documentPath, signaturePath, personalPath, '--creation-date-time', '2024-06-01T09:30:00+03:00']);
     expect(
       early.stdout

@@ -18,7 +18,7 @@ import {
   registerBody,
 } from '../support/emdr.js';
 import { startTestService, type TestService } from '../support/service.js';
-import { testSignatureOf } from '../support/signing.js';
+import { testPersonalSignatureOf, testSignatureOf } from '../support/signing.js';
 
 /** Both flows of interface B over real HTTP, with a real callback receiver on loopback. */
 let service: TestService;
@@ -177,9 +177,15 @@ describe('RegisterDocument then DemandContent', () => {
   });
 
   it('recognises the identical retry with its members, nested ones too, in another order', async () => {
-    // A personal signature by another certificate than the organization's (one certificate signing twice is SIGNATURE_DUPLICATION).
-    const signature = testSignatureOf(FIXTURE_XML).toString('base64');
-    const body = registerBody({ personalSignatures: [{ signer: { snils: '08765432110', role: '1' }, signature }] });
+    // A personal signature by another certificate than the organization's (one certificate signing twice is SIGNATURE_DUPLICATION),
+    // of the worker the document names as its author (largeXml's).
+    const xml = largeXml(4096);
+    const signature = testPersonalSignatureOf(xml).toString('base64');
+    const body = registerBody({
+      document: xml.toString('base64'),
+      signature: testSignatureOf(xml).toString('base64'),
+      personalSignatures: [{ signer: { snils: '08765432110', role: '1' }, signature }],
+    });
     const first = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), body);
     const reordered = Object.fromEntries(
       Object.entries({ ...body, personalSignatures: [{ signature, signer: { role: '1', snils: '08765432110' } }] }).reverse(),

@@ -1,5 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SaxesParser } from 'saxes';
+import { DocumentPartiesParser, partyFindings } from '../../src/emdr/prechecks/document-parties.js';
 import { kindFindings } from '../../src/emdr/prechecks/kinds.js';
+import { AsnConvert, AsnParser } from '@peculiar/asn1-schema';
+import { ContentInfo, SignedData } from '@peculiar/asn1-cms';
 import { parseSignedData } from '../../src/emdr/signatures/cms/cms.js';
 import { DocumentSignatureCheck, type NamedSignature, type SignatureFinding, type VerificationPolicy } from '../../src/emdr/signatures/verify.js';
 import { TestPki, type Issued } from '../support/signing.js';
@@ -160,6 +164,94 @@ function lengthOf(length: number): Buffer {
   return Buffer.from([0x80 | bytes.length, ...bytes]);
 }
 
+/**
+ * A document's header as СЭМД write it: the author (SNILS, the worker's id of root `….70`, family,
+ * given, identity:Patronymic), optionally a legalAuthenticator, and the custodian's OGRN in
+ * identity:Props.
+ */
+function documentWithParties(options: { ogrn?: string; legalAuthenticatorSnils?: string } = {}): Buffer {
+  const legal = options.legalAuthenticatorSnils
+    ? `<legalAuthenticator><assignedEntity><id root="1.2.643.100.3" extension="${options.legalAuthenticatorSnils}"/></assignedEntity></legalAuthenticator>`
+    : '';
+  return Buffer.from(`<?xml version="1.0" encoding="UTF-8"?>
+<ClinicalDocument xmlns="urn:hl7-org:v3" xmlns:identity="urn:hl7-ru:identity">
+  <title>Протокол консультации</title>
+  <author><assignedAuthor>
+    <id root="1.2.643.100.3" extension="087-654-321 02"/>
+    <id root="1.2.643.5.1.13.13.12.2.77.7973.100.1.1.70" extension="4"/>
+    <assignedPerson><name><family>Петров</family><given>Сергей</given><identity:Patronymic>Иванович</identity:Patronymic></name></assignedPerson>
+  </assignedAuthor></author>
+  <custodian><assignedCustodian><representedCustodianOrganization>
+    <id root="1.2.643.5.1.13.13.12.2.77.7973"/>
+    <identity:Props><identity:Ogrn>${options.ogrn ?? '1027700000001'}</identity:Ogrn></identity:Props>
+  </representedCustodianOrganization></assignedCustodian></custodian>
+  ${legal}
+</ClinicalDocument>
+`);
+}
+
+/** The acceptance stage's findings over a document with a header: the signature check's and the rules between the document, the signer blocks and the certificates. */
+function checkWithParties(signatures: NamedSignature[], document: Buffer): SignatureFinding[] {
+  const verification = new DocumentSignatureCheck(signatures, { now: Date.now() });
+  verification.update(document);
+  const parser = new DocumentPartiesParser(new SaxesParser({ xmlns: true }));
+  parser.write(document.toString('utf8'));
+  return [...verification.finish(), ...partyFindings(parser.finish()!, verification.signedBy())];
+}
+
+describe("the signer blocks against the document's medical workers, and the signers' organization against its custodian", () => {
+  const ogrnOrganization = () => pki.issue({ algorithm: 'rsa', commonName: 'ГБУЗ Тестовая больница', ogrn: '1027700000001' });
+  const block = { snils: '08765432102', localId: '4', lastName: 'Петров', firstName: 'Сергей', middleName: 'Иванович' };
+
+  it('accepts signer blocks that match the document and certificates of its custodian organization', () => {
+    const document = documentWithParties({ legalAuthenticatorSnils: '087-654-321 02' });
+    expect(checkWithParties([organizationSignature(pki.sign(document, ogrnOrganization())), personal(0, pki.sign(document, doctor), block)], document)).toEqual(
+      [],
+    );
+  });
+
+  it("SIGNER_ORG_MISMATCH (43): the organization's certificate names another OGRN than the document's custodian", () => {
+    const document = documentWithParties({ ogrn: '1027700000099' });
+    expect(checkWithParties([organizationSignature(pki.sign(document, ogrnOrganization()))], document)).toEqual([
+      { code: 'SIGNER_ORG_MISMATCH', message: "signature: the certificate's organization (OGRN) is not the document's custodian organization" },
+    ]);
+  });
+
+  it('INVALID_DOCTOR_FAMILY (106), INVALID_DOCTOR_NAME (107), INVALID_DOCTOR_PATRONYMIC (108): the signer block names the worker otherwise than the document', () => {
+    const document = documentWithParties();
+    const findings = (signer: NonNullable<NamedSignature['signer']>) => checkWithParties([personal(0, pki.sign(document, doctor), signer)], document);
+    // The certificate says Петров Сергей Иванович too: a block that differs from both answers 45 beside the document's code.
+    expect(codes(findings({ ...block, lastName: 'Петрова' }))).toEqual(['VALUE_MISMATCH_METADATA_AND_CERTIFICATE', 'INVALID_DOCTOR_FAMILY']);
+    expect(findings({ ...block, lastName: 'Петрова' })[1]!.message).toBe(
+      "personalSignatures/0/signer: lastName differs from the document's family name of the worker",
+    );
+    expect(codes(findings({ ...block, firstName: 'Семён' }))).toEqual(['VALUE_MISMATCH_METADATA_AND_CERTIFICATE', 'INVALID_DOCTOR_NAME']);
+    expect(codes(findings({ ...block, middleName: 'Ильич' }))).toEqual(['VALUE_MISMATCH_METADATA_AND_CERTIFICATE', 'INVALID_DOCTOR_PATRONYMIC']);
+    // Case and ё are not differences.
+    expect(findings({ ...block, lastName: 'ПЕТРОВ', firstName: 'сергей' })).toEqual([]);
+  });
+
+  it("INVALID_DOCTOR_ID (111): the signer block's localId is not the worker's id in the document", () => {
+    const document = documentWithParties();
+    expect(checkWithParties([personal(0, pki.sign(document, doctor), { ...block, localId: '5' })], document)).toEqual([
+      { code: 'INVALID_DOCTOR_ID', message: "personalSignatures/0/signer: localId differs from the worker's id in the document" },
+    ]);
+  });
+
+  it('INVALID_DOCTOR_INFO (110): a signer the document does not name', () => {
+    const document = documentWithParties();
+    const nurseBlock = { snils: '11223344595', lastName: 'Сидорова' };
+    expect(checkWithParties([personal(0, pki.sign(document, nurse), nurseBlock)], document)).toEqual([
+      { code: 'INVALID_DOCTOR_INFO', message: "personalSignatures/0/signer: the signer's SNILS is not among the medical workers the document names" },
+    ]);
+  });
+
+  it('LEGAL_AUTHENTICATOR_NOT_FOUND (109): the worker who gives the document legal force signs nothing in the request', () => {
+    const document = documentWithParties({ legalAuthenticatorSnils: '112-233-445 95' });
+    expect(codes(checkWithParties([personal(0, pki.sign(document, doctor), block)], document))).toEqual(['LEGAL_AUTHENTICATOR_NOT_FOUND']);
+  });
+});
+
 describe('BER and DER signatures', () => {
   it('reads a BER signature (indefinite lengths) as it reads a DER one, and verifies both alike', () => {
     const der = pki.sign(DOCUMENT, doctor);
@@ -181,6 +273,25 @@ describe('BER and DER signatures', () => {
     // Over other bytes, both fail the same way.
     expect(codes(check([personal(0, ber)], {}, OTHER_DOCUMENT))).toEqual(['SIGNATURE_VERIFICATION_ERROR']);
     expect(codes(check([personal(0, der)], {}, OTHER_DOCUMENT))).toEqual(['SIGNATURE_VERIFICATION_ERROR']);
+  });
+  it('takes the certificate, its names and its key as the parse read them: the same bytes as the library encodes anew, and a certificate seen before from the cache', () => {
+    const der = pki.sign(DOCUMENT, doctor);
+    const mapped = AsnParser.parse(der, ContentInfo);
+    const certificate = AsnParser.parse(mapped.content, SignedData).certificates![0]!.certificate!;
+    const read = parseSignedData(der);
+    const [first] = read.certificates;
+    const encoded = (value: unknown) => Buffer.from(AsnConvert.serialize(value));
+    expect(Buffer.from(first!.der).equals(encoded(certificate))).toBe(true);
+    expect(Buffer.from(first!.issuer).equals(encoded(certificate.tbsCertificate.issuer))).toBe(true);
+    expect(Buffer.from(first!.subject).equals(encoded(certificate.tbsCertificate.subject))).toBe(true);
+    expect(Buffer.from(first!.publicKey.info).equals(encoded(certificate.tbsCertificate.subjectPublicKeyInfo))).toBe(true);
+    const sid = read.signers[0]!.sid as { issuer: Uint8Array };
+    expect(Buffer.from(sid.issuer).equals(encoded(certificate.tbsCertificate.issuer))).toBe(true);
+    // The same certificate again (in a BER signature too) is the object read before; another certificate is not.
+    expect(parseSignedData(asIndefiniteBer(der)).certificates[0]).toBe(first);
+    // A kept certificate holds bytes of its own, not a view that would keep the whole signature alive.
+    expect(first!.der.buffer.byteLength).toBe(first!.der.length);
+    expect(parseSignedData(pki.sign(DOCUMENT, nurse)).certificates[0]).not.toBe(first);
   });
 });
 

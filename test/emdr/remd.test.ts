@@ -275,6 +275,39 @@ describe('interface B against РЭМД', () => {
     expect(refused!.body).toMatchObject({ status: 'error', errors: [{ code: 'REGISTRY_ITEM_NOT_FOUND' }] });
   });
 
+  it("reads a record with GetRegistryItem from the registry's getRegistryItem: its patient and storeTillDate; unknown as 404; unreachable as 503", async () => {
+    const { queueMessageId, body } = await register();
+    const emdrId = (await callbacksOf(queueMessageId, 2))[1]!.body.emdrId as string;
+    const read = (id: string) => post(service.publicUrl, '/api/GetRegistryItem', authHeaders(clinic), { emdrId: id });
+    const answer = await read(emdrId);
+    expect(answer.status).toBe(200);
+    expect(answer.body.item).toMatchObject({
+      emdrId,
+      localUid: body.localUid,
+      organization: ORGANIZATION,
+      patientSnils: '11223344595',
+      storeTillDate: '2046-09-11+03:00',
+      version: 1,
+    });
+    expect(standIn.taken.filter((taken) => taken.operation === 'getRegistryItem').map((taken) => taken.fields.emdrId)).toContain(emdrId);
+    const unknown = await read('26.01.999999998');
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.errors).toEqual([{ code: 'REGISTRY_ITEM_NOT_FOUND', message: 'no registry item with this emdrId', path: '/requestBody/emdrId' }]);
+    standIn.down();
+    try {
+      const unreachable = await fetch(`${service.publicUrl}/api/GetRegistryItem`, {
+        method: 'POST',
+        headers: { ...authHeaders(clinic), 'content-type': 'application/json' },
+        body: JSON.stringify({ emdrId }),
+      });
+      expect(unreachable.status).toBe(503);
+      expect(unreachable.headers.get('retry-after')).toBe('30');
+      expect(((await unreachable.json()) as { errors: Array<{ code: string }> }).errors[0]!.code).toBe('SERVICE_UNAVAILABLE');
+    } finally {
+      standIn.up();
+    }
+  });
+
   it('bounds its endpoint: a path, a method, a media type, a size and XML it does not take are refused before they cost anything', async () => {
     const port = Number(new URL(standIn.gatewayUrl!).port);
     expect((await fetch(`http://127.0.0.1:${port}/other`, { method: 'POST', headers: { 'content-type': 'application/soap+xml' }, body: '<a/>' })).status).toBe(

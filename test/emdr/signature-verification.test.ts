@@ -28,7 +28,9 @@ let strangerRoot: Issued;
 let strangerSigner: Issued;
 
 const documentXml = (n: number) =>
-  Buffer.from(`<?xml version="1.0" encoding="UTF-8"?><ClinicalDocument xmlns="urn:hl7-org:v3"><title>${DOCUMENT_MARKER} ${n}</title></ClinicalDocument>`);
+  Buffer.from(
+    `<?xml version="1.0" encoding="UTF-8"?><ClinicalDocument xmlns="urn:hl7-org:v3"><title>${DOCUMENT_MARKER} ${n}</title><author><assignedAuthor><id root="1.2.643.100.3" extension="08765432110"/></assignedAuthor></author></ClinicalDocument>`,
+  );
 
 interface Gateway {
   service: TestService;

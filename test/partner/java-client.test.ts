@@ -48,7 +48,7 @@ describe('a clinic integrating in Java through the generated client', () => {
     );
     const output = result.stdout + result.stderr;
     process.stdout.write(`${output.match(/^(java partner: .*|FAILED: .*)$/m)?.[0] ?? 'java partner: no summary'}\n`);
-    for (const operation of ['getHealth', 'getReadiness', 'registerDocument', 'searchRegistryItem', 'getMessage', 'demandContent'])
+    for (const operation of ['getHealth', 'getReadiness', 'registerDocument', 'searchRegistryItem', 'getRegistryItem', 'getMessage', 'demandContent'])
       expect(output).toMatch(new RegExp(`^ok  ${operation}: `, 'm'));
     for (const callback of [
       'SendRegisterDocumentResponse',
@@ -57,7 +57,7 @@ describe('a clinic integrating in Java through the generated client', () => {
       'SendDocumentFileResultResponse',
     ])
       expect(output).toMatch(new RegExp(`^ok  ${callback}: signed`, 'm'));
-    expect(output).toMatch(/^java partner: 18 checks passed$/m);
+    expect(output).toMatch(/^java partner: 19 checks passed$/m);
     expect(result.code, output).toBe(0);
   });
 });

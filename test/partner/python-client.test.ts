@@ -28,7 +28,7 @@ describe('a clinic integrating in Python through the generated client', () => {
     await receiver?.close();
   });
 
-  it('registers, finds, inspects and demands a document: every pytest case passes', async () => {
+  it('registers, finds, reads, inspects and demands a document: every pytest case passes', async () => {
     const result = await runVenvProgram('pytest', ['-q'], {
       cwd: path.join(repoRoot, 'test/partner/python'),
       env: {
@@ -41,7 +41,7 @@ describe('a clinic integrating in Python through the generated client', () => {
       },
       timeoutMs: 50_000,
     });
-    expect(result.stdout + result.stderr).toMatch(/^5 passed in /m);
+    expect(result.stdout + result.stderr).toMatch(/^6 passed in /m);
     expect(result.code).toBe(0);
   });
 

@@ -79,7 +79,9 @@ export async function post(baseUrl: string, route: string, headers: Record<strin
 /** A well-formed UTF-8 XML document of at least `bytes` bytes (Cyrillic text, many elements). */
 export function largeXml(bytes: number): Buffer {
   const filler = '<p>Описание осмотра пациента, строка для объёма.</p>';
-  const head = '<?xml version="1.0" encoding="UTF-8"?><ClinicalDocument xmlns="urn:hl7-org:v3">';
+  // Its author is the worker the tests' personal signatures name (the registry refuses a signer the document does not name).
+  const head =
+    '<?xml version="1.0" encoding="UTF-8"?><ClinicalDocument xmlns="urn:hl7-org:v3"><author><assignedAuthor><id root="1.2.643.100.3" extension="087-654-321 10"/></assignedAuthor></author>';
   const count = Math.ceil((bytes - head.length) / Buffer.byteLength(filler));
   return Buffer.from(`${head}${filler.repeat(count)}</ClinicalDocument>`);
 }

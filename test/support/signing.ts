@@ -103,7 +103,8 @@ export class TestPki {
    * `notBefore` (default: 2025-01-01, before the creation dates of the tests' documents) to
    * `notAfter` (default: a year on). `person` adds a qualified certificate's subject attributes
    * (surname, given name with patronymic, SNILS as OID 1.2.643.100.3); `encipherment` gives it a
-   * keyUsage without digitalSignature.
+   * keyUsage without digitalSignature; `ogrn` the organization's OGRN (OID 1.2.643.100.1), as an
+   * organization's certificate, or a worker's issued for one, carries it.
    */
   issue(options: {
     algorithm: KeyAlgorithm;
@@ -114,6 +115,7 @@ export class TestPki {
     notAfter?: Date;
     paramset?: string;
     person?: { surname: string; givenName: string; snils: string };
+    ogrn?: string;
     encipherment?: boolean;
   }): Issued {
     this.serial += 1;
@@ -126,7 +128,8 @@ export class TestPki {
     this.openssl(['genpkey', ...keyOptions, '-out', key]);
     const request = this.file(`${name}.csr`);
     const person = options.person ? `/SN=${options.person.surname}/GN=${options.person.givenName}/1.2.643.100.3=${options.person.snils}` : '';
-    this.openssl(['req', '-new', '-utf8', '-key', key, '-subj', `/CN=${options.commonName}${person}/O=ehr-gateway tests`, '-out', request]);
+    const ogrn = options.ogrn ? `/1.2.643.100.1=${options.ogrn}` : '';
+    this.openssl(['req', '-new', '-utf8', '-key', key, '-subj', `/CN=${options.commonName}${person}${ogrn}/O=ehr-gateway tests`, '-out', request]);
     const certificate = this.file(`${name}.crt`);
     const notBefore = options.notBefore ?? new Date('2025-01-01T00:00:00Z');
     const notAfter = options.notAfter ?? new Date(Date.now() + 365 * 86_400_000);

@@ -18,7 +18,7 @@ export const GATEWAY_CODES = {
   REQUEST_TOO_LARGE: "body larger than the operation's limit: BODY_LIMIT for RegisterDocument, 64 KiB for the others (HTTP 413)",
   UNSUPPORTED_MEDIA_TYPE: 'body is not application/json in UTF-8, or is compressed: Content-Encoding other than identity (HTTP 415)',
   NOTHING_TO_REPLAY: 'a replay of a request none of whose callbacks has failed (HTTP 409)',
-  SERVICE_UNAVAILABLE: 'the database, or the registry for a search, cannot be reached right now; retry after Retry-After seconds (HTTP 503)',
+  SERVICE_UNAVAILABLE: 'the database, or the registry for a search or a record, cannot be reached right now; retry after Retry-After seconds (HTTP 503)',
   XML_NOT_WELL_FORMED:
     "the document is not well-formed UTF-8 XML, or nests elements deeper than the limit (acceptance callback). The classifier's XML_VALIDATION_ERROR is the registry's Schematron step",
   DOCUMENT_CHECK_LIMIT:
@@ -39,7 +39,7 @@ export const GATEWAY_USES: Readonly<Partial<Record<ClassifierCode, readonly Gate
   VALIDATION_ERROR: ['http', 'acceptance'],
   RATE_LIMIT: ['http'],
   INTERNAL_ERROR: ['http', 'result'],
-  REGISTRY_ITEM_NOT_FOUND: ['acceptance'],
+  REGISTRY_ITEM_NOT_FOUND: ['http', 'acceptance'],
   NOT_UNIQUE_PROVIDED_ID: ['acceptance'],
   WRONG_CREATION_DATE: ['acceptance'],
   OBJECT_NOT_FOUND: ['acceptance'],
@@ -60,6 +60,13 @@ export const GATEWAY_USES: Readonly<Partial<Record<ClassifierCode, readonly Gate
   PERSONAL_SIG_CERT_NOT_ACTUAL_ON_CHECK_DT: ['acceptance'],
   CANT_BUILD_CERT_CHAIN_TO_ACCREDITED_CA_CERT: ['acceptance'],
   VALUE_MISMATCH_METADATA_AND_CERTIFICATE: ['acceptance'],
+  SIGNER_ORG_MISMATCH: ['acceptance'],
+  INVALID_DOCTOR_FAMILY: ['acceptance'],
+  INVALID_DOCTOR_NAME: ['acceptance'],
+  INVALID_DOCTOR_PATRONYMIC: ['acceptance'],
+  LEGAL_AUTHENTICATOR_NOT_FOUND: ['acceptance'],
+  INVALID_DOCTOR_INFO: ['acceptance'],
+  INVALID_DOCTOR_ID: ['acceptance'],
   ASYNC_RESPONSE_TIMEOUT: ['result'],
 };
 

@@ -23,6 +23,8 @@ type DemandContentRequest = components['schemas']['DemandContentRequest'];
 type DemandContentAcknowledgement = components['schemas']['DemandContentAcknowledgement'];
 type SearchRegistryItemRequest = components['schemas']['SearchRegistryItemRequest'];
 type SearchRegistryItemResponse = components['schemas']['SearchRegistryItemResponse'];
+type GetRegistryItemRequest = components['schemas']['GetRegistryItemRequest'];
+type GetRegistryItemResponse = components['schemas']['GetRegistryItemResponse'];
 
 export interface EmdrHandlerDependencies {
   sql: Sql;
@@ -333,24 +335,29 @@ class EmdrHandlers {
     const clinic = this.clinicOf(request);
     const body = request.body as SearchRegistryItemRequest;
     // By the patient's SNILS: every organization's items (how another МИС's emdrId is found); else the clinic's own organizations'.
-    const items = await this.dependencies.registry
-      .search({
+    const items = await registryCall(
+      this.dependencies.registry.search({
         ...body,
         ...(body.patientSnils === undefined ? {} : { patientSnils: snilsDigits(body.patientSnils) }),
         ...(body.patientSnils !== undefined || clinic.organizations === null ? {} : { organizations: clinic.organizations }),
         limit: SEARCH_LIMIT,
-      })
-      .catch((error: unknown) => {
-        // The registry (РЭМД) out of reach: the clinic retries, as when the database is.
-        if (!(error instanceof RegistryUnavailableError)) throw error;
-        throw new ApiError(
-          503,
-          [{ code: 'SERVICE_UNAVAILABLE', message: 'the registry cannot be reached right now; retry after the seconds in Retry-After' }],
-          { 'Retry-After': String(REGISTRY_RETRY_AFTER_SECONDS) },
-        );
-      });
+      }),
+    );
     await this.audit.record({ action: 'SearchRegistryItem', businessId: clinic.businessId, outcome: 'ok' });
     const answer: SearchRegistryItemResponse = { items };
+    return { status: 200, body: answer };
+  };
+
+  /** A record of the clinic's own organizations; another organization's answers as an unknown emdrId, so emdrIds cannot be probed. */
+  readonly getRegistryItem = async (request: OperationRequest) => {
+    const clinic = this.clinicOf(request);
+    const body = request.body as GetRegistryItemRequest;
+    const record = await registryCall(this.dependencies.registry.record(body.emdrId));
+    if (!record || (clinic.organizations !== null && !clinic.organizations.includes(record.organization))) {
+      throw ApiError.single(404, 'REGISTRY_ITEM_NOT_FOUND', 'no registry item with this emdrId', '/requestBody/emdrId');
+    }
+    await this.audit.record({ action: 'GetRegistryItem', businessId: clinic.businessId, emdrId: record.emdrId, outcome: 'ok' });
+    const answer: GetRegistryItemResponse = { item: record };
     return { status: 200, body: answer };
   };
 
@@ -370,8 +377,19 @@ export function emdrHandlers(dependencies: EmdrHandlerDependencies): Record<stri
     RegisterDocument: audited(handlers.registerDocument),
     DemandContent: audited(handlers.demandContent),
     SearchRegistryItem: audited(handlers.searchRegistryItem),
+    GetRegistryItem: audited(handlers.getRegistryItem),
     GetMessage: handlers.getMessage,
   };
+}
+
+/** A call to the registry (РЭМД) that may find it out of reach: the clinic retries, as when the database is. */
+function registryCall<T>(call: Promise<T>): Promise<T> {
+  return call.catch((error: unknown) => {
+    if (!(error instanceof RegistryUnavailableError)) throw error;
+    throw new ApiError(503, [{ code: 'SERVICE_UNAVAILABLE', message: 'the registry cannot be reached right now; retry after the seconds in Retry-After' }], {
+      'Retry-After': String(REGISTRY_RETRY_AFTER_SECONDS),
+    });
+  });
 }
 
 /**

@@ -12,6 +12,7 @@ import type {
   RegistryItem,
   RegistryOutcome,
   RegistryPort,
+  RegistryRecord,
   RegistrySearch,
   Submission,
 } from './port.js';
@@ -53,13 +54,14 @@ function toItem(row: Record<string, unknown>): RegistryItem {
 const REGISTERED = (row: string) =>
   `jsonb_build_object('ok', true, 'registration', jsonb_build_object('emdrId', ${row}.emdr_id,
      'registrationDateTime', to_char(${row}.registration_date_time at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')))`;
-const NOT_UNIQUE: RegistryErrorItem = { code: 'NOT_UNIQUE_PROVIDED_ID', message: 'a document with this localUid is already registered for the organization' };
+/** The registry keeps localUid unique across all its senders (emdr_0010_local_uid_gateway_wide). */
+const NOT_UNIQUE: RegistryErrorItem = { code: 'NOT_UNIQUE_PROVIDED_ID', message: 'a document with this localUid is already registered' };
 
 /**
  * Registers documents ($1 to $9, one element each) with the files of the gateway requests that
  * submitted them (the message id is the queueMessageId; copied by the database), and queues each
  * answer (due in $10 ms): the registration, or the earlier one of the same message (a repeated
- * submission), or $11, NOT_UNIQUE_PROVIDED_ID, when the organization registered the localUid.
+ * submission), or $11, NOT_UNIQUE_PROVIDED_ID, when any organization registered the localUid.
  */
 const REGISTER = statement(
   'registry_register',
@@ -143,6 +145,11 @@ const SEARCH = statement(
       and ($6::float8 is null or registration_date_time < to_timestamp($6 / 1000.0))
       and ($7::text[] is null or organization = any($7))
     order by registration_date_time desc limit $8`,
+);
+
+const RECORD = statement(
+  'registry_record',
+  `select emdr_id, local_uid, kind, organization, registration_date_time, version, patient_snils from emdr_registry_documents where emdr_id = $1`,
 );
 
 /** A queued answer: a registration's outcome, or a demand whose file is fetched when the answer falls due. */
@@ -303,6 +310,12 @@ export class BuiltInRegistry implements RegistryPort {
       criteria.limit,
     ]);
     return rows.map(toItem);
+  }
+
+  async record(emdrId: string): Promise<RegistryRecord | undefined> {
+    await this.delay();
+    const row = await this.sql.row<Record<string, unknown>>(RECORD, [emdrId]);
+    return row && { ...toItem(row), patientSnils: row.patient_snils as string };
   }
 
   /** The answer loop: answers due, handed to the sink in batches (a demand's file fetched from the archive first). */

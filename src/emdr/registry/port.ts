@@ -16,6 +16,8 @@ export interface RegistryPort {
   /** Whose the current version of emdrId is (following newer versions), or undefined when there is no such item. */
   currentVersionOwner(emdrId: string): Promise<DocumentOwner | undefined>;
   search(criteria: RegistrySearch): Promise<RegistryItem[]>;
+  /** The record of the version registered as emdrId (not followed to newer versions), or undefined when there is no such item. */
+  record(emdrId: string): Promise<RegistryRecord | undefined>;
   /**
    * Starts handing the registry's answers to `sink` and serving its requests for kept files (the
    * worker role; the other roles only submit and search). Stop it before the sink's pipeline stops.
@@ -168,6 +170,9 @@ export type RegistryItem = {
   registrationDateTime: string;
   version: number;
 };
+
+/** A registry item as GetRegistryItem reads it: with the patient (11 digits, when the registry names it) and storeTillDate. */
+export type RegistryRecord = RegistryItem & { patientSnils?: string; storeTillDate?: string };
 
 /** The registry cannot be reached (or failed on its side): the caller tries again later. */
 export class RegistryUnavailableError extends Error {

@@ -36,6 +36,8 @@ export interface SignatureFinding {
 /** What the request says of a personal signature's signer (the registry's signer block), as far as a certificate can confirm it. */
 export interface SignerBlock {
   snils: string;
+  /** The worker's id in the МИС (compared with the document's, prechecks/document-parties.ts). */
+  localId?: string;
   lastName?: string;
   firstName?: string;
   middleName?: string;
@@ -109,6 +111,11 @@ export class DocumentSignatureCheck {
 
   update(chunk: Uint8Array): void {
     for (const digest of this.digests.values()) digest.update(chunk);
+  }
+
+  /** Each signature the check read, with the certificate that made it once verification found it (after finish). */
+  signedBy(): Array<{ signature: NamedSignature; certificate?: Certificate }> {
+    return this.pending.map(({ signature, certificate }) => (certificate ? { signature, certificate } : { signature }));
   }
 
   /** Every failure, in the order of the signatures; empty when all verify. */

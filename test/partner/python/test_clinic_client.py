@@ -14,11 +14,13 @@ import pytest
 
 from ehr_gateway_client import Client
 from ehr_gateway_client.api.documents import demand_content, register_document
-from ehr_gateway_client.api.registry import get_message, search_registry_item
+from ehr_gateway_client.api.registry import get_message, get_registry_item, search_registry_item
 from ehr_gateway_client.models import (
     DemandContentAcknowledgement,
     DemandContentRequest,
     ErrorResponse,
+    GetRegistryItemRequest,
+    GetRegistryItemResponse,
     MessageState,
     RegisterDocumentAcknowledgement,
     RegisterDocumentRequest,
@@ -84,6 +86,19 @@ def test_search_registry_item_finds_the_registered_document(client, registered):
     assert isinstance(found, SearchRegistryItemResponse)
     assert [(item.emdr_id, item.local_uid, item.organization, item.version) for item in found.items] == [(emdr_id, local_uid, ORGANIZATION, 1)]
     assert found.items[0].registration_date_time.tzinfo is not None
+
+
+def test_get_registry_item_reads_the_record_with_its_patient(client, registered):
+    local_uid, _ = registered
+    emdr_id = wait_for_emdr_id(client, local_uid)
+    found = get_registry_item.sync(client=client, body=GetRegistryItemRequest(emdr_id=emdr_id))
+    assert isinstance(found, GetRegistryItemResponse)
+    assert (found.item.emdr_id, found.item.local_uid, found.item.organization, found.item.patient_snils) == (emdr_id, local_uid, ORGANIZATION, VALID_SNILS)
+    # An emdrId the registry does not have: a typed 404 with the classifier's code.
+    unknown = get_registry_item.sync_detailed(client=client, body=GetRegistryItemRequest(emdr_id="26.01.999999999"))
+    assert unknown.status_code == 404
+    assert isinstance(unknown.parsed, ErrorResponse)
+    assert [error.code for error in unknown.parsed.errors] == ["REGISTRY_ITEM_NOT_FOUND"]
 
 
 def test_get_message_shows_the_completed_registration(client, registered):

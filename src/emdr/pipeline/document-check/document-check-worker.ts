@@ -16,6 +16,7 @@ import { readlinkSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { SaxesParser, type SaxesTagNS } from 'saxes';
+import { DocumentPartiesReader, partyFindings } from '../../prechecks/document-parties.ts';
 import { parseCertificate } from '../../signatures/cms/cms.ts';
 import { DocumentSignatureCheck, type NamedSignature, type SignatureFinding } from '../../signatures/verify.ts';
 
@@ -89,6 +90,8 @@ class XmlCheck {
   private opening: Record<string, string> = Object.create(null);
   private depth = 0;
   failure: string | undefined;
+  /** The header's medical workers and custodian, for the rules between them, the signer blocks and the certificates. */
+  readonly parties = new DocumentPartiesReader();
 
   constructor() {
     this.parser.resolve = (prefix: string): string | undefined => this.opening[prefix] ?? this.bindings.get(prefix)?.at(-1) ?? PREDEFINED.get(prefix);
@@ -106,10 +109,13 @@ class XmlCheck {
         stack.push(uri);
         this.bindings.set(prefix, stack);
       }
+      this.parties.open(tag);
     });
+    this.parser.on('text', (text) => this.parties.text(text));
     this.parser.on('closetag', (tag: SaxesTagNS) => {
       this.depth -= 1;
       for (const prefix of Object.keys(tag.ns)) this.bindings.get(prefix)!.pop();
+      this.parties.close();
     });
     this.parser.on('error', (error) => {
       this.failure ??= `the document is not well-formed XML: ${error.message}`;
@@ -159,7 +165,10 @@ class DocumentCheck {
   }
 
   done(): DocumentCheckAnswer {
-    return { done: true, findings: this.signatures.finish(), ...(this.xml.failure === undefined ? {} : { failure: this.xml.failure }) };
+    const findings = this.signatures.finish();
+    // The parties are known only from a whole, well-formed document.
+    if (this.xml.failure === undefined) findings.push(...partyFindings(this.xml.parties.result(), this.signatures.signedBy()));
+    return { done: true, findings, ...(this.xml.failure === undefined ? {} : { failure: this.xml.failure }) };
   }
 }
 

@@ -79,9 +79,15 @@ function creationDateStep(request: RegisterDocumentUnderCheck): CallbackErrorIte
   return instantMs(request.metadata.creationDateTime) > Date.now() ? [{ code: 'WRONG_CREATION_DATE', message: 'creationDateTime lies in the future' }] : [];
 }
 
-/** The earliest request with a localUid wins; later ones with another body are duplicates. */
+/**
+ * The earliest request with a localUid, of any clinic, wins; later ones with another body are
+ * duplicates. The answer is the registry's own (NOT_UNIQUE_PROVIDED_ID, its words) and the same
+ * whoever used the localUid, so it tells a clinic nothing about another's documents.
+ */
+const LOCAL_UID_TAKEN: CallbackErrorItem = { code: 'NOT_UNIQUE_PROVIDED_ID', message: 'a document with this localUid is already registered' };
+
 function uniquenessStep(request: RegisterDocumentUnderCheck): CallbackErrorItem[] {
-  return request.duplicateLocalUid ? [{ code: 'NOT_UNIQUE_PROVIDED_ID', message: 'a document with this localUid was already submitted by this clinic' }] : [];
+  return request.duplicateLocalUid ? [LOCAL_UID_TAKEN] : [];
 }
 
 /** The acceptance checks of a RegisterDocument, step by step: the errors for its acceptance callback (none: accepted), and its warnings. */

@@ -10,7 +10,7 @@ import { stageSpan } from '../lifecycle/stage-span.js';
 
 /**
  * The acceptance stage: received requests claimed by clinic in turn (with what the checks need: the
- * clinic's organizations, a small document itself, whether the localUid was used before), each
+ * clinic's organizations, a small document itself, whether the localUid was used before, by any clinic), each
  * checked by its operation's handler on its own, and settled as soon as it is decided, together with
  * the others decided meanwhile: accepted or rejected, with its acceptance callback, which the
  * delivery stage then sends. The engine (src/work/fair-stage.ts) keeps one clinic from holding more
@@ -27,7 +27,7 @@ const CLAIM = claimRequestsByClinic(
    case when octet_length(r.document) <= $3 then r.document end as document,
    (r.local_uid is not null and exists (
       select 1 from emdr_requests e
-       where e.client_id = r.client_id and e.operation = 'RegisterDocument' and e.local_uid = r.local_uid
+       where e.local_uid = r.local_uid and e.operation = 'RegisterDocument'
          and e.queue_message_id <> r.queue_message_id and e.state <> 'rejected'
          and (e.created_at < r.created_at or (e.created_at = r.created_at and e.queue_message_id < r.queue_message_id)))) as duplicate_local_uid`,
 );

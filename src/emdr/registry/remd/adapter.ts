@@ -13,6 +13,7 @@ import {
   type RegistrationSubmission,
   type RegistryItem,
   type RegistryPort,
+  type RegistryRecord,
   type RegistrySearch,
   type Submission,
 } from '../port.js';
@@ -104,14 +105,19 @@ export class RemdRegistry implements RegistryPort {
     return this.submit('demandContent', submission.messageId, emdrIdFields(submission.emdrId));
   }
 
-  /** getRegistryItem: the item's organization and patient; an item the registry does not know (or does not describe so) is none. */
-  async currentVersionOwner(emdrId: string): Promise<DocumentOwner | undefined> {
+  /** getRegistryItem: the item as the registry describes it; an item it does not know is none. */
+  async record(emdrId: string): Promise<RegistryRecord | undefined> {
     const answer = await this.call('getRegistryItem', randomUUID(), emdrIdFields(emdrId));
     if (answer.status === 'error') {
       if (answer.errors.some((error) => error.code === 'REGISTRY_ITEM_NOT_FOUND')) return undefined;
       throw new RegistryUnavailableError(`the registry answered getRegistryItem with ${answer.errors.map((error) => error.code).join(', ') || 'an error'}`);
     }
-    const item = registryItemOf(answer.body);
+    return registryItemOf(answer.body);
+  }
+
+  /** getRegistryItem: the item's organization and patient; an item the registry does not describe so is none. */
+  async currentVersionOwner(emdrId: string): Promise<DocumentOwner | undefined> {
+    const item = await this.record(emdrId);
     return item?.organization && item.patientSnils ? { organization: item.organization, patientSnils: item.patientSnils } : undefined;
   }
 

@@ -21,8 +21,13 @@ const MAX_LENGTH_BYTES = 4;
 /** Bytes of a tag's high-tag-number form (CMS and X.509 use single-byte tags). */
 const MAX_TAG_BYTES = 4;
 
-/** Throws SignatureFormatError unless `bytes` is one BER element within `limits`. */
-export function checkBerBounds(bytes: Uint8Array, limits: BerLimits): void {
+/**
+ * Throws SignatureFormatError unless `bytes` is one BER element within `limits`. Returns whether its
+ * lengths are DER's (definite, in the fewest bytes): then any element of it, as received, is encoded
+ * as DER encodes its lengths, and its bytes can stand for it without being encoded anew.
+ */
+export function checkBerBounds(bytes: Uint8Array, limits: BerLimits): { derLengths: boolean } {
+  let derLengths = true;
   if (bytes.length === 0) throw new SignatureFormatError('empty');
   if (bytes.length > limits.maxBytes) throw new SignatureFormatError(`larger than ${limits.maxBytes} bytes`);
   // The end of each open constructed element: an offset, or undefined for an indefinite length (ends at its end-of-contents).
@@ -62,6 +67,7 @@ export function checkBerBounds(bytes: Uint8Array, limits: BerLimits): void {
     if (first === 0x80) {
       if (!constructed) throw new SignatureFormatError('indefinite length of a primitive element');
       open.push(undefined);
+      derLengths = false;
     } else {
       let length = first;
       if (first > 0x80) {
@@ -70,6 +76,8 @@ export function checkBerBounds(bytes: Uint8Array, limits: BerLimits): void {
         length = 0;
         for (let index = 0; index < count; index += 1) length = length * 256 + bytes[cursor + index]!;
         cursor += count;
+        // DER writes a length in the fewest bytes: the long form only from 128, without a leading zero byte.
+        if (length < 0x80 || bytes[cursor - count] === 0) derLengths = false;
       }
       const end = cursor + length;
       if (end > limit) throw new SignatureFormatError('element runs past its container');
@@ -80,6 +88,7 @@ export function checkBerBounds(bytes: Uint8Array, limits: BerLimits): void {
     offset = cursor;
   } while (open.length > 0);
   if (offset !== bytes.length) throw new SignatureFormatError('bytes after the signature');
+  return { derLengths };
 }
 
 /**

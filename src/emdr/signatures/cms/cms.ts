@@ -7,17 +7,10 @@
  * encoding's size, element count and depth are bounded (ber-bounds.ts); counts of certificates,
  * signers, attributes and extensions are bounded after. Anything malformed is a SignatureFormatError.
  */
+import { createHash } from 'node:crypto';
 import * as asn1js from 'asn1js';
-import { AsnConvert, AsnParser, OctetString } from '@peculiar/asn1-schema';
-import {
-  type Attribute as CmsAttribute,
-  ContentInfo,
-  id_messageDigest,
-  id_signedData,
-  id_signingTime,
-  SignedData as CmsSignedData,
-  SignerInfo as CmsSignerInfo,
-} from '@peculiar/asn1-cms';
+import { AsnParser, OctetString } from '@peculiar/asn1-schema';
+import { type Attribute as CmsAttribute, id_messageDigest, id_signedData, id_signingTime, SignerInfo as CmsSignerInfo } from '@peculiar/asn1-cms';
 import {
   type AlgorithmIdentifier as X509AlgorithmIdentifier,
   BasicConstraints,
@@ -32,6 +25,7 @@ import {
   Time,
 } from '@peculiar/asn1-x509';
 import { checkBerBounds, SignatureFormatError, withDefiniteLengths, type BerLimits } from './ber-bounds.ts';
+import { BoundedCache } from './bounded-cache.ts';
 
 export { SignatureFormatError } from './ber-bounds.ts';
 
@@ -51,6 +45,7 @@ const SUBJECT = {
   surname: '2.5.4.4',
   givenName: '2.5.4.42',
   snils: '1.2.643.100.3',
+  ogrn: '1.2.643.100.1',
 } as const;
 
 export interface AlgorithmIdentifier {
@@ -75,10 +70,12 @@ export interface SubjectText {
   givenName?: string;
   /** SNILS as the certificate writes it (11 digits). */
   snils?: string;
+  /** The OGRN of the organization (13 digits): an organization's certificate, or a worker's issued for it. */
+  ogrn?: string;
 }
 
 export interface Certificate {
-  /** The certificate in DER (encoded anew from what was read, so a BER copy and a DER copy compare equal). */
+  /** The certificate in DER (its lengths made DER's when it came in BER, so a BER copy and a DER copy compare equal). */
   der: Uint8Array;
   /** The tbsCertificate as encoded: what the issuer signed, and the certificate's identity. */
   tbs: Uint8Array;
@@ -180,22 +177,96 @@ function subjectTextOf(name: Name): SubjectText {
   return text;
 }
 
-function certificateOf(certificate: X509Certificate): Certificate {
+/**
+ * The certificates read before, by the SHA-256 of their DER: a clinic signs its documents with a few
+ * certificates, so most signatures carry one seen already, and its mapping is the larger part of a
+ * signature's parse. Entries are never changed (a Certificate is read only), and the bound keeps
+ * the memory small in each document-check worker.
+ */
+const CERTIFICATES = new BoundedCache<string, Certificate>(256);
+/** Real certificates are a few kilobytes; a larger one is read but not kept, so the cache stays within a few MiB. */
+const MAX_CACHED_CERTIFICATE_BYTES = 16 * 1024;
+
+/** An element's bytes as DER writes its lengths: as received when the whole encoding has DER lengths, else with them made so. */
+type DerOf = (node: asn1js.AsnType) => Uint8Array;
+
+const derOfNode =
+  (derLengths: boolean): DerOf =>
+  (node) => {
+    const received = bytesOf((node as asn1js.BaseBlock).valueBeforeDecodeView);
+    return derLengths ? received : withDefiniteLengths(received);
+  };
+
+/** A certificate from its node of the parse: from the cache when its DER was read before. */
+function certificateOfNode(node: asn1js.AsnType, derOf: DerOf): Certificate {
+  if (!(node instanceof asn1js.Sequence)) throw new SignatureFormatError('bad certificate');
+  const der = derOf(node);
+  const key = createHash('sha256').update(der).digest('base64');
+  const cached = CERTIFICATES.get(key);
+  if (cached) return cached;
+  const certificate = certificateOf(
+    decoded('certificate', () => AsnParser.fromASN(node, X509Certificate)),
+    node,
+    der,
+    derOf,
+  );
+  if (der.length > MAX_CACHED_CERTIFICATE_BYTES) return certificate;
+  const kept = detached(certificate);
+  CERTIFICATES.set(key, kept);
+  return kept;
+}
+
+/** A copy whose bytes are its own: the parse's are views into the whole signature, which a cached entry must not keep alive. */
+function detached(certificate: Certificate): Certificate {
+  // new Uint8Array(view) copies (Buffer.prototype.slice would not).
+  const copy = (bytes: Uint8Array) => new Uint8Array(bytes);
+  return {
+    ...certificate,
+    der: copy(certificate.der),
+    tbs: copy(certificate.tbs),
+    serial: copy(certificate.serial),
+    issuer: copy(certificate.issuer),
+    subject: copy(certificate.subject),
+    publicKey: {
+      algorithm: algorithmCopy(certificate.publicKey.algorithm),
+      info: copy(certificate.publicKey.info),
+      key: copy(certificate.publicKey.key),
+    },
+    signatureAlgorithm: algorithmCopy(certificate.signatureAlgorithm),
+    signature: copy(certificate.signature),
+    ...(certificate.subjectKeyIdentifier ? { subjectKeyIdentifier: copy(certificate.subjectKeyIdentifier) } : {}),
+  };
+}
+
+const algorithmCopy = (algorithm: AlgorithmIdentifier): AlgorithmIdentifier =>
+  algorithm.parameters ? { oid: algorithm.oid, parameters: new Uint8Array(algorithm.parameters) } : { oid: algorithm.oid };
+
+/**
+ * What the checks read of a certificate: the mapped fields, and the bytes of its names and key
+ * taken from the parse (tbsCertificate ::= SEQUENCE { [0] version OPTIONAL, serialNumber,
+ * signature, issuer, validity, subject, subjectPublicKeyInfo, … }), not encoded anew.
+ */
+function certificateOf(certificate: X509Certificate, node: asn1js.Sequence, der: Uint8Array, derOf: DerOf): Certificate {
   const tbs = certificate.tbsCertificate;
   if (!certificate.tbsCertificateRaw) throw new SignatureFormatError('bad certificate');
+  const tbsNode = node.valueBlock.value[0];
+  const fields = tbsNode instanceof asn1js.Sequence ? tbsNode.valueBlock.value : [];
+  const first = fields[0]?.idBlock.tagClass === 3 ? 1 : 0;
+  const [issuer, subject, publicKeyInfo] = [fields[first + 2], fields[first + 4], fields[first + 5]];
+  if (!issuer || !subject || !publicKeyInfo) throw new SignatureFormatError('bad certificate');
   const result: Certificate = {
-    der: bytesOf(AsnConvert.serialize(certificate)),
+    der,
     tbs: bytesOf(certificate.tbsCertificateRaw),
     serial: bytesOf(tbs.serialNumber),
-    issuer: bytesOf(AsnConvert.serialize(tbs.issuer)),
-    subject: bytesOf(AsnConvert.serialize(tbs.subject)),
+    issuer: derOf(issuer),
+    subject: derOf(subject),
     subjectText: subjectTextOf(tbs.subject),
     notBefore: tbs.validity.notBefore.getTime().getTime(),
     notAfter: tbs.validity.notAfter.getTime().getTime(),
     publicKey: {
       algorithm: algorithmOf(tbs.subjectPublicKeyInfo.algorithm),
       key: bytesOf(tbs.subjectPublicKeyInfo.subjectPublicKey),
-      info: bytesOf(AsnConvert.serialize(tbs.subjectPublicKeyInfo)),
+      info: derOf(publicKeyInfo),
     },
     signatureAlgorithm: algorithmOf(certificate.signatureAlgorithm),
     signature: bytesOf(certificate.signatureValue),
@@ -212,8 +283,10 @@ function certificateOf(certificate: X509Certificate): Certificate {
 
 /** An X.509 certificate (DER or BER), e.g. one of a trust store. */
 export function parseCertificate(der: Uint8Array): Certificate {
-  checkBerBounds(der, CERTIFICATE_LIMITS);
-  return certificateOf(decoded('certificate', () => AsnParser.parse(der, X509Certificate)));
+  const { derLengths } = checkBerBounds(der, CERTIFICATE_LIMITS);
+  const parsed = asn1js.fromBER(der);
+  if (parsed.offset === -1) throw new SignatureFormatError('bad certificate');
+  return certificateOfNode(parsed.result, derOfNode(derLengths));
 }
 
 /** The only value of a signed attribute; more than one is malformed. */
@@ -226,8 +299,9 @@ function soleValue(attribute: CmsAttribute, what: string): ArrayBuffer {
  * The signed attributes: the DER the signature covers is their encoding with the SET OF tag
  * (RFC 5652, 5.4): as received, its indefinite lengths (BER) made definite, the signer signed the DER.
  */
-function signedAttributesOf(attributes: readonly CmsAttribute[], encoding: Uint8Array): SignedAttributes {
-  const der = Uint8Array.from(withDefiniteLengths(encoding));
+function signedAttributesOf(attributes: readonly CmsAttribute[], node: asn1js.AsnType, derOf: DerOf): SignedAttributes {
+  // A copy: its tag is changed below. Its lengths are remade only when the signature's are not DER's.
+  const der = Uint8Array.from(derOf(node));
   der[0] = 0x31;
   const result: SignedAttributes = { der };
   for (const attribute of bounded(attributes, MAX_ATTRIBUTES, 'signedAttrs')) {
@@ -244,26 +318,30 @@ function signedAttributesOf(attributes: readonly CmsAttribute[], encoding: Uint8
   return result;
 }
 
-/** A SignerInfo, and the encoding of its [0] signedAttrs as it came (asn1js keeps it; the mapping does not). */
-function signerOf(node: asn1js.AsnType): SignerInfo {
+/**
+ * A SignerInfo ::= SEQUENCE { version, sid, digestAlgorithm, [0] signedAttrs OPTIONAL, … }, mapped,
+ * with the encoding of its [0] signedAttrs as it came (asn1js keeps it; the mapping does not) and
+ * its issuer's name as the parse read it.
+ */
+function signerOf(node: asn1js.AsnType, derOf: DerOf): SignerInfo {
   const signer = decoded('SignerInfo', () => AsnParser.fromASN(node, CmsSignerInfo));
   const children = (node as asn1js.Sequence).valueBlock.value;
   const attributesNode = children.find((child) => child.idBlock.tagClass === 3 && child.idBlock.tagNumber === 0);
-  const sid: SignerIdentifier = signer.sid.issuerAndSerialNumber
-    ? { issuer: bytesOf(AsnConvert.serialize(signer.sid.issuerAndSerialNumber.issuer)), serial: bytesOf(signer.sid.issuerAndSerialNumber.serialNumber) }
-    : signer.sid.subjectKeyIdentifier
-      ? { subjectKeyIdentifier: bytesOf(signer.sid.subjectKeyIdentifier.buffer) }
-      : (() => {
-          throw new SignatureFormatError('bad SignerIdentifier');
-        })();
+  const issuerNode = signer.sid.issuerAndSerialNumber && (children[1] as asn1js.Sequence | undefined)?.valueBlock?.value?.[0];
+  const sid: SignerIdentifier =
+    signer.sid.issuerAndSerialNumber && issuerNode
+      ? { issuer: derOf(issuerNode), serial: bytesOf(signer.sid.issuerAndSerialNumber.serialNumber) }
+      : signer.sid.subjectKeyIdentifier
+        ? { subjectKeyIdentifier: bytesOf(signer.sid.subjectKeyIdentifier.buffer) }
+        : (() => {
+            throw new SignatureFormatError('bad SignerIdentifier');
+          })();
   return {
     sid,
     digestAlgorithm: algorithmOf(signer.digestAlgorithm),
     signatureAlgorithm: algorithmOf(signer.signatureAlgorithm),
     signature: bytesOf(signer.signature.buffer),
-    ...(signer.signedAttrs && attributesNode
-      ? { signedAttributes: signedAttributesOf(signer.signedAttrs, bytesOf(attributesNode.valueBeforeDecodeView)) }
-      : {}),
+    ...(signer.signedAttrs && attributesNode ? { signedAttributes: signedAttributesOf(signer.signedAttrs, attributesNode, derOf) } : {}),
   };
 }
 
@@ -274,24 +352,49 @@ function childrenOf(node: asn1js.AsnType, max: number, what: string): asn1js.Asn
   return [...bounded(value, max, what)];
 }
 
-/** A ContentInfo holding a SignedData, DER or BER. */
+const isContextTag = (node: asn1js.AsnType | undefined, number: number) => node?.idBlock.tagClass === 3 && node.idBlock.tagNumber === number;
+
+/**
+ * A ContentInfo holding a SignedData, DER or BER, read from asn1js's parse by its structure
+ * (RFC 5652: ContentInfo ::= SEQUENCE { contentType, [0] EXPLICIT content }; SignedData ::=
+ * SEQUENCE { version, digestAlgorithms, encapContentInfo, [0] IMPLICIT certificates OPTIONAL,
+ * [1] IMPLICIT crls OPTIONAL, signerInfos }); the schema mapping only for what the checks read of
+ * it: each signer, and each certificate not seen before.
+ */
 export function parseSignedData(bytes: Uint8Array): SignedData {
-  checkBerBounds(bytes, SIGNATURE_LIMITS);
+  const { derLengths } = checkBerBounds(bytes, SIGNATURE_LIMITS);
   const parsed = asn1js.fromBER(bytes);
   if (parsed.offset === -1) throw new SignatureFormatError('not ASN.1');
-  const contentInfo = decoded('ContentInfo', () => AsnParser.fromASN(parsed.result, ContentInfo));
-  if (contentInfo.contentType !== id_signedData) throw new SignatureFormatError(`content type is not signedData (${id_signedData})`);
-  // ContentInfo ::= SEQUENCE { contentType, [0] EXPLICIT content }: the SignedData node, to keep its raw parts.
-  const [, explicit] = childrenOf(parsed.result, 2, 'ContentInfo');
-  const [signedDataNode] = explicit ? childrenOf(explicit, 1, 'content') : [];
-  if (!signedDataNode) throw new SignatureFormatError('bad content');
-  const signedData = decoded('SignedData', () => AsnParser.fromASN(signedDataNode, CmsSignedData));
-  const certificates = bounded(signedData.certificates, MAX_CERTIFICATES, 'certificates')
-    // Other CertificateChoices (attribute certificates…) play no part here.
-    .flatMap((choice) => (choice.certificate ? [certificateOf(choice.certificate)] : []));
-  const signerInfosNode = childrenOf(signedDataNode, 6, 'SignedData').at(-1)!;
-  const signers = childrenOf(signerInfosNode, MAX_SIGNERS, 'signerInfos').map(signerOf);
-  return { attached: signedData.encapContentInfo.eContent !== undefined, certificates, signers };
+  if (!(parsed.result instanceof asn1js.Sequence)) throw new SignatureFormatError('bad ContentInfo');
+  const [contentType, explicit] = childrenOf(parsed.result, 2, 'ContentInfo');
+  if (!(contentType instanceof asn1js.ObjectIdentifier)) throw new SignatureFormatError('bad ContentInfo');
+  if (contentType.valueBlock.toString() !== id_signedData) throw new SignatureFormatError(`content type is not signedData (${id_signedData})`);
+  if (!isContextTag(explicit, 0)) throw new SignatureFormatError('bad content');
+  const [signedDataNode] = childrenOf(explicit!, 1, 'content');
+  if (!(signedDataNode instanceof asn1js.Sequence)) throw new SignatureFormatError('bad content');
+  const fields = childrenOf(signedDataNode, 6, 'SignedData');
+  const [version, digestAlgorithms, encapContentInfo] = fields;
+  const signerInfosNode = fields.at(-1);
+  const optional = fields.slice(3, -1);
+  if (
+    !(version instanceof asn1js.Integer) ||
+    !(digestAlgorithms instanceof asn1js.Set) ||
+    !(encapContentInfo instanceof asn1js.Sequence) ||
+    !(signerInfosNode instanceof asn1js.Set) ||
+    !optional.every((field) => isContextTag(field, 0) || isContextTag(field, 1))
+  )
+    throw new SignatureFormatError('bad SignedData');
+  // EncapsulatedContentInfo ::= SEQUENCE { eContentType, [0] EXPLICIT eContent OPTIONAL }.
+  const [eContentType, eContent] = childrenOf(encapContentInfo, 2, 'encapContentInfo');
+  if (!(eContentType instanceof asn1js.ObjectIdentifier) || (eContent !== undefined && !isContextTag(eContent, 0)))
+    throw new SignatureFormatError('bad encapContentInfo');
+  const derOf = derOfNode(derLengths);
+  const certificatesNode = optional.find((field) => isContextTag(field, 0));
+  const certificates = (certificatesNode ? childrenOf(certificatesNode, MAX_CERTIFICATES, 'certificates') : [])
+    // Other CertificateChoices (attribute certificates…, tagged [0] to [3]) play no part here.
+    .flatMap((choice) => (choice instanceof asn1js.Sequence ? [certificateOfNode(choice, derOf)] : []));
+  const signers = childrenOf(signerInfosNode, MAX_SIGNERS, 'signerInfos').map((node) => signerOf(node, derOf));
+  return { attached: eContent !== undefined, certificates, signers };
 }
 
 /**

@@ -12,10 +12,12 @@ import ehrgateway.client.model.DemandContentAcknowledgement;
 import ehrgateway.client.model.DemandContentRequest;
 import ehrgateway.client.model.DocumentFile;
 import ehrgateway.client.model.ErrorResponse;
+import ehrgateway.client.model.GetRegistryItemRequest;
 import ehrgateway.client.model.MessageState;
 import ehrgateway.client.model.RegisterDocumentAcknowledgement;
 import ehrgateway.client.model.RegisterDocumentRequest;
 import ehrgateway.client.model.RegistryItem;
+import ehrgateway.client.model.RegistryRecord;
 import ehrgateway.client.model.SearchRegistryItemRequest;
 import ehrgateway.client.model.SendDemandContentResponse;
 import ehrgateway.client.model.SendDocumentFileResultResponse;
@@ -116,6 +118,9 @@ public final class ClinicPartner {
     check(validator.validate(search).isEmpty(), "Bean Validation: the SearchRegistryItem request is valid");
     List<RegistryItem> items = registry.searchRegistryItem(search).getItems();
     check(items.size() == 1 && emdrId.equals(items.get(0).getEmdrId()) && items.get(0).getVersion() == 1, "searchRegistryItem: finds " + emdrId + ", version 1");
+    RegistryRecord record = registry.getRegistryItem(new GetRegistryItemRequest().emdrId(emdrId)).getItem();
+    check(emdrId.equals(record.getEmdrId()) && localUid.equals(record.getLocalUid()) && PATIENT_SNILS.equals(record.getPatientSnils()),
+        "getRegistryItem: reads " + emdrId + " with its localUid and patient");
 
     MessageState state = delivered(registered.getQueueMessageId());
     check("completed".equals(state.getState()) && "RegisterDocument".equals(state.getOperation()) && emdrId.equals(state.getEmdrId()), "getMessage: RegisterDocument completed, both callbacks delivered");
