@@ -39,7 +39,7 @@ async function by<T>(role: Role, call: () => Promise<T>): Promise<T> {
 }
 
 /** How long the callbacks of a phase may take on a machine under load. */
-const PHASE_TIMEOUT_MS = 150_000;
+const PHASE_TIMEOUT_MS = 300_000;
 
 const SEED_DOCUMENTS = 10;
 const BURST_REGISTRATIONS = 30;
@@ -239,5 +239,5 @@ describe('N API and M worker processes over one PostgreSQL', () => {
         `${sent.size} processed, ${expected} callbacks delivered (${receiver.received.length} received, ${duplicates} redeliveries), ${USERS} sessions across 2 ehr processes, ` +
         `worker-1 SIGKILLed after ${killedAt} of the burst's ${total * 2} callbacks, ${elapsedSeconds.toFixed(1)} s`,
     );
-  }, 600_000);
+  }, 1_200_000);
 });
