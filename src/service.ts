@@ -257,6 +257,8 @@ export async function startService(config: Config, logger: Logger, roles: Readon
       const publicRouters: express.RequestHandler[] = [healthRoutes(ready, fallback), docsRoutes(fallback, () => internalPort), consoleRoutes(fallback)];
       if (roles.has('emdr')) {
         const notifier = new Notifier(database.sql.pool, WORK_CHANNEL, logger, WORK.requests);
+        const intakeSlots = new IntakeSlots();
+        metrics.intakeRequests(() => intakeSlots.totals());
         hotPaths.push(
           await createEmdrRouter({
             definition: openApiSpecPath,
@@ -277,7 +279,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
                     windowMs: LIMIT_WINDOW_MS,
                   }),
               new LargeBodySlots(config.largeBodies),
-              new IntakeSlots(),
+              intakeSlots,
             ),
             // RegisterDocument carries the document; every other body is a few fields.
             bodyLimits: { default: SMALL_BODY_LIMIT_BYTES, byOperation: { RegisterDocument: config.bodyLimitBytes } },

@@ -209,6 +209,21 @@ export class Metrics {
     });
   }
 
+  /** Interface B requests taken in by this process: holding an intake slot of their clinic (being read and handled), or waiting for one with their bodies unread. */
+  intakeRequests(read: () => { reading: number; waiting: number }): void {
+    new client.Gauge({
+      name: 'ehr_gateway_intake_requests',
+      help: 'Interface B requests of this process holding an intake slot of their clinic account (state=reading) or waiting for one, body unread (state=waiting)',
+      labelNames: ['state'],
+      registers: [this.registry],
+      collect() {
+        const { reading, waiting } = read();
+        this.set({ state: 'reading' }, reading);
+        this.set({ state: 'waiting' }, waiting);
+      },
+    });
+  }
+
   /** Interface A: one call answered. */
   rpcCall(method: string, seconds: number, errorCode: number | undefined): void {
     this.rpcRequests.inc({ method });

@@ -38,6 +38,12 @@ describe('interface B: the intake slots of a clinic account', () => {
   let other: CreatedClinicAccount;
   let port: number;
 
+  /** Requests of the serve process in `state` (ehr_gateway_intake_requests on its /metrics). */
+  const intakeRequests = async (state: 'reading' | 'waiting'): Promise<number> => {
+    const text = await (await fetch(`${serve.internalUrl}/metrics`)).text();
+    return Number(new RegExp(`^ehr_gateway_intake_requests\\{state="${state}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+  };
+
   beforeAll(async () => {
     // The queue takes what one address may have open by default; the test's burst comes from one address, so its cap is raised past the burst.
     serve = await startServeProcess({ RATE_LIMIT: '10000', MAX_CONNECTIONS_PER_CLIENT: '256' });
@@ -57,8 +63,15 @@ describe('interface B: the intake slots of a clinic account', () => {
       return rawExchange(port, postHead('/api/RegisterDocument', authHeaders(other), body.length), body, { waitMs: 60_000 });
     };
     const held = Array.from({ length: INTAKE_SLOTS_PER_CLINIC }, () => heldRequest(port, busy));
-    // Another clinic's request is taken in while the busy clinic's slots are held (and its round trip
-    // lets the held requests, sent first, get through authentication to their slots).
+    // The held requests hold the busy clinic's slots before anything else is sent (on a loaded machine
+    // their authentication may take a while; the burst would otherwise take the slots and finish).
+    await until(
+      'the held requests in their slots',
+      () => intakeRequests('reading'),
+      (reading) => reading === INTAKE_SLOTS_PER_CLINIC,
+      120_000,
+    );
+    // Another clinic's request is taken in while the busy clinic's slots are held.
     expect((await sendOther()).status).toBe(200);
     const burst = INTAKE_QUEUE_PER_CLINIC + 8;
     const full = Array.from({ length: burst }, () => {
@@ -76,6 +89,7 @@ describe('interface B: the intake slots of a clinic account', () => {
     );
     expect(refused[0]!.headers['retry-after']).toBe('1');
     expect(JSON.parse(refused[0]!.body)).toMatchObject({ errors: [{ code: 'RATE_LIMIT' }] });
+    expect(await intakeRequests('waiting')).toBe(INTAKE_QUEUE_PER_CLINIC);
     // Nothing of the busy clinic was taken in meanwhile; the other clinic still is.
     expect(outcomes.filter((outcome) => outcome?.status === 200)).toEqual([]);
     expect((await sendOther()).status).toBe(200);

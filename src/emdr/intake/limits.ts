@@ -131,6 +131,17 @@ export class IntakeSlots {
     });
   }
 
+  /** Requests of every clinic holding a slot (being read and handled), and waiting for one (ehr_gateway_intake_requests). */
+  totals(): { reading: number; waiting: number } {
+    let reading = 0;
+    let waiting = 0;
+    for (const clinic of this.clinics.values()) {
+      reading += clinic.held;
+      waiting += clinic.waiting.length;
+    }
+    return { reading, waiting };
+  }
+
   /** Requests of `clinicId` holding a slot, and waiting for one (for tests and metrics). */
   load(clinicId: number): { held: number; waiting: number } {
     const clinic = this.clinics.get(clinicId);
