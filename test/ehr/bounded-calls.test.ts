@@ -289,8 +289,10 @@ describe('L2: the internal failure limit is race-free', () => {
       id: index,
       method: 'embedded_storage.save_auth_info',
       params: { authInfo: { user: cred.user, token: unique('token'), ttl: 60 } },
-      // The right one early, #15: a limit that reads the failures without reserving room first still saw fewer than 10 there (stored it: 26 judged).
-      cred: { user: INTERNAL_USER, token: sha1hex(INTERNAL_PASSWORD + (index === 15 ? userSign : `guess-${index}`)) },
+      // The right one late, #150: calls arrive in about this order, so a serial server refuses it. (At #15 it may
+      // arrive among the first ten on a loaded machine and be rightly stored; the race of a limit that does not
+      // reserve room is caught by test/ehr/failure-limit.test.ts, where every call of the burst is a failure.)
+      cred: { user: INTERNAL_USER, token: sha1hex(INTERNAL_PASSWORD + (index === 150 ? userSign : `guess-${index}`)) },
     });
     const answers = await Promise.all(
       Array.from({ length: 199 }, (_, index) =>
