@@ -25,7 +25,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   }
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'ehr-gateway-test-pg-'));
   const embedded = new EmbeddedPostgres(dataDir, createLogger('warn', process.stderr));
-  const databaseUrl = await embedded.start({ adopt: true });
+  const databaseUrl = await embedded.start({ adopt: true, throwaway: true });
   project.provide('postgresServerUrl', databaseUrl.slice(0, databaseUrl.lastIndexOf('/')));
   return async () => {
     await embedded.stop();
