@@ -4,7 +4,7 @@ import { DocumentPartiesParser, partyFindings } from '../../src/emdr/prechecks/d
 import { kindFindings } from '../../src/emdr/prechecks/kinds.js';
 import { AsnConvert, AsnParser } from '@peculiar/asn1-schema';
 import { ContentInfo, SignedData } from '@peculiar/asn1-cms';
-import { parseSignedData } from '../../src/emdr/signatures/cms/cms.js';
+import { parseSignedData, SignatureFormatError, signedDataShape } from '../../src/emdr/signatures/cms/cms.js';
 import { DocumentSignatureCheck, type NamedSignature, type SignatureFinding, type VerificationPolicy } from '../../src/emdr/signatures/verify.js';
 import { TestPki, type Issued } from '../support/signing.js';
 
@@ -63,6 +63,23 @@ describe('the signature rules of the registry, checked at acceptance', () => {
   it('MULTIPLE_SIGNERS (52): two signers in one container', () => {
     const findings = check([organizationSignature(pki.sign(DOCUMENT, organization, [], { coSigners: [doctor] }))]);
     expect(findings).toEqual([{ code: 'MULTIPLE_SIGNERS', message: 'signature holds 2 signers: send each signature in a container of its own' }]);
+  });
+
+  it('MULTIPLE_SIGNERS (52) from the structure alone: neither a certificate nor a signer is parsed to refuse it (issue 21, M2)', () => {
+    const threeSigners = pki.sign(DOCUMENT, organization, [], { coSigners: [doctor, nurse] });
+    expect(signedDataShape(threeSigners)).toEqual({ attached: false, certificates: 3, signers: 3 });
+    expect(signedDataShape(asIndefiniteBer(threeSigners))).toEqual({ attached: false, certificates: 3, signers: 3 });
+    // Its certificates and signer infos made well-formed ASN.1 that is neither: a parse of them fails.
+    const unparsable = garbled(threeSigners);
+    expect(() => parseSignedData(unparsable)).toThrow(SignatureFormatError);
+    const refusal = { code: 'MULTIPLE_SIGNERS', message: 'signature holds 3 signers: send each signature in a container of its own' };
+    // Before: SIGNATURE_DECODING_ERROR ("bad certificate"), after parsing every certificate and signer.
+    expect(check([organizationSignature(unparsable)])).toEqual([refusal]);
+    expect(check([organizationSignature(asIndefiniteBer(unparsable))])).toEqual([refusal]);
+    // More signers than a parse would read (16) are still MULTIPLE_SIGNERS (before: SIGNATURE_DECODING_ERROR).
+    expect(check([organizationSignature(garbled(threeSigners, 40))])).toEqual([
+      { code: 'MULTIPLE_SIGNERS', message: 'signature holds 40 signers: send each signature in a container of its own' },
+    ]);
   });
 
   it('SIGNATURE_DUPLICATION (51): the same certificate signs twice', () => {
@@ -141,6 +158,27 @@ function elementsOf(bytes: Buffer): Array<{ tag: number; content: Buffer }> {
     offset += header + length;
   }
   return elements;
+}
+
+const tlv = (tag: number, content: Buffer) => Buffer.concat([Buffer.from([tag]), lengthOf(content.length), content]);
+
+/**
+ * A DER signature whose certificates and signer infos (`signers` of them: as many as it has, unless
+ * given) are each a SEQUENCE holding an OCTET STRING: the structure of a SignedData, but nothing a
+ * parse of a certificate or a signer accepts.
+ */
+function garbled(der: Buffer, signers?: number): Buffer {
+  const junk = tlv(0x30, tlv(0x04, Buffer.alloc(16)));
+  const [contentInfo] = elementsOf(der);
+  const [contentType, explicit] = elementsOf(contentInfo!.content);
+  const [signedData] = elementsOf(explicit!.content);
+  const fields = elementsOf(signedData!.content);
+  const rebuilt = fields.map(({ tag, content }, index) => {
+    const isSignerInfos = index === fields.length - 1;
+    if (!isSignerInfos && !(index >= 3 && tag === 0xa0)) return tlv(tag, content);
+    return tlv(tag, Buffer.concat(Array.from({ length: (isSignerInfos && signers) || elementsOf(content).length }, () => junk)));
+  });
+  return tlv(0x30, Buffer.concat([tlv(0x06, contentType!.content), tlv(0xa0, tlv(0x30, Buffer.concat(rebuilt)))]));
 }
 
 /**

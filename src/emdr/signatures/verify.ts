@@ -26,7 +26,7 @@ import {
   type Digest,
   type SignedBytes,
 } from './crypto/algorithms.ts';
-import { KEY_USAGE, parseSignedData, SignatureFormatError, type Certificate, type SignerInfo } from './cms/cms.ts';
+import { KEY_USAGE, parseSignedData, SignatureFormatError, signedDataShape, type Certificate, type SignerInfo } from './cms/cms.ts';
 
 export interface SignatureFinding {
   code: ErrorCode;
@@ -132,12 +132,14 @@ export class DocumentSignatureCheck {
   private accept(order: number, signature: NamedSignature): void {
     const { name, bytes } = signature;
     const finding = guarded(name, () => {
-      const signedData = parseSignedData(bytes);
-      if (signedData.attached) return { code: 'WRONG_SIGNATURE_FORMAT', message: `${name} carries the signed content: send a detached signature` };
-      if (signedData.signers.length === 0) return { code: 'NO_SIGNATURE', message: `${name} has no signer` };
+      // Read from the encoding's structure, before any certificate or signer is parsed: a refusal for them costs a walk over the bytes.
+      const shape = signedDataShape(bytes);
+      if (shape.attached) return { code: 'WRONG_SIGNATURE_FORMAT', message: `${name} carries the signed content: send a detached signature` };
+      if (shape.signers === 0) return { code: 'NO_SIGNATURE', message: `${name} has no signer` };
       // The registry takes one signer per container: each signer signs in a container of its own.
-      if (signedData.signers.length > 1)
-        return { code: 'MULTIPLE_SIGNERS', message: `${name} holds ${signedData.signers.length} signers: send each signature in a container of its own` };
+      if (shape.signers > 1)
+        return { code: 'MULTIPLE_SIGNERS', message: `${name} holds ${shape.signers} signers: send each signature in a container of its own` };
+      const signedData = parseSignedData(bytes);
       const signer = signedData.signers[0]!;
       const oid = signer.digestAlgorithm.oid;
       if (!this.digests.has(oid)) {

@@ -146,3 +146,47 @@ function definiteLength(length: number): Uint8Array {
   for (let rest = length; rest > 0; rest = Math.floor(rest / 256)) bytes.unshift(rest % 256);
   return Uint8Array.of(0x80 | bytes.length, ...bytes);
 }
+
+/** One element of an encoding that passed checkBerBounds: where it starts, its first tag byte, where its contents start and end, and where it ends. */
+export interface BerElement {
+  start: number;
+  tag: number;
+  contentStart: number;
+  contentEnd: number;
+  end: number;
+}
+
+/**
+ * The element at `offset` of an encoding that passed checkBerBounds (so every length fits its
+ * container and the nesting is bounded): read from its header alone when its length is definite;
+ * an indefinite one is walked to its end-of-contents, child by child.
+ */
+export function elementAt(bytes: Uint8Array, offset: number): BerElement {
+  const tag = bytes[offset]!;
+  let cursor = offset + 1;
+  if ((tag & 0x1f) === 0x1f) while ((bytes[cursor++]! & 0x80) !== 0);
+  const first = bytes[cursor++]!;
+  if (first === 0x80) {
+    const contentStart = cursor;
+    while (!(bytes[cursor] === 0 && bytes[cursor + 1] === 0)) cursor = elementAt(bytes, cursor).end;
+    return { start: offset, tag, contentStart, contentEnd: cursor, end: cursor + 2 };
+  }
+  let length = first;
+  if (first > 0x80) {
+    length = 0;
+    for (let index = 0; index < (first & 0x7f); index += 1) length = length * 256 + bytes[cursor + index]!;
+    cursor += first & 0x7f;
+  }
+  return { start: offset, tag, contentStart: cursor, contentEnd: cursor + length, end: cursor + length };
+}
+
+/** The children of a constructed element of such an encoding, in order. */
+export function berChildren(bytes: Uint8Array, parent: BerElement): BerElement[] {
+  const children: BerElement[] = [];
+  for (let offset = parent.contentStart; offset < parent.contentEnd; ) {
+    const child = elementAt(bytes, offset);
+    children.push(child);
+    offset = child.end;
+  }
+  return children;
+}

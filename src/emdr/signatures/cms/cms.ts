@@ -4,8 +4,10 @@
  * asn1js reads the encoding (DER, and BER with indefinite lengths, as CryptoPro and `openssl cms
  * -stream` write), @peculiar/asn1-cms and @peculiar/asn1-x509 map it to CMS and X.509 (asn1js is
  * held at 3.x: @peculiar/asn1-schema 2.11 depends on it). Before the library sees a byte, the
- * encoding's size, element count and depth are bounded (ber-bounds.ts); counts of certificates,
- * signers, attributes and extensions are bounded after. Anything malformed is a SignatureFormatError.
+ * encoding's size, element count and depth are bounded (ber-bounds.ts), and the SignedData's
+ * structure is walked for its counts of certificates and signers (signedDataShape), which are
+ * bounded then; counts of attributes and extensions are bounded after. Anything malformed is a
+ * SignatureFormatError.
  */
 import { createHash } from 'node:crypto';
 import * as asn1js from 'asn1js';
@@ -24,7 +26,7 @@ import {
   SubjectKeyIdentifier,
   Time,
 } from '@peculiar/asn1-x509';
-import { checkBerBounds, SignatureFormatError, withDefiniteLengths, type BerLimits } from './ber-bounds.ts';
+import { berChildren, checkBerBounds, elementAt, SignatureFormatError, withDefiniteLengths, type BerElement, type BerLimits } from './ber-bounds.ts';
 import { BoundedCache } from './bounded-cache.ts';
 
 export { SignatureFormatError } from './ber-bounds.ts';
@@ -354,6 +356,85 @@ function childrenOf(node: asn1js.AsnType, max: number, what: string): asn1js.Asn
 
 const isContextTag = (node: asn1js.AsnType | undefined, number: number) => node?.idBlock.tagClass === 3 && node.idBlock.tagNumber === number;
 
+/** What a SignedData holds, read from its encoding's structure alone (signedDataShape). */
+export interface SignedDataShape {
+  /** The content is inside the signature (not a detached signature). */
+  attached: boolean;
+  /** Entries of its certificates field (CertificateChoices). */
+  certificates: number;
+  /** Entries of its signerInfos. */
+  signers: number;
+}
+
+/** The DER of the content type signedData, 1.2.840.113549.1.7.2 (an OBJECT IDENTIFIER has one encoding, in BER too). */
+const SIGNED_DATA_OID = Buffer.from([0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x07, 0x02]);
+const TAG = { integer: 0x02, objectIdentifier: 0x06, sequence: 0x30, set: 0x31 } as const;
+const isContext = (element: BerElement | undefined, number: number) => element !== undefined && (element.tag & 0xdf) === (0x80 | number);
+const isConstructed = (element: BerElement) => (element.tag & 0x20) !== 0;
+
+/** The children of a constructed element, at most `max` of them, as parseSignedData bounds them. */
+function berChildrenBounded(bytes: Uint8Array, element: BerElement, max: number, what: string): BerElement[] {
+  if (!isConstructed(element)) throw new SignatureFormatError(`bad ${what}`);
+  return [...bounded(berChildren(bytes, element), max, what)];
+}
+
+/** How many children a constructed element has. */
+function countChildren(bytes: Uint8Array, element: BerElement, what: string): number {
+  if (!isConstructed(element)) throw new SignatureFormatError(`bad ${what}`);
+  return berChildren(bytes, element).length;
+}
+
+/**
+ * The structure parseSignedData reads (RFC 5652: ContentInfo ::= SEQUENCE { contentType, [0]
+ * EXPLICIT content }; SignedData ::= SEQUENCE { version, digestAlgorithms, encapContentInfo, [0]
+ * IMPLICIT certificates OPTIONAL, [1] IMPLICIT crls OPTIONAL, signerInfos }), walked over the bytes
+ * of an encoding that passed checkBerBounds, with its checks and their messages.
+ */
+function shapeOf(bytes: Uint8Array): SignedDataShape {
+  const contentInfo = elementAt(bytes, 0);
+  if (contentInfo.tag !== TAG.sequence) throw new SignatureFormatError('bad ContentInfo');
+  const [contentType, explicit] = berChildrenBounded(bytes, contentInfo, 2, 'ContentInfo');
+  if (contentType?.tag !== TAG.objectIdentifier) throw new SignatureFormatError('bad ContentInfo');
+  if (!SIGNED_DATA_OID.equals(bytes.subarray(contentType.start, contentType.end)))
+    throw new SignatureFormatError(`content type is not signedData (${id_signedData})`);
+  if (!isContext(explicit, 0)) throw new SignatureFormatError('bad content');
+  const [signedData] = berChildrenBounded(bytes, explicit!, 1, 'content');
+  if (signedData?.tag !== TAG.sequence) throw new SignatureFormatError('bad content');
+  const fields = berChildrenBounded(bytes, signedData, 6, 'SignedData');
+  const [version, digestAlgorithms, encapContentInfo] = fields;
+  const signerInfos = fields.at(-1);
+  const optional = fields.slice(3, -1);
+  if (
+    version?.tag !== TAG.integer ||
+    digestAlgorithms?.tag !== TAG.set ||
+    encapContentInfo?.tag !== TAG.sequence ||
+    signerInfos?.tag !== TAG.set ||
+    fields.length < 4 ||
+    !optional.every((field) => isContext(field, 0) || isContext(field, 1))
+  )
+    throw new SignatureFormatError('bad SignedData');
+  const [eContentType, eContent] = berChildrenBounded(bytes, encapContentInfo, 2, 'encapContentInfo');
+  if (eContentType?.tag !== TAG.objectIdentifier || (eContent !== undefined && !isContext(eContent, 0))) throw new SignatureFormatError('bad encapContentInfo');
+  const certificates = optional.find((field) => isContext(field, 0));
+  return {
+    attached: eContent !== undefined,
+    certificates: certificates ? countChildren(bytes, certificates, 'certificates') : 0,
+    signers: countChildren(bytes, signerInfos, 'signerInfos'),
+  };
+}
+
+/**
+ * A signature's shape (how many signers and certificates, whether it carries its content), read
+ * from the structure of its encoding before any certificate or signer is parsed: what the rules on
+ * those counts need (MULTIPLE_SIGNERS, and the bounds of parseSignedData). Parsing them first cost
+ * a hostile clinic's refused requests seconds each (issue 21, M2: 21 signatures of 16 signers).
+ * Throws SignatureFormatError for an encoding out of bounds or not a ContentInfo of a SignedData.
+ */
+export function signedDataShape(bytes: Uint8Array): SignedDataShape {
+  checkBerBounds(bytes, SIGNATURE_LIMITS);
+  return shapeOf(bytes);
+}
+
 /**
  * A ContentInfo holding a SignedData, DER or BER, read from asn1js's parse by its structure
  * (RFC 5652: ContentInfo ::= SEQUENCE { contentType, [0] EXPLICIT content }; SignedData ::=
@@ -363,6 +444,9 @@ const isContextTag = (node: asn1js.AsnType | undefined, number: number) => node?
  */
 export function parseSignedData(bytes: Uint8Array): SignedData {
   const { derLengths } = checkBerBounds(bytes, SIGNATURE_LIMITS);
+  const shape = shapeOf(bytes);
+  if (shape.certificates > MAX_CERTIFICATES) throw new SignatureFormatError(`certificates: more than ${MAX_CERTIFICATES}`);
+  if (shape.signers > MAX_SIGNERS) throw new SignatureFormatError(`signerInfos: more than ${MAX_SIGNERS}`);
   const parsed = asn1js.fromBER(bytes);
   if (parsed.offset === -1) throw new SignatureFormatError('not ASN.1');
   if (!(parsed.result instanceof asn1js.Sequence)) throw new SignatureFormatError('bad ContentInfo');
