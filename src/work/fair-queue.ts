@@ -1,7 +1,8 @@
 /**
  * A queue served in turn by key (a clinic, a receiver origin): each shift takes the oldest item of
  * the key served least recently, so one key's backlog waits behind one item of every other key,
- * never the other way round.
+ * never the other way round. A shift may rank the keys (by the work each has under way, say): it
+ * then serves the lowest rank first, in turn among equals.
  */
 export class FairQueue<V> {
   /** Keys with items, in the order they are served next (a Map keeps insertion order). */
@@ -19,11 +20,17 @@ export class FairQueue<V> {
     this.count += 1;
   }
 
-  /** The next item: the first key's oldest; that key goes to the back of the turn. */
-  shift(): V | undefined {
-    const first = this.byKey.entries().next();
-    if (first.done) return undefined;
-    const [key, items] = first.value;
+  /** The next item: the oldest of the first key in turn (of those of the lowest `rank`, when given); that key goes to the back of the turn. */
+  shift(rank?: (key: string) => number): V | undefined {
+    let chosen: [string, V[]] | undefined;
+    let lowest = Number.POSITIVE_INFINITY;
+    for (const entry of this.byKey) {
+      const value = rank ? rank(entry[0]) : 0;
+      if (value < lowest) [chosen, lowest] = [entry, value];
+      if (!rank) break;
+    }
+    if (!chosen) return undefined;
+    const [key, items] = chosen;
     const value = items.shift()!;
     this.byKey.delete(key);
     if (items.length > 0) this.byKey.set(key, items);

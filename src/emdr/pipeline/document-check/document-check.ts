@@ -14,10 +14,13 @@ import type { DocumentCheckAnswer, DocumentCheckRequest, DocumentCheckWorkerData
  * MAX_XML_DEPTH fail the XML, both checks together get `timeoutMs` (XML_CHECK_TIMEOUT), and the
  * worker's heap is capped, so the event loop keeps answering meanwhile. A small pool of such workers
  * serves every check (a thread costs tens of milliseconds and megabytes to start); a worker whose
- * document ran out of time or memory is ended and replaced. Documents waiting for a worker take
- * turns by clinic (`turnOf`), so one clinic's backlog waits behind one document of each other
- * clinic. A document arrives whole (a small one) or in slices streamed from the database, never as
- * one string.
+ * document ran out of time or memory is ended and replaced. A freed worker goes to the waiting
+ * document of the clinic (`turnOf`) with the fewest checks under way, in turn among equals: a
+ * clinic's backlog then holds at most the workers no other clinic waits for, and another clinic's
+ * document waits for about one check, whatever the backlog's checks cost. (Turns by document alone
+ * let expensive checks alternate with cheap ones: a clinic got a worker once per check of the
+ * other's, and one sending faster than that fell behind without bound, issue 21 M2.) A document
+ * arrives whole (a small one) or in slices streamed from the database, never as one string.
  */
 
 /** The documented limit of element nesting (libxml2's default limit too); CDA documents nest a few dozen levels. */
@@ -121,6 +124,8 @@ const timedOut = Symbol('timed out');
 export class DocumentCheckPool {
   private readonly idle: CheckWorker[] = [];
   private readonly waiting = new FairQueue<(worker: CheckWorker) => void>();
+  /** Checks under way, by clinic: the waiting clinic with the fewest gets the next worker. */
+  private readonly running = new Map<string, number>();
   private started = 0;
 
   private readonly settings: DocumentCheckSettings;
@@ -153,7 +158,8 @@ export class DocumentCheckPool {
       ...(options.documentCreatedAt === undefined ? {} : { documentCreatedAt: options.documentCreatedAt }),
     };
     // The budget is the check's own: it starts when a worker takes the document, not while it waits for one.
-    const worker = await this.acquire(options.turnOf ?? '');
+    const turnOf = options.turnOf ?? '';
+    const worker = await this.acquire(turnOf);
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<typeof timedOut>((resolve) => (timer = setTimeout(() => resolve(timedOut), options.timeoutMs)));
     let healthy = true;
@@ -170,7 +176,7 @@ export class DocumentCheckPool {
       throw error;
     } finally {
       clearTimeout(timer);
-      this.release(worker, healthy && !worker.dead);
+      this.release(worker, healthy && !worker.dead, turnOf);
     }
   }
 
@@ -195,29 +201,33 @@ export class DocumentCheckPool {
     }
   }
 
+  /** A worker for a check of `turnOf`'s, now or when one is free and it is that clinic's turn. */
   private acquire(turnOf: string): Promise<CheckWorker> {
+    const granted = (worker: CheckWorker) => {
+      this.running.set(turnOf, (this.running.get(turnOf) ?? 0) + 1);
+      return worker;
+    };
     const worker = this.idle.pop();
-    if (worker) return Promise.resolve(worker);
+    if (worker) return Promise.resolve(granted(worker));
     if (this.started < this.size) {
       this.started += 1;
-      return Promise.resolve(new CheckWorker(this.settings));
+      return Promise.resolve(granted(new CheckWorker(this.settings)));
     }
-    return new Promise((resolve) => this.waiting.push(turnOf, resolve));
+    return new Promise((resolve) => this.waiting.push(turnOf, (next) => resolve(granted(next))));
   }
 
-  /** Back to the pool; a worker that ran out of time or memory (it may still be parsing) is ended and replaced. */
-  private release(worker: CheckWorker, healthy: boolean): void {
+  /** Back to the pool, from a check of `turnOf`'s; a worker that ran out of time or memory (it may still be parsing) is ended and replaced. */
+  private release(worker: CheckWorker, healthy: boolean, turnOf: string): void {
+    const left = (this.running.get(turnOf) ?? 1) - 1;
+    if (left > 0) this.running.set(turnOf, left);
+    else this.running.delete(turnOf);
+    const next = this.waiting.shift((key) => this.running.get(key) ?? 0);
     if (!healthy) {
       void worker.thread.terminate();
-      this.started -= 1;
-      const next = this.waiting.shift();
-      if (next) {
-        this.started += 1;
-        next(new CheckWorker(this.settings));
-      }
+      if (next) next(new CheckWorker(this.settings));
+      else this.started -= 1;
       return;
     }
-    const next = this.waiting.shift();
     if (next) next(worker);
     else this.idle.push(worker);
   }
