@@ -366,8 +366,8 @@ export interface SignedDataShape {
   signers: number;
 }
 
-/** The DER of the content type signedData, 1.2.840.113549.1.7.2 (an OBJECT IDENTIFIER has one encoding, in BER too). */
-const SIGNED_DATA_OID = Buffer.from([0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x07, 0x02]);
+/** The contents of the content type signedData's OBJECT IDENTIFIER, 1.2.840.113549.1.7.2 (one encoding, in BER too; its length may be written long). */
+const SIGNED_DATA_OID = Buffer.from([0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x07, 0x02]);
 const TAG = { integer: 0x02, objectIdentifier: 0x06, sequence: 0x30, set: 0x31 } as const;
 const isContext = (element: BerElement | undefined, number: number) => element !== undefined && (element.tag & 0xdf) === (0x80 | number);
 const isConstructed = (element: BerElement) => (element.tag & 0x20) !== 0;
@@ -395,7 +395,7 @@ function shapeOf(bytes: Uint8Array): SignedDataShape {
   if (contentInfo.tag !== TAG.sequence) throw new SignatureFormatError('bad ContentInfo');
   const [contentType, explicit] = berChildrenBounded(bytes, contentInfo, 2, 'ContentInfo');
   if (contentType?.tag !== TAG.objectIdentifier) throw new SignatureFormatError('bad ContentInfo');
-  if (!SIGNED_DATA_OID.equals(bytes.subarray(contentType.start, contentType.end)))
+  if (!SIGNED_DATA_OID.equals(bytes.subarray(contentType.contentStart, contentType.contentEnd)))
     throw new SignatureFormatError(`content type is not signedData (${id_signedData})`);
   if (!isContext(explicit, 0)) throw new SignatureFormatError('bad content');
   const [signedData] = berChildrenBounded(bytes, explicit!, 1, 'content');
