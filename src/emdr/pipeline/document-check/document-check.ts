@@ -44,7 +44,7 @@ export interface DocumentCheckOptions {
   signatures?: NamedSignature[];
   /** The document's creation (epoch ms): the signatures' certificates must be valid at it. */
   documentCreatedAt?: number;
-  /** Whose document it is (a clinic): waiting documents get a worker in turn by it. */
+  /** Whose document it is (a clinic): a free worker goes to the waiting clinic with the fewest checks under way. */
   turnOf?: string;
 }
 

@@ -17,7 +17,7 @@ import { kindFindings } from '../../prechecks/kinds.js';
 /** A RegisterDocument request as the acceptance stage claimed it. */
 export interface RegisterDocumentUnderCheck {
   queueMessageId: string;
-  /** The clinic's account: documents waiting for a check take turns by it. */
+  /** The clinic's account: waiting documents get a check worker by it (the clinic with the fewest checks under way first). */
   clientId: string;
   /** Files that were not base64 at intake: the request is rejected with these, unread. */
   intakeErrors: CallbackErrorItem[] | null;

@@ -14,7 +14,7 @@ import { stageSpan } from '../lifecycle/stage-span.js';
  * checked by its operation's handler on its own, and settled as soon as it is decided, together with
  * the others decided meanwhile: accepted or rejected, with its acceptance callback, which the
  * delivery stage then sends. The engine (src/work/fair-stage.ts) keeps one clinic from holding more
- * than half of the places; the document checks take turns by clinic too (document-check.ts).
+ * than half of the places; a free document-check worker goes to the clinic with the fewest checks under way (document-check.ts).
  */
 
 /** Documents up to this size come with the claim; larger ones are read in slices by the document check. */
