@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseCertificate } from '../../src/emdr/signatures/cms/cms.js';
 import { loadTrustStore } from '../../src/emdr/signatures/trust-store.js';
-import { DocumentSignatureCheck, MAX_SIGNATURE_VERIFICATIONS, type NamedSignature } from '../../src/emdr/signatures/verify.js';
+import { DocumentSignatureCheck, MAX_DOCUMENT_CERTIFICATES, MAX_SIGNATURE_VERIFICATIONS, type NamedSignature } from '../../src/emdr/signatures/verify.js';
 import { TestPki, type Issued } from '../support/signing.js';
 
 /**
@@ -78,5 +78,18 @@ describe('the signature verification budget of a document', () => {
       anchors,
     );
     expect(notDuplication(findings).map((finding) => finding.message)).toEqual([`s10: ${BUDGET_SPENT}`, `s11: ${BUDGET_SPENT}`]);
+  });
+  it(`parses at most ${MAX_DOCUMENT_CERTIFICATES} certificates of a document's signatures and fails the rest unparsed`, () => {
+    // Six certificates each: the signer's, the intermediate, the root and three decoys.
+    const carrying = pki.sign(document, signer, [...decoys, intermediate, root]);
+    const fit = Math.floor(MAX_DOCUMENT_CERTIFICATES / 6);
+    const findings = check(Array.from({ length: fit + 3 }, (_, index) => ({ name: `s${index}`, bytes: carrying })));
+    // Before: every one parsed and verified (SIGNATURE_DUPLICATION alone).
+    expect(findings.filter((finding) => finding.code !== 'SIGNATURE_DUPLICATION')).toEqual(
+      [fit, fit + 1, fit + 2].map((index) => ({
+        code: 'DOCUMENT_CHECK_LIMIT',
+        message: `s${index}: not checked: the document's signatures carry more than ${MAX_DOCUMENT_CERTIFICATES} certificates, the limit`,
+      })),
+    );
   });
 });
