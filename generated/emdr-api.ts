@@ -72,6 +72,9 @@ export interface paths {
          *     a time budget (`XML_CHECK_TIMEOUT`, default 10 s) and a memory budget, and a document they
          *     cannot finish within them is rejected with `DOCUMENT_CHECK_LIMIT` ("the document and its
          *     signatures could not be checked within 10 s, the limit"): neither is known to be wrong.
+         *     The signatures of one document get at most 64 verifications (their chains' candidate
+         *     issuers included) and carry at most 128 certificates together; a signature past either
+         *     fails with `DOCUMENT_CHECK_LIMIT`, unchecked.
          *     What needs the registry's own data is left to it: the ФРМР (positions, specialities,
          *     roles: `VALUE_MISMATCH_METADATA_AND_FRMR`, `PERSON_NOT_FOUND`, `POSITION_TO_ROLE_MISMATCH`…),
          *     the ФРМО (`ORG_NOT_FOUND_IN_FRMO`), the patient index (`PATIENT_MPI_MISMATCH`…), the
