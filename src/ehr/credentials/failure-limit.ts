@@ -7,14 +7,15 @@ import { FAIL, GIVE_BACK, RESERVE } from './failure-limit-sql.js';
  * `windowMs` of the first one, that pair is refused until the window ends, whatever it sends, so
  * passwords cannot be guessed at request speed.
  *
- * Race-free: a call is judged only while the failures counted plus the calls being judged stay
- * below `maxFailures` (a call being judged may turn out a failure). The key's row holds both
+ * Race-free: a call is judged only while the failures counted plus the calls already being judged
+ * are fewer than `maxFailures` (a call being judged may turn out a failure). The key's row holds both
  * counts; room is reserved in one atomic update of it, which the call's own statement may carry
  * (save_auth_info's link query), and given back by the statement that settles the call: a failure
  * is counted in the same update that gives its room back, so the sum never drops below the truth;
  * a right credential's room is given back by the statement that stores its work. Two round trips
  * per call, as without a limit. A call that finds room only in calls still being judged waits for
- * them to settle, so a burst of right credentials is slowed down, never refused; a burst of guesses
+ * them to settle (woken when one of this process settles, else looking again every 20-40 ms), so a
+ * burst of right credentials is slowed down, never refused (within 5 s); a burst of guesses
  * gets `maxFailures` judged, no more (before, the check ran before the first await and the count
  * after it: 199 guesses of one burst were judged).
  */
@@ -41,6 +42,8 @@ const RETRY_MS = 20;
 export class FailureLimit {
   private readonly judgingWaitMs: number;
   readonly judgingPeriodMs: number;
+  /** Calls of this process waiting for room, per key, first come first: woken when a call of the key settles here. */
+  private readonly waiting = new Map<string, Array<() => void>>();
 
   constructor(
     private readonly sql: Queryable,
@@ -72,10 +75,32 @@ export class FailureLimit {
     for (;;) {
       const row = await reserve(room);
       if (!row) throw new Error('a statement reserving room answered no row');
-      if (row.granted) return { attempt: new FailureAttempt(this.sql, key, row.period, this.windowMs), row };
+      if (row.granted) return { attempt: new FailureAttempt(this.sql, key, row.period, this.windowMs, () => this.wakeOne(key)), row };
       if (row.failures >= this.maxFailures || Date.now() >= deadline) return undefined;
-      await new Promise((resolve) => setTimeout(resolve, RETRY_MS + Math.random() * RETRY_MS));
+      await this.pause(key);
     }
+  }
+
+  /** Until a call of `key` settles in this process, or a short while (calls of other processes settle unseen). */
+  private pause(key: string): Promise<void> {
+    return new Promise((resolve) => {
+      const queue = this.waiting.get(key) ?? [];
+      this.waiting.set(key, queue);
+      const wake = () => {
+        clearTimeout(timer);
+        const at = queue.indexOf(wake);
+        if (at >= 0) queue.splice(at, 1);
+        if (queue.length === 0 && this.waiting.get(key) === queue) this.waiting.delete(key);
+        resolve();
+      };
+      const timer = setTimeout(wake, RETRY_MS + Math.random() * RETRY_MS);
+      queue.push(wake);
+    });
+  }
+
+  /** A call of `key` settled here: its room is back (or, after a failure, the key may now be shut): the first waiter looks again. */
+  private wakeOne(key: string): void {
+    this.waiting.get(key)?.[0]?.();
   }
 }
 
@@ -88,6 +113,8 @@ export class FailureAttempt {
     private readonly key: string,
     private readonly period: string,
     private readonly windowMs: number,
+    /** Called once the room is back (a waiting call of the key may take it). */
+    private readonly onSettled: () => void,
   ) {}
 
   /** The values of giveBackRoom (failure-limit-sql.ts), for the statement that stores a right credential's work. */
@@ -98,6 +125,7 @@ export class FailureAttempt {
   /** The statement carrying giveBackValues committed: the room is back. */
   givenBack(): void {
     this.settled = true;
+    this.onSettled();
   }
 
   /** The credential was right (or the call ended before it was judged): nothing is counted. */
@@ -105,6 +133,7 @@ export class FailureAttempt {
     if (this.settled) return;
     this.settled = true;
     await this.sql.run(GIVE_BACK, this.giveBackValues());
+    this.onSettled();
   }
 
   /** The credential was wrong: a failure is counted, and the room given back, in one statement. */
@@ -112,5 +141,6 @@ export class FailureAttempt {
     if (this.settled) return;
     this.settled = true;
     await this.sql.run(FAIL, [this.key, this.windowMs, this.period]);
+    this.onSettled();
   }
 }
