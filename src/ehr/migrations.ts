@@ -174,19 +174,22 @@ export const ehrMigrations: readonly NamedMigration[] = [
             failures integer not null default 0,
             -- the end of the failures' window, counted from its first failure
             failures_until timestamptz,
-            -- calls being judged, reserved in period judging_period and in the period before it
+            -- places taken to judge calls (less the failures' given back) in period judging_period and in the one
+            -- before it; less the releases counted in ehr_internal_auth_releases, the calls being judged
             judging integer not null default 0,
             judging_before integer not null default 0,
             judging_period bigint not null,
             -- the transaction the last room went to (txid_current())
             granted_to bigint
           );
-          -- a right credential's room given back, folded into its key's row by the key's next reservation
+          -- right credentials' rooms given back, per key, period and database connection (pg_backend_pid())
           create unlogged table ${RELEASES_TABLE} (
             key text not null,
-            period bigint not null
+            period bigint not null,
+            backend integer not null,
+            released integer not null,
+            primary key (key, period, backend)
           );
-          create index ${RELEASES_TABLE}_key on ${RELEASES_TABLE} (key);
         `);
       },
       async down(knex) {
