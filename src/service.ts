@@ -173,7 +173,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
     const metrics = new Metrics({ pool: database.sql.pool, queues: () => emdrQueueDepths(database.sql) });
     const audit = new AuditTrail(database.sql);
     stopAudit = () => audit.stop();
-    // RATE_LIMIT, BYTE_QUOTA, RPC_RATE_LIMIT and the internal failure limit count across every process of the database.
+    // RATE_LIMIT, BYTE_QUOTA and RPC_RATE_LIMIT count across every process of the database (the internal failure limit too, in its own table).
     const counters: CounterStore = { pool: database.sql.pool };
     let publicPort: number | undefined;
     const registry = createRegistry(config, database.sql, logger);
@@ -218,7 +218,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
       new RpcEnvelope(
         document,
         {
-          ...(await createEhrHandlers({ sql: database.sql, config, logger, audit, counters })),
+          ...(await createEhrHandlers({ sql: database.sql, config, logger, audit })),
           ...createRecordHandlers({ sql: database.sql, config, audit, version: document.info.version }),
         },
         logger,

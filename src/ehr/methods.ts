@@ -16,12 +16,12 @@ import type { Logger } from '../logging/logger.js';
 import { statement, type Queryable, type Sql } from '../db/sql.js';
 import { AuditTrail, clientColumns, WITHOUT_WAL_FLUSH } from '../audit/trail.js';
 import { clientKey } from '../http/client-address.js';
-import type { CounterStore } from '../limits/counters.js';
 import { currentRequestId } from '../logging/request-context.js';
 import { RpcError } from './rpc/errors.js';
 import { birthDateOf, instantOf } from './dates.js';
 import { EhrErrors, invalidParam, isUniqueViolation } from './errors.js';
-import { FailureLimit } from './credentials/failure-limit.js';
+import { FailureLimit, type FailureAttempt, type RoomColumns } from './credentials/failure-limit.js';
+import { giveBackRoom, reserveRoom } from './credentials/failure-limit-sql.js';
 import { PATIENT_COLUMNS, TablePatientSource, toE164, toPatient, type MatchCriteria, type PatientRow, type PatientSource } from './patients/patients.js';
 import type { CallContext, MethodHandler } from './rpc/envelope.js';
 import { resolveDataKey } from '../db/encryption.js';
@@ -55,8 +55,6 @@ export interface EhrDependencies {
   patientSource?: PatientSource;
   /** The audit trail's writer for what changes nothing (a read, a refusal); by default one of its own on `sql`. */
   audit?: AuditTrail;
-  /** Where the internal failure limit counts: by default the shared counters of the database (every process together). */
-  counters?: CounterStore;
 }
 
 interface LinkRow {
@@ -114,10 +112,20 @@ const SESSION_WITH_LINK = statement(
 );
 const SESSION = statement('ehr_session', `select s.user_id, ${EXPIRES_MS} from ehr_sessions s where s.token_hash = $1`);
 const LINK = statement('ehr_link', 'select user_id, patient_id, user_sign_sealed from ehr_user_links where user_id = $1');
-/** save_auth_info: the session stored and recorded in the audit trail with the internal account, in one statement. */
+/** save_auth_info's link ($1), with room reserved to judge its internal credential ($2..$4: the failure limit's) in the same statement. */
+const LINK_RESERVING = statement(
+  'ehr_link_reserving',
+  `with ${reserveRoom(2)}
+   select r.granted, r.period, r.failures, l.user_id, l.patient_id, l.user_sign_sealed from reserved r left join ehr_user_links l on l.user_id = $1`,
+);
+/**
+ * save_auth_info: the session stored and recorded in the audit trail with the internal account, and
+ * the room of its (right) internal credential given back ($9, $10), in one statement.
+ */
 const SAVE_SESSION = statement(
   'ehr_save_session',
-  `with stored as (insert into ehr_sessions (token_hash, user_id, expires_at) values ($1, $2, $3) returning user_id)
+  `with stored as (insert into ehr_sessions (token_hash, user_id, expires_at) values ($1, $2, $3) returning user_id),
+   ${giveBackRoom(9)}
    insert into audit_events (request_id, internal_account, internal_user_id, action, outcome, client_address, client_request_id)
    select $4, $5, $6, 'embedded_storage.save_auth_info', 'ok', $7, $8 from stored`,
 );
@@ -145,12 +153,16 @@ const DELETE_LINK = statement(
    insert into audit_events (request_id, action, internal_user_id, outcome, client_address, client_request_id)
    select $2, 'embedded_storage.remove_authentication', patient_id, 'ok', $3, $4 from deleted`,
 );
-/** save_exchange_token: the token stored and recorded in the audit trail with the internal account, in one statement. */
+/**
+ * save_exchange_token: the token stored and recorded in the audit trail with the internal account,
+ * and the room of its (right) internal credential given back ($11, $12), in one statement.
+ */
 const INSERT_EXCHANGE_TOKEN = statement(
   'ehr_insert_exchange_token',
   `with stored as (
      insert into ehr_exchange_tokens (token_hash, user_id, session_token_hash, session_expires_at, expires_at, phone) values ($1, $2, $3, $4, $5, $6) returning 1
-   )
+   ),
+   ${giveBackRoom(11)}
    insert into audit_events (request_id, internal_account, action, outcome, client_address, client_request_id)
    select $7, $8, 'embedded_storage.save_exchange_token', 'ok', $9, $10 from stored`,
 );
@@ -184,6 +196,23 @@ function outcomeOf(error: unknown): string {
 
 type TransactionOutcome<T> = { result: T } | { error: Error };
 
+/** What an internal call's work gets from withInternalCredential. */
+interface InternalCall {
+  /** The internal account the credential names (one of INTERNAL_USERS). */
+  account: string;
+  /**
+   * Reserves room to judge the credential (FailureLimit.attemptWith): with `run`, the call's own first statement
+   * carrying reserveRoom (given the room's values, after its own), else a statement of its own. Refuses the call
+   * (too many failures) when the key has no room; answers the statement's row.
+   */
+  reserve<R extends RoomColumns>(run?: (room: readonly unknown[]) => Promise<R | undefined>): Promise<R>;
+  /** Judges the credential: the password followed by `value`. Refused (and counted) when wrong. */
+  check(value: string): void;
+  /** The values of giveBackRoom for the statement that stores the call's work; `givenBack` once it has run. */
+  giveBackValues(): readonly unknown[];
+  givenBack(): void;
+}
+
 /** The JSON-RPC methods of interface A, over PostgreSQL. */
 class EhrMethods {
   private readonly patients: PatientSource;
@@ -198,12 +227,11 @@ class EhrMethods {
     private readonly userSignKey: Buffer,
     patientSource: PatientSource | undefined,
     private readonly audit: AuditTrail,
-    counters: CounterStore,
   ) {
     this.patients = patientSource ?? new TablePatientSource(sql);
     this.patientsInSessionQuery = patientSource === undefined;
     this.ttlUnitMs = config.authTtlUnit === 'minutes' ? 60_000 : 1_000;
-    this.failureLimit = new FailureLimit(counters, config.internalAuthMaxFailures, config.internalAuthFailureWindowMs);
+    this.failureLimit = new FailureLimit(sql, config.internalAuthMaxFailures, config.internalAuthFailureWindowMs);
   }
 
   /** When the session of authInfo ends; -33001 when it has ended already. */
@@ -216,32 +244,46 @@ class EhrMethods {
   }
 
   /**
-   * Runs an internal call with its credential judged under the failure limit, race-free: a failure
-   * is taken for the call first (FailureLimit), `work` judges cred.token with `check` (the password
-   * followed by the second value), and the failure is given back unless the credential proved wrong.
-   * Unknown accounts share one count per client address, so made-up names cannot add keys.
+   * Runs an internal call with its credential judged under the failure limit, race-free: `work`
+   * reserves room for the call first (FailureLimit; in its own first statement where it has one),
+   * judges cred.token with `check` (the password followed by the second value), and gives the room
+   * back with the statement that stores its work. A wrong credential's failure is counted with its
+   * room given back; a call ended otherwise gives its room back alone. Unknown accounts share one
+   * count per client address, so made-up names cannot add keys.
    */
-  private async withInternalCredential<T>(
-    context: CallContext,
-    secondValue: CredentialSecondValue,
-    work: (check: (value: string) => void, account: string) => Promise<T>,
-  ): Promise<T> {
+  private async withInternalCredential<T>(context: CallContext, secondValue: CredentialSecondValue, work: (call: InternalCall) => Promise<T>): Promise<T> {
     const { cred } = context;
     const password = cred ? this.config.internalUsers.get(cred.user) : undefined;
-    const attempt = await this.failureLimit.attempt(JSON.stringify([password === undefined ? null : cred!.user, clientKey(context.clientAddress)]));
-    if (!attempt) throw EhrErrors.notAuthorized(TOO_MANY_FAILURES);
+    const key = JSON.stringify([password === undefined ? null : cred!.user, clientKey(context.clientAddress)]);
+    let attempt: FailureAttempt | undefined;
     let rejected = false;
     const reject = (): never => {
       rejected = true;
       throw EhrErrors.notAuthorized(CREDENTIALS_REJECTED, internalCredentialHint(cred?.token, secondValue));
     };
+    const reserve = async <R extends RoomColumns>(run?: (room: readonly unknown[]) => Promise<R | undefined>): Promise<R> => {
+      const reserved = await this.failureLimit.attemptWith(key, run);
+      if (!reserved) throw EhrErrors.notAuthorized(TOO_MANY_FAILURES);
+      attempt = reserved.attempt;
+      return reserved.row;
+    };
     try {
-      if (password === undefined) return reject();
-      return await work((value) => {
-        if (!sameSecret(cred!.token, internalCredentialToken(password, value))) reject();
-      }, cred!.user);
+      if (password === undefined) {
+        await reserve();
+        return reject();
+      }
+      return await work({
+        account: cred!.user,
+        reserve,
+        check: (value) => {
+          if (!attempt) throw new Error('an internal credential judged without room reserved');
+          if (!sameSecret(cred!.token, internalCredentialToken(password, value))) reject();
+        },
+        giveBackValues: () => attempt!.giveBackValues(),
+        givenBack: () => attempt!.givenBack(),
+      });
     } finally {
-      await (rejected ? attempt.failed() : attempt.succeeded()).catch(() => undefined);
+      await (rejected ? attempt?.failed() : attempt?.succeeded())?.catch(() => undefined);
     }
   }
 
@@ -312,7 +354,8 @@ class EhrMethods {
 
   readonly saveExchangeToken = async (raw: Record<string, unknown>, context: CallContext): Promise<EmbeddedStorageSaveExchangeTokenResult> => {
     const params = raw as unknown as EmbeddedStorageSaveExchangeTokenParams;
-    return this.withInternalCredential(context, 'params.exchangeToken', async (check, account) => {
+    return this.withInternalCredential(context, 'params.exchangeToken', async ({ account, reserve, check, giveBackValues, givenBack }) => {
+      await reserve();
       check(params.exchangeToken);
       const now = Date.now();
       const sessionExpiresAt = this.sessionExpiry(params.authInfo, now);
@@ -332,7 +375,9 @@ class EhrMethods {
           currentRequestId() ?? null,
           account,
           ...clientColumns(),
+          ...giveBackValues(),
         ]);
+        givenBack();
       } catch (error) {
         if (isUniqueViolation(error)) throw EhrErrors.saveExchangeTokenError('exchange token already stored');
         throw error;
@@ -343,29 +388,38 @@ class EhrMethods {
 
   readonly saveAuthInfo = async (raw: Record<string, unknown>, context: CallContext): Promise<EmbeddedStorageSaveAuthInfoResult> => {
     const { authInfo } = raw as unknown as EmbeddedStorageSaveAuthInfoParams;
-    return this.withInternalCredential(context, 'the user_sign that authenticate answered for authInfo.user', async (check, account) => {
-      const link = await this.linkOf(authInfo.user);
-      if (!link) throw EhrErrors.userNotFound('no internalUserId for this user');
-      check(openUserSign(this.userSignKey, link.user_id, link.user_sign_sealed));
-      const expiresAt = this.sessionExpiry(authInfo, Date.now());
-      try {
-        await this.sql.run(SAVE_SESSION, [
-          tokenHash(authInfo.token),
-          link.user_id,
-          expiresAt,
-          currentRequestId() ?? null,
-          account,
-          link.patient_id,
-          ...clientColumns(),
-        ]);
-      } catch (error) {
-        if (isUniqueViolation(error)) throw EhrErrors.saveAuthInfoError('token already stored');
-        // The link was removed between the read and the insert.
-        if ((error as { code?: string }).code === '23503') throw EhrErrors.userNotFound('no internalUserId for this user');
-        throw error;
-      }
-      return { success: true, internalUserId: link.patient_id, expiresAt: expiresAt.toISOString() };
-    });
+    return this.withInternalCredential(
+      context,
+      'the user_sign that authenticate answered for authInfo.user',
+      async ({ account, reserve, check, giveBackValues, givenBack }) => {
+        const read = await reserve((room) =>
+          this.sql.row<RoomColumns & (LinkRow | { [column in keyof LinkRow]: null })>(LINK_RESERVING, [authInfo.user, ...room]),
+        );
+        if (read.user_id === null) throw EhrErrors.userNotFound('no internalUserId for this user');
+        const link: LinkRow = read;
+        check(openUserSign(this.userSignKey, link.user_id, link.user_sign_sealed));
+        const expiresAt = this.sessionExpiry(authInfo, Date.now());
+        try {
+          await this.sql.run(SAVE_SESSION, [
+            tokenHash(authInfo.token),
+            link.user_id,
+            expiresAt,
+            currentRequestId() ?? null,
+            account,
+            link.patient_id,
+            ...clientColumns(),
+            ...giveBackValues(),
+          ]);
+          givenBack();
+        } catch (error) {
+          if (isUniqueViolation(error)) throw EhrErrors.saveAuthInfoError('token already stored');
+          // The link was removed between the read and the insert.
+          if ((error as { code?: string }).code === '23503') throw EhrErrors.userNotFound('no internalUserId for this user');
+          throw error;
+        }
+        return { success: true, internalUserId: link.patient_id, expiresAt: expiresAt.toISOString() };
+      },
+    );
   };
 
   /** A pending, live exchange token: -33000 when unknown, used or burned; -33001 when expired. */
@@ -458,8 +512,7 @@ class EhrMethods {
 /** The JSON-RPC methods of interface A by name. */
 export async function createEhrHandlers(dependencies: EhrDependencies): Promise<Record<string, MethodHandler>> {
   const audit = dependencies.audit ?? new AuditTrail(dependencies.sql);
-  const counters = dependencies.counters ?? { pool: dependencies.sql.pool };
-  const methods = new EhrMethods(dependencies.sql, dependencies.config, await resolveDataKey(dependencies.config), dependencies.patientSource, audit, counters);
+  const methods = new EhrMethods(dependencies.sql, dependencies.config, await resolveDataKey(dependencies.config), dependencies.patientSource, audit);
   const internalUsers = dependencies.config.internalUsers;
   // An internal call's refusal names the internal account it claimed, when that is one of INTERNAL_USERS.
   const internalAccount = (context: CallContext) => (context.cred && internalUsers.has(context.cred.user) ? context.cred.user : null);

@@ -1,4 +1,5 @@
 import type { NamedMigration } from '../db/migrations/index.js';
+import { LIMITS_TABLE, RELEASES_TABLE } from './credentials/failure-limit-sql.js';
 
 /** Interface A's tables, in order. */
 export const ehrMigrations: readonly NamedMigration[] = [
@@ -156,6 +157,43 @@ export const ehrMigrations: readonly NamedMigration[] = [
       },
       async down(knex) {
         await knex.raw('drop table ehr_api_keys');
+      },
+    },
+  ],
+  [
+    'ehr_007_internal_auth_limits',
+    {
+      // The internal failure limit (src/ehr/credentials/failure-limit-sql.ts), out of the shared counters so that
+      // save_auth_info reserves room in its link query and gives it back in its session insert. Unlogged: a count is
+      // not worth a WAL flush, and a crash of PostgreSQL forgets at most the current windows.
+      async up(knex) {
+        await knex.raw(`
+          create unlogged table ${LIMITS_TABLE} (
+            -- the internal account (null: an unknown name) and the client address, as JSON
+            key text primary key,
+            failures integer not null default 0,
+            -- the end of the failures' window, counted from its first failure
+            failures_until timestamptz,
+            -- places taken to judge calls (less the failures' given back) in period judging_period and in the one
+            -- before it; less the releases counted in ehr_internal_auth_releases, the calls being judged
+            judging integer not null default 0,
+            judging_before integer not null default 0,
+            judging_period bigint not null,
+            -- the transaction the last room went to (txid_current())
+            granted_to bigint
+          );
+          -- right credentials' rooms given back, per key, period and database connection (pg_backend_pid())
+          create unlogged table ${RELEASES_TABLE} (
+            key text not null,
+            period bigint not null,
+            backend integer not null,
+            released integer not null,
+            primary key (key, period, backend)
+          );
+        `);
+      },
+      async down(knex) {
+        await knex.raw(`drop table ${RELEASES_TABLE}; drop table ${LIMITS_TABLE}`);
       },
     },
   ],

@@ -60,12 +60,6 @@ export class Counter {
     }
   }
 
-  /** The points `key` has used in its current window (0 when it has none). */
-  async used(key: string): Promise<number> {
-    const res = await this.withFallback((limiter) => limiter.get(key));
-    return res?.consumedPoints ?? 0;
-  }
-
   /** Gives `points` back to `key`'s current window. */
   async reward(key: string, points: number): Promise<void> {
     await this.withFallback((limiter) => limiter.reward(key, points));

@@ -8,8 +8,8 @@ export const limitsMigrations: readonly NamedMigration[] = [
     {
       async up(knex) {
         await knex.raw(`
-          -- Points per key and window, shared by every process: RATE_LIMIT, BYTE_QUOTA, RPC_RATE_LIMIT and the
-          -- internal failure limit (src/limits/counters.ts). Unlogged: no WAL flush per count, and a crash of
+          -- Points per key and window, shared by every process: RATE_LIMIT, BYTE_QUOTA and RPC_RATE_LIMIT
+          -- (src/limits/counters.ts). Unlogged: no WAL flush per count, and a crash of
           -- PostgreSQL forgets at most the current windows.
           create unlogged table ${COUNTERS_TABLE} (
             key varchar(255) primary key,
