@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { CURVES, type Curve } from '../../src/emdr/signatures/crypto/curves.js';
 import { gostVerify } from '../../src/emdr/signatures/crypto/reference/gost3410.js';
 import { generateGostKeyPair, gostPublicKeyBytes, gostSign, type GostKeyPair } from '../../src/emdr/signatures/crypto/reference/gost-sign.js';
-import { WasmStreebog, wasmFieldOperation, wasmGostVerify, wasmStreebog } from '../../src/emdr/signatures/crypto/gost-wasm.js';
+import { WasmStreebog, wasmFieldOperation, wasmGostVerify, wasmKeyChecks, wasmStreebog } from '../../src/emdr/signatures/crypto/gost-wasm.js';
 import { inverse } from '../../src/emdr/signatures/crypto/reference/point-arithmetic.js';
 import { streebog } from '../../src/emdr/signatures/crypto/reference/streebog.js';
 
@@ -147,6 +147,25 @@ describe('GOST R 34.10-2012 verification in WebAssembly', () => {
       expect(verdicts(curve, keys[0]!, digest, valid)).toEqual([true, true]);
     });
   }
+
+  it('checks a key once (on tc26-256-A, its q·Q = O too), however many other keys come between: beyond the keys it keeps tables for', () => {
+    const curve = CURVES.get('1.2.643.7.1.2.1.1.1')!;
+    const signed = Array.from({ length: 48 }, () => {
+      const key = generateGostKeyPair(curve);
+      const digest = randomBytes(32);
+      return { key: gostPublicKeyBytes(key), digest, signature: gostSign(key, digest) };
+    });
+    const before = wasmKeyChecks();
+    for (const { key, digest, signature } of signed) expect(wasmGostVerify(curve, key, digest, signature)).toBe(true);
+    expect(wasmKeyChecks() - before).toBe(signed.length);
+    for (let round = 0; round < 2; round += 1) {
+      for (const { key, digest, signature } of signed) {
+        expect(wasmGostVerify(curve, key, digest, signature)).toBe(true);
+        expect(wasmGostVerify(curve, key, randomBytes(32), signature)).toBe(false);
+      }
+    }
+    expect(wasmKeyChecks() - before).toBe(signed.length);
+  });
 
   it('keeps its verdicts while more keys come than it keeps tables for (tables dropped and their memory reused)', () => {
     const curve = CURVES.get('1.2.643.2.2.35.1')!;
