@@ -4,8 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { CURVES, type Curve } from '../../src/emdr/signatures/crypto/curves.js';
 import { gostVerify } from '../../src/emdr/signatures/crypto/reference/gost3410.js';
 import { generateGostKeyPair, gostPublicKeyBytes, gostSign, type GostKeyPair } from '../../src/emdr/signatures/crypto/reference/gost-sign.js';
-import { WasmStreebog, wasmFieldOperation, wasmGostVerify, wasmStreebog } from '../../src/emdr/signatures/crypto/gost-wasm.js';
-import { inverse } from '../../src/emdr/signatures/crypto/reference/point-arithmetic.js';
+import { WasmStreebog, wasmFieldOperation, wasmGostVerify, wasmKeyChecks, wasmStreebog } from '../../src/emdr/signatures/crypto/gost-wasm.js';
+import { CurveArithmetic, inverse, type Affine } from '../../src/emdr/signatures/crypto/reference/point-arithmetic.js';
 import { streebog } from '../../src/emdr/signatures/crypto/reference/streebog.js';
 
 /**
@@ -102,6 +102,12 @@ function verdicts(curve: Curve, key: GostKeyPair, digest: Uint8Array, signature:
   return [gostVerify(curve, key.publicKey, digest, signature), wasmGostVerify(curve, gostPublicKeyBytes(key), digest, signature)];
 }
 
+const power = (base: bigint, exponent: bigint, modulus: bigint) => {
+  let result = 1n;
+  for (let b = base % modulus, e = exponent; e > 0n; e >>= 1n, b = (b * b) % modulus) if (e & 1n) result = (result * b) % modulus;
+  return result;
+};
+
 const bigEndian = (value: bigint, size: number) => Buffer.from(value.toString(16).padStart(2 * size, '0'), 'hex');
 
 describe('GOST R 34.10-2012 verification in WebAssembly', () => {
@@ -147,6 +153,73 @@ describe('GOST R 34.10-2012 verification in WebAssembly', () => {
       expect(verdicts(curve, keys[0]!, digest, valid)).toEqual([true, true]);
     });
   }
+
+  // On a curve with a cofactor a new key's q·Q = O is found in the same chain of doublings as its
+  // z2·Q (jointMultiply in assembly/curve.ts): that path, against the reference, on keys each seen once.
+  for (const curve of parameterSets.filter((set) => set.cofactor !== 1n)) {
+    it(`gives the reference's verdicts on ${curve.name} for keys seen once: in the order-q group or beside it, signatures valid or not`, () => {
+      const arithmetic = new CurveArithmetic(curve);
+      const size = curve.bits / 8;
+      const random = (below: bigint) => BigInt(`0x${randomBytes(size + 16).toString('hex')}`) % below;
+      /** q·R for a random point R: a point of order 1, 2 or 4 (p ≡ 3 mod 4: a square root is a power). */
+      const smallOrderPoint = (): Affine | undefined => {
+        for (;;) {
+          const x = random(curve.p);
+          const right = (((x * x * x + curve.a * x + curve.b) % curve.p) + curve.p) % curve.p;
+          const y = power(right, (curve.p + 1n) / 4n, curve.p);
+          if ((y * y) % curve.p === right) return arithmetic.toAffine(arithmetic.nafMultiple(curve.q, { x, y }));
+        }
+      };
+      const input = fc.record({ kind: fc.constantFrom('valid', 'changed', 'beside', 'malformed-then-valid'), at: fc.nat(2 * size - 1) });
+      fc.assert(
+        fc.property(input, ({ kind, at }) => {
+          const key = generateGostKeyPair(curve);
+          const digest = randomBytes(size);
+          const e = BigInt(`0x${Buffer.from(digest).reverse().toString('hex')}`) % curve.q || 1n;
+          // z2 = −r·e⁻¹ mod q a multiple of 4, so that z2·(Q + T) = z2·Q: beside the group, only the key's check refuses it.
+          const z2 = (signed: Buffer) => (((-BigInt(`0x${signed.subarray(size).toString('hex')}`) * inverse(e, curve.q)) % curve.q) + curve.q) % curve.q;
+          let signature = gostSign(key, digest);
+          while (kind !== 'changed' && z2(signature) % 4n !== 0n) signature = gostSign(key, digest);
+          let publicKey = key.publicKey;
+          if (kind === 'changed') signature[at]! ^= 1;
+          if (kind === 'beside' || kind === 'malformed-then-valid') {
+            const small = smallOrderPoint();
+            // Q + T for T of order 2 or 4 (now and then O: then the key is a real one).
+            if (small) publicKey = arithmetic.toAffine(arithmetic.addAffine({ ...key.publicKey, z: 1n }, small)) ?? publicKey;
+          }
+          const bytes = gostPublicKeyBytes({ ...key, publicKey });
+          const inGroup = arithmetic.nafMultiple(curve.q, publicKey).z === 0n;
+          if (kind === 'malformed-then-valid') {
+            // A signature of zeros first: the key's verdict, kept, must still be the subgroup's.
+            expect(wasmGostVerify(curve, bytes, digest, Buffer.alloc(2 * size))).toBe(false);
+          }
+          const reference = gostVerify(curve, publicKey, digest, signature);
+          expect(wasmGostVerify(curve, bytes, digest, signature)).toBe(reference);
+          expect(reference).toBe(kind !== 'changed' && inGroup);
+        }),
+        { numRuns: 40 },
+      );
+    });
+  }
+
+  it('checks a key once (on tc26-256-A, its q·Q = O too), however many other keys come between: beyond the keys it keeps tables for', () => {
+    const curve = CURVES.get('1.2.643.7.1.2.1.1.1')!;
+    const signed = Array.from({ length: 48 }, () => {
+      const key = generateGostKeyPair(curve);
+      const digest = randomBytes(32);
+      return { key: gostPublicKeyBytes(key), digest, signature: gostSign(key, digest) };
+    });
+    const before = wasmKeyChecks();
+    for (const { key, digest, signature } of signed) expect(wasmGostVerify(curve, key, digest, signature)).toBe(true);
+    expect(wasmKeyChecks() - before).toBe(signed.length);
+    for (let round = 0; round < 2; round += 1) {
+      for (const { key, digest, signature } of signed) {
+        expect(wasmGostVerify(curve, key, digest, signature)).toBe(true);
+        expect(wasmGostVerify(curve, key, randomBytes(32), signature)).toBe(false);
+      }
+    }
+    expect(wasmKeyChecks() - before).toBe(signed.length);
+  });
 
   it('keeps its verdicts while more keys come than it keeps tables for (tables dropped and their memory reused)', () => {
     const curve = CURVES.get('1.2.643.2.2.35.1')!;

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_CODES } from '../../src/emdr/errors/codes.js';
-import { CURVES, type Curve } from '../../src/emdr/signatures/crypto/curves.js';
+import { CURVES, keyCheckOf, type Curve } from '../../src/emdr/signatures/crypto/curves.js';
 import { gostVerify, inOrderQSubgroup, isOnCurve, littleEndianInteger, multiplyBase } from '../../src/emdr/signatures/crypto/reference/gost3410.js';
 import { wasmGostVerify } from '../../src/emdr/signatures/crypto/gost-wasm.js';
 import { CurveArithmetic, inverse, mod, type Affine, type Jacobian } from '../../src/emdr/signatures/crypto/reference/point-arithmetic.js';
@@ -237,13 +237,31 @@ describe('keys outside the order-q subgroup (the small-subgroup forgery)', () =>
     return result;
   };
 
-  /** A random point of the curve (p ≡ 3 mod 4 on both curves: a square root is a power). */
+  /** A square root modulo the prime p by Tonelli–Shanks (a power when p ≡ 3 mod 4); undefined for a non-residue. */
+  function squareRoot(value: bigint, p: bigint): bigint | undefined {
+    if (value === 0n) return 0n;
+    if (power(value, (p - 1n) / 2n, p) !== 1n) return undefined;
+    let q = p - 1n;
+    let twos = 0n;
+    for (; q % 2n === 0n; q /= 2n) twos += 1n;
+    let z = 2n;
+    while (power(z, (p - 1n) / 2n, p) !== p - 1n) z += 1n;
+    let [m, c, t, root] = [twos, power(z, q, p), power(value, q, p), power(value, (q + 1n) / 2n, p)];
+    while (t !== 1n) {
+      let i = 0n;
+      for (let square = t; square !== 1n; square = (square * square) % p) i += 1n;
+      const b = power(c, 1n << (m - i - 1n), p);
+      [m, c, t, root] = [i, (b * b) % p, (t * b * b) % p, (root * b) % p];
+    }
+    return root;
+  }
+
+  /** A random point of the curve. */
   function randomPoint(curve: Curve): Affine {
     for (;;) {
       const x = random(curve.p);
-      const right = mod(x * x * x + curve.a * x + curve.b, curve.p);
-      const y = power(right, (curve.p + 1n) / 4n, curve.p);
-      if ((y * y) % curve.p === right) return { x, y };
+      const y = squareRoot(mod(x * x * x + curve.a * x + curve.b, curve.p), curve.p);
+      if (y !== undefined) return { x, y };
     }
   }
 
@@ -312,6 +330,62 @@ describe('keys outside the order-q subgroup (the small-subgroup forgery)', () =>
       expect(inOrderQSubgroup(curve, mixed)).toBe(false);
       expect(gostVerify(curve, mixed, digest, signature)).toBe(false);
       expect(wasmGostVerify(curve, keyBytes(curve, mixed), digest, signature)).toBe(false);
+    });
+  }
+
+  /** The integer square root: the largest r with r² ≤ n. */
+  function isqrt(n: bigint): bigint {
+    let root = 1n << BigInt(Math.ceil(n.toString(2).length / 2));
+    for (let next = (root + n / root) >> 1n; next < root; next = (root + n / root) >> 1n) root = next;
+    return root;
+  }
+
+  /** Miller–Rabin with 24 random bases: a composite passes with probability below 4⁻²⁴. */
+  function probablyPrime(n: bigint): boolean {
+    let d = n - 1n;
+    let twos = 0;
+    for (; d % 2n === 0n; d /= 2n) twos += 1;
+    for (let round = 0; round < 24; round += 1) {
+      let x = power(2n + random(n - 3n), d, n);
+      if (x === 1n || x === n - 1n) continue;
+      let witness = true;
+      for (let i = 1; i < twos && witness; i += 1) {
+        x = (x * x) % n;
+        if (x === n - 1n) witness = false;
+      }
+      if (witness) return false;
+    }
+    return true;
+  }
+
+  // Each parameter set's key check (curves.ts keyCheckOf) from its numbers: the base point has prime
+  // order q, and cofactor·q is the only multiple of q within Hasse's bound |p + 1 − #E| ≤ 2√p (q is
+  // wider than the interval), so #E = cofactor·q. With cofactor 1 the group has prime order and every
+  // point but O lies in it: lying on the curve is enough. With 4 it has points of order 2 and 4.
+  for (const curve of [...new Set(CURVES.values())]) {
+    it(`${curve.name}: the key check its cofactor ${curve.cofactor} calls for (${keyCheckOf(curve)}) is the one the curve's order needs`, () => {
+      const arithmetic = new CurveArithmetic(curve);
+      expect(probablyPrime(curve.q)).toBe(true);
+      expect(arithmetic.nafMultiple(curve.q, { x: curve.x, y: curve.y }).z).toBe(0n);
+      const bound = 2n * isqrt(curve.p) + 2n;
+      expect(curve.q > 2n * bound).toBe(true);
+      const order = curve.cofactor * curve.q;
+      expect(order > curve.p + 1n - bound && order < curve.p + 1n + bound).toBe(true);
+      const points = Array.from({ length: 12 }, () => randomPoint(curve));
+      for (const point of points) expect(arithmetic.nafMultiple(order, point).z).toBe(0n);
+      const outside = points.filter((point) => arithmetic.nafMultiple(curve.q, point).z !== 0n);
+      if (keyCheckOf(curve) === 'on-curve') {
+        expect(curve.cofactor).toBe(1n);
+        expect(outside).toEqual([]);
+      } else {
+        // Three of four random points lie outside the order-q group: a key among them is refused.
+        expect(outside.length).toBeGreaterThan(0);
+        const key = generateGostKeyPair(curve);
+        const digest = randomBytes(curve.bits / 8);
+        const signature = gostSign(key, digest);
+        expect(wasmGostVerify(curve, keyBytes(curve, outside[0]!), digest, signature)).toBe(false);
+        expect(gostVerify(curve, outside[0]!, digest, signature)).toBe(false);
+      }
     });
   }
 

@@ -84,13 +84,22 @@ export interface SignedBytes {
   data?: Uint8Array;
 }
 
+/**
+ * The GOST keys decoded before, by their certificate's key: the parse keeps the certificates it has
+ * read (cms.ts), so a signer's next document brings the same object, and its key is not decoded again.
+ */
+const DECODED_KEYS = new WeakMap<SubjectPublicKey, { curve: Curve; key: Uint8Array }>();
+
 /** A GOST public key: x ‖ y, each little-endian, in an OCTET STRING (RFC 4491, 2.3.2), and its parameter set. */
 export function gostPublicKey(publicKey: SubjectPublicKey, bits: 256 | 512): { curve: Curve; key: Uint8Array } {
+  const decoded = DECODED_KEYS.get(publicKey);
+  if (decoded?.curve.bits === bits) return decoded;
   if (!publicKey.algorithm.parameters) throw new UnsupportedAlgorithm('a GOST public key without its parameter set');
   const { paramSet, point } = gostKeyParts(publicKey);
   const curve = CURVES.get(paramSet);
   if (!curve || curve.bits !== bits) throw new UnsupportedAlgorithm(`GOST public key parameter set ${paramSet}`);
   if (point.length !== 2 * (bits / 8)) throw new SignatureFormatError('bad GOST public key');
+  DECODED_KEYS.set(publicKey, { curve, key: point });
   return { curve, key: point };
 }
 

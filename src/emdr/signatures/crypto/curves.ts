@@ -81,6 +81,17 @@ const TC26_512_C = curve('tc26-512-C', 512, {
   y: 'F5CE40D95B5EB899ABBCCFF5911CB8577939804D6527378B8C108C3D2090FF9BE18E2D33E3021ED2EF32D85822423B6304F726AA854BAE07D0396E9A9ADDC40F',
 });
 
+/**
+ * What a public key must pass besides lying on the curve. Where the curve's order is q itself
+ * (cofactor 1: the CryptoPro sets, tc26-512-A and B), every point of the curve but O lies in the
+ * order-q group, so nothing more. Where it is 4q (tc26-256-A, tc26-512-C), points of order 2 and 4
+ * lie on the curve too, and a key among them (or one plus them) lets anyone make a signature that
+ * verifies: the key must satisfy q·Q = O, a second scalar multiplication, done once per key.
+ */
+export function keyCheckOf(curve: Curve): 'on-curve' | 'order-q' {
+  return curve.cofactor === 1n ? 'on-curve' : 'order-q';
+}
+
 /** Public key parameter sets by OID. The tc26 256-bit sets B, C, D are CryptoPro A, B, C under new names (RFC 7836). */
 export const CURVES: ReadonlyMap<string, Curve> = new Map([
   ['1.2.643.2.2.35.1', CRYPTO_PRO_A],

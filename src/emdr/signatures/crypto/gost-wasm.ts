@@ -5,15 +5,17 @@
  *
  * Memory above the module's own data is laid out here: each curve's constants and its base point's
  * table (built on first use, width 6), the signers' key tables (width 4, built the second time a
- * key is seen, the last KEY_CACHE keys kept) and one scratch area for building tables. A key is
+ * key is seen, the last KEY_TABLES keys kept) and one scratch area for building tables. A key is
  * checked on the curve and, where the curve has a cofactor, in the order-q subgroup the first time
- * it is seen; its verdict is kept with it.
+ * it is seen (curves.ts, keyCheckOf); the verdict is kept for the last KEY_VERDICTS keys, more
+ * than the certificates the parse keeps (cms.ts), so a key seen before is not checked again.
  *
  * One instance per thread (each worker loads its own), synchronous, so that it runs in the
  * document-check workers and the CLI alike.
  */
 import fs from 'node:fs';
-import type { Curve } from './curves.ts';
+import { BoundedCache } from '../cms/bounded-cache.ts';
+import { keyCheckOf, type Curve } from './curves.ts';
 import { inverse } from './reference/point-arithmetic.ts';
 import { StreebogBlocks } from './reference/streebog.ts';
 
@@ -62,8 +64,10 @@ type Constants = Record<(typeof CONSTANTS)[number], number>;
 const LIMB_BITS = 29n;
 const BASE_TABLE_WIDTH = 6;
 const KEY_TABLE_WIDTH = 4;
-/** How many signers' keys are remembered (checked, or with a table): at most ~0.28 MB each (512 bits). */
-const KEY_CACHE = 32;
+/** How many signers' keys keep a table: at most ~0.28 MB each (512 bits). */
+const KEY_TABLES = 32;
+/** How many keys' verdicts are kept: a key and its curve's name, a few hundred bytes each. */
+const KEY_VERDICTS = 1024;
 
 const WASM_FILE = new URL('./gost.wasm', import.meta.url);
 const PAGE = 65536;
@@ -214,14 +218,16 @@ interface WasmCurve {
   checkSubgroup: boolean;
 }
 
-/** What is remembered of a key: checked (on the curve, in the subgroup), its table, or refused. */
-type KeyEntry = { curve: WasmCurve; table?: KeyTable } | 'invalid';
-
 class GostVerifier {
   private readonly module = gostModule();
   private readonly curves = new Map<Curve, WasmCurve>();
-  private readonly keys = new Map<string, KeyEntry>();
+  /** Keys checked before: whether they passed (on the curve and, with a cofactor, in the order-q subgroup). */
+  private readonly verdicts = new BoundedCache<string, boolean>(KEY_VERDICTS);
+  /** The tables of the keys seen most recently (a Map keeps insertion order: the oldest first). */
+  private readonly tables = new Map<string, KeyTable>();
   private readonly freeTables: KeyTable[] = [];
+  /** How many keys were checked (for the tests: a key seen before is not checked again). */
+  keyChecks = 0;
   private scratch = { address: 0, size: 0 };
 
   private setUp(curve: Curve): WasmCurve {
@@ -251,7 +257,7 @@ class GostVerifier {
       baseTable: 0,
       baseRows,
       keyRows: Math.ceil(qBits / KEY_TABLE_WIDTH),
-      checkSubgroup: curve.cofactor !== 1n,
+      checkSubgroup: keyCheckOf(curve) === 'order-q',
     };
     setUp.baseTable = this.module.allocate(baseRows * ((1 << BASE_TABLE_WIDTH) - 1) * 2 * 4 * count);
     this.writeKey(littleEndian(curve.x, size), littleEndian(curve.y, size));
@@ -285,14 +291,19 @@ class GostVerifier {
     return undefined;
   }
 
-  /** Remembers `entry` as the most recently used key, forgetting the oldest beyond KEY_CACHE. */
-  private remember(id: string, entry: KeyEntry): void {
-    this.keys.delete(id);
-    this.keys.set(id, entry);
-    if (this.keys.size <= KEY_CACHE) return;
-    const [oldestId, oldest] = this.keys.entries().next().value!;
-    this.keys.delete(oldestId);
-    if (oldest !== 'invalid' && oldest.table) this.freeTables.push(oldest.table);
+  /** The table of a key that passed its check: kept, or built now (the second sight), dropping the oldest beyond KEY_TABLES. */
+  private tableOf(id: string, curve: WasmCurve): KeyTable | undefined {
+    let table = this.tables.get(id);
+    if (table) this.tables.delete(id);
+    else table = this.keyTable(curve);
+    if (!table) return undefined;
+    this.tables.set(id, table);
+    if (this.tables.size > KEY_TABLES) {
+      const [oldestId, oldest] = this.tables.entries().next().value!;
+      this.tables.delete(oldestId);
+      this.freeTables.push(oldest);
+    }
+    return table;
   }
 
   verify(curve: Curve, key: Uint8Array, digest: Uint8Array, signature: Uint8Array): boolean {
@@ -301,24 +312,20 @@ class GostVerifier {
     const setUp = this.setUp(curve);
     const layout = this.module.constants;
     const id = `${curve.name}:${Buffer.from(key).toString('latin1')}`;
-    let entry = this.keys.get(id);
-    if (entry === 'invalid') {
-      this.remember(id, entry);
-      return false;
-    }
+    const verdict = this.verdicts.get(id);
+    if (verdict === false) return false;
     const input = this.module.exports.curveInput();
     this.writeKey(key.subarray(0, size), key.subarray(size));
     let check = layout.CHECK_NONE;
-    if (!entry) check = setUp.checkSubgroup ? layout.CHECK_SUBGROUP : layout.CHECK_ON_CURVE;
-    // Seen before, so checked: the second sight builds its table.
-    else if (!entry.table) {
-      const table = this.keyTable(setUp);
-      if (table) entry = { curve: setUp, table };
+    if (verdict === undefined) {
+      check = setUp.checkSubgroup ? layout.CHECK_SUBGROUP : layout.CHECK_ON_CURVE;
+      this.keyChecks += 1;
     }
+    // Seen before, so checked: the second sight builds its table.
+    const table = verdict ? this.tableOf(id, setUp) : undefined;
     const memory = this.module.bytes();
     memory.set(digest, input + layout.INPUT_DIGEST);
     memory.set(signature, input + layout.INPUT_SIGNATURE);
-    const table = entry?.table;
     const result = this.module.exports.verify(
       setUp.address,
       setUp.limbs,
@@ -332,10 +339,10 @@ class GostVerifier {
       check,
     );
     if (result === layout.KEY_NOT_ON_CURVE || result === layout.KEY_OUTSIDE_SUBGROUP) {
-      this.remember(id, 'invalid');
+      this.verdicts.set(id, false);
       return false;
     }
-    this.remember(id, entry ?? { curve: setUp });
+    if (verdict === undefined) this.verdicts.set(id, true);
     return result === layout.VERIFIED;
   }
 
@@ -370,6 +377,11 @@ function gostVerifier(): GostVerifier {
  */
 export function wasmGostVerify(curve: Curve, key: Uint8Array, digest: Uint8Array, signature: Uint8Array): boolean {
   return gostVerifier().verify(curve, key, digest, signature);
+}
+
+/** For the tests: how many keys were checked (on the curve, and in the subgroup where the curve needs it) so far. */
+export function wasmKeyChecks(): number {
+  return gostVerifier().keyChecks;
 }
 
 /** For the tests' comparison of the field arithmetic with BigInt. */

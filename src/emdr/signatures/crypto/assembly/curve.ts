@@ -49,14 +49,15 @@ let A_IS_MINUS_3: bool = false;
 
 /**
  * Scratch numbers (slot i at SCRATCH + i·SLOT) and points (three slots each): 0–15 for doubling and
- * addition, 16–57 points, 62 the NAF digits' scalar, 64–79 the verification's numbers, 80–84
+ * addition, 16–57 points (jointMultiply's at 25–33), 62 the NAF digits' scalar, 64–79 the verification's numbers, 80–84
  * inversion.
  */
 const SCRATCH: usize = memory.data(<i32>SLOT * 96, 16);
 // @ts-ignore: decorator
 @inline function slot(i: usize): usize { return SCRATCH + i * SLOT; }
-/** Width-5 NAF digits of a scalar, least significant first. */
+/** NAF digits of a scalar, least significant first; a second scalar's beside them (jointMultiply). */
 const NAF: usize = memory.data(600, 16);
+const NAF_ORDER: usize = memory.data(600, 16);
 
 /**
  * What the caller writes before a call: the key's x and y (little-endian, bits/8 bytes each), the
@@ -466,17 +467,18 @@ function tableMultiply(out: usize, table: usize, width: i32, rows: i32, k: usize
 // @ts-ignore: decorator
 @inline const NAF_WIDTH: u32 = 5;
 
-/** The width-5 NAF digits of the plain scalar k into NAF, least significant first; their count. */
-function nafDigits(k: usize): i32 {
+/** The width-`width` NAF digits of the plain scalar k into `out`, least significant first; their count. */
+function nafDigits(k: usize, width: u32, out: usize): i32 {
   const rest = slot(62);
   copy(rest, k);
   let count = 0;
+  const window = <i32>1 << width;
   while (!isZero(rest)) {
     let digit: i32 = 0;
     const low = load<u32>(rest);
     if ((low & 1) != 0) {
-      digit = <i32>(low & 31);
-      if (digit >= 16) digit -= 32;
+      digit = <i32>low & (window - 1);
+      if (digit >= window >> 1) digit -= window;
       if (digit > 0) {
         store<u32>(rest, low - <u32>digit);
       } else {
@@ -489,7 +491,7 @@ function nafDigits(k: usize): i32 {
         }
       }
     }
-    store<i8>(NAF + count, <i8>digit);
+    store<i8>(out + count, <i8>digit);
     count++;
     // rest >>= 1
     for (let i: usize = 0; i < L; i += 4) {
@@ -509,7 +511,7 @@ function nafMultiply(out: usize, point: usize, k: usize): void {
   copyPoint(slot(ODD_MULTIPLES), point);
   double(twice, point);
   for (let i: usize = 1; i < 8; i++) addPoints(slot(ODD_MULTIPLES + 3 * i), slot(ODD_MULTIPLES + 3 * (i - 1)), twice);
-  const count = nafDigits(k);
+  const count = nafDigits(k, NAF_WIDTH, NAF);
   setInfinity(out);
   for (let i = count - 1; i >= 0; i--) {
     double(out, out);
@@ -525,6 +527,42 @@ function nafMultiply(out: usize, point: usize, k: usize): void {
       addPoints(out, out, negated);
     }
   }
+}
+
+/** accumulator += digit·point for a NAF digit of ±1 (0: nothing); `negated` is scratch. */
+function addSigned(accumulator: usize, point: usize, digit: i32, negated: usize): void {
+  if (digit > 0) {
+    addPoints(accumulator, accumulator, point);
+  } else if (digit < 0) {
+    copyPoint(negated, point);
+    const y = coordinateY(negated);
+    if (!isZero(y)) subtractPlain(y, P, y);
+    addPoints(accumulator, accumulator, negated);
+  }
+}
+
+/**
+ * out = k·point, and whether q·point = O (the key's subgroup check), with one chain of doublings:
+ * right to left, point, 2·point, 4·point, … added into two sums by the width-2 NAF digits of k and
+ * of q. A doubling per bit serves both scalars, where k·point and q·point apart (nafMultiply) take
+ * a doubling per bit each: about 0.7 of their cost on a curve with a cofactor, for a key not seen before.
+ */
+function jointMultiply(out: usize, point: usize, k: usize): bool {
+  const power = slot(28);
+  const order = slot(31);
+  const negated = slot(25);
+  const count = nafDigits(k, 2, NAF);
+  const orderCount = nafDigits(Q, 2, NAF_ORDER);
+  const longest = count > orderCount ? count : orderCount;
+  copyPoint(power, point);
+  setInfinity(out);
+  setInfinity(order);
+  for (let i = 0; i < longest; i++) {
+    if (i < count) addSigned(out, power, <i32>load<i8>(NAF + i), negated);
+    if (i < orderCount) addSigned(order, power, <i32>load<i8>(NAF_ORDER + i), negated);
+    if (i + 1 < longest) double(power, power);
+  }
+  return isZero(coordinateZ(order));
 }
 
 /** Loads the key (x, y) of the input into a Jacobian point in Montgomery form; false if x or y ≥ p. */
@@ -562,8 +600,8 @@ export const CHECK_SUBGROUP: i32 = 2;
 /**
  * GOST R 34.10-2012 verification (RFC 7091, 6.2) of the input's digest, signature and key, on the
  * curve at `curve` (`limbs` limbs, a = −3 or not), with the base point's table and the key's table
- * (0: none, the key is multiplied by NAF). The key is checked first, as `check` says: a
- * result other than KEY_* means it passed.
+ * (0: none, the key is multiplied by NAF). The key is checked as `check` says (on the curve
+ * first; in the subgroup while it is multiplied, jointMultiply): a result other than KEY_* means it passed.
  */
 export function verify(curve: usize, limbs: i32, aIsMinus3: bool, baseTable: usize, baseWidth: i32, baseRows: i32, keyTable: usize, keyWidth: i32, keyRows: i32, check: i32): i32 {
   selectCurve(curve, limbs);
@@ -580,14 +618,17 @@ export function verify(curve: usize, limbs: i32, aIsMinus3: bool, baseTable: usi
   const key = slot(19);
   if (check != CHECK_NONE || keyTable == 0) {
     if (!loadKey(key, size) || !onCurve(key)) return KEY_NOT_ON_CURVE;
+  }
+  loadBytes(s, INPUT + INPUT_SIGNATURE, size, true);
+  loadBytes(r, INPUT + INPUT_SIGNATURE + size, size, true);
+  if (isZero(r) || isZero(s) || !lessThan(r, Q) || !lessThan(s, Q)) {
+    // No z2 to share the doublings with: the key is still checked, as the caller keeps the verdict.
     if (check == CHECK_SUBGROUP) {
       nafMultiply(slot(22), key, Q);
       if (!isZero(coordinateZ(slot(22)))) return KEY_OUTSIDE_SUBGROUP;
     }
+    return NOT_VERIFIED;
   }
-  loadBytes(s, INPUT + INPUT_SIGNATURE, size, true);
-  loadBytes(r, INPUT + INPUT_SIGNATURE + size, size, true);
-  if (isZero(r) || isZero(s) || !lessThan(r, Q) || !lessThan(s, Q)) return NOT_VERIFIED;
   // e = digest mod q (0 → 1), v = e⁻¹, z1 = s·v, z2 = −r·v, all mod q.
   loadBytes(e, INPUT + INPUT_DIGEST, size, false);
   while (!lessThan(e, Q)) subtractPlain(e, e, Q);
@@ -606,7 +647,9 @@ export function verify(curve: usize, limbs: i32, aIsMinus3: bool, baseTable: usi
   const keyMultiple = slot(22);
   tableMultiply(c, baseTable, baseWidth, baseRows, z1);
   if (keyTable != 0) tableMultiply(keyMultiple, keyTable, keyWidth, keyRows, z2);
-  else nafMultiply(keyMultiple, key, z2);
+  else if (check == CHECK_SUBGROUP) {
+    if (!jointMultiply(keyMultiple, key, z2)) return KEY_OUTSIDE_SUBGROUP;
+  } else nafMultiply(keyMultiple, key, z2);
   addPoints(c, c, keyMultiple);
   if (isZero(coordinateZ(c))) return NOT_VERIFIED;
   // x(C) mod q = r without an inversion: X = x·Z² for x one of r, r + q, r + 2q, … below p.

@@ -5,7 +5,7 @@
  * documents with throw-away keys.
  */
 
-import type { Curve } from '../curves.ts';
+import { keyCheckOf, type Curve } from '../curves.ts';
 import { arithmeticOf, inverse, mod } from './point-arithmetic.ts';
 
 export function isOnCurve(curve: Curve, x: bigint, y: bigint): boolean {
@@ -20,7 +20,7 @@ export function isOnCurve(curve: Curve, x: bigint, y: bigint): boolean {
  * the document: such a key lets anyone make a signature that verifies.
  */
 export function inOrderQSubgroup(curve: Curve, point: { x: bigint; y: bigint }): boolean {
-  return curve.cofactor === 1n || arithmeticOf(curve).nafMultiple(curve.q, point).z === 0n;
+  return keyCheckOf(curve) === 'on-curve' || arithmeticOf(curve).nafMultiple(curve.q, point).z === 0n;
 }
 
 /** The integer of bytes stored least significant first (GOST public keys and digests). */
