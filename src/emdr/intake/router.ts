@@ -230,6 +230,7 @@ class EmdrRouter {
     security: Readonly<Record<string, unknown>>,
     req: IncomingMessage,
     admission: BodyAdmission,
+    read: { raw?: Buffer },
   ): Promise<unknown> {
     const { operation, operationId } = route;
     if (!operation.requestBody) return undefined;
@@ -245,7 +246,8 @@ class EmdrRouter {
         shape.feed(chunk);
         return inspect?.(chunk);
       });
-      body = parseJsonBody(req, raw, this.options.base64Members?.[operationId]);
+      read.raw = raw;
+      body = await parseJsonBody(req, raw, this.options.base64Members?.[operationId]);
     } catch (error) {
       if (error instanceof BodyRefusal) throw refusalError(error);
       if (error instanceof JsonShapeError) throw ApiError.single(400, 'VALIDATION_ERROR', error.message, '/requestBody');
@@ -312,21 +314,22 @@ class EmdrRouter {
     const security = await this.authenticate(route, req);
     await this.options.beforeBody?.(route.operationId, security, req);
     const admission: BodyAdmission = {};
+    const read: { raw?: Buffer } = {};
     let result: HandlerResult;
     try {
-      const body = await this.readJsonBody(route, security, req, admission);
+      const body = await this.readJsonBody(route, security, req, admission, read);
       const query = queryAt < 0 ? {} : this.api.router.parseRequestQuery({ method: req.method ?? 'GET', path: url, headers: {} });
       this.validate(route, req, query, body);
       const handler = this.options.handlers[route.operationId];
       if (!handler) throw ApiError.single(501, 'NOT_IMPLEMENTED', `operation ${route.operationId} is not implemented`);
       result = await handler({ operationId: route.operationId, body, params: route.params, query, security, http: req });
     } finally {
+      // A large body (a document) is garbage once handled: freed at once rather than while the workers take the document on.
+      if (read.raw) droppedBuffer(read.raw);
       // A body's intake place and bytes are held until it was handled (stored): its memory is theirs.
       admission.release?.();
     }
     sendJson(res, result.status, result.body, result.headers);
-    // A large body (a document) is garbage now: freed at once rather than while the workers take the document on.
-    droppedBuffer(Number(req.headers['content-length'] ?? 0));
   }
 }
 
