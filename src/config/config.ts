@@ -285,7 +285,8 @@ const PROCESS_BODIES_IN_FLIGHT = 8;
  */
 function readBodyBytesInFlight(env: Env, bodyLimitBytes: number): { perClinic: number; perProcess: number } {
   for (const replaced of ['LARGE_BODIES_PER_CLINIC', 'LARGE_BODIES_PER_PROCESS']) {
-    if (env[replaced]) throw new ConfigError(replaced, 'replaced by BODY_BYTES_IN_FLIGHT_PER_CLINIC and BODY_BYTES_IN_FLIGHT_PER_PROCESS (bytes, not bodies); unset it');
+    if (env[replaced])
+      throw new ConfigError(replaced, 'replaced by BODY_BYTES_IN_FLIGHT_PER_CLINIC and BODY_BYTES_IN_FLIGHT_PER_PROCESS (bytes, not bodies); unset it');
   }
   const read = (variable: string, fallback: number, atLeast: number, atLeastName: string) => {
     const raw = env[variable];
