@@ -1,8 +1,10 @@
-import { closedLoop, httpRequest, type LoadResult } from '../lib/http-load.js';
+import type { LoadResult } from '../lib/http-load.js';
 import { seedDocuments, seedUsers, type SeededUsers } from '../lib/database.js';
 import { registerDocumentRequests } from '../lib/documents.js';
 import type { ServiceProcess } from '../lib/processes.js';
-import { alternate, median, round1, type BenchContext, type Measured, type Row } from '../lib/scenario.js';
+import { closedRound, perRound } from '../lib/rounds.js';
+import { expectResult, getPatientRequest } from '../lib/rpc.js';
+import { alternate, median, type BenchContext, type Measured, type Row } from '../lib/scenario.js';
 import { addClinic, newDataKey, rpcVersion, startService, type BenchClinic } from '../lib/service.js';
 import { ACK_DOCUMENT_BYTES, expectAcknowledgement } from './register-document.js';
 
@@ -12,7 +14,6 @@ import { ACK_DOCUMENT_BYTES, expectAcknowledgement } from './register-document.j
  * the two: get_patient and RegisterDocument acknowledgements.
  */
 
-const CONNECTIONS = 16;
 const SMALL = 1000;
 
 interface Side {
@@ -39,41 +40,19 @@ export async function growth(context: BenchContext): Promise<Measured[]> {
   const large = await side(context, context.growthRows);
   try {
     const path = `/${rpcVersion(context.root)}/`;
-    const getPatient = (target: Side) => () =>
-      closedLoop({
-        port: target.ehr.publicPort,
-        connections: CONNECTIONS,
-        durationMs: context.roundMs,
-        warmupMs: context.warmupMs,
-        onAnswer: (answer) => {
-          if (answer.body.indexOf('"result"') < 0) throw new Error(answer.body.toString());
-        },
-        next: () => {
-          const i = Math.floor(Math.random() * target.seeded.sessions);
-          const body = JSON.stringify({
-            jsonrpc: '2.0',
-            id: 1,
-            method: 'patient.get_patient',
-            params: {},
-            cred: { user: target.seeded.users[i % target.seeded.users.length]!.user, token: target.seeded.sessionToken(i) },
-          });
-          return { bytes: httpRequest('POST', path, { 'content-type': 'application/json' }, body) };
-        },
-      });
+    const getPatient = (target: Side) =>
+      closedRound(context, { port: target.ehr.publicPort }, { onAnswer: expectResult, next: () => getPatientRequest(target.seeded, path) });
     context.log('growth: get_patient');
     const patients = await alternate(context.rounds, [
       { name: 'large', run: getPatient(large) },
       { name: 'small', run: getPatient(small) },
     ]);
-    const register = (target: Side) => () =>
-      closedLoop({
-        port: target.emdr.publicPort,
-        connections: CONNECTIONS,
-        durationMs: context.roundMs,
-        warmupMs: context.warmupMs,
-        onAnswer: expectAcknowledgement,
-        next: registerDocumentRequests(target.clinic, ACK_DOCUMENT_BYTES),
-      });
+    const register = (target: Side) =>
+      closedRound(
+        context,
+        { port: target.emdr.publicPort },
+        { onAnswer: expectAcknowledgement, next: registerDocumentRequests(target.clinic, ACK_DOCUMENT_BYTES) },
+      );
     context.log('growth: RegisterDocument');
     const documents = await alternate(context.rounds, [
       { name: 'large', run: register(large) },
@@ -98,20 +77,19 @@ export async function growth(context: BenchContext): Promise<Measured[]> {
 }
 
 function growthRows(what: string, results: Record<string, LoadResult[]>): Row[] {
-  const per = (list: LoadResult[] | undefined, pick: (result: LoadResult) => number) => (list ?? []).map((result) => round1(pick(result)));
   const throughput: Row = {
     metric: `${what}: throughput`,
     unit: 'requests/s',
-    service: median(per(results.large, (r) => r.perSecond)),
-    baseline: median(per(results.small, (r) => r.perSecond)),
-    rounds: { service: per(results.large, (r) => r.perSecond), baseline: per(results.small, (r) => r.perSecond) },
+    service: median(perRound(results.large, (r) => r.perSecond)),
+    baseline: median(perRound(results.small, (r) => r.perSecond)),
+    rounds: { service: perRound(results.large, (r) => r.perSecond), baseline: perRound(results.small, (r) => r.perSecond) },
   };
   throughput.target = { text: '≥ 0.83× (within 1.2×)', met: throughput.service / throughput.baseline! >= 1 / 1.2 };
   const latency: Row = {
     metric: `${what}: mean latency`,
     unit: 'ms',
-    service: median(per(results.large, (r) => r.mean)),
-    baseline: median(per(results.small, (r) => r.mean)),
+    service: median(perRound(results.large, (r) => r.mean)),
+    baseline: median(perRound(results.small, (r) => r.mean)),
   };
   latency.target = { text: '≤ 1.2×', met: latency.service / latency.baseline! <= 1.2 };
   return [throughput, latency];

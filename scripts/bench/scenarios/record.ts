@@ -5,9 +5,11 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { seedUsers, withClient, type SeededUsers } from '../lib/database.js';
 import { multiplyNdjson, syntheaBulkSample } from '../lib/fhir-data.js';
-import { closedLoop, httpRequest, type Answer, type LoadResult } from '../lib/http-load.js';
+import { httpRequest, type LoadResult } from '../lib/http-load.js';
 import { cpuMs, postgresCpuMs, rssMiB } from '../lib/processes.js';
-import { alternate, compared, median, round1, type BenchContext, type Measured, type Row } from '../lib/scenario.js';
+import { CONNECTIONS, closedRound, failedRequestNotes, maxThroughputRows, perRound } from '../lib/rounds.js';
+import { expectResult, JSON_HEADERS } from '../lib/rpc.js';
+import { alternate, median, round1, type BenchContext, type Measured, type Row } from '../lib/scenario.js';
 import { newDataKey, rpcVersion, startBaseline, startService } from '../lib/service.js';
 
 /**
@@ -22,7 +24,6 @@ import { newDataKey, rpcVersion, startBaseline, startService } from '../lib/serv
  * Reports are copies of one that the import made from Synthea's data.
  */
 
-const CONNECTIONS = 16;
 const GROWTH_CONNECTIONS = 4;
 const LIST_PATIENTS = 48;
 const SMALL = 48;
@@ -30,10 +31,6 @@ const LARGE = 49;
 /** Reports of the large patient (a smoke run checks the suite works, with a tenth). */
 const largeItems = (context: BenchContext) => (context.smoke ? 1000 : 10_000);
 const round2 = (value: number) => Math.round(value * 100) / 100;
-
-function expectResult(answer: Answer): void {
-  if (answer.body.indexOf('"result"') < 0) throw new Error(`not a result: ${answer.body.toString('utf8', 0, 300)}`);
-}
 
 interface ImportRun {
   seconds: number;
@@ -210,26 +207,19 @@ export async function record(context: BenchContext): Promise<Measured[]> {
       while (session % seeded.users.length >= LIST_PATIENTS);
       return session;
     };
-    const list = (port: number, pid: number, pathname: string) => () =>
-      closedLoop({
-        port,
-        cpuOf: pid,
-        connections: CONNECTIONS,
-        durationMs: context.roundMs,
-        warmupMs: context.warmupMs,
-        onAnswer: expectResult,
-        next: () => {
-          const session = listSession();
-          return {
-            bytes: httpRequest(
-              'POST',
-              pathname,
-              { 'content-type': 'application/json;charset=UTF-8' },
-              listBody(seeded, session, { patientId: `bench-p${session % seeded.users.length}`, limit: 100, offset: 0 }),
-            ),
-          };
+    const list = (port: number, pid: number, pathname: string) =>
+      closedRound(
+        context,
+        { port, pid },
+        {
+          onAnswer: expectResult,
+          next: () => {
+            const session = listSession();
+            const body = listBody(seeded, session, { patientId: `bench-p${session % seeded.users.length}`, limit: 100, offset: 0 });
+            return { bytes: httpRequest('POST', pathname, JSON_HEADERS, body) };
+          },
         },
-      });
+      );
     context.log('record list: 100 reports, service and baseline');
     const listed = await alternate(context.rounds, [
       { name: 'service', run: list(service.publicPort, service.pid, route) },
@@ -245,22 +235,18 @@ export async function record(context: BenchContext): Promise<Measured[]> {
       return rows[0]!.created;
     });
     const sessionOf = (patient: number) => patient;
-    const page = (patient: number, params: Record<string, unknown>) => () =>
-      closedLoop({
-        port: service.publicPort,
-        connections: GROWTH_CONNECTIONS,
-        durationMs: context.roundMs,
-        warmupMs: context.warmupMs,
-        onAnswer: expectResult,
-        next: () => ({
-          bytes: httpRequest(
-            'POST',
-            route,
-            { 'content-type': 'application/json;charset=UTF-8' },
-            listBody(seeded, sessionOf(patient), { patientId: `bench-p${patient}`, limit: 100, ...params }),
-          ),
-        }),
-      });
+    const page = (patient: number, params: Record<string, unknown>) =>
+      closedRound(
+        context,
+        { port: service.publicPort },
+        {
+          onAnswer: expectResult,
+          next: () => ({
+            bytes: httpRequest('POST', route, JSON_HEADERS, listBody(seeded, sessionOf(patient), { patientId: `bench-p${patient}`, limit: 100, ...params })),
+          }),
+        },
+        GROWTH_CONNECTIONS,
+      );
     context.log(`record growth: 100 against ${large.toLocaleString('en')} reports of a patient`);
     const pages = await alternate(context.rounds, [
       { name: 'small', run: page(SMALL, { offset: 0 }) },
@@ -276,31 +262,13 @@ export async function record(context: BenchContext): Promise<Measured[]> {
   }
 }
 
-const per = (results: LoadResult[] | undefined, pick: (result: LoadResult) => number) => (results ?? []).map((result) => round1(pick(result)));
-
 function listOutcome(results: Record<string, LoadResult[]>): Measured {
-  const throughput = compared(
+  const { throughput, cpu, p99 } = maxThroughputRows(
+    results.service,
+    results.baseline,
     `a patient's 100 diagnostic reports, throughput, ${CONNECTIONS} connections`,
-    'requests/s',
-    per(results.service, (r) => r.perSecond),
-    per(results.baseline, (r) => r.perSecond),
     0.8,
   );
-  const cpu: Row = {
-    metric: 'CPU of the serving process per request',
-    unit: 'µs',
-    service: median((results.service ?? []).map((r) => Math.round((r.cpuMsPerRequest ?? NaN) * 1000))),
-    baseline: median((results.baseline ?? []).map((r) => Math.round((r.cpuMsPerRequest ?? NaN) * 1000))),
-  };
-  const p99: Row = {
-    metric: 'p99 at maximum throughput',
-    unit: 'ms',
-    service: median(per(results.service, (r) => r.p99)),
-    baseline: median(per(results.baseline, (r) => r.p99)),
-  };
-  const failed = Object.entries(results)
-    .filter(([, list]) => list.some((result) => result.errors > 0))
-    .map(([who, list]) => `record list: ${who} had ${list.reduce((sum, result) => sum + result.errors, 0)} failed requests`);
   return {
     name: 'record_list',
     title: "diagnostic_report.get_patient_diagnostic_reports: a patient's page of 100",
@@ -309,12 +277,12 @@ function listOutcome(results: Record<string, LoadResult[]>): Measured {
       throughput: { label: 'record list of 100', unit: 'requests/s', service: throughput.service, baseline: throughput.baseline },
       latency: { label: 'record list p99', unit: 'ms', service: p99.service, baseline: p99.baseline },
     },
-    notes: failed,
+    notes: failedRequestNotes(results, 'record list'),
   };
 }
 
 function growthOutcome(results: Record<string, LoadResult[]>, large: number): Measured {
-  const mean = (name: string) => median(per(results[name], (r) => r.mean));
+  const mean = (name: string) => median(perRound(results[name], (r) => r.mean));
   const small = mean('small');
   const row = (name: string, metric: string, judged: boolean): Row => {
     const value: Row = {
@@ -322,7 +290,7 @@ function growthOutcome(results: Record<string, LoadResult[]>, large: number): Me
       unit: 'ms',
       service: mean(name),
       baseline: small,
-      rounds: { service: per(results[name], (r) => r.mean), baseline: per(results.small, (r) => r.mean) },
+      rounds: { service: perRound(results[name], (r) => r.mean), baseline: perRound(results.small, (r) => r.mean) },
     };
     if (judged) value.target = { text: '≤ 1.2× (flat)', met: value.service / small <= 1.2 };
     else value.reference = 'offset paging reads the items it skips: the SDK pages by lastItemCreated (cursorType 3)';

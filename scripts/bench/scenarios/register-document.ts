@@ -1,11 +1,11 @@
-import { closedLoop, type Answer, type LoadResult } from '../lib/http-load.js';
+import type { Answer } from '../lib/http-load.js';
 import { registerDocumentRequests } from '../lib/documents.js';
-import { alternate, compared, median, round1, type BenchContext, type Measured } from '../lib/scenario.js';
+import { CONNECTIONS, closedRound, failedRequestNotes, maxThroughputRows } from '../lib/rounds.js';
+import { alternate, type BenchContext, type Measured } from '../lib/scenario.js';
 import { addClinic, newDataKey, startBaseline, startService } from '../lib/service.js';
 
 /** RegisterDocument's acknowledgement of a 10 KiB document (interface B's intake alone: `serve --only emdr`) against the baseline. */
 
-const CONNECTIONS = 16;
 export const ACK_DOCUMENT_BYTES = 10 * 1024;
 
 export function expectAcknowledgement(answer: Answer): void {
@@ -23,44 +23,13 @@ export async function registerDocument(context: BenchContext): Promise<Measured[
     const clinic = await addClinic(context, service, 'http://127.0.0.1:9');
     const next = registerDocumentRequests(clinic, ACK_DOCUMENT_BYTES);
     context.log('RegisterDocument: acknowledgements of 10 KiB documents');
-    const run = (port: number, pid: number) => () =>
-      closedLoop({
-        port,
-        cpuOf: pid,
-        connections: CONNECTIONS,
-        durationMs: context.roundMs,
-        warmupMs: context.warmupMs,
-        onAnswer: expectAcknowledgement,
-        next,
-      });
+    const run = (port: number, pid: number) => closedRound(context, { port, pid }, { onAnswer: expectAcknowledgement, next });
     const results = await alternate(context.rounds, [
       { name: 'service', run: run(service.publicPort, service.pid) },
       { name: 'baseline', run: run(baseline.port, baseline.pid) },
     ]);
-    const per = (list: LoadResult[] | undefined, pick: (result: LoadResult) => number) => (list ?? []).map((result) => round1(pick(result)));
-    const throughput = compared(
-      `acknowledgements, 10 KiB document, ${CONNECTIONS} connections`,
-      'requests/s',
-      per(results.service, (r) => r.perSecond),
-      per(results.baseline, (r) => r.perSecond),
-      0.7,
-    );
-    const cpu = compared(
-      'CPU of the serving process per request, at maximum throughput',
-      'µs',
-      per(results.service, (r) => (r.cpuMsPerRequest ?? NaN) * 1000),
-      per(results.baseline, (r) => (r.cpuMsPerRequest ?? NaN) * 1000),
-    );
+    const { throughput, cpu, p99 } = maxThroughputRows(results.service, results.baseline, `acknowledgements, 10 KiB document, ${CONNECTIONS} connections`, 0.7);
     cpu.target = { text: '≤ 1.25× baseline', met: cpu.service <= 1.25 * cpu.baseline! };
-    const p99 = {
-      metric: 'p99 at maximum throughput',
-      unit: 'ms',
-      service: median(per(results.service, (r) => r.p99)),
-      baseline: median(per(results.baseline, (r) => r.p99)),
-    };
-    const failed = Object.entries(results).flatMap(([who, list]) =>
-      list.some((r) => r.errors > 0) ? [`${who} had ${list.reduce((sum, r) => sum + r.errors, 0)} failed requests`] : [],
-    );
     return [
       {
         name: 'register_document',
@@ -70,7 +39,7 @@ export async function registerDocument(context: BenchContext): Promise<Measured[
           throughput: { label: 'RegisterDocument ack', unit: 'requests/s', service: throughput.service, baseline: throughput.baseline },
           latency: { label: 'RegisterDocument p99 @ max', unit: 'ms', service: p99.service, baseline: p99.baseline },
         },
-        notes: failed,
+        notes: failedRequestNotes(results),
       },
     ];
   } finally {

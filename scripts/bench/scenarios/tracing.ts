@@ -1,9 +1,11 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { closedLoop, httpRequest, type Answer, type LoadResult } from '../lib/http-load.js';
+import type { LoadResult } from '../lib/http-load.js';
 import { seedUsers } from '../lib/database.js';
 import { registerDocumentRequests } from '../lib/documents.js';
-import { alternate, compared, median, round1, type BenchContext, type Measured, type Row } from '../lib/scenario.js';
+import { CONNECTIONS, closedRound, failedRequestNotes, maxThroughputRows } from '../lib/rounds.js';
+import { expectResult, getPatientRequest } from '../lib/rpc.js';
+import { alternate, type BenchContext, type Measured, type Row } from '../lib/scenario.js';
 import { addClinic, newDataKey, rpcVersion, startService } from '../lib/service.js';
 import { ACK_DOCUMENT_BYTES, expectAcknowledgement } from './register-document.js';
 
@@ -16,8 +18,6 @@ import { ACK_DOCUMENT_BYTES, expectAcknowledgement } from './register-document.j
  * run against a commit before tracing (`--root`).
  */
 
-const CONNECTIONS = 16;
-const JSON_HEADERS = { 'content-type': 'application/json' };
 const COLUMNS: [string, string] = ['tracing on', 'tracing off'];
 
 /** A collector stand-in: takes OTLP/HTTP exports and counts their spans (by their spanId members), answering as a collector does. */
@@ -40,40 +40,9 @@ async function startCollector(): Promise<{ url: string; spans(): number; close()
   };
 }
 
-const per = (list: LoadResult[] | undefined, pick: (result: LoadResult) => number) => (list ?? []).map((result) => round1(pick(result)));
-
 function rows(results: Record<string, LoadResult[]>): Row[] {
-  const on = results[COLUMNS[0]];
-  const off = results[COLUMNS[1]];
-  const cpu = (list: LoadResult[] | undefined) => (list ?? []).map((result) => Math.round((result.cpuMsPerRequest ?? NaN) * 1000));
-  return [
-    compared(
-      `throughput, ${CONNECTIONS} connections`,
-      'requests/s',
-      per(on, (r) => r.perSecond),
-      per(off, (r) => r.perSecond),
-    ),
-    {
-      metric: 'CPU of the serving process per request',
-      unit: 'µs',
-      service: median(cpu(on)),
-      baseline: median(cpu(off)),
-      rounds: { service: cpu(on), baseline: cpu(off) },
-    },
-    {
-      metric: 'p99 at maximum throughput',
-      unit: 'ms',
-      service: median(per(on, (r) => r.p99)),
-      baseline: median(per(off, (r) => r.p99)),
-      rounds: { service: per(on, (r) => r.p99), baseline: per(off, (r) => r.p99) },
-    },
-  ];
-}
-
-function failures(results: Record<string, LoadResult[]>): string[] {
-  return Object.entries(results).flatMap(([who, list]) =>
-    list.some((r) => r.errors > 0) ? [`${who} had ${list.reduce((sum, r) => sum + r.errors, 0)} failed requests`] : [],
-  );
+  const { throughput, cpu, p99 } = maxThroughputRows(results[COLUMNS[0]], results[COLUMNS[1]], `throughput, ${CONNECTIONS} connections`);
+  return [throughput, cpu, p99];
 }
 
 export async function tracing(context: BenchContext): Promise<Measured[]> {
@@ -91,16 +60,7 @@ export async function tracing(context: BenchContext): Promise<Measured[]> {
         const clinic = await addClinic(context, off, 'http://127.0.0.1:9');
         const next = registerDocumentRequests(clinic, ACK_DOCUMENT_BYTES);
         context.log('tracing: RegisterDocument acknowledgements, tracing on and off');
-        const run = (service: typeof on) => () =>
-          closedLoop({
-            port: service.publicPort,
-            cpuOf: service.pid,
-            connections: CONNECTIONS,
-            durationMs: context.roundMs,
-            warmupMs: context.warmupMs,
-            onAnswer: expectAcknowledgement,
-            next,
-          });
+        const run = (service: typeof on) => closedRound(context, { port: service.publicPort, pid: service.pid }, { onAnswer: expectAcknowledgement, next });
         const spansBefore = collector.spans();
         const results = await alternate(context.rounds, [
           { name: COLUMNS[0], run: run(on) },
@@ -115,7 +75,10 @@ export async function tracing(context: BenchContext): Promise<Measured[]> {
           columns: COLUMNS,
           rows: rows(results),
           chart: {},
-          notes: [...failures(results), `spans at the collector stand-in: ${collector.spans() - spansBefore} for ${requests} measured requests (warm-ups too)`],
+          notes: [
+            ...failedRequestNotes(results),
+            `spans at the collector stand-in: ${collector.spans() - spansBefore} for ${requests} measured requests (warm-ups too)`,
+          ],
         });
       } finally {
         await on.stop();
@@ -129,30 +92,9 @@ export async function tracing(context: BenchContext): Promise<Measured[]> {
       try {
         const seeded = await seedUsers(databaseUrl, Buffer.from(dataKey, 'hex'), { users: 1000, sessions: 1000 });
         const path = `/${rpcVersion(context.root)}/`;
-        const body = () => {
-          const i = Math.floor(Math.random() * seeded.sessions);
-          return JSON.stringify({
-            jsonrpc: '2.0',
-            id: 1,
-            method: 'patient.get_patient',
-            params: {},
-            cred: { user: seeded.users[i % seeded.users.length]!.user, token: seeded.sessionToken(i) },
-          });
-        };
-        const onAnswer = (answer: Answer) => {
-          if (answer.body.indexOf('"result"') < 0) throw new Error(`not a result: ${answer.body.toString('utf8', 0, 300)}`);
-        };
         context.log('tracing: get_patient, tracing on and off');
-        const run = (service: typeof on) => () =>
-          closedLoop({
-            port: service.publicPort,
-            cpuOf: service.pid,
-            connections: CONNECTIONS,
-            durationMs: context.roundMs,
-            warmupMs: context.warmupMs,
-            onAnswer,
-            next: () => ({ bytes: httpRequest('POST', path, JSON_HEADERS, body()) }),
-          });
+        const run = (service: typeof on) =>
+          closedRound(context, { port: service.publicPort, pid: service.pid }, { onAnswer: expectResult, next: () => getPatientRequest(seeded, path) });
         const results = await alternate(context.rounds, [
           { name: COLUMNS[0], run: run(on) },
           { name: COLUMNS[1], run: run(off) },
@@ -163,7 +105,7 @@ export async function tracing(context: BenchContext): Promise<Measured[]> {
           columns: COLUMNS,
           rows: rows(results),
           chart: {},
-          notes: failures(results),
+          notes: failedRequestNotes(results),
         });
       } finally {
         await on.stop();
