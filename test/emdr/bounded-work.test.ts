@@ -251,3 +251,81 @@ describe('M4: body bytes taken in at once, per clinic and per process; more wait
     }
   });
 });
+
+describe('M4: a body waiting its turn is not cut off as too slow', () => {
+  let serve: ServeProcess;
+  let clinic: CreatedClinicAccount;
+  let port: number;
+
+  beforeAll(async () => {
+    // BODY_MIN_RATE as by default (1kb): a body that does not come for 10 s is cut, unless the gateway holds it.
+    serve = await startServeProcess({ RATE_LIMIT: '0', BYTE_QUOTA: '0', BODY_LIMIT: '4mb', BODY_BYTES_IN_FLIGHT_PER_CLINIC: '4mb' });
+    const service = { databaseUrl: serve.env.DATABASE_URL!, dataKey: Buffer.from(serve.env.DATA_KEY!, 'hex') };
+    clinic = await addClinic(service, 'http://127.0.0.1:9');
+    port = Number(new URL(serve.publicUrl).port);
+  });
+
+  afterAll(async () => {
+    await serve?.stop();
+  });
+
+  const intake = async (state: 'reading' | 'waiting') => {
+    const text = await (await fetch(`${serve.internalUrl}/metrics`)).text();
+    return Number(new RegExp(`^ehr_gateway_intake_requests\\{state="${state}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+  };
+  const waiting = () => intake('waiting');
+
+  /** An upload that sends its head and `sent` bytes of its body; the gateway's answer once it came. */
+  const upload = (whole: Buffer, sent: number) => {
+    const socket = net.connect(port, '127.0.0.1');
+    let answer = '';
+    socket.on('error', () => undefined);
+    socket.on('data', (chunk: Buffer) => {
+      answer += chunk.toString('latin1');
+      if (answer.includes('\r\n\r\n')) socket.end();
+    });
+    socket.once('connect', () =>
+      socket.write(Buffer.concat([Buffer.from(postHead('/api/RegisterDocument', authHeaders(clinic), whole.length)), whole.subarray(0, sent)])),
+    );
+    return { socket, answer: new Promise<string>((resolve) => socket.on('close', () => resolve(answer))) };
+  };
+
+  it('keeps a request waiting for its clinic’s bytes past BODY_MIN_RATE’s 10 s, then reads it', async () => {
+    const body = () => Buffer.from(JSON.stringify(registerBody({ document: largeXml(2.25 * 1024 * 1024).toString('base64') })));
+    const first = body();
+    const second = body();
+    // The first trickles (fast enough for BODY_MIN_RATE) and holds the clinic's bytes; the second is sent whole and waits.
+    const held = upload(first, 1);
+    let sent = 1;
+    const trickle = setInterval(() => {
+      held.socket.write(first.subarray(sent, sent + 4096));
+      sent += 4096;
+    }, 500);
+    let queued: ReturnType<typeof upload> | undefined;
+    try {
+      await until(
+        'the first request read',
+        () => intake('reading'),
+        (count) => count === 1,
+        120_000,
+      );
+      queued = upload(second, second.length);
+      await until('the second request waiting', waiting, (count) => count === 1, 120_000);
+      const since = Date.now();
+      // Past the watchdog's window (10 s, checked every second): before, the waiting body counted as a stalled one and was cut.
+      const after = await until(
+        'BODY_MIN_RATE’s window passed with the second request waiting',
+        async () => ({ waiting: await waiting(), elapsedMs: Date.now() - since }),
+        (state) => state.waiting !== 1 || state.elapsedMs > 13_000,
+        60_000,
+      );
+      expect(after.waiting).toBe(1);
+    } finally {
+      clearInterval(trickle);
+    }
+    held.socket.write(first.subarray(sent));
+    const [firstAnswer, secondAnswer] = await Promise.all([held.answer, queued!.answer]);
+    expect(firstAnswer).toMatch(/^HTTP\/1\.1 200 /);
+    expect(secondAnswer).toMatch(/^HTTP\/1\.1 200 /);
+  });
+});

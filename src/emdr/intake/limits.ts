@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { ClientGone, type BodyInspector } from '../../http/json-body.js';
+import { holdBody } from '../../http/listener.js';
 import type { SharedAllowance } from '../../limits/allowance.js';
 import type { ClinicAccount } from '../accounts/clients.js';
 import { ApiError } from '../errors/errors.js';
@@ -57,8 +58,8 @@ export function clinicRateLimit(requests: SharedAllowance): BeforeBody {
 export const INTAKE_SLOTS_PER_CLINIC = 4;
 /**
  * Requests of one clinic waiting for a slot; more are refused at once (429 with Retry-After). A
- * waiting request costs the loop nothing (its body is not read, and BODY_MIN_RATE cuts a connection
- * whose body stalls 10 s), so the queue takes what one client address may have open
+ * waiting request costs the loop nothing (its body is not read; BODY_MIN_RATE does not count the
+ * wait, REQUEST_TIMEOUT does), so the queue takes what one client address may have open
  * (MAX_CONNECTIONS_PER_CLIENT's default, 64, less the slots): a clinic's burst from one address
  * waits instead of being refused (16 refused the 30 concurrent requests of the scale-out test and
  * the 40 of the fair-scheduling one).
@@ -124,11 +125,14 @@ export class IntakeSlots {
     if (clinic.waiting >= this.limits.queue) return 'full';
     const intake = clinic;
     return new Promise((resolve, reject) => {
+      // A client is not cut off as too slow (BODY_MIN_RATE) for the time its body waits here unread.
+      const unhold = holdBody(request);
       const waiter: Waiter = {
         clinic: intake,
         clinicId,
         bytes,
         grant: (release) => {
+          unhold();
           request.off('close', onClose);
           resolve(release);
         },
@@ -136,6 +140,7 @@ export class IntakeSlots {
       const onClose = () => {
         const at = this.queue.indexOf(waiter);
         if (at < 0) return;
+        unhold();
         this.queue.splice(at, 1);
         intake.waiting -= 1;
         this.forget(clinicId, intake);
