@@ -184,7 +184,11 @@ describe('a worker killed between acknowledgement and delivery', () => {
     };
     const waitOrTell = <T>(waiting: Promise<T>, name: string, output: () => string) =>
       waiting.catch(async (error: Error) =>
-        Promise.reject(new Error(`${error.message}; ${name} said: ${output()}; the pipeline: ${await pipelineSnapshot(api.databaseUrl)}`)),
+        Promise.reject(
+          new Error(
+            `${error.message}; ${name} said: ${output()}; the pipeline: ${await pipelineSnapshot(api.databaseUrl)}; the callbacks received: ${receiver.received.map((callback) => callback.rawBody).join(' ')}`,
+          ),
+        ),
       );
 
     const { body: ack } = await post(api.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody());

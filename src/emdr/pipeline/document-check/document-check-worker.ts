@@ -18,6 +18,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { SaxesParser, type SaxesTagNS } from 'saxes';
 import { DocumentPartiesReader, partyFindings } from '../../prechecks/document-parties.ts';
 import { parseCertificate } from '../../signatures/cms/cms.ts';
+import { wasmStreebog } from '../../signatures/crypto/gost-wasm.ts';
 import { DocumentSignatureCheck, type NamedSignature, type SignatureFinding } from '../../signatures/verify.ts';
 
 export interface DocumentCheckWorkerData {
@@ -40,6 +41,10 @@ export type DocumentCheckRequest =
   | { end: true }
   | { document: Uint8Array; signatures: SignaturesToCheck };
 export type DocumentCheckAnswer = { more: true } | { done: true; failure?: string; findings: SignatureFinding[] };
+/** The worker's first message, once its modules are loaded and the GOST module compiled: a check's time budget starts after it. */
+export interface DocumentCheckWorkerReady {
+  ready: true;
+}
 
 /** Thrown from a handler to stop the parser at once. */
 class Stop extends Error {}
@@ -201,3 +206,8 @@ parentPort!.on('message', (request: DocumentCheckRequest) => {
   const reply = answer(request);
   if (reply !== undefined) parentPort!.postMessage(reply);
 });
+
+// Compiles the GOST WebAssembly module now (a hash of nothing), so that the first document's budget
+// does not pay for it either.
+wasmStreebog(256, new Uint8Array(0));
+parentPort!.postMessage({ ready: true } satisfies DocumentCheckWorkerReady);

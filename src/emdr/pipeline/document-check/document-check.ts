@@ -4,7 +4,13 @@ import { Worker } from 'node:worker_threads';
 import type { CallbackErrorItem } from '../../errors/codes.js';
 import type { NamedSignature, SignatureFinding } from '../../signatures/verify.js';
 import { FairQueue } from '../../../work/fair-queue.js';
-import type { DocumentCheckAnswer, DocumentCheckRequest, DocumentCheckWorkerData, SignaturesToCheck } from './document-check-worker.js';
+import type {
+  DocumentCheckAnswer,
+  DocumentCheckRequest,
+  DocumentCheckWorkerData,
+  DocumentCheckWorkerReady,
+  SignaturesToCheck,
+} from './document-check-worker.js';
 
 /**
  * The checks of a RegisterDocument's document at acceptance: the XML's well-formedness and the
@@ -59,9 +65,17 @@ export interface DocumentCheckSettings {
   trustAnchors?: readonly Uint8Array[];
 }
 
+/**
+ * How long a new worker may take to load its modules before a check gives up on it. A generous
+ * bound: it only stops a check from waiting forever on a worker that never comes up.
+ */
+const WORKER_START_LIMIT_MS = 120_000;
+
 /** A worker and the answer it owes for the document it checks. */
 class CheckWorker {
   readonly thread: Worker;
+  /** Settles when the worker has loaded its modules (a second or more on a loaded machine), or died first. */
+  readonly ready: Promise<void>;
   private answer: ((answer: DocumentCheckAnswer) => void) | undefined;
   private fail: ((error: Error) => void) | undefined;
   dead = false;
@@ -75,14 +89,38 @@ class CheckWorker {
       resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB, maxYoungGenerationSizeMb: WORKER_YOUNG_MB },
     });
     this.thread.unref();
-    this.thread.on('message', (answer: DocumentCheckAnswer) => this.answer?.(answer));
-    this.thread.on('error', (error) => this.die(error));
-    this.thread.on('exit', (code) => this.die(new Error(`the document check worker exited with code ${code}`)));
+    let started: () => void;
+    let failedToStart: (error: Error) => void;
+    this.ready = new Promise<void>((resolve, reject) => {
+      started = resolve;
+      failedToStart = reject;
+    });
+    // Asked for only by a check; a worker that dies unasked must not be an unhandled rejection.
+    this.ready.catch(() => {});
+    this.thread.on('message', (message: DocumentCheckAnswer | DocumentCheckWorkerReady) => {
+      if ('ready' in message) started();
+      else this.answer?.(message);
+    });
+    const die = (error: Error) => {
+      this.dead = true;
+      failedToStart(error);
+      this.fail?.(error);
+    };
+    this.thread.on('error', die);
+    this.thread.on('exit', (code) => die(new Error(`the document check worker exited with code ${code}`)));
   }
 
-  private die(error: Error): void {
-    this.dead = true;
-    this.fail?.(error);
+  /** Waits for the worker to come up, within WORKER_START_LIMIT_MS. */
+  async started(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const limit = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`the document check worker did not start within ${WORKER_START_LIMIT_MS / 1000} s`)), WORKER_START_LIMIT_MS);
+    });
+    try {
+      await Promise.race([this.ready, limit]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Posts one request and waits for the worker's answer (or its failure). */
@@ -152,12 +190,15 @@ export class DocumentCheckPool {
       now: Date.now(),
       ...(options.documentCreatedAt === undefined ? {} : { documentCreatedAt: options.documentCreatedAt }),
     };
-    // The budget is the check's own: it starts when a worker takes the document, not while it waits for one.
+    // The budget is the check's own: it starts when a started worker takes the document, not while the
+    // document waits for one, nor while a new worker loads its modules (under a CPU hog that alone
+    // outlasted a budget of 1 s and rejected a sound document as DOCUMENT_CHECK_LIMIT).
     const worker = await this.acquire(options.turnOf ?? '');
     let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<typeof timedOut>((resolve) => (timer = setTimeout(() => resolve(timedOut), options.timeoutMs)));
     let healthy = true;
     try {
+      await worker.started();
+      const deadline = new Promise<typeof timedOut>((resolve) => (timer = setTimeout(() => resolve(timedOut), options.timeoutMs)));
       const outcome = await Promise.race([this.run(worker, document, signatures, deadline), deadline]);
       if (outcome === timedOut) {
         healthy = false;
