@@ -1106,7 +1106,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description The clinic account sent more than `RATE_LIMIT` requests, or more than `BYTE_QUOTA` bytes of request bodies (taken from `Content-Length` before the body is read), in the current minute, or is sending `LARGE_BODIES_PER_CLINIC` bodies over 1 MiB already, or has 64 requests being taken in at once by one gateway process (4 read, parsed and checked at a time, 60 waiting with their bodies unread, so one clinic's burst never holds another clinic's requests behind more than 4 of its own); retry after the `Retry-After` seconds. */
+        /** @description The clinic account sent more than `RATE_LIMIT` requests, or more than `BYTE_QUOTA` bytes of request bodies (taken from `Content-Length` before the body is read), in the current minute, or has 64 requests being taken in at once by one gateway process (4 read, parsed and checked at a time, 60 waiting with their bodies unread, so one clinic's burst never holds another clinic's requests behind more than 4 of its own); retry after the `Retry-After` seconds. */
         RateLimited: {
             headers: {
                 "x-request-id": components["headers"]["RequestId"];
@@ -1118,7 +1118,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description The gateway cannot reach its database right now, or reads as many bodies over 1 MiB as it takes at once (`LARGE_BODIES_PER_PROCESS`); nothing was stored. Retry after the `Retry-After` seconds. */
+        /** @description The gateway cannot reach its database right now; nothing was stored. Retry after the `Retry-After` seconds. */
         ServiceUnavailable: {
             headers: {
                 "x-request-id": components["headers"]["RequestId"];

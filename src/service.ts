@@ -13,7 +13,7 @@ import { createRecordHandlers } from './ehr/medical-record/record-methods.js';
 import { loadOpenRpcDocument, servedVersions } from './ehr/spec.js';
 import { clinicMessageHandlers } from './emdr/clinic-messages.js';
 import { clinicSecurityHandlers, emdrHandlers } from './emdr/intake/handlers.js';
-import { clinicBodyAdmission, clinicRateLimit, IntakeSlots, LargeBodySlots, QUOTA_UNIT_BYTES } from './emdr/intake/limits.js';
+import { clinicBodyAdmission, clinicRateLimit, INTAKE_QUEUE_PER_CLINIC, INTAKE_SLOTS_PER_CLINIC, IntakeSlots, QUOTA_UNIT_BYTES } from './emdr/intake/limits.js';
 import { consoleRoutes } from './console/routes.js';
 import { docsRoutes } from './docs/routes.js';
 import { createEmdrRouter, SMALL_BODY_LIMIT_BYTES } from './emdr/intake/router.js';
@@ -257,7 +257,12 @@ export async function startService(config: Config, logger: Logger, roles: Readon
       const publicRouters: express.RequestHandler[] = [healthRoutes(ready, fallback), docsRoutes(fallback, () => internalPort), consoleRoutes(fallback)];
       if (roles.has('emdr')) {
         const notifier = new Notifier(database.sql.pool, WORK_CHANNEL, logger, WORK.requests);
-        const intakeSlots = new IntakeSlots();
+        const intakeSlots = new IntakeSlots({
+          perClinic: INTAKE_SLOTS_PER_CLINIC,
+          queue: INTAKE_QUEUE_PER_CLINIC,
+          clinicBytes: config.bodyBytesInFlight.perClinic,
+          processBytes: config.bodyBytesInFlight.perProcess,
+        });
         metrics.intakeRequests(() => intakeSlots.totals());
         hotPaths.push(
           await createEmdrRouter({
@@ -278,7 +283,6 @@ export async function startService(config: Config, logger: Logger, roles: Readon
                     perWindow: Math.floor(config.byteQuotaPerMinute / QUOTA_UNIT_BYTES),
                     windowMs: LIMIT_WINDOW_MS,
                   }),
-              new LargeBodySlots(config.largeBodies),
               intakeSlots,
             ),
             // RegisterDocument carries the document; every other body is a few fields.

@@ -48,8 +48,8 @@ export interface Config {
   byteQuotaPerMinute: number;
   /** Interface A calls per client address per minute on the public listener, across all processes; 0 turns the limit off. */
   rpcRateLimitPerMinute: number;
-  /** Bodies above LARGE_BODY_BYTES being read at once per clinic account, and in this process. */
-  largeBodies: { perClinic: number; perProcess: number };
+  /** Interface B body bytes taken in (read, parsed, stored) at once in this process, per clinic account and for all together; more wait unread. */
+  bodyBytesInFlight: { perClinic: number; perProcess: number };
   /** Proxies whose X-Forwarded-For names the client (TRUSTED_PROXIES); their own connections are not capped per client. */
   trustedProxies: Networks;
   /** Networks callbacks may reach although loopback, link-local or private (CALLBACK_ALLOWED_NETWORKS). */
@@ -274,6 +274,37 @@ function readCount(env: Env, variable: string, fallback: number, meaning: string
   return value;
 }
 
+/** Largest bodies a clinic, and the process, take in at once by default (BODY_BYTES_IN_FLIGHT_PER_*): 64 and 256 MiB with the default BODY_LIMIT. */
+const CLINIC_BODIES_IN_FLIGHT = 2;
+const PROCESS_BODIES_IN_FLIGHT = 8;
+
+/**
+ * BODY_BYTES_IN_FLIGHT_PER_CLINIC (at least BODY_LIMIT, so a largest body always fits) and
+ * _PER_PROCESS (at least the clinic's), by default 2 and 8 largest bodies. LARGE_BODIES_PER_*, the
+ * counts they replace, are refused rather than ignored: a limit an operator set must not vanish.
+ */
+function readBodyBytesInFlight(env: Env, bodyLimitBytes: number): { perClinic: number; perProcess: number } {
+  for (const replaced of ['LARGE_BODIES_PER_CLINIC', 'LARGE_BODIES_PER_PROCESS']) {
+    if (env[replaced])
+      throw new ConfigError(replaced, 'replaced by BODY_BYTES_IN_FLIGHT_PER_CLINIC and BODY_BYTES_IN_FLIGHT_PER_PROCESS (bytes, not bodies); unset it');
+  }
+  const read = (variable: string, fallback: number, atLeast: number, atLeastName: string) => {
+    const raw = env[variable];
+    if (raw === undefined || raw === '') return fallback;
+    const bytes = parseSize(raw);
+    if (bytes === undefined || bytes < atLeast) throw new ConfigError(variable, `"${raw}" is not a size of at least ${atLeastName} (use e.g. 64mb)`);
+    return bytes;
+  };
+  const perClinic = read('BODY_BYTES_IN_FLIGHT_PER_CLINIC', CLINIC_BODIES_IN_FLIGHT * bodyLimitBytes, bodyLimitBytes, 'BODY_LIMIT');
+  const perProcess = read(
+    'BODY_BYTES_IN_FLIGHT_PER_PROCESS',
+    Math.max(perClinic, PROCESS_BODIES_IN_FLIGHT * bodyLimitBytes),
+    perClinic,
+    'BODY_BYTES_IN_FLIGHT_PER_CLINIC',
+  );
+  return { perClinic, perProcess };
+}
+
 function readNetworks(env: Env, variable: string): Networks {
   try {
     return parseNetworks(env[variable] ?? '');
@@ -482,10 +513,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     rateLimitPerMinute,
     byteQuotaPerMinute,
     rpcRateLimitPerMinute: readCount(env, 'RPC_RATE_LIMIT', 1200, 'calls per minute (0 turns the limit off)'),
-    largeBodies: {
-      perClinic: readPositiveInteger(env, 'LARGE_BODIES_PER_CLINIC', '4', 'a whole number of bodies, at least 1'),
-      perProcess: readPositiveInteger(env, 'LARGE_BODIES_PER_PROCESS', '16', 'a whole number of bodies, at least 1'),
-    },
+    bodyBytesInFlight: readBodyBytesInFlight(env, bodyLimitBytes),
     trustedProxies: readNetworks(env, 'TRUSTED_PROXIES'),
     callbackAllowedNetworks: readNetworks(env, 'CALLBACK_ALLOWED_NETWORKS'),
     exchangeTokenPhoneRequired: exchangeTokenPhone === 'required',
@@ -604,11 +632,17 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; fallback: string; m
     meaning:
       'bytes of interface B request bodies per clinic account per minute, across all processes, reserved from Content-Length before a body is read (at least BODY_LIMIT); 0 turns the quota off',
   },
-  { name: 'LARGE_BODIES_PER_CLINIC', fallback: '4', meaning: 'interface B bodies over 1 MiB read at once per clinic account and process; more answer 429' },
   {
-    name: 'LARGE_BODIES_PER_PROCESS',
-    fallback: '16',
-    meaning: 'interface B bodies over 1 MiB read at once per process, all clinics together; more answer 503',
+    name: 'BODY_BYTES_IN_FLIGHT_PER_CLINIC',
+    fallback: '2 × BODY_LIMIT (64mb)',
+    meaning:
+      'interface B body bytes of one clinic account read, parsed and stored at once per process (by Content-Length; without one, the largest the operation takes); further requests wait, unread (at least BODY_LIMIT)',
+  },
+  {
+    name: 'BODY_BYTES_IN_FLIGHT_PER_PROCESS',
+    fallback: '8 × BODY_LIMIT (256mb)',
+    meaning:
+      'interface B body bytes of all clinic accounts read, parsed and stored at once per process; a body over 1 MiB beyond it waits, unread (at least BODY_BYTES_IN_FLIGHT_PER_CLINIC)',
   },
   {
     name: 'RPC_RATE_LIMIT',

@@ -51,6 +51,18 @@ export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
 /** The window over which BODY_MIN_RATE is measured: long enough for a TCP stall of a real link. */
 export const BODY_RATE_WINDOW_MS = 10_000;
 
+/** Requests whose bodies the service leaves unread on purpose, for now (waiting their turn: emdr/intake/limits.ts). */
+const heldBodies = new WeakSet<IncomingMessage>();
+
+/**
+ * The request's body is left unread by the service until the returned function is called:
+ * BODY_MIN_RATE does not count that time against the client, and measures afresh from then on.
+ */
+export function holdBody(request: IncomingMessage): () => void {
+  heldBodies.add(request);
+  return () => heldBodies.delete(request);
+}
+
 export interface ListenerOptions {
   limits?: ConnectionLimits;
   /** The JSON body of an answer Node gives itself (a request it cannot parse: 400, 408, 431). */
@@ -188,7 +200,8 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex, errorBo
  * Cuts the connection of a request whose body arrives slower than `minBytesPerSecond` over the
  * last BODY_RATE_WINDOW_MS (a slow-loris trickling its body; one byte every 10 s used to hold a
  * connection for minutes). A real upload, even a 32 MB one on a slow link, stays far above it.
- * Counts the socket's bytes, so a body nobody reads (an early refusal) is watched too.
+ * Counts the socket's bytes, so a body nobody reads (an early refusal) is watched too, but not while
+ * the service holds it unread on purpose (holdBody).
  */
 function watchBodyRates(server: http.Server, minBytesPerSecond: number): NodeJS.Timeout {
   const watched = new Map<IncomingMessage, Array<{ at: number; bytes: number }>>();
@@ -208,6 +221,10 @@ function watchBodyRates(server: http.Server, minBytesPerSecond: number): NodeJS.
     for (const [request, samples] of watched) {
       if (request.complete || request.socket.destroyed) {
         watched.delete(request);
+        continue;
+      }
+      if (heldBodies.has(request)) {
+        samples.splice(0, samples.length, { at: now, bytes: request.socket.bytesRead });
         continue;
       }
       samples.push({ at: now, bytes: request.socket.bytesRead });

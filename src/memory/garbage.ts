@@ -7,9 +7,9 @@ import { runInNewContext } from 'node:vm';
  * young, but V8 only collects for outside memory once it has grown by 64 MiB, so a 20 MiB document
  * used to leave that much dead memory resident at once (measured with `make bench`,
  * large_document). Code that streams counts its bytes here, and every STEP_BYTES of them a minor
- * collection (about a millisecond) frees the chunks already used; a large buffer that lived long
- * enough to be promoted (a request body) is collected for by a full collection once it is dropped.
- * Small bodies are not counted (STREAMED_BODY_BYTES).
+ * collection (about a millisecond) frees the chunks already used; a large request body, which lived
+ * long enough to be promoted, is handed to a young buffer once dropped (droppedBuffer), so that a
+ * minor collection frees it too. Small bodies are not counted (STREAMED_BODY_BYTES).
  */
 
 const STEP_BYTES = 2 * 1024 * 1024;
@@ -20,7 +20,7 @@ const STEP_BYTES = 2 * 1024 * 1024;
  * makes on its own (`make bench --node-options=--trace-gc`, register_document).
  */
 export const STREAMED_BODY_BYTES = STEP_BYTES;
-/** A buffer at least this large, once dropped, is worth a full collection. */
+/** A buffer at least this large, once dropped, is worth freeing at once (droppedBuffer). */
 export const LARGE_BUFFER_BYTES = 4 * 1024 * 1024;
 
 type Collection = (options: { type: 'minor' | 'major' }) => void;
@@ -47,9 +47,24 @@ export function streamedBytes(bytes: number): void {
   collect?.({ type: 'minor' });
 }
 
-/** A buffer of `bytes` is no longer used: when large, a full collection frees it (once the current work is done). */
-export function droppedBuffer(bytes: number): void {
-  if (bytes >= LARGE_BUFFER_BYTES && collect) setImmediate(() => collect({ type: 'major' }));
+/**
+ * `buffer` (a request body) is no longer used: when large, its memory is handed to a new
+ * ArrayBuffer (a transfer: every view of the old one is empty from now on), which the next minor
+ * collection frees. A body read in many chunks has lived through young collections into the old
+ * generation, where only a full collection would free it, and a full collection of serve's heap
+ * held the event loop 126-130 ms on the 2-core test machine, once per large body (docs/hostile.md,
+ * M4). Only for a buffer that owns its whole ArrayBuffer (never Node's shared pool of small ones).
+ */
+export function droppedBuffer(buffer: Buffer): void {
+  const memory = buffer.buffer;
+  if (memory.byteLength < LARGE_BUFFER_BYTES || buffer.byteOffset !== 0 || !(memory instanceof ArrayBuffer)) return;
+  try {
+    structuredClone(memory, { transfer: [memory] });
+  } catch {
+    // Not transferable (a buffer Node made so): the ordinary collections free it.
+    return;
+  }
+  if (collect) setImmediate(() => collect({ type: 'minor' }));
 }
 
 /**

@@ -209,8 +209,12 @@ export class Metrics {
     });
   }
 
-  /** Interface B requests taken in by this process: holding an intake slot of their clinic (being read and handled), or waiting for one with their bodies unread. */
-  intakeRequests(read: () => { reading: number; waiting: number }): void {
+  /**
+   * Interface B requests taken in by this process: holding an intake slot of their clinic (being
+   * read and handled), or waiting for one with their bodies unread; and the body bytes taken in
+   * (BODY_BYTES_IN_FLIGHT_PER_*).
+   */
+  intakeRequests(read: () => { reading: number; waiting: number; bytes: number }): void {
     new client.Gauge({
       name: 'ehr_gateway_intake_requests',
       help: 'Interface B requests of this process holding an intake slot of their clinic account (state=reading) or waiting for one, body unread (state=waiting)',
@@ -220,6 +224,14 @@ export class Metrics {
         const { reading, waiting } = read();
         this.set({ state: 'reading' }, reading);
         this.set({ state: 'waiting' }, waiting);
+      },
+    });
+    new client.Gauge({
+      name: 'ehr_gateway_intake_body_bytes',
+      help: 'Body bytes of the interface B requests this process is reading, parsing and storing (by Content-Length; BODY_BYTES_IN_FLIGHT_PER_PROCESS bounds those over 1 MiB)',
+      registers: [this.registry],
+      collect() {
+        this.set(read().bytes);
       },
     });
   }

@@ -85,7 +85,7 @@ describe('config', () => {
   it('has the documented defaults of the limits of issue 21, and names the variable of a bad one', () => {
     const config = loadConfig({});
     expect(config.rpcRateLimitPerMinute).toBe(1200);
-    expect(config.largeBodies).toEqual({ perClinic: 4, perProcess: 16 });
+    expect(config.bodyBytesInFlight).toEqual({ perClinic: 64 * 1024 * 1024, perProcess: 256 * 1024 * 1024 });
     expect(config.exchangeTokenPhoneRequired).toBe(true);
     expect(config.trustedProxies.text).toBe('');
     expect(config.callbackAllowedNetworks.includes('127.0.0.1')).toBe(false);
@@ -100,10 +100,21 @@ describe('config', () => {
     expect(set.trustedProxies.includes('10.1.2.3')).toBe(true);
     expect(set.trustedProxies.includes('192.0.2.8')).toBe(false);
     expect(set.callbackAllowedNetworks.includes('::1')).toBe(true);
+    // The body budgets follow BODY_LIMIT unless set.
+    expect(loadConfig({ BODY_LIMIT: '100mb' }).bodyBytesInFlight).toEqual({ perClinic: 200 * 1024 * 1024, perProcess: 800 * 1024 * 1024 });
+    expect(loadConfig({ BODY_BYTES_IN_FLIGHT_PER_CLINIC: '48mb', BODY_BYTES_IN_FLIGHT_PER_PROCESS: '48mb' }).bodyBytesInFlight).toEqual({
+      perClinic: 48 * 1024 * 1024,
+      perProcess: 48 * 1024 * 1024,
+    });
     for (const [variable, value] of [
       ['RPC_RATE_LIMIT', 'lots'],
-      ['LARGE_BODIES_PER_CLINIC', '0'],
-      ['LARGE_BODIES_PER_PROCESS', 'x'],
+      ['BODY_BYTES_IN_FLIGHT_PER_CLINIC', 'x'],
+      // Below the largest body, which could then never be read.
+      ['BODY_BYTES_IN_FLIGHT_PER_CLINIC', '16mb'],
+      ['BODY_BYTES_IN_FLIGHT_PER_PROCESS', '32mb'],
+      // The counts the byte budgets replaced: refused, not silently ignored.
+      ['LARGE_BODIES_PER_CLINIC', '4'],
+      ['LARGE_BODIES_PER_PROCESS', '16'],
       ['EXCHANGE_TOKEN_PHONE', 'sometimes'],
       ['TRUSTED_PROXIES', '10.0.0.0/33'],
       ['CALLBACK_ALLOWED_NETWORKS', 'localhost'],

@@ -1,4 +1,5 @@
 import { createHash, type Hash } from 'node:crypto';
+import { yieldToLoop } from './base64-member.js';
 
 const HASHED_CHARACTERS_PER_UPDATE = 1024 * 1024;
 
@@ -6,13 +7,22 @@ const HASHED_CHARACTERS_PER_UPDATE = 1024 * 1024;
  * Hashes the UTF-8 of `text` a slice at a time: hashing a long string in one update converts all
  * of it to UTF-8 at once. A slice never ends between the two halves of a surrogate pair.
  */
-function hashText(hash: Hash, text: string): void {
+async function hashText(hash: Hash, text: string): Promise<void> {
   for (let start = 0; start < text.length; ) {
+    if (start > 0) await yieldToLoop();
     let end = Math.min(start + HASHED_CHARACTERS_PER_UPDATE, text.length);
     const last = text.charCodeAt(end - 1);
     if (end < text.length && last >= 0xd800 && last <= 0xdbff) end += 1;
     hash.update(text.slice(start, end));
     start = end;
+  }
+}
+
+/** Hashes `bytes` a slice at a time, the event loop free between slices (a 24 MiB document in one update held it ~30 ms). */
+async function hashBytes(hash: Hash, bytes: Buffer): Promise<void> {
+  for (let start = 0; start < bytes.length; start += HASHED_CHARACTERS_PER_UPDATE) {
+    if (start > 0) await yieldToLoop();
+    hash.update(bytes.subarray(start, start + HASHED_CHARACTERS_PER_UPDATE));
   }
 }
 
@@ -33,9 +43,10 @@ function canonicalJson(value: unknown): string {
  * string as it is, anything else in canonical JSON), so the same JSON with its members in another
  * order is the same request; without one big serialized copy of the body. `bytes` stands for one
  * string member kept as its ASCII bytes: the same hash as the string. The small members go to the
- * hash together, one update between large ones (an update per member cost more than the hashing).
+ * hash together, one update between large ones (an update per member cost more than the hashing);
+ * a large one a slice at a time, yielding to the event loop between slices.
  */
-export function bodyHash(body: Record<string, unknown>, bytes?: { member: string; value: Buffer }): string {
+export async function bodyHash(body: Record<string, unknown>, bytes?: { member: string; value: Buffer }): Promise<string> {
   const hash = createHash('sha256');
   let pending = '';
   for (const key of Object.keys(body).sort()) {
@@ -48,8 +59,8 @@ export function bodyHash(body: Record<string, unknown>, bytes?: { member: string
     }
     hash.update(pending + head);
     pending = '';
-    if (Buffer.isBuffer(text)) hash.update(text);
-    else hashText(hash, text);
+    if (Buffer.isBuffer(text)) await hashBytes(hash, text);
+    else await hashText(hash, text);
   }
   return hash.update(pending).digest('hex');
 }

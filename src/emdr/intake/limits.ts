@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { ClientGone, type BodyInspector } from '../../http/json-body.js';
+import { holdBody } from '../../http/listener.js';
 import type { SharedAllowance } from '../../limits/allowance.js';
 import type { ClinicAccount } from '../accounts/clients.js';
 import { ApiError } from '../errors/errors.js';
@@ -8,13 +9,19 @@ import type { AdmitBody, BeforeBody, BodyAdmission } from './router.js';
 /**
  * What one clinic account may take of interface B before its body is read: requests per minute
  * (RATE_LIMIT), body bytes per minute (BYTE_QUOTA), both shared by all processes
- * (limits/allowance.ts), and large bodies being read at once (LARGE_BODIES_PER_CLINIC, and
- * LARGE_BODIES_PER_PROCESS for all clinics together), and requests taken in at once (IntakeSlots),
- * so that no clinic can fill another's minute, memory or time.
+ * (limits/allowance.ts), and, in this process, requests and body bytes taken in at once
+ * (IntakeSlots: INTAKE_SLOTS_PER_CLINIC, BODY_BYTES_IN_FLIGHT_PER_CLINIC, and
+ * BODY_BYTES_IN_FLIGHT_PER_PROCESS for all clinics together), so that no clinic can fill another's
+ * minute, memory or time.
  */
 
-/** A body above this is large: it is read only with a slot of LargeBodySlots. A body without Content-Length counts as large. */
-export const LARGE_BODY_BYTES = 1024 * 1024;
+/**
+ * A body of at most this many bytes is small: it is taken in even when the process's bodies fill
+ * BODY_BYTES_IN_FLIGHT_PER_PROCESS (and counted), so that no clinic's small request waits for other
+ * clinics' documents to be stored. What it can add is bounded by the intake slots: at most
+ * INTAKE_SLOTS_PER_CLINIC of them per clinic.
+ */
+export const SMALL_BODY_BYTES = 1024 * 1024;
 /** BYTE_QUOTA is counted in KiB (the shared counters hold whole points). */
 export const QUOTA_UNIT_BYTES = 1024;
 /** A body without Content-Length reserves its quota this much ahead as it arrives. */
@@ -40,32 +47,6 @@ export function clinicRateLimit(requests: SharedAllowance): BeforeBody {
   };
 }
 
-/** Large bodies being read at once, per clinic account and in this process (memory: at most perProcess × BODY_LIMIT). */
-export class LargeBodySlots {
-  private total = 0;
-  private readonly perClinic = new Map<number, number>();
-
-  constructor(private readonly limits: { perClinic: number; perProcess: number }) {}
-
-  /** A slot for a body of `clinicId`: its release, or why there is none. */
-  acquire(clinicId: number): (() => void) | 'clinic' | 'process' {
-    const held = this.perClinic.get(clinicId) ?? 0;
-    if (held >= this.limits.perClinic) return 'clinic';
-    if (this.total >= this.limits.perProcess) return 'process';
-    this.total += 1;
-    this.perClinic.set(clinicId, held + 1);
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      this.total -= 1;
-      const left = (this.perClinic.get(clinicId) ?? 1) - 1;
-      if (left <= 0) this.perClinic.delete(clinicId);
-      else this.perClinic.set(clinicId, left);
-    };
-  }
-}
-
 /**
  * Requests of one clinic account whose bodies this process reads, parses, validates and hashes at
  * once. Each such request costs the event loop tens of milliseconds in one piece (a 480 KB
@@ -77,100 +58,170 @@ export class LargeBodySlots {
 export const INTAKE_SLOTS_PER_CLINIC = 4;
 /**
  * Requests of one clinic waiting for a slot; more are refused at once (429 with Retry-After). A
- * waiting request costs the loop nothing (its body is not read, and BODY_MIN_RATE cuts a connection
- * whose body stalls 10 s), so the queue takes what one client address may have open
+ * waiting request costs the loop nothing (its body is not read; BODY_MIN_RATE does not count the
+ * wait, REQUEST_TIMEOUT does), so the queue takes what one client address may have open
  * (MAX_CONNECTIONS_PER_CLIENT's default, 64, less the slots): a clinic's burst from one address
  * waits instead of being refused (16 refused the 30 concurrent requests of the scale-out test and
  * the 40 of the fair-scheduling one).
  */
 export const INTAKE_QUEUE_PER_CLINIC = 60;
 
+export interface IntakeLimits {
+  /** Requests of a clinic taken in at once (INTAKE_SLOTS_PER_CLINIC). */
+  perClinic: number;
+  /** Requests of a clinic waiting (INTAKE_QUEUE_PER_CLINIC). */
+  queue: number;
+  /** Body bytes of a clinic taken in at once (BODY_BYTES_IN_FLIGHT_PER_CLINIC): at least the largest body. */
+  clinicBytes: number;
+  /** Body bytes of every clinic taken in at once (BODY_BYTES_IN_FLIGHT_PER_PROCESS): at least clinicBytes. */
+  processBytes: number;
+}
+
 interface ClinicIntake {
   held: number;
-  waiting: Array<(release: () => void) => void>;
+  heldBytes: number;
+  /** Its requests in `IntakeSlots.queue`. */
+  waiting: number;
+}
+
+/** A request waiting to be taken in, with the bytes its body reserves. */
+interface Waiter {
+  clinic: ClinicIntake;
+  clinicId: number;
+  bytes: number;
+  grant(release: () => void): void;
 }
 
 /**
- * IntakeSlots of every clinic, in this process: the loop's time is this process's, so the count is
- * too (a count shared by all processes would cap a clinic's throughput without sparing any loop).
+ * The intake of every clinic, in this process: a request is taken in (its body read, parsed,
+ * validated, hashed and stored) while its clinic holds fewer than `perClinic` requests and its
+ * body's bytes fit the clinic's `clinicBytes` and the process's `processBytes` (a small body, at
+ * most SMALL_BODY_BYTES, fits the process always); otherwise it waits, body unread, in the order it
+ * came. A clinic's request never passes an earlier one of the same clinic, and a large body never
+ * passes an earlier large body waiting for the process's bytes (so a 32 MiB body is not starved by
+ * smaller ones), but nothing waits for another clinic's limits. The loop's time and the memory are
+ * this process's, so the counts are too (a count shared by all processes would cap a clinic's
+ * throughput without sparing any loop).
  */
 export class IntakeSlots {
   private readonly clinics = new Map<number, ClinicIntake>();
+  /** Every waiting request, in the order it came. */
+  private readonly queue: Waiter[] = [];
+  private heldBytes = 0;
 
-  constructor(private readonly limits: { perClinic: number; queue: number } = { perClinic: INTAKE_SLOTS_PER_CLINIC, queue: INTAKE_QUEUE_PER_CLINIC }) {}
+  constructor(private readonly limits: IntakeLimits) {}
 
   /**
-   * A slot for `request` of `clinicId`: its release once it has one (in the order asked), 'full' when
-   * the clinic's queue is full. A request whose client leaves while it waits gives up its place
-   * (ClientGone).
+   * A place for `request` of `clinicId`, whose body reserves `bytes`: its release once taken in (in
+   * the order asked), 'full' when the clinic's queue is full. A request whose client leaves while it
+   * waits gives up its place (ClientGone).
    */
-  acquire(clinicId: number, request: IncomingMessage): Promise<() => void> | 'full' {
+  acquire(clinicId: number, request: IncomingMessage, bytes: number): Promise<() => void> | 'full' {
     let clinic = this.clinics.get(clinicId);
     if (!clinic) {
-      clinic = { held: 0, waiting: [] };
+      clinic = { held: 0, heldBytes: 0, waiting: 0 };
       this.clinics.set(clinicId, clinic);
     }
-    if (clinic.held < this.limits.perClinic) {
-      clinic.held += 1;
-      return Promise.resolve(this.releaseOf(clinicId, clinic));
-    }
-    if (clinic.waiting.length >= this.limits.queue) return 'full';
-    const queue = clinic.waiting;
+    if (clinic.waiting >= this.limits.queue) return 'full';
+    const intake = clinic;
     return new Promise((resolve, reject) => {
+      // A client is not cut off as too slow (BODY_MIN_RATE) for the time its body waits here unread.
+      const unhold = holdBody(request);
+      const waiter: Waiter = {
+        clinic: intake,
+        clinicId,
+        bytes,
+        grant: (release) => {
+          unhold();
+          request.off('close', onClose);
+          resolve(release);
+        },
+      };
       const onClose = () => {
-        const at = queue.indexOf(grant);
-        if (at >= 0) queue.splice(at, 1);
+        const at = this.queue.indexOf(waiter);
+        if (at < 0) return;
+        unhold();
+        this.queue.splice(at, 1);
+        intake.waiting -= 1;
+        this.forget(clinicId, intake);
+        // A waiter gone from a queue's head may let those behind it in.
+        this.admit();
         reject(new ClientGone());
       };
-      const grant = (release: () => void) => {
-        request.off('close', onClose);
-        resolve(release);
-      };
       request.once('close', onClose);
-      queue.push(grant);
+      this.queue.push(waiter);
+      intake.waiting += 1;
+      this.admit();
     });
   }
 
-  /** Requests of every clinic holding a slot (being read and handled), and waiting for one (ehr_gateway_intake_requests). */
-  totals(): { reading: number; waiting: number } {
+  /** Requests of every clinic taken in (being read and handled) and waiting, and the body bytes taken in (ehr_gateway_intake_*). */
+  totals(): { reading: number; waiting: number; bytes: number } {
     let reading = 0;
-    let waiting = 0;
-    for (const clinic of this.clinics.values()) {
-      reading += clinic.held;
-      waiting += clinic.waiting.length;
-    }
-    return { reading, waiting };
+    for (const clinic of this.clinics.values()) reading += clinic.held;
+    return { reading, waiting: this.queue.length, bytes: this.heldBytes };
   }
 
-  /** Requests of `clinicId` holding a slot, and waiting for one (for tests and metrics). */
-  load(clinicId: number): { held: number; waiting: number } {
+  /** Requests of `clinicId` taken in and waiting, and its body bytes taken in (for tests and metrics). */
+  load(clinicId: number): { held: number; waiting: number; bytes: number } {
     const clinic = this.clinics.get(clinicId);
-    return { held: clinic?.held ?? 0, waiting: clinic?.waiting.length ?? 0 };
+    return { held: clinic?.held ?? 0, waiting: clinic?.waiting ?? 0, bytes: clinic?.heldBytes ?? 0 };
   }
 
-  /** The slot's release: it passes to the clinic's next waiting request, or is given back. */
-  private releaseOf(clinicId: number, clinic: ClinicIntake): () => void {
+  /** Takes in every waiting request that fits, in the order they came (see the class). */
+  private admit(): void {
+    const blocked = new Set<ClinicIntake>();
+    let largeBlocked = false;
+    for (let at = 0; at < this.queue.length; ) {
+      const waiter = this.queue[at]!;
+      const { clinic, bytes } = waiter;
+      // A clinic with nothing taken in takes any body, and so does an idle process: nothing waits for ever.
+      const clinicFits =
+        !blocked.has(clinic) && clinic.held < this.limits.perClinic && (clinic.held === 0 || clinic.heldBytes + bytes <= this.limits.clinicBytes);
+      const small = bytes <= SMALL_BODY_BYTES;
+      const processFits = small || (!largeBlocked && (this.heldBytes === 0 || this.heldBytes + bytes <= this.limits.processBytes));
+      if (!clinicFits || !processFits) {
+        blocked.add(clinic);
+        if (clinicFits && !small) largeBlocked = true;
+        at += 1;
+        continue;
+      }
+      this.queue.splice(at, 1);
+      clinic.waiting -= 1;
+      clinic.held += 1;
+      clinic.heldBytes += bytes;
+      this.heldBytes += bytes;
+      waiter.grant(this.releaseOf(waiter));
+    }
+  }
+
+  /** The place's release: its bytes and slot given back, and whoever waited for them taken in. */
+  private releaseOf(waiter: Waiter): () => void {
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      const next = clinic.waiting.shift();
-      if (next) {
-        next(this.releaseOf(clinicId, clinic));
-        return;
-      }
+      const { clinic, clinicId, bytes } = waiter;
       clinic.held -= 1;
-      if (clinic.held === 0) this.clinics.delete(clinicId);
+      clinic.heldBytes -= bytes;
+      this.heldBytes -= bytes;
+      this.forget(clinicId, clinic);
+      this.admit();
     };
+  }
+
+  /** A clinic with nothing taken in or waiting is dropped (the map holds only busy clinics). */
+  private forget(clinicId: number, clinic: ClinicIntake): void {
+    if (clinic.held === 0 && clinic.waiting === 0 && this.clinics.get(clinicId) === clinic) this.clinics.delete(clinicId);
   }
 }
 
 /**
- * Waits for an intake slot of the request's clinic (none needed without one): its release, or 429
- * RATE_LIMIT with Retry-After when the clinic's queue is full, before a byte of the body is read.
+ * Waits until the request's body can be taken in (IntakeSlots): its release, or 429 RATE_LIMIT
+ * with Retry-After when the clinic's queue is full, before a byte of the body is read.
  */
-async function intakeSlot(intake: IntakeSlots, clinic: ClinicAccount, request: IncomingMessage): Promise<() => void> {
-  const slot = intake.acquire(clinic.id, request);
+async function intakeSlot(intake: IntakeSlots, clinic: ClinicAccount, request: IncomingMessage, bytes: number): Promise<() => void> {
+  const slot = intake.acquire(clinic.id, request, bytes);
   if (slot === 'full')
     throw new ApiError(
       429,
@@ -192,77 +243,32 @@ function declaredLength(request: IncomingMessage): number | undefined {
 }
 
 /**
- * Admission of a clinic's body before a byte of it is read: a large one needs a slot (429 when the
- * clinic holds LARGE_BODIES_PER_CLINIC, 503 when the process reads LARGE_BODIES_PER_PROCESS), and
- * its bytes are taken from BYTE_QUOTA by its Content-Length (429 RATE_LIMIT with Retry-After), or,
- * without one, ahead of the bytes as they arrive, so a body over the quota is never read whole;
- * then it waits its turn among the clinic's requests (IntakeSlots; 429 when the clinic's queue is
- * full). Every body counts, valid or not.
+ * Admission of a clinic's body before a byte of it is read: its bytes are taken from BYTE_QUOTA by
+ * its Content-Length (429 RATE_LIMIT with Retry-After), or, without one, ahead of the bytes as they
+ * arrive, so a body over the quota is never read whole; then it waits its turn among the clinic's
+ * requests (IntakeSlots, by its Content-Length, or the operation's `limitBytes` without one; 429
+ * when the clinic's queue is full). Every body counts, valid or not.
  */
-export function clinicBodyAdmission(bytes: SharedAllowance | undefined, slots: LargeBodySlots, intake: IntakeSlots): AdmitBody {
-  return async (_operationId, security, request): Promise<BodyAdmission> => {
+export function clinicBodyAdmission(bytes: SharedAllowance | undefined, intake: IntakeSlots): AdmitBody {
+  return async (_operationId, security, request, limitBytes): Promise<BodyAdmission> => {
     const clinic = clinicOf(security);
     if (clinic === undefined) return {};
-    // The refusals that need no waiting first (a large body without a slot, the quota): a request
-    // refused would otherwise wait its turn only to be refused, and a queue would spare a greedy
-    // clinic's large bodies the 429 that sends them away.
-    const admission = await bodyAdmission(bytes, slots, clinic, request);
-    const releaseBody = admission.release;
-    let releaseIntake: () => void;
-    try {
-      releaseIntake = await intakeSlot(intake, clinic, request);
-    } catch (error) {
-      releaseBody?.();
-      throw error;
-    }
-    return {
-      ...admission,
-      release: () => {
-        releaseBody?.();
-        releaseIntake();
-      },
-    };
+    const declared = declaredLength(request);
+    // The refusal that needs no waiting first: a request refused would otherwise wait its turn only to be refused.
+    const inspect = await quotaAdmission(bytes, clinic, declared);
+    const release = await intakeSlot(intake, clinic, request, declared ?? limitBytes);
+    return { ...(inspect ? { inspect } : {}), release };
   };
 }
 
-/** The large-body slot and the byte quota of a clinic's body (clinicBodyAdmission). */
-async function bodyAdmission(
-  bytes: SharedAllowance | undefined,
-  slots: LargeBodySlots,
-  clinic: ClinicAccount,
-  request: IncomingMessage,
-): Promise<BodyAdmission> {
-  const declared = declaredLength(request);
-  let release: (() => void) | undefined;
-  if (declared === undefined || declared > LARGE_BODY_BYTES) {
-    const slot = slots.acquire(clinic.id);
-    if (slot === 'clinic')
-      throw new ApiError(
-        429,
-        [{ code: 'RATE_LIMIT', message: 'too many large bodies of this clinic account are being read at once; retry after the seconds in Retry-After' }],
-        { 'Retry-After': '1' },
-      );
-    if (slot === 'process')
-      throw new ApiError(
-        503,
-        [{ code: 'SERVICE_UNAVAILABLE', message: 'the service is reading as many large bodies as it takes at once; retry after the seconds in Retry-After' }],
-        { 'Retry-After': '1' },
-      );
-    release = slot;
-  }
-  try {
-    if (!bytes) return release ? { release } : {};
-    const key = String(clinic.id);
-    if (declared !== undefined) {
-      const wait = await bytes.take(key, Math.ceil(declared / QUOTA_UNIT_BYTES));
-      if (wait !== undefined) throw tooMuch(wait, 'bytes');
-      return release ? { release } : {};
-    }
-    return { ...(release ? { release } : {}), inspect: reserveAhead(bytes, key) };
-  } catch (error) {
-    release?.();
-    throw error;
-  }
+/** The byte quota of a clinic's body (clinicBodyAdmission): taken now by its Content-Length, or an inspector that takes it as the body arrives. */
+async function quotaAdmission(bytes: SharedAllowance | undefined, clinic: ClinicAccount, declared: number | undefined): Promise<BodyInspector | undefined> {
+  if (!bytes) return undefined;
+  const key = String(clinic.id);
+  if (declared === undefined) return reserveAhead(bytes, key);
+  const wait = await bytes.take(key, Math.ceil(declared / QUOTA_UNIT_BYTES));
+  if (wait !== undefined) throw tooMuch(wait, 'bytes');
+  return undefined;
 }
 
 /** For a body without Content-Length: its quota taken CHUNKED_RESERVE_KIB ahead of what arrived; a refusal stops the reading. */

@@ -61,9 +61,15 @@ export interface BodyAdmission {
 
 /**
  * Admission of a body after its headers were checked and before a byte of it is read (the byte
- * quota, the large-body slots); throws ApiError to refuse.
+ * quota, the intake slots and bytes); `limitBytes` is the operation's body limit. Throws ApiError to
+ * refuse.
  */
-export type AdmitBody = (operationId: string, security: Readonly<Record<string, unknown>>, request: IncomingMessage) => Promise<BodyAdmission>;
+export type AdmitBody = (
+  operationId: string,
+  security: Readonly<Record<string, unknown>>,
+  request: IncomingMessage,
+  limitBytes: number,
+) => Promise<BodyAdmission>;
 
 export interface EmdrRouterOptions {
   /** The OpenAPI document, or the path of specs/openapi.yaml. */
@@ -216,7 +222,7 @@ class EmdrRouter {
 
   /**
    * The operation's JSON body, refused on its headers (415, 413) before it is read, then admitted
-   * (AdmitBody: quota, large-body slots) and bounded in shape while it arrives (json-shape.ts);
+   * (AdmitBody: quota, intake slots and bytes) and bounded in shape while it arrives (json-shape.ts);
    * undefined when the operation takes none or none came.
    */
   private async readJsonBody(
@@ -224,13 +230,14 @@ class EmdrRouter {
     security: Readonly<Record<string, unknown>>,
     req: IncomingMessage,
     admission: BodyAdmission,
+    read: { raw?: Buffer },
   ): Promise<unknown> {
     const { operation, operationId } = route;
     if (!operation.requestBody) return undefined;
     const limit = this.options.bodyLimits.byOperation?.[operationId] ?? this.options.bodyLimits.default;
     const refusal = refuseBodyByHeaders(req, limit, { typeRequired: false });
     if (refusal) throw refusalError(refusal);
-    Object.assign(admission, await this.options.admitBody?.(operationId, security, req));
+    Object.assign(admission, await this.options.admitBody?.(operationId, security, req, limit));
     const shape = new JsonShapeGuard();
     const inspect = admission.inspect;
     let body: unknown;
@@ -239,7 +246,8 @@ class EmdrRouter {
         shape.feed(chunk);
         return inspect?.(chunk);
       });
-      body = parseJsonBody(req, raw, this.options.base64Members?.[operationId]);
+      read.raw = raw;
+      body = await parseJsonBody(req, raw, this.options.base64Members?.[operationId]);
     } catch (error) {
       if (error instanceof BodyRefusal) throw refusalError(error);
       if (error instanceof JsonShapeError) throw ApiError.single(400, 'VALIDATION_ERROR', error.message, '/requestBody');
@@ -287,7 +295,7 @@ class EmdrRouter {
   /**
    * Before a byte of a body is read: the route (404, 405), the clinic's headers (401), the rate
    * limit (429), the body's encoding and type (415) and declared length (413), then its admission:
-   * a large-body slot (429, 503) and the byte quota (429). While it is read: its shape (400) and,
+   * the byte quota (429) and its turn among the clinic's requests (429 when too many wait). While it is read: its shape (400) and,
    * without a Content-Length, the byte quota again.
    */
   async answer(req: IncomingMessage, res: ServerResponse, answered?: Answered): Promise<void> {
@@ -306,21 +314,22 @@ class EmdrRouter {
     const security = await this.authenticate(route, req);
     await this.options.beforeBody?.(route.operationId, security, req);
     const admission: BodyAdmission = {};
+    const read: { raw?: Buffer } = {};
     let result: HandlerResult;
     try {
-      const body = await this.readJsonBody(route, security, req, admission);
+      const body = await this.readJsonBody(route, security, req, admission, read);
       const query = queryAt < 0 ? {} : this.api.router.parseRequestQuery({ method: req.method ?? 'GET', path: url, headers: {} });
       this.validate(route, req, query, body);
       const handler = this.options.handlers[route.operationId];
       if (!handler) throw ApiError.single(501, 'NOT_IMPLEMENTED', `operation ${route.operationId} is not implemented`);
       result = await handler({ operationId: route.operationId, body, params: route.params, query, security, http: req });
     } finally {
-      // A large body's slot is held until it was handled (stored): its memory is the slot's.
+      // A large body (a document) is garbage once handled: freed at once rather than while the workers take the document on.
+      if (read.raw) droppedBuffer(read.raw);
+      // A body's intake place and bytes are held until it was handled (stored): its memory is theirs.
       admission.release?.();
     }
     sendJson(res, result.status, result.body, result.headers);
-    // A large body (a document) is garbage now: freed at once rather than while the workers take the document on.
-    droppedBuffer(Number(req.headers['content-length'] ?? 0));
   }
 }
 
