@@ -13,7 +13,14 @@ import { createRecordHandlers } from './ehr/medical-record/record-methods.js';
 import { loadOpenRpcDocument, servedVersions } from './ehr/spec.js';
 import { clinicMessageHandlers } from './emdr/clinic-messages.js';
 import { clinicSecurityHandlers, emdrHandlers } from './emdr/intake/handlers.js';
-import { clinicBodyAdmission, clinicRateLimit, INTAKE_QUEUE_PER_CLINIC, INTAKE_SLOTS_PER_CLINIC, IntakeSlots, QUOTA_UNIT_BYTES } from './emdr/intake/limits.js';
+import {
+  clinicBodyAdmission,
+  clinicRateLimit,
+  INTAKE_QUEUE_PER_CLINIC,
+  INTAKE_SLOTS_PER_CLINIC,
+  IntakeSlots,
+  QUOTA_UNIT_BYTES,
+} from './emdr/intake/admission/limits.js';
 import { consoleRoutes } from './console/routes.js';
 import { docsRoutes } from './docs/routes.js';
 import { createEmdrRouter, SMALL_BODY_LIMIT_BYTES } from './emdr/intake/router.js';

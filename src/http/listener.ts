@@ -51,7 +51,7 @@ export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
 /** The window over which BODY_MIN_RATE is measured: long enough for a TCP stall of a real link. */
 export const BODY_RATE_WINDOW_MS = 10_000;
 
-/** Requests whose bodies the service leaves unread on purpose, for now (waiting their turn: emdr/intake/limits.ts). */
+/** Requests whose bodies the service leaves unread on purpose, for now (waiting their turn: emdr/intake/admission/limits.ts). */
 const heldBodies = new WeakSet<IncomingMessage>();
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { IncomingMessage } from 'node:http';
-import { base64MemberOf, decodeStrictBase64, parseJsonBody, PLACEHOLDER, parseWithBase64Member } from '../../src/emdr/intake/base64-member.js';
+import { base64MemberOf, decodeStrictBase64, parseJsonBody, PLACEHOLDER, parseWithBase64Member } from '../../src/emdr/intake/body/base64-member.js';
 import { isStrictBase64 } from '../../src/emdr/values/values.js';
 
 /** The scanner that keeps RegisterDocument's document out of the parsed body: it takes a body only when that changes nothing but memory. */

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { bodyHash } from '../../src/emdr/intake/body-hash.js';
+import { bodyHash } from '../../src/emdr/intake/body/body-hash.js';
 
 /**
  * The body hash is stored with every request and compared on each retry (the idempotency key's

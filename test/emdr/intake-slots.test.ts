@@ -1,7 +1,7 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedClinicAccount } from '../../src/emdr/accounts/clients.js';
-import { INTAKE_QUEUE_PER_CLINIC, INTAKE_SLOTS_PER_CLINIC } from '../../src/emdr/intake/limits.js';
+import { INTAKE_QUEUE_PER_CLINIC, INTAKE_SLOTS_PER_CLINIC } from '../../src/emdr/intake/admission/limits.js';
 import { addClinic, authHeaders, registerBody } from '../support/emdr.js';
 import { startServeProcess, type ServeProcess } from '../support/processes.js';
 import { postHead, rawExchange, type RawAnswer } from '../support/raw-http.js';

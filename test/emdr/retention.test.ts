@@ -248,7 +248,7 @@ describe('RETENTION', () => {
 
 /**
  * Runs `attempt` (each time with a fresh clinic) until one run starts and ends in the same wall-clock
- * minute, the quota's window (src/emdr/intake/limits.ts): on a loaded machine a run may straddle two.
+ * minute, the quota's window (src/emdr/intake/admission/limits.ts): on a loaded machine a run may straddle two.
  */
 async function inOneQuotaWindow<T>(attempt: () => Promise<T>): Promise<T> {
   for (let tries = 1; ; tries += 1) {

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { base64MemberOf } from '../../src/emdr/intake/base64-member.js';
+import { base64MemberOf } from '../../src/emdr/intake/body/base64-member.js';
 import { createEmdrRouter } from '../../src/emdr/intake/router.js';
 import { withHotPaths } from '../../src/http/respond.js';
 import { startListener, type Listener } from '../../src/http/listener.js';

@@ -15,7 +15,7 @@ import { inlineLocalRefs } from '../../validation/inline-refs.js';
 import { createJsonSchemaAjv, errorPath, reportedErrors } from '../../validation/json-schema.js';
 import { hasLoneSurrogate, textPaths } from '../../validation/text.js';
 import { ApiError, errorBody, type ErrorItem } from '../errors/errors.js';
-import { parseJsonBody } from './base64-member.js';
+import { parseJsonBody } from './body/base64-member.js';
 import { tracer } from '../../tracing/tracing.js';
 
 /** What an operation handler returns (ts-rest style); the router puts it on the wire. */

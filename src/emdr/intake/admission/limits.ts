@@ -1,10 +1,10 @@
 import type { IncomingMessage } from 'node:http';
-import { ClientGone, type BodyInspector } from '../../http/json-body.js';
-import { holdBody } from '../../http/listener.js';
-import type { SharedAllowance } from '../../limits/allowance.js';
-import type { ClinicAccount } from '../accounts/clients.js';
-import { ApiError } from '../errors/errors.js';
-import type { AdmitBody, BeforeBody, BodyAdmission } from './router.js';
+import { ClientGone, type BodyInspector } from '../../../http/json-body.js';
+import { holdBody } from '../../../http/listener.js';
+import type { SharedAllowance } from '../../../limits/allowance.js';
+import type { ClinicAccount } from '../../accounts/clients.js';
+import { ApiError } from '../../errors/errors.js';
+import type { AdmitBody, BeforeBody, BodyAdmission } from '../router.js';
 
 /**
  * What one clinic account may take of interface B before its body is read: requests per minute
