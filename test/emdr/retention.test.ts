@@ -232,10 +232,16 @@ describe('RETENTION', () => {
       const sql = openSql(databaseUrl);
       const workers = [0, 1].map(() => startRetention(sql, { retentionMs: 1_000, steps: ehrPurgeSteps, logger: createLogger('silent') }));
       try {
-        const rounds = await Promise.all(workers.map((worker) => worker.runOnce()));
-        const afterwards = await Promise.all(workers.map((worker) => worker.runOnce()));
-        expect(rounds.reduce((sum, round) => sum + round.ehr_sessions!, 0) + afterwards.reduce((sum, round) => sum + round.ehr_sessions!, 0)).toBe(1200);
-        expect(await db('ehr_sessions').count({ n: '*' })).toEqual([{ n: '0' }]);
+        // A worker that misses the lock leaves the rest of that step to the next round: the holder may be
+        // in another step by then (ehr has four). So rounds run until the table is empty, as the timer's would.
+        const left = async () => Number((await db('ehr_sessions').count({ n: '*' }))[0]!.n);
+        let deleted = 0;
+        for (let pass = 0; pass < 20 && (await left()) > 0; pass += 1) {
+          const rounds = await Promise.all(workers.map((worker) => worker.runOnce()));
+          deleted += rounds.reduce((sum, round) => sum + round.ehr_sessions!, 0);
+        }
+        expect(deleted).toBe(1200);
+        expect(await left()).toBe(0);
       } finally {
         await Promise.all(workers.map((worker) => worker.stop()));
         await sql.pool.end();
