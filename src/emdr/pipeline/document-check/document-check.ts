@@ -196,8 +196,8 @@ export class DocumentCheckPool {
       ...(options.documentCreatedAt === undefined ? {} : { documentCreatedAt: options.documentCreatedAt }),
     };
     // The budget is the check's own: it starts when a started worker takes the document, not while the
-    // document waits for one, nor while a new worker loads its modules (under a CPU hog that alone
-    // outlasted a budget of 1 s and rejected a sound document as DOCUMENT_CHECK_LIMIT).
+    // document waits for one, nor while a new worker loads its modules (140-210 ms on a quiet machine,
+    // more under load: enough to spend a short budget and refuse a sound document as DOCUMENT_CHECK_LIMIT).
     const turnOf = options.turnOf ?? '';
     const worker = await this.acquire(turnOf);
     let timer: NodeJS.Timeout | undefined;
