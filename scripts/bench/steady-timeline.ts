@@ -6,7 +6,8 @@
  * generator's own. Writes timeline.json (everything) and prints a summary.
  *
  *   node --import tsx scripts/bench/steady-timeline.ts --rate 3000 [--seconds 5] [--rounds 2]
- *        [--out DIR] [--root DIR] [--env NAME=VALUE ...] [--node-options "..."]
+ *        [--warmup S (1)] [--closed-first S: a closed loop of 16 connections on each first, as make bench's maximum]
+ *        [--out DIR] [--root DIR] [--env NAME=VALUE ...] [--node-options=...] [--only service|baseline]
  *
  * Hold the bench lock while it runs (docs/benchmarks.md: one measurement at a time).
  */
@@ -16,7 +17,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { startDatabaseServer, seedUsers, withClient } from './lib/database.js';
-import { constantRate } from './lib/http-load.js';
+import { closedLoop, constantRate } from './lib/http-load.js';
 import { expectResult, getPatientRequest } from './lib/rpc.js';
 import type { BenchContext } from './lib/scenario.js';
 import { newDataKey, rpcVersion, startBaseline, startService } from './lib/service.js';
@@ -43,9 +44,11 @@ interface Round {
   pg: PgActivity;
 }
 
-/** What PostgreSQL did in the round: checkpoints, autovacuum and autoanalyze runs seen at its end. */
+/** What PostgreSQL did in the round: checkpoints, connections opened, autovacuum and autoanalyze runs seen at its end. */
 interface PgActivity {
   checkpoints: number;
+  /** When each backend of this database started during the round (epoch ms): the contender's pool opening connections (those still open at its end). */
+  connectionsOpened: number[];
   autovacuums: string[];
 }
 
@@ -62,6 +65,8 @@ async function main(): Promise<void> {
       env: { type: 'string', multiple: true, default: [] },
       'node-options': { type: 'string', default: '' },
       only: { type: 'string', default: 'service,baseline' },
+      warmup: { type: 'string', default: '1' },
+      'closed-first': { type: 'string', default: '0' },
     },
   });
   if (!values.rate) throw new Error('--rate is required');
@@ -137,10 +142,20 @@ async function main(): Promise<void> {
             samples?.push([epochNow() - latency, latency]);
           },
         });
+      // As make bench does: each contender's maximum throughput first (16 connections: a pool grown to its size).
+      for (const who of Number(values['closed-first']) > 0 ? chosen : []) {
+        await closedLoop({
+          port: contenders[who].port,
+          connections: 16,
+          durationMs: Number(values['closed-first']) * 1000,
+          next: () => getPatientRequest(seeded, contenders[who].route),
+          onAnswer: expectResult,
+        });
+      }
       for (let round = 0; round < context.rounds; round += 1) {
         const order = round % 2 === 0 ? chosen : [...chosen].reverse();
         for (const who of order) {
-          await load(who, 1000);
+          if (Number(values.warmup) > 0) await load(who, Number(values.warmup) * 1000);
           const checkpointsBefore = await checkpoints(databaseUrl);
           await dump(contenders[who].pid);
           await dump(process.pid);
@@ -149,7 +164,12 @@ async function main(): Promise<void> {
           const result = await load(who, roundMs, samples);
           const server = await dump(contenders[who].pid);
           const generator = await dump(process.pid);
-          const pg = { checkpoints: (await checkpoints(databaseUrl)) - checkpointsBefore, autovacuums: await autovacuumsSince(databaseUrl, started) };
+          const connectionsOpened = await backendsSince(databaseUrl, started);
+          const pg = {
+            checkpoints: (await checkpoints(databaseUrl)) - checkpointsBefore,
+            connectionsOpened,
+            autovacuums: await autovacuumsSince(databaseUrl, started),
+          };
           rounds.push({ who, samples, server, generator, pg });
           log(
             `round ${round + 1} ${who}: p50 ${result.p50.toFixed(2)} p99 ${result.p99.toFixed(2)} max ${result.max.toFixed(1)} ms, ${result.errors} errors, load ${os.loadavg()[0]!.toFixed(2)}`,
@@ -174,6 +194,18 @@ async function checkpoints(url: string): Promise<number> {
       .query<{ n: string }>(`select (num_timed + num_requested)::text as n from pg_stat_checkpointer`)
       .catch(() => client.query<{ n: string }>(`select (checkpoints_timed + checkpoints_req)::text as n from pg_stat_bgwriter`));
     return Number(viewRow.rows[0]!.n);
+  });
+}
+
+/** When the client backends of the database started since `since` began (epoch ms), the asking one left out. */
+async function backendsSince(url: string, since: number): Promise<number[]> {
+  return withClient(url, async (client) => {
+    const { rows } = await client.query<{ at: number }>(
+      `select extract(epoch from backend_start)::float8 * 1000 as at from pg_stat_activity
+        where datname = current_database() and backend_type = 'client backend' and pid <> pg_backend_pid() and backend_start >= to_timestamp($1 / 1000.0)`,
+      [since],
+    );
+    return rows.map((row) => row.at);
   });
 }
 
@@ -227,7 +259,8 @@ function summarise(round: Round): string {
     const stalls = within(round.server.stalls, episode.start, episode.end, true);
     const gc = within(round.server.gc, episode.start, episode.end, false);
     const generator = within(round.generator.stalls, episode.start, episode.end, true);
-    return `  ${at(episode.start)} s +${(episode.end - episode.start).toFixed(1)} ms: ${episode.count} slow, worst ${episode.worst.toFixed(1)} ms; server stalls [${stalls.map(([, ms]) => ms.toFixed(1)).join(' ')}] gc [${gc.map(([, ms, kind]) => `${kind} ${ms.toFixed(1)}`).join(' ')}] generator stalls [${generator.map(([, ms]) => ms.toFixed(1)).join(' ')}]`;
+    const opened = round.pg.connectionsOpened.filter((time) => time >= episode.start && time <= episode.end).length;
+    return `  ${at(episode.start)} s +${(episode.end - episode.start).toFixed(1)} ms: ${episode.count} slow, worst ${episode.worst.toFixed(1)} ms; server stalls [${stalls.map(([, ms]) => ms.toFixed(1)).join(' ')}] gc [${gc.map(([, ms, kind]) => `${kind} ${ms.toFixed(1)}`).join(' ')}] generator stalls [${generator.map(([, ms]) => ms.toFixed(1)).join(' ')}]; ${opened} connections opened`;
   };
   const gcTotal = (kind: string) => round.server.gc.filter(([, , k]) => k === kind);
   const kinds = [...new Set(round.server.gc.map(([, , kind]) => kind))]
@@ -236,7 +269,7 @@ function summarise(round: Round): string {
   return [
     `${round.who}: ${round.samples.length} requests, p50 ${quantile(latencies, 0.5).toFixed(2)} p90 ${quantile(latencies, 0.9).toFixed(2)} p99 ${p99.toFixed(2)} max ${latencies.at(-1)?.toFixed(1)} ms`,
     `  server loop stalls > 4 ms: ${round.server.stalls.length} (max ${Math.max(0, ...round.server.stalls.map(([, ms]) => ms)).toFixed(1)} ms); collections: ${kinds}; generator stalls: ${round.generator.stalls.length} (max ${Math.max(0, ...round.generator.stalls.map(([, ms]) => ms)).toFixed(1)} ms)`,
-    `  PostgreSQL: ${round.pg.checkpoints} checkpoints; ${round.pg.autovacuums.join('; ') || 'no autovacuum'}`,
+    `  PostgreSQL: ${round.pg.connectionsOpened.length} connections opened (and still open) at ${round.pg.connectionsOpened.map(at).join(', ')} s; ${round.pg.checkpoints} checkpoints; ${round.pg.autovacuums.join('; ') || 'no autovacuum'}`,
     `  of the ${slow.length} requests at or above p99: in flight during a server stall ${duringServerStall}, a server collection ${duringServerGc}, a generator stall ${duringGeneratorStall}; ${episodes.length} episodes, the largest:`,
     ...[...episodes]
       .sort((a, b) => b.count - a.count)
