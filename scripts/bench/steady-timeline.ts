@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { startDatabaseServer, seedUsers, withClient } from './lib/database.js';
+import { backendsSince, startDatabaseServer, seedUsers, withClient } from './lib/database.js';
 import { closedLoop, constantRate } from './lib/http-load.js';
 import { expectResult, getPatientRequest } from './lib/rpc.js';
 import type { BenchContext } from './lib/scenario.js';
@@ -194,18 +194,6 @@ async function checkpoints(url: string): Promise<number> {
       .query<{ n: string }>(`select (num_timed + num_requested)::text as n from pg_stat_checkpointer`)
       .catch(() => client.query<{ n: string }>(`select (checkpoints_timed + checkpoints_req)::text as n from pg_stat_bgwriter`));
     return Number(viewRow.rows[0]!.n);
-  });
-}
-
-/** When the client backends of the database started since `since` began (epoch ms), the asking one left out. */
-async function backendsSince(url: string, since: number): Promise<number[]> {
-  return withClient(url, async (client) => {
-    const { rows } = await client.query<{ at: number }>(
-      `select extract(epoch from backend_start)::float8 * 1000 as at from pg_stat_activity
-        where datname = current_database() and backend_type = 'client backend' and pid <> pg_backend_pid() and backend_start >= to_timestamp($1 / 1000.0)`,
-      [since],
-    );
-    return rows.map((row) => row.at);
   });
 }
 
