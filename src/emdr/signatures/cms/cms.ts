@@ -12,20 +12,8 @@
 import { createHash } from 'node:crypto';
 import * as asn1js from 'asn1js';
 import { AsnParser, OctetString } from '@peculiar/asn1-schema';
-import { type Attribute as CmsAttribute, id_messageDigest, id_signedData, id_signingTime, SignerInfo as CmsSignerInfo } from '@peculiar/asn1-cms';
-import {
-  type AlgorithmIdentifier as X509AlgorithmIdentifier,
-  BasicConstraints,
-  Certificate as X509Certificate,
-  id_ce_basicConstraints,
-  id_ce_keyUsage,
-  id_ce_subjectKeyIdentifier,
-  KeyUsage,
-  KeyUsageFlags,
-  type Name,
-  SubjectKeyIdentifier,
-  Time,
-} from '@peculiar/asn1-x509';
+import { id_messageDigest, id_signedData, id_signingTime } from '@peculiar/asn1-cms';
+import { id_ce_basicConstraints, id_ce_keyUsage, id_ce_subjectKeyIdentifier, KeyUsageFlags } from '@peculiar/asn1-x509';
 import { berChildren, checkBerBounds, elementAt, SignatureFormatError, withDefiniteLengths, type BerElement, type BerLimits } from './ber-bounds.ts';
 import { BoundedCache } from './bounded-cache.ts';
 
@@ -40,6 +28,8 @@ const MAX_CERTIFICATES = 32;
 const MAX_SIGNERS = 16;
 const MAX_ATTRIBUTES = 64;
 const MAX_EXTENSIONS = 64;
+/** Parts of a constructed (BER) OCTET or BIT STRING. */
+const MAX_STRING_PARTS = 1024;
 
 /** Subject attributes of qualified certificates of Russian physical persons (Приказ ФСБ № 795). */
 const SUBJECT = {
@@ -147,33 +137,55 @@ function bounded<T>(items: readonly T[] | undefined, max: number, what: string):
   return items ?? [];
 }
 
-function algorithmOf(identifier: X509AlgorithmIdentifier): AlgorithmIdentifier {
-  const parameters = identifier.parameters ? bytesOf(identifier.parameters) : undefined;
-  return parameters === undefined || (parameters.length === 2 && parameters[0] === 0x05)
-    ? { oid: identifier.algorithm }
-    : { oid: identifier.algorithm, parameters };
+/** The children of a constructed node, bounded; a SignatureFormatError for anything else. */
+function childrenOf(node: asn1js.AsnType | undefined, max: number, what: string): asn1js.AsnType[] {
+  const value = (node as asn1js.Constructed | undefined)?.valueBlock?.value;
+  if (!Array.isArray(value)) throw new SignatureFormatError(`bad ${what}`);
+  return [...bounded(value, max, what)];
 }
 
-/** The text of a name attribute's value: a DirectoryString, or another string type (SNILS is a NumericString). */
-function attributeText(value: Name[number][number]['value']): string | undefined {
-  const text = value.utf8String ?? value.printableString ?? value.teletexString ?? value.bmpString ?? value.universalString ?? value.ia5String;
-  if (text !== undefined) return text;
-  if (!value.anyValue) return undefined;
-  const parsed = asn1js.fromBER(value.anyValue);
-  const block = parsed.result as unknown as { valueBlock?: { value?: unknown } };
-  return parsed.offset === -1 || typeof block.valueBlock?.value !== 'string' ? undefined : block.valueBlock.value;
+/** A node of the type `type`, or a SignatureFormatError naming `what`. */
+function ofType<T>(node: asn1js.AsnType | undefined, type: new (...args: never[]) => T, what: string): T {
+  if (!(node instanceof type)) throw new SignatureFormatError(`bad ${what}`);
+  return node;
 }
 
-function subjectTextOf(name: Name): SubjectText {
+const oidOf = (node: asn1js.AsnType | undefined, what: string) => ofType(node, asn1js.ObjectIdentifier, what).valueBlock.toString();
+const octetsOf = (node: asn1js.AsnType | undefined, what: string) => primitiveBytes(ofType(node, asn1js.OctetString, what), what);
+const integerBytes = (node: asn1js.AsnType | undefined, what: string) => ofType(node, asn1js.Integer, what).valueBlock.valueHexView;
+/** A BIT STRING's bytes (the count of unused bits aside). */
+const bitsOf = (node: asn1js.AsnType | undefined, what: string) => primitiveBytes(ofType(node, asn1js.BitString, what), what);
+/** UTCTime or GeneralizedTime (asn1js's GeneralizedTime is a UTCTime) as epoch ms. */
+const timeOf = (node: asn1js.AsnType | undefined, what: string) => {
+  const time = ofType(node, asn1js.UTCTime, what).toDate().getTime();
+  if (Number.isNaN(time)) throw new SignatureFormatError(`bad ${what}`);
+  return time;
+};
+
+/** The bytes of an OCTET or BIT STRING; the constructed form (BER) is joined from its parts. */
+function primitiveBytes(node: asn1js.OctetString | asn1js.BitString, what: string): Uint8Array {
+  if (!node.valueBlock.isConstructed) return node.valueBlock.valueHexView;
+  const parts = childrenOf(node, MAX_STRING_PARTS, what).map((part) => primitiveBytes(ofType(part, node.constructor as typeof asn1js.OctetString, what), what));
+  return Buffer.concat(parts);
+}
+
+/** AlgorithmIdentifier ::= SEQUENCE { algorithm OBJECT IDENTIFIER, parameters ANY OPTIONAL }; NULL parameters as none. */
+function algorithmOf(node: asn1js.AsnType | undefined, derOf: DerOf): AlgorithmIdentifier {
+  const [algorithm, parameters] = childrenOf(ofType(node, asn1js.Sequence, 'algorithm'), 2, 'algorithm');
+  const oid = oidOf(algorithm, 'algorithm');
+  return parameters === undefined || parameters instanceof asn1js.Null ? { oid } : { oid, parameters: derOf(parameters) };
+}
+
+/** Name ::= SEQUENCE OF SET OF SEQUENCE { type, value }: the subject attributes the checks read, as text (any string type: SNILS is a NumericString). */
+function subjectTextOf(name: asn1js.AsnType): SubjectText {
   const text: SubjectText = {};
   const keys = Object.entries(SUBJECT) as Array<[keyof SubjectText, string]>;
-  for (const rdn of bounded(name, MAX_ATTRIBUTES, 'subject')) {
-    for (const attribute of bounded(rdn, MAX_ATTRIBUTES, 'subject')) {
-      const key = keys.find(([, oid]) => oid === attribute.type)?.[0];
-      if (key && text[key] === undefined) {
-        const value = attributeText(attribute.value);
-        if (value !== undefined) text[key] = value.slice(0, 256);
-      }
+  for (const rdn of childrenOf(name, MAX_ATTRIBUTES, 'subject')) {
+    for (const attribute of childrenOf(ofType(rdn, asn1js.Set, 'subject'), MAX_ATTRIBUTES, 'subject')) {
+      const [type, value] = childrenOf(ofType(attribute, asn1js.Sequence, 'subject'), 2, 'subject');
+      const key = keys.find(([, oid]) => oid === oidOf(type, 'subject'))?.[0];
+      const string = (value as { valueBlock?: { value?: unknown } } | undefined)?.valueBlock?.value;
+      if (key && text[key] === undefined && typeof string === 'string') text[key] = string.slice(0, 256);
     }
   }
   return text;
@@ -206,12 +218,7 @@ function certificateOfNode(node: asn1js.AsnType, derOf: DerOf): Certificate {
   const key = createHash('sha256').update(der).digest('base64');
   const cached = CERTIFICATES.get(key);
   if (cached) return cached;
-  const certificate = certificateOf(
-    decoded('certificate', () => AsnParser.fromASN(node, X509Certificate)),
-    node,
-    der,
-    derOf,
-  );
+  const certificate = decoded('certificate', () => certificateOf(node, der, derOf));
   if (der.length > MAX_CACHED_CERTIFICATE_BYTES) return certificate;
   const kept = detached(certificate);
   CERTIFICATES.set(key, kept);
@@ -244,43 +251,56 @@ const algorithmCopy = (algorithm: AlgorithmIdentifier): AlgorithmIdentifier =>
   algorithm.parameters ? { oid: algorithm.oid, parameters: new Uint8Array(algorithm.parameters) } : { oid: algorithm.oid };
 
 /**
- * What the checks read of a certificate: the mapped fields, and the bytes of its names and key
- * taken from the parse (tbsCertificate ::= SEQUENCE { [0] version OPTIONAL, serialNumber,
- * signature, issuer, validity, subject, subjectPublicKeyInfo, … }), not encoded anew.
+ * What the checks read of a certificate, read from the parse by its structure (RFC 5280:
+ * Certificate ::= SEQUENCE { tbsCertificate, signatureAlgorithm, signatureValue BIT STRING };
+ * tbsCertificate ::= SEQUENCE { [0] version OPTIONAL, serialNumber, signature, issuer, validity,
+ * subject, subjectPublicKeyInfo, [1] [2] OPTIONAL, [3] extensions OPTIONAL }): names, keys and the
+ * tbsCertificate as the parse read them, not encoded anew.
  */
-function certificateOf(certificate: X509Certificate, node: asn1js.Sequence, der: Uint8Array, derOf: DerOf): Certificate {
-  const tbs = certificate.tbsCertificate;
-  if (!certificate.tbsCertificateRaw) throw new SignatureFormatError('bad certificate');
-  const tbsNode = node.valueBlock.value[0];
-  const fields = tbsNode instanceof asn1js.Sequence ? tbsNode.valueBlock.value : [];
-  const first = fields[0]?.idBlock.tagClass === 3 ? 1 : 0;
-  const [issuer, subject, publicKeyInfo] = [fields[first + 2], fields[first + 4], fields[first + 5]];
-  if (!issuer || !subject || !publicKeyInfo) throw new SignatureFormatError('bad certificate');
+function certificateOf(node: asn1js.Sequence, der: Uint8Array, derOf: DerOf): Certificate {
+  const [tbsNode, signatureAlgorithm, signatureValue] = childrenOf(node, 3, 'certificate');
+  const fields = childrenOf(ofType(tbsNode, asn1js.Sequence, 'certificate'), 10, 'certificate');
+  const first = isContextTag(fields[0], 0) ? 1 : 0;
+  const [serial, , issuer, validity, subject, publicKeyInfo] = fields.slice(first);
+  const [notBefore, notAfter] = childrenOf(ofType(validity, asn1js.Sequence, 'validity'), 2, 'validity');
+  const [keyAlgorithm, keyBits] = childrenOf(ofType(publicKeyInfo, asn1js.Sequence, 'subjectPublicKeyInfo'), 2, 'subjectPublicKeyInfo');
   const result: Certificate = {
     der,
-    tbs: bytesOf(certificate.tbsCertificateRaw),
-    serial: bytesOf(tbs.serialNumber),
-    issuer: derOf(issuer),
-    subject: derOf(subject),
-    subjectText: subjectTextOf(tbs.subject),
-    notBefore: tbs.validity.notBefore.getTime().getTime(),
-    notAfter: tbs.validity.notAfter.getTime().getTime(),
-    publicKey: {
-      algorithm: algorithmOf(tbs.subjectPublicKeyInfo.algorithm),
-      key: bytesOf(tbs.subjectPublicKeyInfo.subjectPublicKey),
-      info: derOf(publicKeyInfo),
-    },
-    signatureAlgorithm: algorithmOf(certificate.signatureAlgorithm),
-    signature: bytesOf(certificate.signatureValue),
+    tbs: derOf(tbsNode!),
+    serial: integerBytes(serial, 'serialNumber'),
+    issuer: derOf(ofType(issuer, asn1js.Sequence, 'issuer')),
+    subject: derOf(ofType(subject, asn1js.Sequence, 'subject')),
+    subjectText: subjectTextOf(subject!),
+    notBefore: timeOf(notBefore, 'validity'),
+    notAfter: timeOf(notAfter, 'validity'),
+    publicKey: { algorithm: algorithmOf(keyAlgorithm, derOf), key: bitsOf(keyBits, 'subjectPublicKey'), info: derOf(publicKeyInfo!) },
+    signatureAlgorithm: algorithmOf(signatureAlgorithm, derOf),
+    signature: bitsOf(signatureValue, 'signatureValue'),
   };
-  for (const extension of bounded(tbs.extensions, MAX_EXTENSIONS, 'extensions')) {
-    const value = extension.extnValue.buffer;
-    if (extension.extnID === id_ce_subjectKeyIdentifier)
-      result.subjectKeyIdentifier = bytesOf(decoded('subjectKeyIdentifier', () => AsnParser.parse(value, SubjectKeyIdentifier)).buffer);
-    if (extension.extnID === id_ce_basicConstraints) result.isCa = decoded('basicConstraints', () => AsnParser.parse(value, BasicConstraints)).cA;
-    if (extension.extnID === id_ce_keyUsage) result.keyUsage = decoded('keyUsage', () => AsnParser.parse(value, KeyUsage)).toNumber();
+  const extensionsNode = fields.slice(first + 6).find((field) => isContextTag(field, 3));
+  const extensions = extensionsNode ? ofType(childrenOf(extensionsNode, 1, 'extensions')[0], asn1js.Sequence, 'extensions') : undefined;
+  for (const extension of extensions ? childrenOf(extensions, MAX_EXTENSIONS, 'extensions') : []) {
+    const parts = childrenOf(ofType(extension, asn1js.Sequence, 'extension'), 3, 'extension');
+    const id = oidOf(parts[0], 'extension');
+    if (id !== id_ce_subjectKeyIdentifier && id !== id_ce_basicConstraints && id !== id_ce_keyUsage) continue;
+    const value = asn1js.fromBER(octetsOf(parts.at(-1), 'extension'));
+    if (value.offset === -1) throw new SignatureFormatError('bad extension');
+    if (id === id_ce_subjectKeyIdentifier) result.subjectKeyIdentifier = octetsOf(value.result, 'subjectKeyIdentifier');
+    // BasicConstraints ::= SEQUENCE { cA BOOLEAN DEFAULT FALSE, pathLenConstraint INTEGER OPTIONAL }.
+    if (id === id_ce_basicConstraints) {
+      const [cA] = childrenOf(ofType(value.result, asn1js.Sequence, 'basicConstraints'), 2, 'basicConstraints');
+      result.isCa = cA instanceof asn1js.Boolean && cA.valueBlock.value;
+    }
+    if (id === id_ce_keyUsage) result.keyUsage = keyUsageOf(bitsOf(value.result, 'keyUsage'));
   }
   return result;
+}
+
+/** keyUsage's named bits as KeyUsageFlags: bit n (the first bit is the first byte's highest) is 2^n. */
+function keyUsageOf(bits: Uint8Array): number {
+  let flags = 0;
+  for (let bit = 0; bit < Math.min(bits.length, 2) * 8; bit += 1) if ((bits[bit >> 3]! & (0x80 >> (bit & 7))) !== 0) flags |= 1 << bit;
+  return flags;
 }
 
 /** An X.509 certificate (DER or BER), e.g. one of a trust store. */
@@ -291,67 +311,63 @@ export function parseCertificate(der: Uint8Array): Certificate {
   return certificateOfNode(parsed.result, derOfNode(derLengths));
 }
 
-/** The only value of a signed attribute; more than one is malformed. */
-function soleValue(attribute: CmsAttribute, what: string): ArrayBuffer {
-  if (attribute.attrValues.length !== 1) throw new SignatureFormatError(`${what} must have one value`);
-  return attribute.attrValues[0]!;
+/** The only value of a signed attribute (Attribute ::= SEQUENCE { attrType, attrValues SET OF }); more than one is malformed. */
+function soleValue(values: asn1js.AsnType | undefined, what: string): asn1js.AsnType {
+  const [value, other] = childrenOf(ofType(values, asn1js.Set, what), 2, what);
+  if (value === undefined || other !== undefined) throw new SignatureFormatError(`${what} must have one value`);
+  return value;
 }
 
 /**
  * The signed attributes: the DER the signature covers is their encoding with the SET OF tag
  * (RFC 5652, 5.4): as received, its indefinite lengths (BER) made definite, the signer signed the DER.
  */
-function signedAttributesOf(attributes: readonly CmsAttribute[], node: asn1js.AsnType, derOf: DerOf): SignedAttributes {
+function signedAttributesOf(node: asn1js.AsnType, derOf: DerOf): SignedAttributes {
   // A copy: its tag is changed below. Its lengths are remade only when the signature's are not DER's.
   const der = Uint8Array.from(derOf(node));
   der[0] = 0x31;
   const result: SignedAttributes = { der };
-  for (const attribute of bounded(attributes, MAX_ATTRIBUTES, 'signedAttrs')) {
-    if (attribute.attrType === id_messageDigest) {
+  for (const attribute of childrenOf(node, MAX_ATTRIBUTES, 'signedAttrs')) {
+    const [type, values] = childrenOf(ofType(attribute, asn1js.Sequence, 'signedAttrs'), 2, 'signedAttrs');
+    const oid = oidOf(type, 'signedAttrs');
+    if (oid === id_messageDigest) {
       if (result.messageDigest) throw new SignatureFormatError('messageDigest given twice');
-      result.messageDigest = bytesOf(decoded('messageDigest', () => AsnParser.parse(soleValue(attribute, 'messageDigest'), OctetString)).buffer);
-    } else if (attribute.attrType === id_signingTime) {
+      result.messageDigest = octetsOf(soleValue(values, 'messageDigest'), 'messageDigest');
+    } else if (oid === id_signingTime) {
       if (result.signingTime !== undefined) throw new SignatureFormatError('signingTime given twice');
-      result.signingTime = decoded('signingTime', () => AsnParser.parse(soleValue(attribute, 'signingTime'), Time))
-        .getTime()
-        .getTime();
+      result.signingTime = timeOf(soleValue(values, 'signingTime'), 'signingTime');
     }
   }
   return result;
 }
 
 /**
- * A SignerInfo ::= SEQUENCE { version, sid, digestAlgorithm, [0] signedAttrs OPTIONAL, … }, mapped,
- * with the encoding of its [0] signedAttrs as it came (asn1js keeps it; the mapping does not) and
- * its issuer's name as the parse read it.
+ * A SignerInfo ::= SEQUENCE { version, sid, digestAlgorithm, [0] IMPLICIT signedAttrs OPTIONAL,
+ * signatureAlgorithm, signature OCTET STRING, [1] unsignedAttrs OPTIONAL }, read from the parse by
+ * its structure, with the encoding of its signedAttrs and of its issuer's name as the parse read
+ * them. sid ::= IssuerAndSerialNumber (SEQUENCE { issuer, serialNumber }) | [0] IMPLICIT SubjectKeyIdentifier.
  */
 function signerOf(node: asn1js.AsnType, derOf: DerOf): SignerInfo {
-  const signer = decoded('SignerInfo', () => AsnParser.fromASN(node, CmsSignerInfo));
-  const children = (node as asn1js.Sequence).valueBlock.value;
-  const attributesNode = children.find((child) => child.idBlock.tagClass === 3 && child.idBlock.tagNumber === 0);
-  const issuerNode = signer.sid.issuerAndSerialNumber && (children[1] as asn1js.Sequence | undefined)?.valueBlock?.value?.[0];
-  const sid: SignerIdentifier =
-    signer.sid.issuerAndSerialNumber && issuerNode
-      ? { issuer: derOf(issuerNode), serial: bytesOf(signer.sid.issuerAndSerialNumber.serialNumber) }
-      : signer.sid.subjectKeyIdentifier
-        ? { subjectKeyIdentifier: bytesOf(signer.sid.subjectKeyIdentifier.buffer) }
-        : (() => {
-            throw new SignatureFormatError('bad SignerIdentifier');
-          })();
+  const children = childrenOf(ofType(node, asn1js.Sequence, 'SignerInfo'), 7, 'SignerInfo');
+  const [version, sidNode, digestAlgorithm] = children;
+  ofType(version, asn1js.Integer, 'SignerInfo');
+  const attributesNode = isContextTag(children[3], 0) ? children[3] : undefined;
+  const [signatureAlgorithm, signature, unsigned] = children.slice(attributesNode ? 4 : 3);
+  if (unsigned !== undefined && !isContextTag(unsigned, 1)) throw new SignatureFormatError('bad SignerInfo');
+  let sid: SignerIdentifier;
+  if (sidNode instanceof asn1js.Sequence) {
+    const [issuer, serial] = childrenOf(sidNode, 2, 'SignerIdentifier');
+    sid = { issuer: derOf(ofType(issuer, asn1js.Sequence, 'SignerIdentifier')), serial: integerBytes(serial, 'SignerIdentifier') };
+  } else if (isContextTag(sidNode, 0) && !sidNode!.idBlock.isConstructed) {
+    sid = { subjectKeyIdentifier: (sidNode as asn1js.Primitive).valueBlock.valueHexView };
+  } else throw new SignatureFormatError('bad SignerIdentifier');
   return {
     sid,
-    digestAlgorithm: algorithmOf(signer.digestAlgorithm),
-    signatureAlgorithm: algorithmOf(signer.signatureAlgorithm),
-    signature: bytesOf(signer.signature.buffer),
-    ...(signer.signedAttrs && attributesNode ? { signedAttributes: signedAttributesOf(signer.signedAttrs, attributesNode, derOf) } : {}),
+    digestAlgorithm: algorithmOf(digestAlgorithm, derOf),
+    signatureAlgorithm: algorithmOf(signatureAlgorithm, derOf),
+    signature: octetsOf(signature, 'signature'),
+    ...(attributesNode ? { signedAttributes: signedAttributesOf(attributesNode, derOf) } : {}),
   };
-}
-
-/** The constructed children of `node`, bounded. */
-function childrenOf(node: asn1js.AsnType, max: number, what: string): asn1js.AsnType[] {
-  const value = (node as asn1js.Constructed).valueBlock?.value;
-  if (!Array.isArray(value)) throw new SignatureFormatError(`bad ${what}`);
-  return [...bounded(value, max, what)];
 }
 
 const isContextTag = (node: asn1js.AsnType | undefined, number: number) => node?.idBlock.tagClass === 3 && node.idBlock.tagNumber === number;
@@ -478,7 +494,7 @@ export function parseSignedData(bytes: Uint8Array): SignedData {
   const certificates = (certificatesNode ? childrenOf(certificatesNode, MAX_CERTIFICATES, 'certificates') : [])
     // Other CertificateChoices (attribute certificates…, tagged [0] to [3]) play no part here.
     .flatMap((choice) => (choice instanceof asn1js.Sequence ? [certificateOfNode(choice, derOf)] : []));
-  const signers = childrenOf(signerInfosNode, MAX_SIGNERS, 'signerInfos').map((node) => signerOf(node, derOf));
+  const signers = childrenOf(signerInfosNode, MAX_SIGNERS, 'signerInfos').map((node) => decoded('SignerInfo', () => signerOf(node, derOf)));
   return { attached: eContent !== undefined, certificates, signers };
 }
 
