@@ -147,9 +147,10 @@ function definiteLength(length: number): Uint8Array {
   return Uint8Array.of(0x80 | bytes.length, ...bytes);
 }
 
-/** One element of an encoding that passed checkBerBounds: its first tag byte, where its contents start and end, and where it ends. */
+/** One element of an encoding that passed checkBerBounds: its first tag byte, where it starts, where its contents start and end, and where it ends. */
 export interface BerElement {
   tag: number;
+  start: number;
   contentStart: number;
   contentEnd: number;
   end: number;
@@ -168,7 +169,7 @@ export function elementAt(bytes: Uint8Array, offset: number): BerElement {
   if (first === 0x80) {
     const contentStart = cursor;
     while (!(bytes[cursor] === 0 && bytes[cursor + 1] === 0)) cursor = elementAt(bytes, cursor).end;
-    return { tag, contentStart, contentEnd: cursor, end: cursor + 2 };
+    return { tag, start: offset, contentStart, contentEnd: cursor, end: cursor + 2 };
   }
   let length = first;
   if (first > 0x80) {
@@ -176,7 +177,7 @@ export function elementAt(bytes: Uint8Array, offset: number): BerElement {
     for (let index = 0; index < (first & 0x7f); index += 1) length = length * 256 + bytes[cursor + index]!;
     cursor += first & 0x7f;
   }
-  return { tag, contentStart: cursor, contentEnd: cursor + length, end: cursor + length };
+  return { tag, start: offset, contentStart: cursor, contentEnd: cursor + length, end: cursor + length };
 }
 
 /** The children of a constructed element of such an encoding, in order. */

@@ -2,11 +2,12 @@
  * The parts of a CMS SignedData (RFC 5652) and of X.509 certificates (RFC 5280) that signature
  * verification and the registry's signer rules read, parsed with a maintained ASN.1 library:
  * asn1js reads the encoding (DER, and BER with indefinite lengths, as CryptoPro and `openssl cms
- * -stream` write), @peculiar/asn1-cms and @peculiar/asn1-x509 map it to CMS and X.509 (asn1js is
- * held at 3.x: @peculiar/asn1-schema 2.11 depends on it). Before the library sees a byte, the
- * encoding's size, element count and depth are bounded (ber-bounds.ts), and the SignedData's
- * structure is walked for its counts of certificates and signers (signedDataShape), which are
- * bounded then; counts of attributes and extensions are bounded after. Anything malformed is a
+ * -stream` write), and the fields are read from its parse by their structure, each typed and
+ * bounded (@peculiar/asn1-schema's mapping cost more than the parse itself: a test compares the two
+ * field by field). Before the library sees a byte, the encoding's size, element count and depth are
+ * bounded (ber-bounds.ts), and the SignedData's structure is walked (layoutOf): its counts of
+ * certificates and signers are bounded then, and asn1js parses each signer and each certificate not
+ * seen before alone. Counts of attributes and extensions are bounded after. Anything malformed is a
  * SignatureFormatError.
  */
 import { createHash } from 'node:crypto';
@@ -211,14 +212,16 @@ const derOfNode =
     return derLengths ? received : withDefiniteLengths(received);
   };
 
-/** A certificate from its node of the parse: from the cache when its DER was read before. */
-function certificateOfNode(node: asn1js.AsnType, derOf: DerOf): Certificate {
-  if (!(node instanceof asn1js.Sequence)) throw new SignatureFormatError('bad certificate');
-  const der = derOf(node);
+/** The certificate encoded at `element` of `bytes`: from the cache when its DER was read before, else parsed. */
+function certificateAt(bytes: Uint8Array, element: BerElement, derLengths: boolean): Certificate {
+  const received = bytes.subarray(element.start, element.end);
+  const der = derLengths ? received : withDefiniteLengths(received);
   const key = createHash('sha256').update(der).digest('base64');
   const cached = CERTIFICATES.get(key);
   if (cached) return cached;
-  const certificate = decoded('certificate', () => certificateOf(node, der, derOf));
+  const certificate = decoded('certificate', () =>
+    certificateOf(ofType(parsedElement(bytes, element, 'certificate'), asn1js.Sequence, 'certificate'), der, derOfNode(derLengths)),
+  );
   if (der.length > MAX_CACHED_CERTIFICATE_BYTES) return certificate;
   const kept = detached(certificate);
   CERTIFICATES.set(key, kept);
@@ -261,7 +264,10 @@ function certificateOf(node: asn1js.Sequence, der: Uint8Array, derOf: DerOf): Ce
   const [tbsNode, signatureAlgorithm, signatureValue] = childrenOf(node, 3, 'certificate');
   const fields = childrenOf(ofType(tbsNode, asn1js.Sequence, 'certificate'), 10, 'certificate');
   const first = isContextTag(fields[0], 0) ? 1 : 0;
-  const [serial, , issuer, validity, subject, publicKeyInfo] = fields.slice(first);
+  // version ::= [0] EXPLICIT INTEGER.
+  if (first === 1) ofType(childrenOf(fields[0], 1, 'version')[0], asn1js.Integer, 'version');
+  const [serial, tbsSignature, issuer, validity, subject, publicKeyInfo] = fields.slice(first);
+  ofType(tbsSignature, asn1js.Sequence, 'certificate');
   const [notBefore, notAfter] = childrenOf(ofType(validity, asn1js.Sequence, 'validity'), 2, 'validity');
   const [keyAlgorithm, keyBits] = childrenOf(ofType(publicKeyInfo, asn1js.Sequence, 'subjectPublicKeyInfo'), 2, 'subjectPublicKeyInfo');
   const result: Certificate = {
@@ -277,38 +283,56 @@ function certificateOf(node: asn1js.Sequence, der: Uint8Array, derOf: DerOf): Ce
     signatureAlgorithm: algorithmOf(signatureAlgorithm, derOf),
     signature: bitsOf(signatureValue, 'signatureValue'),
   };
-  const extensionsNode = fields.slice(first + 6).find((field) => isContextTag(field, 3));
+  // issuerUniqueID [1], subjectUniqueID [2], extensions [3]: each optional, in that order.
+  const optional = fields.slice(first + 6);
+  const numbers = optional.map((field) => (field.idBlock.tagClass === 3 ? field.idBlock.tagNumber : 0));
+  if (numbers.some((number, index) => number < 1 || number > 3 || number <= (numbers[index - 1] ?? 0))) throw new SignatureFormatError('bad certificate');
+  const extensionsNode = optional.find((field) => isContextTag(field, 3));
   const extensions = extensionsNode ? ofType(childrenOf(extensionsNode, 1, 'extensions')[0], asn1js.Sequence, 'extensions') : undefined;
-  for (const extension of extensions ? childrenOf(extensions, MAX_EXTENSIONS, 'extensions') : []) {
-    const parts = childrenOf(ofType(extension, asn1js.Sequence, 'extension'), 3, 'extension');
-    const id = oidOf(parts[0], 'extension');
-    if (id !== id_ce_subjectKeyIdentifier && id !== id_ce_basicConstraints && id !== id_ce_keyUsage) continue;
-    const value = asn1js.fromBER(octetsOf(parts.at(-1), 'extension'));
-    if (value.offset === -1) throw new SignatureFormatError('bad extension');
-    if (id === id_ce_subjectKeyIdentifier) result.subjectKeyIdentifier = octetsOf(value.result, 'subjectKeyIdentifier');
-    // BasicConstraints ::= SEQUENCE { cA BOOLEAN DEFAULT FALSE, pathLenConstraint INTEGER OPTIONAL }.
-    if (id === id_ce_basicConstraints) {
-      const [cA] = childrenOf(ofType(value.result, asn1js.Sequence, 'basicConstraints'), 2, 'basicConstraints');
-      result.isCa = cA instanceof asn1js.Boolean && cA.valueBlock.value;
-    }
-    if (id === id_ce_keyUsage) result.keyUsage = keyUsageOf(bitsOf(value.result, 'keyUsage'));
-  }
+  for (const extension of extensions ? childrenOf(extensions, MAX_EXTENSIONS, 'extensions') : []) readExtension(extension, result);
   return result;
 }
 
-/** keyUsage's named bits as KeyUsageFlags: bit n (the first bit is the first byte's highest) is 2^n. */
-function keyUsageOf(bits: Uint8Array): number {
+/** Extension ::= SEQUENCE { extnID, critical BOOLEAN DEFAULT FALSE, extnValue OCTET STRING }: the three the checks read, into `certificate`. */
+function readExtension(extension: asn1js.AsnType, certificate: Certificate): void {
+  const parts = childrenOf(ofType(extension, asn1js.Sequence, 'extension'), 3, 'extension');
+  if (parts.length < 2 || (parts.length === 3 && !(parts[1] instanceof asn1js.Boolean))) throw new SignatureFormatError('bad extension');
+  const id = oidOf(parts[0], 'extension');
+  const octets = octetsOf(parts.at(-1), 'extension');
+  if (id !== id_ce_subjectKeyIdentifier && id !== id_ce_basicConstraints && id !== id_ce_keyUsage) return;
+  const value = asn1js.fromBER(octets, { parseEmbedded: false });
+  if (value.offset === -1) throw new SignatureFormatError('bad extension');
+  if (id === id_ce_subjectKeyIdentifier) certificate.subjectKeyIdentifier = octetsOf(value.result, 'subjectKeyIdentifier');
+  if (id === id_ce_basicConstraints) certificate.isCa = basicConstraintsCa(value.result);
+  if (id === id_ce_keyUsage) certificate.keyUsage = keyUsageOf(ofType(value.result, asn1js.BitString, 'keyUsage'));
+}
+
+/** BasicConstraints ::= SEQUENCE { cA BOOLEAN DEFAULT FALSE, pathLenConstraint INTEGER OPTIONAL }: cA. */
+function basicConstraintsCa(node: asn1js.AsnType): boolean {
+  const fields = childrenOf(ofType(node, asn1js.Sequence, 'basicConstraints'), 2, 'basicConstraints');
+  const cA = fields[0] instanceof asn1js.Boolean ? fields[0] : undefined;
+  const rest = fields.slice(cA ? 1 : 0);
+  if (rest.length > 1 || (rest.length === 1 && !(rest[0] instanceof asn1js.Integer))) throw new SignatureFormatError('bad basicConstraints');
+  return cA?.valueBlock.value ?? false;
+}
+
+/** keyUsage's named bits as KeyUsageFlags: bit n (the first bit is the first byte's highest) is 2^n; unused bits (BER may set them) left out. */
+function keyUsageOf(node: asn1js.BitString): number {
+  const bits = primitiveBytes(node, 'keyUsage');
+  const unused = node.valueBlock.isConstructed ? 0 : node.valueBlock.unusedBits;
+  // The named bits end at decipherOnly (8): two bytes hold them all.
+  const count = Math.min(bits.length * 8 - unused, 16);
   let flags = 0;
-  for (let bit = 0; bit < Math.min(bits.length, 2) * 8; bit += 1) if ((bits[bit >> 3]! & (0x80 >> (bit & 7))) !== 0) flags |= 1 << bit;
+  for (let bit = 0; bit < count; bit += 1) if ((bits[bit >> 3]! & (0x80 >> (bit & 7))) !== 0) flags |= 1 << bit;
   return flags;
 }
 
 /** An X.509 certificate (DER or BER), e.g. one of a trust store. */
 export function parseCertificate(der: Uint8Array): Certificate {
   const { derLengths } = checkBerBounds(der, CERTIFICATE_LIMITS);
-  const parsed = asn1js.fromBER(der);
-  if (parsed.offset === -1) throw new SignatureFormatError('bad certificate');
-  return certificateOfNode(parsed.result, derOfNode(derLengths));
+  const element = elementAt(der, 0);
+  if (element.tag !== TAG.sequence) throw new SignatureFormatError('bad certificate');
+  return certificateAt(der, element, derLengths);
 }
 
 /** The only value of a signed attribute (Attribute ::= SEQUENCE { attrType, attrValues SET OF }); more than one is malformed. */
@@ -330,6 +354,7 @@ function signedAttributesOf(node: asn1js.AsnType, derOf: DerOf): SignedAttribute
   for (const attribute of childrenOf(node, MAX_ATTRIBUTES, 'signedAttrs')) {
     const [type, values] = childrenOf(ofType(attribute, asn1js.Sequence, 'signedAttrs'), 2, 'signedAttrs');
     const oid = oidOf(type, 'signedAttrs');
+    ofType(values, asn1js.Set, 'signedAttrs');
     if (oid === id_messageDigest) {
       if (result.messageDigest) throw new SignatureFormatError('messageDigest given twice');
       result.messageDigest = octetsOf(soleValue(values, 'messageDigest'), 'messageDigest');
@@ -352,8 +377,8 @@ function signerOf(node: asn1js.AsnType, derOf: DerOf): SignerInfo {
   const [version, sidNode, digestAlgorithm] = children;
   ofType(version, asn1js.Integer, 'SignerInfo');
   const attributesNode = isContextTag(children[3], 0) ? children[3] : undefined;
-  const [signatureAlgorithm, signature, unsigned] = children.slice(attributesNode ? 4 : 3);
-  if (unsigned !== undefined && !isContextTag(unsigned, 1)) throw new SignatureFormatError('bad SignerInfo');
+  const [signatureAlgorithm, signature, unsigned, ...more] = children.slice(attributesNode ? 4 : 3);
+  if ((unsigned !== undefined && !isContextTag(unsigned, 1)) || more.length > 0) throw new SignatureFormatError('bad SignerInfo');
   let sid: SignerIdentifier;
   if (sidNode instanceof asn1js.Sequence) {
     const [issuer, serial] = childrenOf(sidNode, 2, 'SignerIdentifier');
@@ -394,10 +419,16 @@ function berChildrenBounded(bytes: Uint8Array, element: BerElement, max: number,
   return [...bounded(berChildren(bytes, element), max, what)];
 }
 
-/** How many children a constructed element has. */
-function countChildren(bytes: Uint8Array, element: BerElement, what: string): number {
+/** The children of a constructed element. */
+function berChildrenOf(bytes: Uint8Array, element: BerElement, what: string): BerElement[] {
   if (!isConstructed(element)) throw new SignatureFormatError(`bad ${what}`);
-  return berChildren(bytes, element).length;
+  return berChildren(bytes, element);
+}
+
+/** A SignedData's shape, and where its certificates and signers are in its encoding. */
+interface SignedDataLayout extends SignedDataShape {
+  certificateElements: BerElement[];
+  signerElements: BerElement[];
 }
 
 /**
@@ -406,7 +437,7 @@ function countChildren(bytes: Uint8Array, element: BerElement, what: string): nu
  * IMPLICIT certificates OPTIONAL, [1] IMPLICIT crls OPTIONAL, signerInfos }), walked over the bytes
  * of an encoding that passed checkBerBounds, with its checks and their messages.
  */
-function shapeOf(bytes: Uint8Array): SignedDataShape {
+function layoutOf(bytes: Uint8Array): SignedDataLayout {
   const contentInfo = elementAt(bytes, 0);
   if (contentInfo.tag !== TAG.sequence) throw new SignatureFormatError('bad ContentInfo');
   const [contentType, explicit] = berChildrenBounded(bytes, contentInfo, 2, 'ContentInfo');
@@ -432,11 +463,9 @@ function shapeOf(bytes: Uint8Array): SignedDataShape {
   const [eContentType, eContent] = berChildrenBounded(bytes, encapContentInfo, 2, 'encapContentInfo');
   if (eContentType?.tag !== TAG.objectIdentifier || (eContent !== undefined && !isContext(eContent, 0))) throw new SignatureFormatError('bad encapContentInfo');
   const certificates = optional.find((field) => isContext(field, 0));
-  return {
-    attached: eContent !== undefined,
-    certificates: certificates ? countChildren(bytes, certificates, 'certificates') : 0,
-    signers: countChildren(bytes, signerInfos, 'signerInfos'),
-  };
+  const certificateElements = certificates ? berChildrenOf(bytes, certificates, 'certificates') : [];
+  const signerElements = berChildrenOf(bytes, signerInfos, 'signerInfos');
+  return { attached: eContent !== undefined, certificates: certificateElements.length, signers: signerElements.length, certificateElements, signerElements };
 }
 
 /**
@@ -449,53 +478,39 @@ function shapeOf(bytes: Uint8Array): SignedDataShape {
  */
 export function signedDataShape(bytes: Uint8Array): SignedDataShape {
   checkBerBounds(bytes, SIGNATURE_LIMITS);
-  return shapeOf(bytes);
+  const { attached, certificates, signers } = layoutOf(bytes);
+  return { attached, certificates, signers };
+}
+
+/** One element of an encoding parsed by asn1js alone; it must be the whole of what asn1js reads. */
+function parsedElement(bytes: Uint8Array, element: BerElement, what: string): asn1js.AsnType {
+  const encoding = bytes.subarray(element.start, element.end);
+  // Embedded encodings in OCTET and BIT STRINGs are not parsed on speculation: the few read (extensions) are parsed where they are read.
+  const parsed = asn1js.fromBER(encoding, { parseEmbedded: false });
+  if (parsed.offset !== encoding.length) throw new SignatureFormatError(`bad ${what}`);
+  return parsed.result;
 }
 
 /**
- * A ContentInfo holding a SignedData, DER or BER, read from asn1js's parse by its structure
- * (RFC 5652: ContentInfo ::= SEQUENCE { contentType, [0] EXPLICIT content }; SignedData ::=
- * SEQUENCE { version, digestAlgorithms, encapContentInfo, [0] IMPLICIT certificates OPTIONAL,
- * [1] IMPLICIT crls OPTIONAL, signerInfos }); the schema mapping only for what the checks read of
- * it: each signer, and each certificate not seen before.
+ * A ContentInfo holding a SignedData, DER or BER: its structure walked over the encoding
+ * (layoutOf), then each signer and each certificate not seen before parsed by asn1js, alone, and
+ * read by its structure. A certificate seen before is found by the SHA-256 of its DER and not
+ * parsed again: a clinic signs with a few certificates, and asn1js's parse of one was about half
+ * of a signature's check. The fields nobody reads (digestAlgorithms, crls, the content type of the
+ * content) are checked as BER only.
  */
 export function parseSignedData(bytes: Uint8Array): SignedData {
   const { derLengths } = checkBerBounds(bytes, SIGNATURE_LIMITS);
-  const shape = shapeOf(bytes);
-  if (shape.certificates > MAX_CERTIFICATES) throw new SignatureFormatError(`certificates: more than ${MAX_CERTIFICATES}`);
-  if (shape.signers > MAX_SIGNERS) throw new SignatureFormatError(`signerInfos: more than ${MAX_SIGNERS}`);
-  const parsed = asn1js.fromBER(bytes);
-  if (parsed.offset === -1) throw new SignatureFormatError('not ASN.1');
-  if (!(parsed.result instanceof asn1js.Sequence)) throw new SignatureFormatError('bad ContentInfo');
-  const [contentType, explicit] = childrenOf(parsed.result, 2, 'ContentInfo');
-  if (!(contentType instanceof asn1js.ObjectIdentifier)) throw new SignatureFormatError('bad ContentInfo');
-  if (contentType.valueBlock.toString() !== id_signedData) throw new SignatureFormatError(`content type is not signedData (${id_signedData})`);
-  if (!isContextTag(explicit, 0)) throw new SignatureFormatError('bad content');
-  const [signedDataNode] = childrenOf(explicit!, 1, 'content');
-  if (!(signedDataNode instanceof asn1js.Sequence)) throw new SignatureFormatError('bad content');
-  const fields = childrenOf(signedDataNode, 6, 'SignedData');
-  const [version, digestAlgorithms, encapContentInfo] = fields;
-  const signerInfosNode = fields.at(-1);
-  const optional = fields.slice(3, -1);
-  if (
-    !(version instanceof asn1js.Integer) ||
-    !(digestAlgorithms instanceof asn1js.Set) ||
-    !(encapContentInfo instanceof asn1js.Sequence) ||
-    !(signerInfosNode instanceof asn1js.Set) ||
-    !optional.every((field) => isContextTag(field, 0) || isContextTag(field, 1))
-  )
-    throw new SignatureFormatError('bad SignedData');
-  // EncapsulatedContentInfo ::= SEQUENCE { eContentType, [0] EXPLICIT eContent OPTIONAL }.
-  const [eContentType, eContent] = childrenOf(encapContentInfo, 2, 'encapContentInfo');
-  if (!(eContentType instanceof asn1js.ObjectIdentifier) || (eContent !== undefined && !isContextTag(eContent, 0)))
-    throw new SignatureFormatError('bad encapContentInfo');
-  const derOf = derOfNode(derLengths);
-  const certificatesNode = optional.find((field) => isContextTag(field, 0));
-  const certificates = (certificatesNode ? childrenOf(certificatesNode, MAX_CERTIFICATES, 'certificates') : [])
+  const layout = layoutOf(bytes);
+  if (layout.certificates > MAX_CERTIFICATES) throw new SignatureFormatError(`certificates: more than ${MAX_CERTIFICATES}`);
+  if (layout.signers > MAX_SIGNERS) throw new SignatureFormatError(`signerInfos: more than ${MAX_SIGNERS}`);
+  const certificates = layout.certificateElements
     // Other CertificateChoices (attribute certificates…, tagged [0] to [3]) play no part here.
-    .flatMap((choice) => (choice instanceof asn1js.Sequence ? [certificateOfNode(choice, derOf)] : []));
-  const signers = childrenOf(signerInfosNode, MAX_SIGNERS, 'signerInfos').map((node) => decoded('SignerInfo', () => signerOf(node, derOf)));
-  return { attached: eContent !== undefined, certificates, signers };
+    .filter((element) => element.tag === TAG.sequence)
+    .map((element) => certificateAt(bytes, element, derLengths));
+  const derOf = derOfNode(derLengths);
+  const signers = layout.signerElements.map((element) => decoded('SignerInfo', () => signerOf(parsedElement(bytes, element, 'SignerInfo'), derOf)));
+  return { attached: layout.attached, certificates, signers };
 }
 
 /**
