@@ -2,20 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SaxesParser } from 'saxes';
 import { DocumentPartiesParser, partyFindings } from '../../src/emdr/prechecks/document-parties.js';
 import { kindFindings } from '../../src/emdr/prechecks/kinds.js';
-import { AsnConvert, AsnParser, OctetString } from '@peculiar/asn1-schema';
-import { ContentInfo, id_messageDigest, id_signingTime, SignedData } from '@peculiar/asn1-cms';
-import {
-  BasicConstraints,
-  type Certificate as X509Certificate,
-  id_ce_basicConstraints,
-  id_ce_keyUsage,
-  id_ce_subjectKeyIdentifier,
-  KeyUsage,
-  KeyUsageFlags,
-  SubjectKeyIdentifier,
-  Time,
-} from '@peculiar/asn1-x509';
-import { parseSignedData, SignatureFormatError, signedDataShape, type Certificate } from '../../src/emdr/signatures/cms/cms.js';
+import { AsnConvert, AsnParser } from '@peculiar/asn1-schema';
+import { ContentInfo, SignedData } from '@peculiar/asn1-cms';
+import { parseSignedData, SignatureFormatError, signedDataShape } from '../../src/emdr/signatures/cms/cms.js';
 import { DocumentSignatureCheck, type NamedSignature, type SignatureFinding, type VerificationPolicy } from '../../src/emdr/signatures/verify.js';
 import { TestPki, type Issued } from '../support/signing.js';
 
@@ -341,93 +330,6 @@ describe('BER and DER signatures', () => {
     // A kept certificate holds bytes of its own, not a view that would keep the whole signature alive.
     expect(first!.der.buffer.byteLength).toBe(first!.der.length);
     expect(parseSignedData(pki.sign(DOCUMENT, nurse)).certificates[0]).not.toBe(first);
-  });
-});
-
-describe('the parse read by structure', () => {
-  /** What the checks read of a certificate, from @peculiar/asn1-x509's own mapping of it. */
-  function mappedCertificate(certificate: X509Certificate) {
-    const tbs = certificate.tbsCertificate;
-    const extension = (id: string) => tbs.extensions?.find((candidate) => candidate.extnID === id)?.extnValue.buffer;
-    const hex = (bytes: ArrayBuffer | Uint8Array) => Buffer.from(bytes instanceof ArrayBuffer ? new Uint8Array(bytes) : bytes).toString('hex');
-    const parameters = (algorithm: { algorithm: string; parameters?: ArrayBuffer | null }) =>
-      algorithm.parameters && hex(algorithm.parameters) !== '0500'
-        ? { oid: algorithm.algorithm, parameters: hex(algorithm.parameters) }
-        : { oid: algorithm.algorithm };
-    const ski = extension(id_ce_subjectKeyIdentifier);
-    const basic = extension(id_ce_basicConstraints);
-    const usage = extension(id_ce_keyUsage);
-    return {
-      der: hex(AsnConvert.serialize(certificate)),
-      tbs: hex(AsnConvert.serialize(tbs)),
-      serial: hex(tbs.serialNumber),
-      issuer: hex(AsnConvert.serialize(tbs.issuer)),
-      subject: hex(AsnConvert.serialize(tbs.subject)),
-      notBefore: tbs.validity.notBefore.getTime().getTime(),
-      notAfter: tbs.validity.notAfter.getTime().getTime(),
-      publicKey: { algorithm: parameters(tbs.subjectPublicKeyInfo.algorithm), key: hex(tbs.subjectPublicKeyInfo.subjectPublicKey) },
-      signatureAlgorithm: parameters(certificate.signatureAlgorithm),
-      signature: hex(certificate.signatureValue),
-      subjectKeyIdentifier: ski && hex(AsnParser.parse(ski, SubjectKeyIdentifier).buffer),
-      isCa: basic && AsnParser.parse(basic, BasicConstraints).cA,
-      keyUsage: usage && AsnParser.parse(usage, KeyUsage).toNumber(),
-    };
-  }
-
-  /** The same fields of our parse. */
-  function ours(certificate: Certificate) {
-    const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString('hex');
-    const algorithm = ({ oid, parameters }: Certificate['signatureAlgorithm']) => (parameters ? { oid, parameters: hex(parameters) } : { oid });
-    return {
-      der: hex(certificate.der),
-      tbs: hex(certificate.tbs),
-      serial: hex(certificate.serial),
-      issuer: hex(certificate.issuer),
-      subject: hex(certificate.subject),
-      notBefore: certificate.notBefore,
-      notAfter: certificate.notAfter,
-      publicKey: { algorithm: algorithm(certificate.publicKey.algorithm), key: hex(certificate.publicKey.key) },
-      signatureAlgorithm: algorithm(certificate.signatureAlgorithm),
-      signature: hex(certificate.signature),
-      subjectKeyIdentifier: certificate.subjectKeyIdentifier && hex(certificate.subjectKeyIdentifier),
-      isCa: certificate.isCa,
-      keyUsage: certificate.keyUsage,
-    };
-  }
-
-  it('gives what the library maps of each certificate (a CA, an end entity, one for encipherment) and signer, from DER and BER alike', () => {
-    const ca = pki.issue({ algorithm: 'rsa', commonName: 'Тестовый УЦ', ca: true });
-    const signer = pki.issue({ algorithm: 'rsa', commonName: 'Петров Сергей Иванович', person: DOCTOR, issuer: ca, ogrn: '1027700132195' });
-    const encipherment = pki.issue({ algorithm: 'rsa', commonName: 'Шифрование', encipherment: true });
-    for (const [who, chain] of [
-      [signer, [ca]],
-      [encipherment, []],
-    ] as const) {
-      const der = pki.sign(DOCUMENT, who, [...chain]);
-      const mapped = AsnParser.parse(AsnParser.parse(der, ContentInfo).content, SignedData);
-      for (const bytes of [der, asIndefiniteBer(der)]) {
-        const read = parseSignedData(bytes);
-        expect(read.certificates.map(ours)).toEqual(mapped.certificates!.map((choice) => mappedCertificate(choice.certificate!)));
-        const [signerInfo] = mapped.signerInfos;
-        const attribute = (id: string) => signerInfo!.signedAttrs!.find((candidate) => candidate.attrType === id)!.attrValues[0]!;
-        expect(read.signers).toHaveLength(1);
-        const [first] = read.signers;
-        expect(Buffer.from((first!.sid as { serial: Uint8Array }).serial)).toEqual(Buffer.from(signerInfo!.sid.issuerAndSerialNumber!.serialNumber));
-        expect(first!.digestAlgorithm.oid).toBe(signerInfo!.digestAlgorithm.algorithm);
-        expect(first!.signatureAlgorithm.oid).toBe(signerInfo!.signatureAlgorithm.algorithm);
-        expect(Buffer.from(first!.signature)).toEqual(Buffer.from(signerInfo!.signature.buffer));
-        expect(Buffer.from(first!.signedAttributes!.messageDigest!)).toEqual(Buffer.from(AsnParser.parse(attribute(id_messageDigest), OctetString).buffer));
-        expect(first!.signedAttributes!.signingTime).toBe(AsnParser.parse(attribute(id_signingTime), Time).getTime().getTime());
-      }
-    }
-    const flags = parseSignedData(pki.sign(DOCUMENT, signer, [ca])).certificates.map((certificate) => [certificate.isCa, certificate.keyUsage]);
-    expect(flags).toHaveLength(2);
-    expect(flags).toEqual(
-      expect.arrayContaining([
-        [false, KeyUsageFlags.digitalSignature | KeyUsageFlags.nonRepudiation],
-        [true, KeyUsageFlags.keyCertSign | KeyUsageFlags.cRLSign],
-      ]),
-    );
   });
 });
 

@@ -27,6 +27,8 @@ const SIGNATURE_LIMITS: BerLimits = { maxBytes: MAX_SIGNATURE_BYTES, maxElements
 const CERTIFICATE_LIMITS: BerLimits = { maxBytes: 256 * 1024, maxElements: 10_000, maxDepth: 32 };
 const MAX_CERTIFICATES = 32;
 const MAX_SIGNERS = 16;
+/** One per digest algorithm the signers use: a few. */
+const MAX_DIGEST_ALGORITHMS = 64;
 const MAX_ATTRIBUTES = 64;
 const MAX_EXTENSIONS = 64;
 /** Parts of a constructed (BER) OCTET or BIT STRING. */
@@ -141,14 +143,18 @@ function bounded<T>(items: readonly T[] | undefined, max: number, what: string):
 /** The children of a constructed node, bounded; a SignatureFormatError for anything else. */
 function childrenOf(node: asn1js.AsnType | undefined, max: number, what: string): asn1js.AsnType[] {
   const value = (node as asn1js.Constructed | undefined)?.valueBlock?.value;
-  if (!Array.isArray(value)) throw new SignatureFormatError(`bad ${what}`);
+  // asn1js reads a SEQUENCE or SET tagged primitive (0x10, 0x11) as one: the tag's constructed bit is checked here.
+  if (!Array.isArray(value) || !node!.idBlock.isConstructed) throw new SignatureFormatError(`bad ${what}`);
   return [...bounded(value, max, what)];
 }
 
-/** A node of the type `type`, or a SignatureFormatError naming `what`. */
+/**
+ * A node of the type `type` itself, or a SignatureFormatError naming `what`: not of a subclass
+ * (asn1js's ENUMERATED is an INTEGER, its GeneralizedTime a UTCTime).
+ */
 function ofType<T>(node: asn1js.AsnType | undefined, type: new (...args: never[]) => T, what: string): T {
-  if (!(node instanceof type)) throw new SignatureFormatError(`bad ${what}`);
-  return node;
+  if (node?.constructor !== type) throw new SignatureFormatError(`bad ${what}`);
+  return node as T;
 }
 
 const oidOf = (node: asn1js.AsnType | undefined, what: string) => ofType(node, asn1js.ObjectIdentifier, what).valueBlock.toString();
@@ -156,11 +162,18 @@ const octetsOf = (node: asn1js.AsnType | undefined, what: string) => primitiveBy
 const integerBytes = (node: asn1js.AsnType | undefined, what: string) => ofType(node, asn1js.Integer, what).valueBlock.valueHexView;
 /** A BIT STRING's bytes (the count of unused bits aside). */
 const bitsOf = (node: asn1js.AsnType | undefined, what: string) => primitiveBytes(ofType(node, asn1js.BitString, what), what);
-/** UTCTime or GeneralizedTime (asn1js's GeneralizedTime is a UTCTime) as epoch ms. */
+/**
+ * Time ::= CHOICE { UTCTime, GeneralizedTime } as epoch ms, in the one form RFC 5280 (4.1.2.5) and
+ * RFC 5652 (11.3) allow: UTC with seconds, YYMMDDHHMMSSZ or YYYYMMDDHHMMSSZ. asn1js reads text it
+ * cannot parse as 1899-12-31 without an error, so the text is checked here.
+ */
 const timeOf = (node: asn1js.AsnType | undefined, what: string) => {
-  const time = ofType(node, asn1js.UTCTime, what).toDate().getTime();
-  if (Number.isNaN(time)) throw new SignatureFormatError(`bad ${what}`);
-  return time;
+  const generalized = node instanceof asn1js.GeneralizedTime;
+  const time = generalized ? node : ofType(node, asn1js.UTCTime, what);
+  const pattern = generalized ? /^\d{14}Z$/ : /^\d{12}Z$/;
+  const epoch = pattern.test(Buffer.from(time.valueBlock.valueHexView).toString('latin1')) ? time.toDate().getTime() : Number.NaN;
+  if (Number.isNaN(epoch)) throw new SignatureFormatError(`bad ${what}`);
+  return epoch;
 };
 
 /** The bytes of an OCTET or BIT STRING; the constructed form (BER) is joined from its parts. */
@@ -177,20 +190,28 @@ function algorithmOf(node: asn1js.AsnType | undefined, derOf: DerOf): AlgorithmI
   return parameters === undefined || parameters instanceof asn1js.Null ? { oid } : { oid, parameters: derOf(parameters) };
 }
 
-/** Name ::= SEQUENCE OF SET OF SEQUENCE { type, value }: the subject attributes the checks read, as text (any string type: SNILS is a NumericString). */
-function subjectTextOf(name: asn1js.AsnType): SubjectText {
+/**
+ * Name ::= SEQUENCE OF SET OF SEQUENCE { type OBJECT IDENTIFIER, value ANY }, its structure
+ * checked, with the subject attributes the checks read as text (any string type: SNILS is a
+ * NumericString).
+ */
+function nameOf(node: asn1js.AsnType | undefined, what: string): { name: asn1js.Sequence; text: SubjectText } {
+  const name = ofType(node, asn1js.Sequence, what);
   const text: SubjectText = {};
-  const keys = Object.entries(SUBJECT) as Array<[keyof SubjectText, string]>;
-  for (const rdn of childrenOf(name, MAX_ATTRIBUTES, 'subject')) {
-    for (const attribute of childrenOf(ofType(rdn, asn1js.Set, 'subject'), MAX_ATTRIBUTES, 'subject')) {
-      const [type, value] = childrenOf(ofType(attribute, asn1js.Sequence, 'subject'), 2, 'subject');
-      const key = keys.find(([, oid]) => oid === oidOf(type, 'subject'))?.[0];
-      const string = (value as { valueBlock?: { value?: unknown } } | undefined)?.valueBlock?.value;
+  for (const rdn of childrenOf(name, MAX_ATTRIBUTES, what)) {
+    for (const attribute of childrenOf(ofType(rdn, asn1js.Set, what), MAX_ATTRIBUTES, what)) {
+      const [type, value, ...more] = childrenOf(ofType(attribute, asn1js.Sequence, what), 2, what);
+      if (value === undefined || more.length > 0) throw new SignatureFormatError(`bad ${what}`);
+      const oid = oidOf(type, what);
+      const key = SUBJECT_KEYS.find(([, candidate]) => candidate === oid)?.[0];
+      const string = (value as { valueBlock?: { value?: unknown } }).valueBlock?.value;
       if (key && text[key] === undefined && typeof string === 'string') text[key] = string.slice(0, 256);
     }
   }
-  return text;
+  return { name, text };
 }
+
+const SUBJECT_KEYS = Object.entries(SUBJECT) as Array<[keyof SubjectText, string]>;
 
 /**
  * The certificates read before, by the SHA-256 of their DER: a clinic signs its documents with a few
@@ -267,16 +288,17 @@ function certificateOf(node: asn1js.Sequence, der: Uint8Array, derOf: DerOf): Ce
   // version ::= [0] EXPLICIT INTEGER.
   if (first === 1) ofType(childrenOf(fields[0], 1, 'version')[0], asn1js.Integer, 'version');
   const [serial, tbsSignature, issuer, validity, subject, publicKeyInfo] = fields.slice(first);
-  ofType(tbsSignature, asn1js.Sequence, 'certificate');
+  algorithmOf(tbsSignature, derOf);
   const [notBefore, notAfter] = childrenOf(ofType(validity, asn1js.Sequence, 'validity'), 2, 'validity');
   const [keyAlgorithm, keyBits] = childrenOf(ofType(publicKeyInfo, asn1js.Sequence, 'subjectPublicKeyInfo'), 2, 'subjectPublicKeyInfo');
+  const subjectName = nameOf(subject, 'subject');
   const result: Certificate = {
     der,
     tbs: derOf(tbsNode!),
     serial: integerBytes(serial, 'serialNumber'),
-    issuer: derOf(ofType(issuer, asn1js.Sequence, 'issuer')),
-    subject: derOf(ofType(subject, asn1js.Sequence, 'subject')),
-    subjectText: subjectTextOf(subject!),
+    issuer: derOf(nameOf(issuer, 'issuer').name),
+    subject: derOf(subjectName.name),
+    subjectText: subjectName.text,
     notBefore: timeOf(notBefore, 'validity'),
     notAfter: timeOf(notAfter, 'validity'),
     publicKey: { algorithm: algorithmOf(keyAlgorithm, derOf), key: bitsOf(keyBits, 'subjectPublicKey'), info: derOf(publicKeyInfo!) },
@@ -312,7 +334,7 @@ function basicConstraintsCa(node: asn1js.AsnType): boolean {
   const fields = childrenOf(ofType(node, asn1js.Sequence, 'basicConstraints'), 2, 'basicConstraints');
   const cA = fields[0] instanceof asn1js.Boolean ? fields[0] : undefined;
   const rest = fields.slice(cA ? 1 : 0);
-  if (rest.length > 1 || (rest.length === 1 && !(rest[0] instanceof asn1js.Integer))) throw new SignatureFormatError('bad basicConstraints');
+  if (rest.length > 1 || (rest.length === 1 && rest[0]?.constructor !== asn1js.Integer)) throw new SignatureFormatError('bad basicConstraints');
   return cA?.valueBlock.value ?? false;
 }
 
@@ -382,7 +404,7 @@ function signerOf(node: asn1js.AsnType, derOf: DerOf): SignerInfo {
   let sid: SignerIdentifier;
   if (sidNode instanceof asn1js.Sequence) {
     const [issuer, serial] = childrenOf(sidNode, 2, 'SignerIdentifier');
-    sid = { issuer: derOf(ofType(issuer, asn1js.Sequence, 'SignerIdentifier')), serial: integerBytes(serial, 'SignerIdentifier') };
+    sid = { issuer: derOf(nameOf(issuer, 'SignerIdentifier').name), serial: integerBytes(serial, 'SignerIdentifier') };
   } else if (isContextTag(sidNode, 0) && !sidNode!.idBlock.isConstructed) {
     sid = { subjectKeyIdentifier: (sidNode as asn1js.Primitive).valueBlock.valueHexView };
   } else throw new SignatureFormatError('bad SignerIdentifier');
@@ -412,6 +434,7 @@ const SIGNED_DATA_OID = Buffer.from([0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0
 const TAG = { integer: 0x02, objectIdentifier: 0x06, sequence: 0x30, set: 0x31 } as const;
 const isContext = (element: BerElement | undefined, number: number) => element !== undefined && (element.tag & 0xdf) === (0x80 | number);
 const isConstructed = (element: BerElement) => (element.tag & 0x20) !== 0;
+const isOtherCertificateChoice = (element: BerElement) => [0, 1, 2, 3].some((number) => isContext(element, number));
 
 /** The children of a constructed element, at most `max` of them, as parseSignedData bounds them. */
 function berChildrenBounded(bytes: Uint8Array, element: BerElement, max: number, what: string): BerElement[] {
@@ -460,6 +483,11 @@ function layoutOf(bytes: Uint8Array): SignedDataLayout {
     !optional.every((field) => isContext(field, 0) || isContext(field, 1))
   )
     throw new SignatureFormatError('bad SignedData');
+  // digestAlgorithms ::= SET OF AlgorithmIdentifier: not read (each signer names its own), its form checked.
+  for (const algorithm of berChildrenBounded(bytes, digestAlgorithms, MAX_DIGEST_ALGORITHMS, 'digestAlgorithms')) {
+    const [oid, ...parameters] = berChildrenOf(bytes, algorithm, 'digestAlgorithms');
+    if (algorithm.tag !== TAG.sequence || oid?.tag !== TAG.objectIdentifier || parameters.length > 1) throw new SignatureFormatError('bad digestAlgorithms');
+  }
   const [eContentType, eContent] = berChildrenBounded(bytes, encapContentInfo, 2, 'encapContentInfo');
   if (eContentType?.tag !== TAG.objectIdentifier || (eContent !== undefined && !isContext(eContent, 0))) throw new SignatureFormatError('bad encapContentInfo');
   const certificates = optional.find((field) => isContext(field, 0));
@@ -504,10 +532,12 @@ export function parseSignedData(bytes: Uint8Array): SignedData {
   const layout = layoutOf(bytes);
   if (layout.certificates > MAX_CERTIFICATES) throw new SignatureFormatError(`certificates: more than ${MAX_CERTIFICATES}`);
   if (layout.signers > MAX_SIGNERS) throw new SignatureFormatError(`signerInfos: more than ${MAX_SIGNERS}`);
-  const certificates = layout.certificateElements
+  const certificates = layout.certificateElements.flatMap((element) => {
+    if (element.tag === TAG.sequence) return [certificateAt(bytes, element, derLengths)];
     // Other CertificateChoices (attribute certificates…, tagged [0] to [3]) play no part here.
-    .filter((element) => element.tag === TAG.sequence)
-    .map((element) => certificateAt(bytes, element, derLengths));
+    if (isOtherCertificateChoice(element)) return [];
+    throw new SignatureFormatError('bad certificates');
+  });
   const derOf = derOfNode(derLengths);
   const signers = layout.signerElements.map((element) => decoded('SignerInfo', () => signerOf(parsedElement(bytes, element, 'SignerInfo'), derOf)));
   return { attached: layout.attached, certificates, signers };
