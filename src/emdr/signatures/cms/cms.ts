@@ -505,9 +505,21 @@ function layoutOf(bytes: Uint8Array): SignedDataLayout {
  * Throws SignatureFormatError for an encoding out of bounds or not a ContentInfo of a SignedData.
  */
 export function signedDataShape(bytes: Uint8Array): SignedDataShape {
-  checkBerBounds(bytes, SIGNATURE_LIMITS);
-  const { attached, certificates, signers } = layoutOf(bytes);
-  return { attached, certificates, signers };
+  return readSignature(bytes).shape;
+}
+
+/** A signature walked once: its shape, and its parse (parseSignedData) from the same walk. */
+export interface SignatureReading {
+  shape: SignedDataShape;
+  parse(): SignedData;
+}
+
+/** signedDataShape and parseSignedData over one walk of the bytes: a signature accepted for its shape is parsed without being walked again. */
+export function readSignature(bytes: Uint8Array): SignatureReading {
+  const { derLengths } = checkBerBounds(bytes, SIGNATURE_LIMITS);
+  const layout = layoutOf(bytes);
+  const { attached, certificates, signers } = layout;
+  return { shape: { attached, certificates, signers }, parse: () => signedDataOf(bytes, layout, derLengths) };
 }
 
 /** One element of an encoding parsed by asn1js alone; it must be the whole of what asn1js reads. */
@@ -528,8 +540,10 @@ function parsedElement(bytes: Uint8Array, element: BerElement, what: string): as
  * content) are checked as BER only.
  */
 export function parseSignedData(bytes: Uint8Array): SignedData {
-  const { derLengths } = checkBerBounds(bytes, SIGNATURE_LIMITS);
-  const layout = layoutOf(bytes);
+  return readSignature(bytes).parse();
+}
+
+function signedDataOf(bytes: Uint8Array, layout: SignedDataLayout, derLengths: boolean): SignedData {
   if (layout.certificates > MAX_CERTIFICATES) throw new SignatureFormatError(`certificates: more than ${MAX_CERTIFICATES}`);
   if (layout.signers > MAX_SIGNERS) throw new SignatureFormatError(`signerInfos: more than ${MAX_SIGNERS}`);
   const certificates = layout.certificateElements.flatMap((element) => {
