@@ -136,19 +136,20 @@ function checkUniversalForm(tag: number): void {
 const UTC_TIME = /^\d{10}(\d{2})?(Z|[+-]\d{4})$/;
 const GENERALIZED_TIME = /^\d{10}(\d{2}(\d{2}([.,]\d+)?)?)?(Z|[+-]\d{4})?$/;
 
+const latin1 = (bytes: Uint8Array, start: number, end: number) => Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('latin1');
+
 /** The contents of a primitive universal element, where its type fixes their form: what a decoding library refuses. */
 function checkPrimitive(tag: number, bytes: Uint8Array, start: number, end: number): void {
   // Indexes, not a view: this runs for every primitive element of every signature.
   const length = end - start;
-  const text = () => Buffer.from(bytes.buffer, bytes.byteOffset + start, length).toString('latin1');
   const bad =
     (tag === 0x01 && length !== 1) ||
     ((tag === 0x02 || tag === 0x0a) && length === 0) ||
     (tag === 0x05 && length !== 0) ||
     ((tag === 0x06 || tag === 0x0d) && (length === 0 || (bytes[end - 1]! & 0x80) !== 0)) ||
     (tag === 0x03 && (length === 0 || bytes[start]! > 7 || (length === 1 && bytes[start] !== 0))) ||
-    (tag === 0x17 && !UTC_TIME.test(text())) ||
-    (tag === 0x18 && !GENERALIZED_TIME.test(text())) ||
+    (tag === 0x17 && !UTC_TIME.test(latin1(bytes, start, end))) ||
+    (tag === 0x18 && !GENERALIZED_TIME.test(latin1(bytes, start, end))) ||
     (tag === 0x1c && length % 4 !== 0) ||
     (tag === 0x1e && length % 2 !== 0);
   if (bad) throw new SignatureFormatError(`bad contents of tag 0x${tag.toString(16)}`);
