@@ -2,8 +2,7 @@
  * The bare baselines of the benchmark: plain node:http and pg (named prepared statements, a pool of
  * 10 that keeps its connections, like the service's) doing the same SQL and crypto as the service
  * for the operations measured, and nothing else: no router, no schema validation, no logging, no
- * limits. What the service
- * costs beyond them is the price of its contract checks and structure.
+ * limits. What the service costs beyond them is the price of its contract checks and structure.
  *
  *   POST /rpc                   JSON-RPC: patient.get_patient (SHA-256 of the session token, one
  *                               joined query that also writes the audit row, AES-256-GCM open of user_sign),
