@@ -22,6 +22,7 @@ import {
   IntakeSlots,
   QUOTA_UNIT_BYTES,
 } from './emdr/intake/admission/limits.js';
+import { RefusalPause } from './emdr/intake/admission/refusal-pause.js';
 import { consoleRoutes } from './console/routes.js';
 import { docsRoutes } from './docs/routes.js';
 import { createEmdrRouter, SMALL_BODY_LIMIT_BYTES } from './emdr/intake/router.js';
@@ -272,6 +273,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
           processBytes: config.bodyBytesInFlight.perProcess,
         });
         metrics.intakeRequests(() => intakeSlots.totals());
+        const refusalPause = new RefusalPause();
         hotPaths.push(
           await createEmdrRouter({
             definition: openApiSpecPath,
@@ -282,6 +284,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
             securityHandlers: clinicSecurityHandlers(database.sql, new ClinicAuthCache(config.clinicAuthCacheMs)),
             beforeBody: clinicRateLimit(
               new SharedAllowance(counters, { name: 'clinic-requests', perWindow: config.rateLimitPerMinute, windowMs: LIMIT_WINDOW_MS }),
+              refusalPause,
             ),
             admitBody: clinicBodyAdmission(
               config.byteQuotaPerMinute === 0
@@ -292,6 +295,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
                     windowMs: LIMIT_WINDOW_MS,
                   }),
               intakeSlots,
+              refusalPause,
             ),
             // RegisterDocument carries the document; every other body is a few fields.
             bodyLimits: { default: SMALL_BODY_LIMIT_BYTES, byOperation: { RegisterDocument: config.bodyLimitBytes } },

@@ -5,6 +5,7 @@ import type { SharedAllowance } from '../../../limits/allowance.js';
 import type { ClinicAccount } from '../../accounts/clients.js';
 import { ApiError } from '../../errors/errors.js';
 import type { AdmitBody, BeforeBody, BodyAdmission } from '../router.js';
+import type { RefusalPause } from './refusal-pause.js';
 
 /**
  * What one clinic account may take of interface B before its body is read: requests per minute
@@ -38,12 +39,16 @@ export function tooMuch(waitMs: number, what: string): ApiError {
   });
 }
 
-/** The per-clinic request rate (RATE_LIMIT), checked once the clinic is known and before its body is read: 429 RATE_LIMIT with Retry-After. */
-export function clinicRateLimit(requests: SharedAllowance): BeforeBody {
-  return async (_operationId, security) => {
+/**
+ * The per-clinic request rate (RATE_LIMIT), checked once the clinic is known and before its body is
+ * read: 429 RATE_LIMIT with Retry-After, after a pause when the clinic keeps being refused (RefusalPause).
+ */
+export function clinicRateLimit(requests: SharedAllowance, pause: RefusalPause): BeforeBody {
+  return async (_operationId, security, request) => {
     const clinic = clinicOf(security);
-    const wait = clinic === undefined ? undefined : await requests.take(String(clinic.id), 1);
-    if (wait !== undefined) throw tooMuch(wait, 'requests');
+    if (clinic === undefined) return;
+    const wait = await requests.take(String(clinic.id), 1);
+    if (wait !== undefined) await pause.refuse(clinic.id, request, tooMuch(wait, 'requests'));
   };
 }
 
@@ -249,15 +254,20 @@ function declaredLength(request: IncomingMessage): number | undefined {
  * requests (IntakeSlots, by its Content-Length, or the operation's `limitBytes` without one; 429
  * when the clinic's queue is full). Every body counts, valid or not.
  */
-export function clinicBodyAdmission(bytes: SharedAllowance | undefined, intake: IntakeSlots): AdmitBody {
+export function clinicBodyAdmission(bytes: SharedAllowance | undefined, intake: IntakeSlots, pause: RefusalPause): AdmitBody {
   return async (_operationId, security, request, limitBytes): Promise<BodyAdmission> => {
     const clinic = clinicOf(security);
     if (clinic === undefined) return {};
     const declared = declaredLength(request);
-    // The refusal that needs no waiting first: a request refused would otherwise wait its turn only to be refused.
-    const inspect = await quotaAdmission(bytes, clinic, declared);
-    const release = await intakeSlot(intake, clinic, request, declared ?? limitBytes);
-    return { ...(inspect ? { inspect } : {}), release };
+    try {
+      // The refusal that needs no waiting first: a request refused would otherwise wait its turn only to be refused.
+      const inspect = await quotaAdmission(bytes, clinic, declared);
+      const release = await intakeSlot(intake, clinic, request, declared ?? limitBytes);
+      return { ...(inspect ? { inspect } : {}), release };
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 429) return pause.refuse(clinic.id, request, error);
+      throw error;
+    }
   };
 }
 

@@ -1,0 +1,93 @@
+import type { IncomingMessage } from 'node:http';
+import { ClientGone } from '../../../http/json-body.js';
+import { holdBody } from '../../../http/listener.js';
+import type { ApiError } from '../../errors/errors.js';
+
+/**
+ * A clinic account's 429s answered after a pause once it ignores them: past REFUSALS_BEFORE_PAUSE
+ * refusals within a second, each further one is answered after REFUSAL_PAUSE_MS, its body unread.
+ *
+ * Why: an answer at once is the next request at once for a client that does not wait its
+ * Retry-After. Beside the M4 abuser (64 connections sending 24 MiB bodies back to back) the gateway
+ * refused 700–900 requests a second, and each refusal is a connection accepted, an answer written
+ * and a socket closed with megabytes of body in its buffers: the loopback copying, the closing and
+ * the abuser's own sending took the machine's two cores from the honest clinic. Paused, such a
+ * client's connections wait and send nothing (their bodies are unread, so TCP holds them back),
+ * and its refusals come at most one per connection per pause. What a paused refusal holds is a
+ * connection the client could hold anyway by sending slowly (MAX_CONNECTIONS_PER_CLIENT bounds
+ * both).
+ *
+ * Counted per authenticated clinic account, in this process: never per client address (clinics
+ * behind one proxy share it) nor per claimed account (anyone could get a victim paused).
+ */
+
+/** Refusals of a clinic within a second that are answered at once: a burst that ran past a limit is told so without delay. */
+export const REFUSALS_BEFORE_PAUSE = 10;
+/** How long a further refusal waits before it is answered; Retry-After is at least this (1 s) anyway. */
+export const REFUSAL_PAUSE_MS = 1000;
+const WINDOW_MS = 1000;
+
+interface Recent {
+  windowStart: number;
+  refusals: number;
+}
+
+export class RefusalPause {
+  private readonly recent = new Map<number, Recent>();
+
+  constructor(
+    private readonly options: { refusalsBeforePause: number; pauseMs: number } = { refusalsBeforePause: REFUSALS_BEFORE_PAUSE, pauseMs: REFUSAL_PAUSE_MS },
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /**
+   * Refuses `request` of `clinicId` with `error`: at once while the clinic's refusals this second
+   * are few, else after the pause (ClientGone when the client leaves meanwhile).
+   */
+  async refuse(clinicId: number, request: IncomingMessage, error: ApiError): Promise<never> {
+    if (this.count(clinicId) > this.options.refusalsBeforePause) await this.pause(request);
+    throw error;
+  }
+
+  /** The clinic's refusals in the current window, this one included. */
+  private count(clinicId: number): number {
+    const now = this.now();
+    let recent = this.recent.get(clinicId);
+    if (!recent || now - recent.windowStart >= WINDOW_MS) {
+      if (!recent) this.forgetQuiet(now);
+      recent = { windowStart: now, refusals: 0 };
+      this.recent.set(clinicId, recent);
+    }
+    recent.refusals += 1;
+    return recent.refusals;
+  }
+
+  private pause(request: IncomingMessage): Promise<void> {
+    return new Promise((resolve, reject) => {
+      // Not cut off as too slow (BODY_MIN_RATE) for a wait that is ours.
+      const unhold = holdBody(request);
+      // The socket's close, not the request's: a request without a body may close as read.
+      const socket = request.socket;
+      const done = () => {
+        clearTimeout(timer);
+        socket.off('close', onClose);
+        unhold();
+      };
+      const onClose = () => {
+        done();
+        reject(new ClientGone());
+      };
+      const timer = setTimeout(() => {
+        done();
+        resolve();
+      }, this.options.pauseMs);
+      socket.once('close', onClose);
+    });
+  }
+
+  /** Clinics refused in no recent window are dropped when a new one is counted (the map holds recent refusers only). */
+  private forgetQuiet(now: number): void {
+    if (this.recent.size < 1024) return;
+    for (const [clinicId, recent] of this.recent) if (now - recent.windowStart >= WINDOW_MS) this.recent.delete(clinicId);
+  }
+}
