@@ -5,13 +5,14 @@ import type { ApiError } from '../../errors/errors.js';
 
 /**
  * A clinic account's 429s answered after a pause once it ignores them: past REFUSALS_BEFORE_PAUSE
- * refusals within a second, each further one is answered after REFUSAL_PAUSE_MS, its body unread.
+ * refusals within a second, each further one is answered after about REFUSAL_PAUSE_MS, its body
+ * unread.
  *
  * Why: an answer at once is the next request at once for a client that does not wait its
  * Retry-After. Beside the M4 abuser (64 connections sending 24 MiB bodies back to back) the gateway
- * refused 700–900 requests a second, and each refusal is a connection accepted, an answer written
- * and a socket closed with megabytes of body in its buffers: the loopback copying, the closing and
- * the abuser's own sending took the machine's two cores from the honest clinic. Paused, such a
+ * refused 600–900 requests a second, each a connection accepted, an answer written and a socket
+ * closed with its body's bytes in the buffers; with the account lookups cached (auth-cache.ts) that
+ * was still 71% of the loop, the abuser only coming back faster. Paused, such a
  * client's connections wait and send nothing (their bodies are unread, so TCP holds them back),
  * and its refusals come at most one per connection per pause. What a paused refusal holds is a
  * connection the client could hold anyway by sending slowly (MAX_CONNECTIONS_PER_CLIENT bounds
@@ -23,7 +24,12 @@ import type { ApiError } from '../../errors/errors.js';
 
 /** Refusals of a clinic within a second that are answered at once: a burst that ran past a limit is told so without delay. */
 export const REFUSALS_BEFORE_PAUSE = 10;
-/** How long a further refusal waits before it is answered; Retry-After is at least this (1 s) anyway. */
+/**
+ * How long a further refusal waits before it is answered, on average; Retry-After is at least 1 s
+ * anyway. Each pause is drawn from half to one and a half of it: paused alike, a client's connections
+ * were answered in one burst a second (64 answers and closes in one piece of 100–190 ms of the loop)
+ * and came back together, to be paused alike again.
+ */
 export const REFUSAL_PAUSE_MS = 1000;
 const WINDOW_MS = 1000;
 
@@ -77,10 +83,13 @@ export class RefusalPause {
         done();
         reject(new ClientGone());
       };
-      const timer = setTimeout(() => {
-        done();
-        resolve();
-      }, this.options.pauseMs);
+      const timer = setTimeout(
+        () => {
+          done();
+          resolve();
+        },
+        this.options.pauseMs * (0.5 + Math.random()),
+      );
       socket.once('close', onClose);
     });
   }
