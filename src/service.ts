@@ -7,7 +7,7 @@ import { MIGRATIONS } from './migrations.js';
 import { startRetention, type Retention } from './db/retention.js';
 import { ehrPurgeSteps } from './ehr/retention.js';
 import { ehrRoutes, rpcHotPath, type RpcAdmission } from './ehr/http.js';
-import { RefusalPacer } from './http/refusal-pacing.js';
+import { REFUSAL_PACING, RefusalPacer } from './http/refusal-pacing.js';
 import { createEhrHandlers } from './ehr/methods.js';
 import { RpcEnvelope } from './ehr/rpc/envelope.js';
 import { createRecordHandlers } from './ehr/medical-record/record-methods.js';
@@ -23,7 +23,6 @@ import {
   IntakeSlots,
   QUOTA_UNIT_BYTES,
 } from './emdr/intake/admission/limits.js';
-import { RefusalPause } from './emdr/intake/admission/refusal-pause.js';
 import { consoleRoutes } from './console/routes.js';
 import { docsRoutes } from './docs/routes.js';
 import { createEmdrRouter, SMALL_BODY_LIMIT_BYTES } from './emdr/intake/router.js';
@@ -282,7 +281,8 @@ export async function startService(config: Config, logger: Logger, roles: Readon
           processBytes: config.bodyBytesInFlight.perProcess,
         });
         metrics.intakeRequests(() => intakeSlots.totals());
-        const refusalPause = new RefusalPause();
+        // A clinic's held refusals spread over 1-1.5 s, so that its connections do not come back as one burst.
+        const refusalPacer = new RefusalPacer({ ...REFUSAL_PACING, spread: 0.5 });
         hotPaths.push(
           await createEmdrRouter({
             definition: openApiSpecPath,
@@ -293,7 +293,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
             securityHandlers: clinicSecurityHandlers(database.sql, new ClinicAuthCache(config.clinicAuthCacheMs)),
             beforeBody: clinicRateLimit(
               new SharedAllowance(counters, { name: 'clinic-requests', perWindow: config.rateLimitPerMinute, windowMs: LIMIT_WINDOW_MS }),
-              refusalPause,
+              refusalPacer,
             ),
             admitBody: clinicBodyAdmission(
               config.byteQuotaPerMinute === 0
@@ -304,7 +304,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
                     windowMs: LIMIT_WINDOW_MS,
                   }),
               intakeSlots,
-              refusalPause,
+              refusalPacer,
             ),
             // RegisterDocument carries the document; every other body is a few fields.
             bodyLimits: { default: SMALL_BODY_LIMIT_BYTES, byOperation: { RegisterDocument: config.bodyLimitBytes } },
