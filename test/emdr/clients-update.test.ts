@@ -27,9 +27,7 @@ describe('clients update', () => {
     receiver = await startCallbackReceiver();
     // The old receiver is gone: attempts fail until the account points elsewhere, and keep trying
     // meanwhile (every half second for two minutes: `clients update` may take seconds on a busy machine).
-    // CLINIC_AUTH_CACHE=0: the account's new organizations hold for its next request (by default a
-    // process keeps an authentication, the account with it, up to 5 s: docs/security.md, 3.7).
-    service = await startTestService({ CALLBACK_RETRY_SCHEDULE: ['0', ...Array<string>(240).fill('500ms')].join(','), CLINIC_AUTH_CACHE: '0' });
+    service = await startTestService({ CALLBACK_RETRY_SCHEDULE: ['0', ...Array<string>(240).fill('500ms')].join(',') });
   });
 
   afterAll(async () => {
