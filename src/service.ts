@@ -13,7 +13,6 @@ import { RpcEnvelope } from './ehr/rpc/envelope.js';
 import { createRecordHandlers } from './ehr/medical-record/record-methods.js';
 import { loadOpenRpcDocument, servedVersions } from './ehr/spec.js';
 import { clinicMessageHandlers } from './emdr/clinic-messages.js';
-import { ClinicAuthCache } from './emdr/accounts/auth-cache.js';
 import { clinicSecurityHandlers, emdrHandlers } from './emdr/intake/handlers.js';
 import {
   clinicBodyAdmission,
@@ -290,7 +289,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
               ...emdrHandlers({ sql: database.sql, registry, requestStored: workers ? workers.requestsStored : () => notifier.notify(), audit }),
               ...clinicMessageHandlers({ sql: database.sql }),
             },
-            securityHandlers: clinicSecurityHandlers(database.sql, new ClinicAuthCache(config.clinicAuthCacheMs)),
+            securityHandlers: clinicSecurityHandlers(database.sql),
             beforeBody: clinicRateLimit(
               new SharedAllowance(counters, { name: 'clinic-requests', perWindow: config.rateLimitPerMinute, windowMs: LIMIT_WINDOW_MS }),
               refusalPacer,

@@ -44,8 +44,6 @@ export interface Config {
   connectionLimits: ConnectionLimits;
   /** Requests per clinic account per minute on interface B, across all processes; 0 turns the limit off. */
   rateLimitPerMinute: number;
-  /** How long this process keeps a clinic's successful authentication (CLINIC_AUTH_CACHE, at most 5 s); 0: every request looks it up. */
-  clinicAuthCacheMs: number;
   /** Bytes of request bodies per clinic account per minute on interface B, across all processes; 0 turns the quota off. */
   byteQuotaPerMinute: number;
   /** Interface A calls per client address per minute on the public listener, across all processes; 0 turns the limit off. */
@@ -277,8 +275,6 @@ function readCount(env: Env, variable: string, fallback: number, meaning: string
 }
 
 /** Largest bodies a clinic, and the process, take in at once by default (BODY_BYTES_IN_FLIGHT_PER_*): 64 and 256 MiB with the default BODY_LIMIT. */
-/** A revoked clinic token is accepted this long at most (CLINIC_AUTH_CACHE): long enough to spare the lookups, short against a revocation. */
-const MAX_CLINIC_AUTH_CACHE_MS = 5000;
 const CLINIC_BODIES_IN_FLIGHT = 2;
 const PROCESS_BODIES_IN_FLIGHT = 8;
 
@@ -448,11 +444,6 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     throw new ConfigError('RATE_LIMIT', `"${rateLimitRaw}" is not a whole number of requests per minute (0 turns the limit off)`);
   }
 
-  const clinicAuthCacheMs = readDuration(env, 'CLINIC_AUTH_CACHE', '5s');
-  if (clinicAuthCacheMs > MAX_CLINIC_AUTH_CACHE_MS) {
-    throw new ConfigError('CLINIC_AUTH_CACHE', 'must be at most 5s (a revoked or rotated-out clinic token is still accepted for that long)');
-  }
-
   const connectionLimits = readConnectionLimits(env);
   const byteQuotaRaw = env.BYTE_QUOTA || '256mb';
   const byteQuotaPerMinute = byteQuotaRaw === '0' ? 0 : parseSize(byteQuotaRaw);
@@ -520,7 +511,6 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     bodyLimitBytes,
     connectionLimits,
     rateLimitPerMinute,
-    clinicAuthCacheMs,
     byteQuotaPerMinute,
     rpcRateLimitPerMinute: readCount(env, 'RPC_RATE_LIMIT', 1200, 'calls per minute (0 turns the limit off)'),
     bodyBytesInFlight: readBodyBytesInFlight(env, bodyLimitBytes),
@@ -636,12 +626,6 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; fallback: string; m
       'addresses or CIDR networks of your reverse proxies: from them, the client address of the limits and the audit trail is taken from X-Forwarded-For',
   },
   { name: 'RATE_LIMIT', fallback: '600', meaning: 'interface B requests per clinic account per minute, across all processes; 0 turns the limit off' },
-  {
-    name: 'CLINIC_AUTH_CACHE',
-    fallback: '5s',
-    meaning:
-      'how long a process keeps a clinic account’s successful authentication (its three headers) instead of looking it up again; a token rotated out or an account disabled is still accepted that long (at most 5s; 0 turns the cache off)',
-  },
   {
     name: 'BYTE_QUOTA',
     fallback: '256mb',

@@ -100,8 +100,6 @@ describe('config', () => {
     expect(set.trustedProxies.includes('10.1.2.3')).toBe(true);
     expect(set.trustedProxies.includes('192.0.2.8')).toBe(false);
     expect(set.callbackAllowedNetworks.includes('::1')).toBe(true);
-    expect(loadConfig({}).clinicAuthCacheMs).toBe(5000);
-    expect(loadConfig({ CLINIC_AUTH_CACHE: '0' }).clinicAuthCacheMs).toBe(0);
     // The body budgets follow BODY_LIMIT unless set.
     expect(loadConfig({ BODY_LIMIT: '100mb' }).bodyBytesInFlight).toEqual({ perClinic: 200 * 1024 * 1024, perProcess: 800 * 1024 * 1024 });
     expect(loadConfig({ BODY_BYTES_IN_FLIGHT_PER_CLINIC: '48mb', BODY_BYTES_IN_FLIGHT_PER_PROCESS: '48mb' }).bodyBytesInFlight).toEqual({
@@ -118,9 +116,6 @@ describe('config', () => {
       ['LARGE_BODIES_PER_CLINIC', '4'],
       ['LARGE_BODIES_PER_PROCESS', '16'],
       ['EXCHANGE_TOKEN_PHONE', 'sometimes'],
-      // A revoked clinic token would live on that long in every process (docs/security.md, 3.7).
-      ['CLINIC_AUTH_CACHE', '6s'],
-      ['CLINIC_AUTH_CACHE', 'soon'],
       ['TRUSTED_PROXIES', '10.0.0.0/33'],
       ['CALLBACK_ALLOWED_NETWORKS', 'localhost'],
     ] as const) {

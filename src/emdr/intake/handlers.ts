@@ -9,8 +9,7 @@ import { streamedBytes } from '../../memory/garbage.js';
 import { isStrictBase64, snilsDigits } from '../values/values.js';
 import { base64MemberOf, DECODED_MEMBER_BYTES, decodedMemberOf } from './body/base64-member.js';
 import { bodyHash } from './body/body-hash.js';
-import type { ClinicAuthCache } from '../accounts/auth-cache.js';
-import { authenticateClinic, hashToken, type ClinicAccount } from '../accounts/clients.js';
+import { authenticateClinic, type ClinicAccount } from '../accounts/clients.js';
 import type { CallbackErrorItem } from '../errors/codes.js';
 import { ApiError } from '../errors/errors.js';
 import type { OperationHandler, OperationRequest, SecurityHandler } from './router.js';
@@ -47,10 +46,9 @@ function header(request: IncomingMessage, name: string): string | undefined {
 
 /**
  * The three headers as the OpenAPI security schemes BusinessId, User and Token, required together.
- * Token does the lookup (all three headers), answered from `cache` when these headers succeeded
- * within CLINIC_AUTH_CACHE; the other two only check presence.
+ * Token does the lookup (all three headers); the other two only check presence.
  */
-export function clinicSecurityHandlers(sql: Sql, cache?: ClinicAuthCache): Record<string, SecurityHandler> {
+export function clinicSecurityHandlers(sql: Sql): Record<string, SecurityHandler> {
   return {
     BusinessId: async (request) => header(request, 'businessId') !== undefined,
     User: async (request) => header(request, 'user') !== undefined,
@@ -59,12 +57,7 @@ export function clinicSecurityHandlers(sql: Sql, cache?: ClinicAuthCache): Recor
       const user = header(request, 'user');
       const token = header(request, 'token');
       if (businessId === undefined || user === undefined || token === undefined) return false;
-      const presented = hashToken(token);
-      const known = cache?.get(businessId, user, presented);
-      if (known) return known;
-      const account = await authenticateClinic(sql, businessId, user, token);
-      if (account) cache?.set(businessId, user, presented, account);
-      return account ?? false;
+      return (await authenticateClinic(sql, businessId, user, token)) ?? false;
     },
   };
 }
