@@ -44,8 +44,8 @@ export function tooMuch(waitMs: number, what: string): ApiError {
  * one is held a while before it is answered, its body unread. Answered at once, a client that does
  * not wait its Retry-After asks again at once: beside the M4 abuser (64 connections sending 24 MiB
  * bodies back to back) the gateway refused 600–900 requests a second, each a connection accepted,
- * answered and closed with its body's bytes in the buffers; with the account lookups cached
- * (accounts/auth-cache.ts) that was still 71% of the loop, the abuser only coming back faster.
+ * answered and closed with its body's bytes in the buffers (an account lookup each: caching the
+ * lookups for a few seconds, tried, left the abuser only coming back faster, at 71% of the loop).
  * Counted per authenticated account: never per client address (clinics behind one proxy share it)
  * nor per claimed account (anyone could get a victim held).
  */
