@@ -46,6 +46,8 @@ options:
   --from FILE        write the report of a recorded run's hostile.json instead of measuring
   --merge FILE       keep the scenarios of an earlier run's hostile.json that this run did not
                      measure (each keeps its own commit, date and load average), e.g. with --only
+  --profile DIR      run serve with node --cpu-prof into DIR (DIR/<scenario>/*.cpuprofile, written
+                     when serve stops: both phases; summarise with scripts/bench/profile-summary.ts)
   -h, --help         this text`;
 
 interface Scenario {
@@ -182,7 +184,7 @@ function verdict(alone: PhaseFigures, abused: PhaseFigures): ScenarioRecord['ver
 
 async function runScenario(
   scenario: Scenario,
-  options: { root: string; database: BenchDatabaseServer; seconds: number; smoke: boolean; log: (text: string) => void },
+  options: { root: string; database: BenchDatabaseServer; seconds: number; smoke: boolean; profileDir?: string; log: (text: string) => void },
 ): Promise<ScenarioRecord> {
   const key = randomBytes(32).toString('hex');
   const env = {
@@ -195,7 +197,8 @@ async function runScenario(
   };
   const honestReceiver = await startReceiver();
   const abuserReceiver = await startReceiver({ hang: scenario.deadReceiver === true });
-  const service = await startServe(options.root, env);
+  const nodeOptions = options.profileDir ? ['--cpu-prof', '--cpu-prof-dir', path.join(options.profileDir, scenario.name)] : [];
+  const service = await startServe(options.root, env, { nodeOptions });
   let abuser: ReturnType<typeof spawn> | undefined;
   try {
     const honest = await addClinic(options.root, env, honestReceiver.url);
@@ -332,6 +335,7 @@ async function main(): Promise<void> {
       only: { type: 'string' },
       from: { type: 'string' },
       merge: { type: 'string' },
+      profile: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -363,7 +367,8 @@ async function main(): Promise<void> {
   const database = await startDatabaseServer();
   const scenarios: ScenarioRecord[] = [];
   try {
-    for (const scenario of chosen) scenarios.push(await runScenario(scenario, { root, database, seconds, smoke, log }));
+    const profileDir = values.profile === undefined ? undefined : path.resolve(values.profile);
+    for (const scenario of chosen) scenarios.push(await runScenario(scenario, { root, database, seconds, smoke, profileDir, log }));
   } finally {
     await database.stop();
   }
