@@ -1,8 +1,8 @@
 /**
  * The bare baselines of the benchmark: plain node:http and pg (named prepared statements, a pool of
- * 10 like the service's) doing the same SQL and crypto as the service for the operations measured,
- * and nothing else: no router, no schema validation, no logging, no limits. What the service
- * costs beyond them is the price of its contract checks and structure.
+ * 10 that keeps its connections, like the service's) doing the same SQL and crypto as the service
+ * for the operations measured, and nothing else: no router, no schema validation, no logging, no
+ * limits. What the service costs beyond them is the price of its contract checks and structure.
  *
  *   POST /rpc                   JSON-RPC: patient.get_patient (SHA-256 of the session token, one
  *                               joined query that also writes the audit row, AES-256-GCM open of user_sign),
@@ -23,7 +23,9 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import pg from 'pg';
 
-const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
+// Connections kept once opened, as the service's pool keeps them (src/db/database.ts): else this
+// side alone would pay new connections in a steady round after idling through the service's.
+const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 10, idleTimeoutMillis: 0 });
 const dataKey = createSecretKey(Buffer.from(process.env.DATA_KEY!, 'hex'));
 const [internalUser, internalPassword] = process.env.INTERNAL_USERS!.split(':') as [string, string];
 

@@ -37,7 +37,11 @@ export async function openDatabase(config: Config, logger: Logger, options: { ad
     pool: { min: 0, max: 2 },
     log: knexLog(logger),
   });
-  const pool = new pg.Pool({ connectionString: url, connectionTimeoutMillis: 10_000, max: config.databasePoolSize });
+  // A connection once opened is kept (idleTimeoutMillis 0; node-postgres closes one idle for 10 s by
+  // default): else the next burst of calls waits for new ones (a backend started, a SCRAM exchange,
+  // each named statement prepared again), and every call back sets a timer to time it out. Kept
+  // connections stay within DATABASE_POOL_SIZE, the README's connection budget.
+  const pool = new pg.Pool({ connectionString: url, connectionTimeoutMillis: 10_000, max: config.databasePoolSize, idleTimeoutMillis: 0 });
   // An idle connection that the server drops (a restart, an outage) must not crash the process; the next query reconnects.
   pool.on('error', (error) => logger.warn({ code: (error as { code?: unknown }).code }, 'database connection lost'));
   try {

@@ -57,6 +57,18 @@ export async function withClient<T>(url: string, work: (client: pg.Client) => Pr
   }
 }
 
+/** When the client backends of the database started since `since` began (epoch ms), the asking one left out. */
+export async function backendsSince(url: string, since: number): Promise<number[]> {
+  return withClient(url, async (client) => {
+    const { rows } = await client.query<{ at: number }>(
+      `select extract(epoch from backend_start)::float8 * 1000 as at from pg_stat_activity
+        where datname = current_database() and backend_type = 'client backend' and pid <> pg_backend_pid() and backend_start >= to_timestamp($1 / 1000.0)`,
+      [since],
+    );
+    return rows.map((row) => row.at);
+  });
+}
+
 export const sha256 = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest();
 
 /** The end users of interface A's scenarios: each linked to a patient, with a user_sign the bench knows. */

@@ -85,6 +85,8 @@ class Connection {
   }
 
   send(bytes: Buffer): Promise<Answer> {
+    // A destroyed socket takes the write without an error event: the answer would be awaited forever.
+    if (this.closed) return Promise.reject(new Error('connection closed'));
     return new Promise((resolve, reject) => {
       this.waiting = { resolve, reject };
       this.socket.write(bytes);
@@ -248,6 +250,11 @@ export async function constantRate(
   const dispatch = () => {
     while (due.length > 0) {
       let connection = idle.pop();
+      // One the server closed while it waited (KEEP_ALIVE_TIMEOUT): a write to it would never be answered.
+      while (connection?.closed) {
+        open -= 1;
+        connection = idle.pop();
+      }
       if (!connection && open < maxConnections) {
         connection = new Connection(options.port, host);
         open += 1;

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { constantRate, httpRequest, type LoadResult } from '../lib/http-load.js';
-import { seedUsers, type SeededUsers } from '../lib/database.js';
+import { backendsSince, seedUsers, type SeededUsers } from '../lib/database.js';
 import { CONNECTIONS, closedRound, failedRequestNotes, maxThroughputRows, perRound } from '../lib/rounds.js';
 import { expectResult, getPatientRequest, JSON_HEADERS } from '../lib/rpc.js';
 import { alternate, median, type BenchContext, type Measured, type Row } from '../lib/scenario.js';
@@ -49,6 +49,7 @@ export async function interfaceA(context: BenchContext): Promise<Measured[]> {
     context.log(`get_patient: p99 at ${rate} requests/s, constant rate`);
     const atRate = (port: number, route: string, loop: () => Promise<LoopDelay>) => async () => {
       await loop();
+      const started = Date.now();
       const result = await constantRate({
         port,
         ratePerSecond: rate,
@@ -56,7 +57,8 @@ export async function interfaceA(context: BenchContext): Promise<Measured[]> {
         onAnswer: expectResult,
         next: () => getPatientRequest(seeded, route),
       });
-      return { ...result, loop: await loop() };
+      const connectionsOpened = (await backendsSince(databaseUrl, started)).length;
+      return { ...result, loop: await loop(), connectionsOpened };
     };
     const half = await alternate(context.rounds, [
       { name: 'service', run: atRate(service.publicPort, path, () => serviceLoopDelay(service.internalPort)) },
@@ -111,7 +113,8 @@ async function baselineLoopDelay(port: number): Promise<LoopDelay> {
   return (await (await fetch(`http://127.0.0.1:${port}/loop-delay`)).json()) as LoopDelay;
 }
 
-type SteadyResult = LoadResult & { loop: LoopDelay };
+/** connectionsOpened: the database connections the contender opened during the round (a pool growing again; those still open at its end). */
+type SteadyResult = LoadResult & { loop: LoopDelay; connectionsOpened: number };
 
 function getPatientOutcome(max: Record<string, LoadResult[]>, half: Record<string, SteadyResult[]>, rate: number): Measured {
   const { throughput, cpu, p99: p99Max } = maxThroughputRows(max.service, max.baseline, `throughput, ${CONNECTIONS} connections`, 0.8);
@@ -142,6 +145,7 @@ function getPatientOutcome(max: Record<string, LoadResult[]>, half: Record<strin
       ...failedRequestNotes(max, 'maximum'),
       ...failedRequestNotes(half, 'constant rate'),
       `garbage collection during each ${rate} requests/s round (ms): service ${perRound(half.service, (r) => r.loop.gcMs).join(', ')}; baseline ${perRound(half.baseline, (r) => r.loop.gcMs).join(', ')}`,
+      `database connections opened during each ${rate} requests/s round (a pool growing again, each a backend start and a SCRAM exchange): service ${perRound(half.service, (r) => r.connectionsOpened).join(', ')}; baseline ${perRound(half.baseline, (r) => r.connectionsOpened).join(', ')}`,
     ],
   };
 }
