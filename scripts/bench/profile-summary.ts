@@ -7,9 +7,11 @@
  * time after the last round are left out.
  *
  *   tsx scripts/bench/profile-summary.ts [--marker NAME] [--requests N] [--top N] FILE.cpuprofile...
+ *   tsx scripts/bench/profile-summary.ts --stalls N FILE.cpuprofile...
  *
  * With --requests (the requests the process served in the window, e.g. from the bench's rounds),
- * the figures are also given in µs per request.
+ * the figures are also given in µs per request. With --stalls, the N longest stretches in which
+ * the thread was never idle (its event loop answered nothing else meanwhile), each with what ran.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -22,15 +24,21 @@ interface ProfileNode {
 }
 
 interface Profile {
+  /** Monotonic clock, µs. */
+  startTime: number;
   nodes: ProfileNode[];
   samples: number[];
   timeDeltas: number[];
 }
 
 const HELP = `usage: tsx scripts/bench/profile-summary.ts [--marker NAME] [--requests N] [--top N] FILE.cpuprofile...
+       tsx scripts/bench/profile-summary.ts --stalls N [--top N] FILE.cpuprofile...
   --marker NAME   a function on the stack of every request served (default: answer)
   --requests N    requests served in the window: figures in µs per request too
-  --top N         heaviest functions listed (default 25)`;
+  --top N         heaviest functions listed (default 25; with --stalls, per stretch, default 8)
+  --stalls N      the N longest stretches without an idle sample (the event loop busy throughout),
+                  each with its length, when it ended (µs of the monotonic clock, as the stall
+                  probe's endUs) and what ran in it`;
 
 /** Where a function lives, as the summary groups it. */
 function placeOf(url: string, functionName: string): string {
@@ -54,11 +62,69 @@ function placeOf(url: string, functionName: string): string {
   return url;
 }
 
-function summarize(file: string, marker: string, requests: number | undefined, top: number): string[] {
-  const profile = JSON.parse(fs.readFileSync(file, 'utf8')) as Profile;
+/** A profile's nodes by id, each node's parent, and who on a sample's stack asked for its work. */
+function treeOf(profile: Profile) {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const parent = new Map<number, number>();
   for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+  /** The innermost frame of the sample's stack in the program's own code or a package: who asked for the native or Node work below it. */
+  const ownerOf = (id: number): string => {
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+      const { functionName, url, lineNumber } = byId.get(at)!.callFrame;
+      if (url.includes('/src/') || url.includes('/scripts/') || url.includes('/node_modules/'))
+        return `${functionName || '(anonymous)'} ${placeOf(url, functionName)}:${lineNumber + 1}`;
+    }
+    const { functionName, url } = byId.get(id)!.callFrame;
+    return placeOf(url, functionName);
+  };
+  const nameOf = (id: number): string => {
+    const { functionName, url, lineNumber } = byId.get(id)!.callFrame;
+    return `${functionName || '(anonymous)'} ${placeOf(url, functionName)}${url ? `:${lineNumber + 1}` : ''}`;
+  };
+  return { byId, parent, ownerOf, nameOf };
+}
+
+/** The `count` longest stretches of samples none of which is idle, longest first, with the busiest owners and functions in each. */
+function stalls(file: string, count: number, top: number): string[] {
+  const profile = JSON.parse(fs.readFileSync(file, 'utf8')) as Profile;
+  const { byId, ownerOf, nameOf } = treeOf(profile);
+  const at: number[] = [];
+  profile.timeDeltas.reduce((time, delta, index) => (at[index] = time + delta), profile.startTime);
+  const stretches: Array<{ first: number; last: number; micros: number }> = [];
+  let first = -1;
+  profile.samples.forEach((id, index) => {
+    const idle = byId.get(id)!.callFrame.functionName === '(idle)';
+    if (!idle && first < 0) first = index;
+    if ((idle || index === profile.samples.length - 1) && first >= 0) {
+      const last = idle ? index - 1 : index;
+      stretches.push({ first, last, micros: (at[last + 1] ?? at[last]!) - at[first]! });
+      first = -1;
+    }
+  });
+  const tally = (stretch: { first: number; last: number }, key: (id: number) => string) => {
+    const totals = new Map<string, number>();
+    for (let index = stretch.first; index <= stretch.last; index += 1) {
+      const name = key(profile.samples[index]!);
+      totals.set(name, (totals.get(name) ?? 0) + (at[index + 1] ?? at[index]!) - at[index]!);
+    }
+    return [...totals].sort((a, b) => b[1] - a[1]).slice(0, top);
+  };
+  const longest = stretches.sort((a, b) => b.micros - a.micros).slice(0, count);
+  return [
+    `${path.basename(file)}: ${stretches.length} busy stretches; the ${longest.length} longest:`,
+    ...longest.flatMap((stretch) => [
+      `${(stretch.micros / 1000).toFixed(1).padStart(7)} ms, ended at ${Math.round(at[stretch.last + 1] ?? at[stretch.last]!)} µs (${((at[stretch.first]! - profile.startTime) / 1e6).toFixed(2)} s into the profile)`,
+      '    by owner:',
+      ...tally(stretch, ownerOf).map(([name, micros]) => `    ${(micros / 1000).toFixed(1).padStart(7)} ms  ${name}`),
+      '    by function (self):',
+      ...tally(stretch, nameOf).map(([name, micros]) => `    ${(micros / 1000).toFixed(1).padStart(7)} ms  ${name}`),
+    ]),
+  ];
+}
+
+function summarize(file: string, marker: string, requests: number | undefined, top: number): string[] {
+  const profile = JSON.parse(fs.readFileSync(file, 'utf8')) as Profile;
+  const { byId, parent, ownerOf } = treeOf(profile);
   const marked = new Map<number, boolean>();
   const isMarked = (id: number): boolean => {
     const known = marked.get(id);
@@ -78,16 +144,6 @@ function summarize(file: string, marker: string, requests: number | undefined, t
     }
   });
   if (first < 0) return [`${path.basename(file)}: no sample under ${marker}`];
-  /** The innermost frame of the sample's stack in the program's own code or a package: who asked for the native or Node work below it. */
-  const ownerOf = (id: number): string => {
-    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
-      const { functionName, url, lineNumber } = byId.get(at)!.callFrame;
-      if (url.includes('/src/') || url.includes('/scripts/') || url.includes('/node_modules/'))
-        return `${functionName || '(anonymous)'} ${placeOf(url, functionName)}:${lineNumber + 1}`;
-    }
-    const { functionName, url } = byId.get(id)!.callFrame;
-    return placeOf(url, functionName);
-  };
   const owners = new Map<string, number>();
   const places = new Map<string, number>();
   const functions = new Map<string, number>();
@@ -130,7 +186,13 @@ function summarize(file: string, marker: string, requests: number | undefined, t
 
 function main(): void {
   const { values, positionals } = parseArgs({
-    options: { marker: { type: 'string' }, requests: { type: 'string' }, top: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    options: {
+      marker: { type: 'string' },
+      requests: { type: 'string' },
+      top: { type: 'string' },
+      stalls: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
     allowPositionals: true,
   });
   if (values.help) {
@@ -140,6 +202,10 @@ function main(): void {
   if (positionals.length === 0) {
     console.error('profile-summary: name at least one .cpuprofile file (--help)');
     process.exit(2);
+  }
+  if (values.stalls !== undefined) {
+    for (const file of positionals) console.log(stalls(file, Number(values.stalls), Number(values.top ?? 8)).join('\n'), '\n');
+    return;
   }
   const requests = values.requests === undefined ? undefined : Number(values.requests);
   for (const file of positionals) console.log(summarize(file, values.marker ?? 'answer', requests, Number(values.top ?? 25)).join('\n'), '\n');

@@ -46,6 +46,9 @@ options:
   --from FILE        write the report of a recorded run's hostile.json instead of measuring
   --merge FILE       keep the scenarios of an earlier run's hostile.json that this run did not
                      measure (each keeps its own commit, date and load average), e.g. with --only
+  --profile DIR      serve writes a CPU profile of each thread there (node --cpu-prof) and its
+                     event loop's stalls (stall-probe.ts) as stalls.<scenario>.json; summarise with
+                     \`tsx scripts/bench/profile-summary.ts --stalls 10 FILE.cpuprofile\`
   -h, --help         this text`;
 
 interface Scenario {
@@ -168,6 +171,12 @@ async function phase(
   return figuresOf(sent, receiver, health, CALLBACK_WAIT_MS, await livenessProbe?.stop());
 }
 
+/** serve's node options for --profile: a CPU profile of each thread, and the stall probe preloaded. */
+function profiling(profileDir: string | undefined): string[] {
+  if (!profileDir) return [];
+  return ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, '--import', path.join(import.meta.dirname, 'stall-probe.ts')];
+}
+
 function verdict(alone: PhaseFigures, abused: PhaseFigures): ScenarioRecord['verdict'] {
   const within = (base: number | undefined, value: number | undefined) => base !== undefined && value !== undefined && value <= 2 * base;
   return {
@@ -182,7 +191,7 @@ function verdict(alone: PhaseFigures, abused: PhaseFigures): ScenarioRecord['ver
 
 async function runScenario(
   scenario: Scenario,
-  options: { root: string; database: BenchDatabaseServer; seconds: number; smoke: boolean; log: (text: string) => void },
+  options: { root: string; database: BenchDatabaseServer; seconds: number; smoke: boolean; profileDir?: string; log: (text: string) => void },
 ): Promise<ScenarioRecord> {
   const key = randomBytes(32).toString('hex');
   const env = {
@@ -195,7 +204,14 @@ async function runScenario(
   };
   const honestReceiver = await startReceiver();
   const abuserReceiver = await startReceiver({ hang: scenario.deadReceiver === true });
-  const service = await startServe(options.root, env);
+  const service = await startServe(
+    options.root,
+    options.profileDir ? { ...env, STALL_PROBE_OUT: path.join(options.profileDir, `stalls.${scenario.name}.json`) } : env,
+    {
+      nodeOptions: profiling(options.profileDir),
+    },
+  );
+  if (options.profileDir) options.log(`${scenario.name}: serve is pid ${service.pid}`);
   let abuser: ReturnType<typeof spawn> | undefined;
   try {
     const honest = await addClinic(options.root, env, honestReceiver.url);
@@ -332,6 +348,7 @@ async function main(): Promise<void> {
       only: { type: 'string' },
       from: { type: 'string' },
       merge: { type: 'string' },
+      profile: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -360,10 +377,12 @@ async function main(): Promise<void> {
   const started = Date.now();
   const log = (text: string) => console.error(`hostile ${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s  ${text}`);
   const loadAtStart = +os.loadavg()[0]!.toFixed(2);
+  const profileDir = values.profile && path.resolve(values.profile);
+  if (profileDir) await fs.mkdir(profileDir, { recursive: true });
   const database = await startDatabaseServer();
   const scenarios: ScenarioRecord[] = [];
   try {
-    for (const scenario of chosen) scenarios.push(await runScenario(scenario, { root, database, seconds, smoke, log }));
+    for (const scenario of chosen) scenarios.push(await runScenario(scenario, { root, database, seconds, smoke, log, ...(profileDir ? { profileDir } : {}) }));
   } finally {
     await database.stop();
   }
