@@ -38,7 +38,9 @@ const HELP = `usage: tsx scripts/bench/profile-summary.ts [--marker NAME] [--req
   --top N         heaviest functions listed (default 25; with --stalls, per stretch, default 8)
   --stalls N      the N longest stretches without an idle sample (the event loop busy throughout),
                   each with its length, when it ended (µs of the monotonic clock, as the stall
-                  probe's endUs) and what ran in it`;
+                  probe's endUs) and what ran in it
+  --probe FILE    with --stalls: the stall probe's N latest timer runs (hostile/run.ts --profile
+                  writes stalls.<scenario>.json) instead, each with what ran while it waited`;
 
 /** Where a function lives, as the summary groups it. */
 function placeOf(url: string, functionName: string): string {
@@ -84,41 +86,85 @@ function treeOf(profile: Profile) {
   return { byId, parent, ownerOf, nameOf };
 }
 
-/** The `count` longest stretches of samples none of which is idle, longest first, with the busiest owners and functions in each. */
-function stalls(file: string, count: number, top: number): string[] {
-  const profile = JSON.parse(fs.readFileSync(file, 'utf8')) as Profile;
-  const { byId, ownerOf, nameOf } = treeOf(profile);
+/** A sample's time (µs, the monotonic clock) and its length, for each sample of the profile. */
+function sampleTimes(profile: Profile): { at: number[]; length: (index: number) => number } {
   const at: number[] = [];
   profile.timeDeltas.reduce((time, delta, index) => (at[index] = time + delta), profile.startTime);
-  const stretches: Array<{ first: number; last: number; micros: number }> = [];
+  return { at, length: (index) => (at[index + 1] ?? at[index]!) - at[index]! };
+}
+
+/** What ran between two samples: the busiest owners and functions (self time). */
+function whatRan(profile: Profile, first: number, last: number, top: number): string[] {
+  const { ownerOf, nameOf } = treeOf(profile);
+  const { length } = sampleTimes(profile);
+  const tally = (key: (id: number) => string) => {
+    const totals = new Map<string, number>();
+    for (let index = first; index <= last; index += 1) {
+      const name = key(profile.samples[index]!);
+      totals.set(name, (totals.get(name) ?? 0) + length(index));
+    }
+    return [...totals].sort((a, b) => b[1] - a[1]).slice(0, top);
+  };
+  return [
+    '    by owner:',
+    ...tally(ownerOf).map(([name, micros]) => `    ${(micros / 1000).toFixed(1).padStart(7)} ms  ${name}`),
+    '    by function (self):',
+    ...tally(nameOf).map(([name, micros]) => `    ${(micros / 1000).toFixed(1).padStart(7)} ms  ${name}`),
+  ];
+}
+
+/** The `count` longest stretches of samples none of which is idle, longest first, with the busiest owners and functions in each. */
+function stretches(file: string, count: number, top: number): string[] {
+  const profile = JSON.parse(fs.readFileSync(file, 'utf8')) as Profile;
+  const { byId } = treeOf(profile);
+  const { at } = sampleTimes(profile);
+  const found: Array<{ first: number; last: number; micros: number }> = [];
   let first = -1;
   profile.samples.forEach((id, index) => {
     const idle = byId.get(id)!.callFrame.functionName === '(idle)';
     if (!idle && first < 0) first = index;
     if ((idle || index === profile.samples.length - 1) && first >= 0) {
       const last = idle ? index - 1 : index;
-      stretches.push({ first, last, micros: (at[last + 1] ?? at[last]!) - at[first]! });
+      found.push({ first, last, micros: (at[last + 1] ?? at[last]!) - at[first]! });
       first = -1;
     }
   });
-  const tally = (stretch: { first: number; last: number }, key: (id: number) => string) => {
-    const totals = new Map<string, number>();
-    for (let index = stretch.first; index <= stretch.last; index += 1) {
-      const name = key(profile.samples[index]!);
-      totals.set(name, (totals.get(name) ?? 0) + (at[index + 1] ?? at[index]!) - at[index]!);
-    }
-    return [...totals].sort((a, b) => b[1] - a[1]).slice(0, top);
-  };
-  const longest = stretches.sort((a, b) => b.micros - a.micros).slice(0, count);
+  const longest = found.sort((a, b) => b.micros - a.micros).slice(0, count);
   return [
-    `${path.basename(file)}: ${stretches.length} busy stretches; the ${longest.length} longest:`,
+    `${path.basename(file)}: ${found.length} busy stretches; the ${longest.length} longest:`,
     ...longest.flatMap((stretch) => [
       `${(stretch.micros / 1000).toFixed(1).padStart(7)} ms, ended at ${Math.round(at[stretch.last + 1] ?? at[stretch.last]!)} µs (${((at[stretch.first]! - profile.startTime) / 1e6).toFixed(2)} s into the profile)`,
-      '    by owner:',
-      ...tally(stretch, ownerOf).map(([name, micros]) => `    ${(micros / 1000).toFixed(1).padStart(7)} ms  ${name}`),
-      '    by function (self):',
-      ...tally(stretch, nameOf).map(([name, micros]) => `    ${(micros / 1000).toFixed(1).padStart(7)} ms  ${name}`),
+      ...whatRan(profile, stretch.first, stretch.last, top),
     ]),
+  ];
+}
+
+/** The stall probe's `count` latest timer runs (stall-probe.ts), each with what ran while the timer waited. */
+function probedStalls(file: string, probeFile: string, count: number, top: number): string[] {
+  const profile = JSON.parse(fs.readFileSync(file, 'utf8')) as Profile;
+  const probe = JSON.parse(fs.readFileSync(probeFile, 'utf8')) as {
+    tickMs: number;
+    reportedLateMs: number;
+    delayMs: Record<string, number>;
+    stalls: Array<{ endUs: number; lateMs: number; onCpuMs?: number; runQueueMs?: number }>;
+  };
+  const { at } = sampleTimes(profile);
+  const worst = [...probe.stalls].sort((a, b) => b.lateMs - a.lateMs).slice(0, count);
+  return [
+    `${path.basename(probeFile)}: event loop delay ${JSON.stringify(probe.delayMs)}; ${probe.stalls.length} timer runs over ${probe.reportedLateMs} ms late; the ${worst.length} latest:`,
+    ...worst.flatMap((stall) => {
+      // The timer was due one tick after its previous run, and ran `lateMs` after that.
+      const from = stall.endUs - (stall.lateMs + probe.tickMs) * 1000;
+      const first = at.findIndex((time) => time >= from);
+      const after = at.findIndex((time) => time > stall.endUs);
+      const last = (after < 0 ? at.length : after) - 1;
+      return [
+        `${stall.lateMs.toFixed(1).padStart(7)} ms late, ran at ${stall.endUs} µs (${((stall.endUs - profile.startTime) / 1e6).toFixed(2)} s into the profile)${
+          stall.onCpuMs === undefined ? '' : `; the loop's thread ${stall.onCpuMs} ms on a CPU, ${stall.runQueueMs} ms waiting for one`
+        }`,
+        ...(first < 0 || last < first ? ['    outside the profile'] : whatRan(profile, first, last, top)),
+      ];
+    }),
   ];
 }
 
@@ -191,6 +237,7 @@ function main(): void {
       requests: { type: 'string' },
       top: { type: 'string' },
       stalls: { type: 'string' },
+      probe: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     allowPositionals: true,
@@ -204,7 +251,8 @@ function main(): void {
     process.exit(2);
   }
   if (values.stalls !== undefined) {
-    for (const file of positionals) console.log(stalls(file, Number(values.stalls), Number(values.top ?? 8)).join('\n'), '\n');
+    const [count, top] = [Number(values.stalls), Number(values.top ?? 8)];
+    for (const file of positionals) console.log((values.probe ? probedStalls(file, values.probe, count, top) : stretches(file, count, top)).join('\n'), '\n');
     return;
   }
   const requests = values.requests === undefined ? undefined : Number(values.requests);
