@@ -7,6 +7,7 @@ import { MIGRATIONS } from './migrations.js';
 import { startRetention, type Retention } from './db/retention.js';
 import { ehrPurgeSteps } from './ehr/retention.js';
 import { ehrRoutes, rpcHotPath, type RpcAdmission } from './ehr/http.js';
+import { RefusalPacer } from './http/refusal-pacing.js';
 import { createEhrHandlers } from './ehr/methods.js';
 import { RpcEnvelope } from './ehr/rpc/envelope.js';
 import { createRecordHandlers } from './ehr/medical-record/record-methods.js';
@@ -112,13 +113,21 @@ function restApp(routers: express.RequestHandler[], logger: Logger, fallback: Re
 /** The limits' windows: RATE_LIMIT, BYTE_QUOTA and RPC_RATE_LIMIT are per minute. */
 const LIMIT_WINDOW_MS = 60_000;
 
-/** RPC_RATE_LIMIT: calls per client address (an IPv6 client by its /64), shared by all processes; undefined when off. */
+/**
+ * RPC_RATE_LIMIT: calls per client address (an IPv6 client by its /64), shared by all processes;
+ * undefined when off. A refusal to an address that keeps calling regardless is held before it is
+ * answered (http/refusal-pacing.ts).
+ */
 function rpcAdmission(config: Config, counters: CounterStore): RpcAdmission | undefined {
   if (config.rpcRateLimitPerMinute === 0) return undefined;
   const calls = new SharedAllowance(counters, { name: 'rpc-calls', perWindow: config.rpcRateLimitPerMinute, windowMs: LIMIT_WINDOW_MS });
+  const pacer = new RefusalPacer();
   return async (clientAddress, count) => {
-    const waitMs = await calls.take(clientKey(clientAddress), count);
-    return waitMs === undefined ? undefined : Math.max(1, Math.ceil(waitMs / 1000));
+    const key = clientKey(clientAddress);
+    const waitMs = await calls.take(key, count);
+    if (waitMs === undefined) return undefined;
+    await pacer.pace(key);
+    return Math.max(1, Math.ceil(waitMs / 1000));
   };
 }
 

@@ -30,7 +30,8 @@ benchmarks.md, benchmarks.svg and benchmarks.json into --out.
 Scenarios (--only, comma-separated; default all):
   interface-a        get_patient: maximum throughput, p99 at a constant half of it; save_auth_info
   register-document  RegisterDocument acknowledgements of 10 KiB documents
-  pipeline           N documents until both callbacks of each arrived; ack → result when idle
+  pipeline           N documents until both callbacks of each arrived; ack → result when idle;
+                     CPU per document at a steady 10 documents/s
   growth             get_patient and RegisterDocument on 1,000 vs --growth-rows sessions and documents
   large-document     peak RSS growth of serve for one --large-mib document through everything
   gost-check         one GOST-signed document (10 KiB, 5 MiB; 256, 512) checked in-process: ours vs the

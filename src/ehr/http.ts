@@ -35,7 +35,8 @@ function isLonePlainTextCall(text: string): boolean {
 
 /**
  * Admission of calls by the client's address (RPC_RATE_LIMIT): takes `calls` of the address's
- * allowance; undefined when admitted, else the seconds to wait.
+ * allowance; undefined when admitted, else the seconds to wait (a refusal may be held a while
+ * first, when the address keeps calling regardless: http/refusal-pacing.ts).
  */
 export type RpcAdmission = (clientAddress: string, calls: number) => Promise<number | undefined>;
 

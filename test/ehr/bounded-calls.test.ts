@@ -159,6 +159,29 @@ describe('M5: calls limited per client address, refusals counted per address and
     expect((await postFrom(service, '127.0.0.3', getPatientCall(62))).status).toBe(200);
   });
 
+  it('holds the refusals of an address that keeps calling regardless (beyond 20 a second) for a second each, and serves others meanwhile', async () => {
+    for (let call = 0; call < 60; call += 1) expect((await postFrom(service, '127.0.0.7', getPatientCall(call))).status).toBe(200);
+    // 100 calls more on 25 connections at once, each asking again as soon as it was refused.
+    const refusals: Array<{ status: number; retryAfter: number; ms: number }> = [];
+    await Promise.all(
+      Array.from({ length: 25 }, async (_, connection) => {
+        for (let call = 0; call < 4; call += 1) {
+          const started = performance.now();
+          const answer = await postFrom(service, '127.0.0.7', getPatientCall(1000 + connection * 10 + call));
+          refusals.push({ status: answer.status, retryAfter: Number(answer.headers['retry-after']), ms: performance.now() - started });
+        }
+      }),
+    );
+    expect(refusals.every((refusal) => refusal.status === 429 && refusal.retryAfter >= 1)).toBe(true);
+    // At most 20 a second go out at once; before, all 100 did (each a few milliseconds).
+    const held = refusals.filter((refusal) => refusal.ms >= 900);
+    expect(held.length, JSON.stringify(refusals.map((refusal) => Math.round(refusal.ms)))).toBeGreaterThanOrEqual(20);
+    // Held on a timer, not on the event loop: another address is answered meanwhile.
+    const pending = Promise.all(Array.from({ length: 10 }, (_, call) => postFrom(service, '127.0.0.7', getPatientCall(2000 + call))));
+    expect((await postFrom(service, '127.0.0.8', getPatientCall(1))).status).toBe(200);
+    expect((await pending).every((answer) => answer.status === 429)).toBe(true);
+  });
+
   it('counts every call of a batch: a batch beyond what is left is refused whole, before any call is judged', async () => {
     for (let call = 0; call < 50; call += 1) expect((await postFrom(service, '127.0.0.4', getPatientCall(call))).status).toBe(200);
     const batch = await postFrom(

@@ -196,36 +196,12 @@ describe('M4: body bytes taken in at once, per clinic and per process; more wait
     return rawExchange(port, postHead('/api/RegisterDocument', authHeaders(clinic), body.length), body, { waitMs: 60_000 });
   };
 
-  it("holds a clinic's body past its bytes unread until its earlier one is stored, while another clinic is served", async () => {
-    const [busy, other] = [clinics[0]!, clinics[1]!];
-    const firstBody = largeBody();
-    const secondBody = largeBody();
-    const uploads: Array<ReturnType<typeof upload>> = [];
-    try {
-      const first = upload(busy, firstBody, 1);
-      uploads.push(first);
-      await until('the first upload taken in', intake, (now) => now.reading === 1, 120_000);
-      // The second is sent whole: it waits for the clinic's bytes, not for its own body.
-      const second = upload(busy, secondBody, secondBody.length);
-      uploads.push(second);
-      await until('the second upload waiting', intake, (now) => now.waiting === 1, 60_000);
-      // Before, a clinic's second large body was read beside its first (4 at once, whatever their size).
-      expect(await intake()).toEqual({ reading: 1, waiting: 1, bytes: firstBody.length });
-      // Another clinic is served meanwhile.
-      const answer = await small(other);
-      expect(answer.status, answer.body).toBe(200);
-      expect(second.state.answer).toBe('');
-      first.finish();
-      expect(await first.answered).toMatch(/^HTTP\/1\.1 200 /);
-      expect(await second.answered).toMatch(/^HTTP\/1\.1 200 /);
-      await until('the bytes given back', intake, (now) => now.bytes === 0 && now.reading === 0 && now.waiting === 0);
-    } finally {
-      for (const held of uploads) held.socket.destroy();
-    }
-  });
-
-  it("holds a large body past the process's bytes until another clinic's is stored, and takes small bodies meanwhile", async () => {
-    const [holder, waiter, other] = clinics as [CreatedClinicAccount, CreatedClinicAccount, CreatedClinicAccount];
+  /**
+   * `holder`'s large upload is taken in and held half sent; `waiter`'s, sent whole, must then wait
+   * unread (for its clinic's bytes or the process's), while `other`'s small body is served. Once the
+   * first is finished both are stored and every byte given back.
+   */
+  const heldThenWaiting = async (holder: CreatedClinicAccount, waiter: CreatedClinicAccount, other: CreatedClinicAccount) => {
     const heldBody = largeBody();
     const waitingBody = largeBody();
     const uploads: Array<ReturnType<typeof upload>> = [];
@@ -233,12 +209,11 @@ describe('M4: body bytes taken in at once, per clinic and per process; more wait
       const held = upload(holder, heldBody, 1);
       uploads.push(held);
       await until('the held upload taken in', intake, (now) => now.reading === 1, 120_000);
+      // Sent whole: it waits for bytes, not for its own body.
       const waiting = upload(waiter, waitingBody, waitingBody.length);
       uploads.push(waiting);
-      // Its clinic holds nothing: it waits for the process's bytes (before: 503 at LARGE_BODIES_PER_PROCESS, else read at once).
-      await until('the other clinic’s upload waiting', intake, (now) => now.waiting === 1, 60_000);
+      await until('the second upload waiting', intake, (now) => now.waiting === 1, 60_000);
       expect(await intake()).toEqual({ reading: 1, waiting: 1, bytes: heldBody.length });
-      // A small body passes the process's bytes.
       const answer = await small(other);
       expect(answer.status, answer.body).toBe(200);
       expect(waiting.state.answer).toBe('');
@@ -247,8 +222,19 @@ describe('M4: body bytes taken in at once, per clinic and per process; more wait
       expect(await waiting.answered).toMatch(/^HTTP\/1\.1 200 /);
       await until('the bytes given back', intake, (now) => now.bytes === 0 && now.reading === 0 && now.waiting === 0);
     } finally {
-      for (const upload of uploads) upload.socket.destroy();
+      for (const started of uploads) started.socket.destroy();
     }
+  };
+
+  it("holds a clinic's body past its bytes unread until its earlier one is stored, while another clinic is served", async () => {
+    // Before, a clinic's second large body was read beside its first (4 at once, whatever their size).
+    await heldThenWaiting(clinics[0]!, clinics[0]!, clinics[1]!);
+  });
+
+  it("holds a large body past the process's bytes until another clinic's is stored, and takes small bodies meanwhile", async () => {
+    // The waiter's clinic holds nothing: it waits for the process's bytes (before: 503 at LARGE_BODIES_PER_PROCESS,
+    // else read at once); a small body passes the process's bytes.
+    await heldThenWaiting(clinics[0]!, clinics[1]!, clinics[2]!);
   });
 });
 

@@ -18,6 +18,8 @@ import { ACK_DOCUMENT_BYTES, expectAcknowledgement } from './register-document.j
  * acknowledgement → result callback. The database's committed transactions (pg_stat_database) are
  * counted per document of a throughput run (nearly every statement of the pipeline is a transaction
  * of its own) and per second once the service is idle (what its loops cost when nothing happens).
+ * Last, GOST-signed documents at a steady 10 a second: the service's CPU per document there against
+ * its full-load figure (wake-ups, timers and polls cost per second, not per document).
  */
 
 const KINDS: readonly SignatureKind[] = ['gost', 'rsa'];
@@ -60,6 +62,9 @@ async function quiesce(receiver: Receiver, quietMs: number): Promise<void> {
 const statsSettleMs = (context: BenchContext) => (context.smoke ? 1500 : 11_000);
 /** How long the idle service's transactions are counted. */
 const idleWindowMs = (context: BenchContext) => (context.smoke ? 3000 : 30_000);
+/** The steady phase: documents a second, and for how long. */
+const STEADY_RATE = 10;
+const steadySeconds = (context: BenchContext) => (context.smoke ? 2 : 30);
 
 /** Transactions committed or rolled back in the database so far. */
 function transactions(databaseUrl: string): Promise<number> {
@@ -181,6 +186,44 @@ async function idleRun(receiver: Receiver, clinic: BenchClinic, publicUrl: strin
   return latencies(await receiver.arrivals(), acks.at);
 }
 
+/**
+ * GOST-signed documents sent at STEADY_RATE a second (each on its own schedule, not waiting for the
+ * one before) until both callbacks of each arrived: the intake's and the worker's CPU per document.
+ */
+async function steadyRun(
+  context: BenchContext,
+  pids: { intake: number; worker: number },
+  receiver: Receiver,
+  clinic: BenchClinic,
+  publicUrl: string,
+  document: SignedDocument,
+): Promise<{ documents: number; cpuMsPerDocument: number }> {
+  await quiesce(receiver, 2000);
+  await receiver.configure(clinic.signingSecret);
+  const received = (await receiver.stats()).received;
+  const documents = STEADY_RATE * steadySeconds(context);
+  const intakeBefore = await cpuMs(pids.intake);
+  const workerBefore = await cpuMs(pids.worker);
+  const started = performance.now();
+  const sent: Array<Promise<void>> = [];
+  for (let i = 0; i < documents; i += 1) {
+    const due = started + (i * 1000) / STEADY_RATE - performance.now();
+    if (due > 0) await sleep(due);
+    sent.push(
+      fetch(`${publicUrl}/api/RegisterDocument`, { method: 'POST', headers: clinicHeaders(clinic), body: registerDocumentBody(document) }).then(
+        async (response) => {
+          await response.arrayBuffer();
+          if (response.status !== 200) throw new Error(`steady pipeline: RegisterDocument answered ${response.status}`);
+        },
+      ),
+    );
+  }
+  await Promise.all(sent);
+  if (!(await waitForCallbacks(receiver, received + 2 * documents, 60_000, 20))) throw new Error('steady pipeline: not every callback arrived within 60 s');
+  const cpu = (await cpuMs(pids.intake)) - intakeBefore + ((await cpuMs(pids.worker)) - workerBefore);
+  return { documents, cpuMsPerDocument: cpu / documents };
+}
+
 export async function pipeline(context: BenchContext): Promise<Measured[]> {
   const databaseUrl = await context.database.freshDatabase('bench_pipeline');
   const dataKey = newDataKey();
@@ -207,10 +250,12 @@ export async function pipeline(context: BenchContext): Promise<Measured[]> {
     const idleCount = context.smoke ? 5 : 50;
     context.log(`pipeline: ${idleCount} documents one at a time (idle)`);
     const idle = await idleRun(receiver, clinic, `http://127.0.0.1:${intake.publicPort}`, idleCount);
+    context.log(`pipeline: ${STEADY_RATE} documents a second for ${steadySeconds(context)} s`);
+    const steady = await steadyRun(context, pids, receiver, clinic, `http://127.0.0.1:${intake.publicPort}`, documents.gost);
     const stats = await receiver.stats();
     context.log(`pipeline: counting the idle service's transactions for ${idleWindowMs(context) / 1000} s`);
     const idleTransactionsPerSecond = await idleTransactions(context, databaseUrl);
-    return [outcome(context, runs, idle, idleTransactionsPerSecond, stats, context.database.postmasterPid !== undefined)];
+    return [outcome(context, runs, { idle, steady }, idleTransactionsPerSecond, stats, context.database.postmasterPid !== undefined)];
   } finally {
     await intake.stop();
     await worker.stop();
@@ -231,7 +276,7 @@ const RSA_REFERENCE = 'pipeline without the GOST arithmetic';
 function outcome(
   context: BenchContext,
   allRuns: Record<SignatureKind, Run[]>,
-  idle: { values: number[]; orderViolations: number },
+  { idle, steady }: { idle: { values: number[]; orderViolations: number }; steady: { documents: number; cpuMsPerDocument: number } },
   idleTransactionsPerSecond: number,
   stats: { badSignatures: number; duplicates: number },
   postgresMeasured: boolean,
@@ -257,6 +302,20 @@ function outcome(
   const workerCpu = workerCpuOf(runs, 'GOST-256-signed');
   workerCpu.target = { text: '≤ 2 ms', met: workerCpu.service <= 2 };
   const rsaWorkerCpu = { ...workerCpuOf(allRuns.rsa, 'RSA-signed'), reference: RSA_REFERENCE };
+  const serviceCpuPerRun = cpu((run) => run.cpuMsPerDocument.worker + run.cpuMsPerDocument.intake);
+  const serviceCpu: Row = {
+    metric: 'service CPU per document (intake + worker), GOST-256-signed',
+    unit: 'ms',
+    service: median(serviceCpuPerRun),
+    rounds: { service: serviceCpuPerRun },
+  };
+  serviceCpu.target = { text: '≤ 1.5 ms', met: serviceCpu.service <= 1.5 };
+  const steadyCpu: Row = {
+    metric: `service CPU per document at a steady ${STEADY_RATE} documents/s (${steady.documents} documents), GOST-256-signed`,
+    unit: 'ms',
+    service: +steady.cpuMsPerDocument.toFixed(2),
+  };
+  steadyCpu.target = { text: `≤ 2× the full-load figure (${(2 * serviceCpu.service).toFixed(2)} ms)`, met: steadyCpu.service <= 2 * serviceCpu.service };
   const idleP50: Row = { metric: 'ack → result p50, idle (one document at a time)', unit: 'ms', service: round1(percentile(idle.values, 0.5)) };
   idleP50.target = { text: '≤ 50 ms', met: idleP50.service <= 50 };
   const rows: Row[] = [
@@ -265,6 +324,8 @@ function outcome(
     workerCpu,
     rsaWorkerCpu,
     { metric: 'intake CPU per document, GOST-256-signed', unit: 'ms', service: median(cpu((run) => run.cpuMsPerDocument.intake)) },
+    serviceCpu,
+    steadyCpu,
     ...(postgresMeasured
       ? [{ metric: 'PostgreSQL CPU per document, GOST-256-signed', unit: 'ms', service: median(cpu((run) => run.cpuMsPerDocument.postgres)) }]
       : []),

@@ -84,6 +84,8 @@ class CheckWorker {
   readonly ready: Promise<void>;
   private answer: ((answer: DocumentCheckAnswer) => void) | undefined;
   private fail: ((error: Error) => void) | undefined;
+  /** Set once the worker said it is up: later checks skip the start limit's timer. */
+  private up = false;
   dead = false;
 
   constructor(settings: DocumentCheckSettings) {
@@ -104,8 +106,10 @@ class CheckWorker {
     // Asked for only by a check; a worker that dies unasked must not be an unhandled rejection.
     this.ready.catch(() => {});
     this.thread.on('message', (message: DocumentCheckAnswer | DocumentCheckWorkerReady) => {
-      if ('ready' in message) started();
-      else this.answer?.(message);
+      if ('ready' in message) {
+        this.up = true;
+        started();
+      } else this.answer?.(message);
     });
     const die = (error: Error) => {
       this.dead = true;
@@ -118,6 +122,7 @@ class CheckWorker {
 
   /** Waits for the worker to come up, within WORKER_START_LIMIT_MS. */
   async started(): Promise<void> {
+    if (this.up) return;
     let timer: NodeJS.Timeout | undefined;
     const limit = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`the document check worker did not start within ${WORKER_START_LIMIT_MS / 1000} s`)), WORKER_START_LIMIT_MS);
