@@ -22,7 +22,7 @@ import { stageSpan } from '../lifecycle/stage-span.js';
  * check. So do a request's signatures, up to this size together (as stored): larger ones are read
  * when a check worker takes the request (register-document-checks.ts). A claim takes up to 32
  * requests, and each waits in this process's heap for a worker: with their signatures, 32 of one
- * clinic's requests of 21 signatures × 16 signers carried some 16 MB of text to parse and hold (issue 21 M2).
+ * clinic's requests of 21 signatures × 16 signers carried 32 × ~0.5 MB of text to parse and hold (issue 21 M2).
  */
 const INLINE_BYTES = 64 * 1024;
 
