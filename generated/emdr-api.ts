@@ -1106,7 +1106,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description The clinic account sent more than `RATE_LIMIT` requests, or more than `BYTE_QUOTA` bytes of request bodies (taken from `Content-Length` before the body is read), in the current minute, or has 64 requests being taken in at once by one gateway process (4 read, parsed and checked at a time, 60 waiting with their bodies unread, so one clinic's burst never holds another clinic's requests behind more than 4 of its own); retry after the `Retry-After` seconds. */
+        /** @description The clinic account sent more than `RATE_LIMIT` requests, or more than `BYTE_QUOTA` bytes of request bodies (taken from `Content-Length` before the body is read), in the current minute, or has 64 requests being taken in at once by one gateway process (4 read, parsed and checked at a time, 60 waiting with their bodies unread, so one clinic's burst never holds another clinic's requests behind more than 4 of its own); retry after the `Retry-After` seconds. Past 20 of these answers to a clinic within a second, each further one is held 1–1.5 s before it is sent (the body unread). */
         RateLimited: {
             headers: {
                 "x-request-id": components["headers"]["RequestId"];

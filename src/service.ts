@@ -7,7 +7,7 @@ import { MIGRATIONS } from './migrations.js';
 import { startRetention, type Retention } from './db/retention.js';
 import { ehrPurgeSteps } from './ehr/retention.js';
 import { ehrRoutes, rpcHotPath, type RpcAdmission } from './ehr/http.js';
-import { RefusalPacer } from './http/refusal-pacing.js';
+import { REFUSAL_PACING, RefusalPacer } from './http/refusal-pacing.js';
 import { createEhrHandlers } from './ehr/methods.js';
 import { RpcEnvelope } from './ehr/rpc/envelope.js';
 import { createRecordHandlers } from './ehr/medical-record/record-methods.js';
@@ -281,6 +281,8 @@ export async function startService(config: Config, logger: Logger, roles: Readon
           processBytes: config.bodyBytesInFlight.perProcess,
         });
         metrics.intakeRequests(() => intakeSlots.totals());
+        // A clinic's held refusals spread over 1-1.5 s, so that its connections do not come back as one burst.
+        const refusalPacer = new RefusalPacer({ ...REFUSAL_PACING, spread: 0.5 });
         hotPaths.push(
           await createEmdrRouter({
             definition: openApiSpecPath,
@@ -291,6 +293,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
             securityHandlers: clinicSecurityHandlers(database.sql),
             beforeBody: clinicRateLimit(
               new SharedAllowance(counters, { name: 'clinic-requests', perWindow: config.rateLimitPerMinute, windowMs: LIMIT_WINDOW_MS }),
+              refusalPacer,
             ),
             admitBody: clinicBodyAdmission(
               config.byteQuotaPerMinute === 0
@@ -301,6 +304,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
                     windowMs: LIMIT_WINDOW_MS,
                   }),
               intakeSlots,
+              refusalPacer,
               new LoopTurns(),
             ),
             // RegisterDocument carries the document; every other body is a few fields.

@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
- * Rate refusals (429) to one client address are answered at once up to `freePerSecond` a second;
+ * Rate refusals (429) to one client address (interface A) or clinic account (interface B, keyed
+ * `clinic <id>`) are answered at once up to `freePerSecond` a second;
  * beyond that each further one is held for `holdMs` before it is sent. A client that ignores
  * Retry-After and asks again at once (issue 21, M5: ~4,500 refusals a second from 32 connections,
  * each closing its connection) then gets about one refusal per connection per `holdMs`, so its
@@ -14,6 +15,12 @@ export interface RefusalPacingOptions {
   freePerSecond: number;
   holdMs: number;
   maxHeld: number;
+  /**
+   * Each hold is drawn from `holdMs` to `holdMs × (1 + spread)`; 0: exactly `holdMs`. Held alike, a
+   * client's connections are answered in one burst and come back together to be held alike again
+   * (interface B beside M4: 64 refusals answered and closed in one piece of 100–190 ms of the loop).
+   */
+  spread?: number;
 }
 
 /** 20 refusals a second are a client that retries in a loop; held 1 s, within every Retry-After (≥ 1 s). */
@@ -47,7 +54,7 @@ export class RefusalPacer {
     if (count <= this.options.freePerSecond || this.held >= this.options.maxHeld) return;
     this.held += 1;
     try {
-      await sleep(this.options.holdMs);
+      await sleep(this.options.holdMs * (1 + Math.random() * (this.options.spread ?? 0)));
     } finally {
       this.held -= 1;
     }

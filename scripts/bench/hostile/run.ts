@@ -46,9 +46,10 @@ options:
   --from FILE        write the report of a recorded run's hostile.json instead of measuring
   --merge FILE       keep the scenarios of an earlier run's hostile.json that this run did not
                      measure (each keeps its own commit, date and load average), e.g. with --only
-  --profile DIR      serve writes a CPU profile of each thread there (node --cpu-prof) and its
-                     event loop's stalls (stall-probe.ts) as stalls.<scenario>.json; summarise with
-                     \`tsx scripts/bench/profile-summary.ts --stalls 10 FILE.cpuprofile\`
+  --profile DIR      run serve with node --cpu-prof into DIR (DIR/<scenario>/*.cpuprofile, written
+                     when serve stops: both phases; summarise with scripts/bench/profile-summary.ts),
+                     and its event loop's stalls (stall-probe.ts) into DIR/<scenario>/stalls.json
+                     (\`profile-summary.ts --stalls 10 --probe DIR/<scenario>/stalls.json FILE\`)
   -h, --help         this text`;
 
 interface Scenario {
@@ -204,14 +205,12 @@ async function runScenario(
   };
   const honestReceiver = await startReceiver();
   const abuserReceiver = await startReceiver({ hang: scenario.deadReceiver === true });
-  const service = await startServe(
-    options.root,
-    options.profileDir ? { ...env, STALL_PROBE_OUT: path.join(options.profileDir, `stalls.${scenario.name}.json`) } : env,
-    {
-      nodeOptions: profiling(options.profileDir),
-    },
-  );
-  if (options.profileDir) options.log(`${scenario.name}: serve is pid ${service.pid}`);
+  const scenarioProfile = options.profileDir && path.join(options.profileDir, scenario.name);
+  if (scenarioProfile) await fs.mkdir(scenarioProfile, { recursive: true });
+  const service = await startServe(options.root, scenarioProfile ? { ...env, STALL_PROBE_OUT: path.join(scenarioProfile, 'stalls.json') } : env, {
+    nodeOptions: profiling(scenarioProfile),
+  });
+  if (scenarioProfile) options.log(`${scenario.name}: serve is pid ${service.pid}`);
   let abuser: ReturnType<typeof spawn> | undefined;
   try {
     const honest = await addClinic(options.root, env, honestReceiver.url);
@@ -377,12 +376,11 @@ async function main(): Promise<void> {
   const started = Date.now();
   const log = (text: string) => console.error(`hostile ${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s  ${text}`);
   const loadAtStart = +os.loadavg()[0]!.toFixed(2);
-  const profileDir = values.profile && path.resolve(values.profile);
-  if (profileDir) await fs.mkdir(profileDir, { recursive: true });
   const database = await startDatabaseServer();
   const scenarios: ScenarioRecord[] = [];
   try {
-    for (const scenario of chosen) scenarios.push(await runScenario(scenario, { root, database, seconds, smoke, log, ...(profileDir ? { profileDir } : {}) }));
+    const profileDir = values.profile === undefined ? undefined : path.resolve(values.profile);
+    for (const scenario of chosen) scenarios.push(await runScenario(scenario, { root, database, seconds, smoke, profileDir, log }));
   } finally {
     await database.stop();
   }

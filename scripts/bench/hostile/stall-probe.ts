@@ -90,7 +90,14 @@ if (out) {
     }
   }, TICK_MS);
   tick.unref();
-  const write = () =>
+  const write = () => {
+    try {
+      writeProbe();
+    } catch {
+      // A measurement's aid: serve goes on without it.
+    }
+  };
+  const writeProbe = () =>
     writeFileSync(
       out,
       JSON.stringify({

@@ -26,7 +26,7 @@ import {
   type Digest,
   type SignedBytes,
 } from './crypto/algorithms.ts';
-import { KEY_USAGE, parseSignedData, SignatureFormatError, signedDataShape, type Certificate, type SignerInfo } from './cms/cms.ts';
+import { KEY_USAGE, readSignature, SignatureFormatError, type Certificate, type SignerInfo } from './cms/cms.ts';
 
 export interface SignatureFinding {
   code: ErrorCode;
@@ -144,7 +144,8 @@ export class DocumentSignatureCheck {
     const { name, bytes } = signature;
     const finding = guarded(name, () => {
       // Read from the encoding's structure, before any certificate or signer is parsed: a refusal for them costs a walk over the bytes.
-      const shape = signedDataShape(bytes);
+      const reading = readSignature(bytes);
+      const shape = reading.shape;
       if (shape.attached) return { code: 'WRONG_SIGNATURE_FORMAT', message: `${name} carries the signed content: send a detached signature` };
       if (shape.signers === 0) return { code: 'NO_SIGNATURE', message: `${name} has no signer` };
       // The registry takes one signer per container: each signer signs in a container of its own.
@@ -157,7 +158,7 @@ export class DocumentSignatureCheck {
         };
       }
       this.certificatesLeft -= shape.certificates;
-      const signedData = parseSignedData(bytes);
+      const signedData = reading.parse();
       const signer = signedData.signers[0]!;
       const oid = signer.digestAlgorithm.oid;
       if (!this.digests.has(oid)) {

@@ -6,6 +6,7 @@ import type { LoopTurns } from '../../../work/loop-turns.js';
 import type { ClinicAccount } from '../../accounts/clients.js';
 import { ApiError } from '../../errors/errors.js';
 import type { AdmitBody, BeforeBody, BodyAdmission } from '../router.js';
+import type { RefusalPacer } from '../../../http/refusal-pacing.js';
 
 /**
  * What one clinic account may take of interface B before its body is read: requests per minute
@@ -39,12 +40,28 @@ export function tooMuch(waitMs: number, what: string): ApiError {
   });
 }
 
-/** The per-clinic request rate (RATE_LIMIT), checked once the clinic is known and before its body is read: 429 RATE_LIMIT with Retry-After. */
-export function clinicRateLimit(requests: SharedAllowance): BeforeBody {
+/**
+ * The 429s of a clinic account are paced (http/refusal-pacing.ts): past 20 a second, each further
+ * one is held a while before it is answered, its body unread. Answered at once, a client that does
+ * not wait its Retry-After asks again at once: beside the M4 abuser (64 connections sending 24 MiB
+ * bodies back to back) the gateway refused 600–900 requests a second, each a connection accepted,
+ * answered and closed with its body's bytes in the buffers; with the account lookups cached
+ * (accounts/auth-cache.ts) that was still 71% of the loop, the abuser only coming back faster.
+ * Counted per authenticated account: never per client address (clinics behind one proxy share it)
+ * nor per claimed account (anyone could get a victim held).
+ */
+async function refuseClinic(pacer: RefusalPacer, clinic: ClinicAccount, error: ApiError): Promise<never> {
+  await pacer.pace(`clinic ${clinic.id}`);
+  throw error;
+}
+
+/** The per-clinic request rate (RATE_LIMIT), checked once the clinic is known and before its body is read: 429 RATE_LIMIT with Retry-After (paced). */
+export function clinicRateLimit(requests: SharedAllowance, pacer: RefusalPacer): BeforeBody {
   return async (_operationId, security) => {
     const clinic = clinicOf(security);
-    const wait = clinic === undefined ? undefined : await requests.take(String(clinic.id), 1);
-    if (wait !== undefined) throw tooMuch(wait, 'requests');
+    if (clinic === undefined) return;
+    const wait = await requests.take(String(clinic.id), 1);
+    if (wait !== undefined) await refuseClinic(pacer, clinic, tooMuch(wait, 'requests'));
   };
 }
 
@@ -251,15 +268,20 @@ function declaredLength(request: IncomingMessage): number | undefined {
  * when the clinic's queue is full). Every body counts, valid or not. A large body's pieces of work
  * take `turns` of the event loop in turn with other clinics' (router.ts, LARGE_BODY_TURN_BYTES).
  */
-export function clinicBodyAdmission(bytes: SharedAllowance | undefined, intake: IntakeSlots, turns?: LoopTurns): AdmitBody {
+export function clinicBodyAdmission(bytes: SharedAllowance | undefined, intake: IntakeSlots, pacer: RefusalPacer, turns?: LoopTurns): AdmitBody {
   return async (_operationId, security, request, limitBytes): Promise<BodyAdmission> => {
     const clinic = clinicOf(security);
     if (clinic === undefined) return {};
     const declared = declaredLength(request);
-    // The refusal that needs no waiting first: a request refused would otherwise wait its turn only to be refused.
-    const inspect = await quotaAdmission(bytes, clinic, declared);
-    const release = await intakeSlot(intake, clinic, request, declared ?? limitBytes);
-    return { ...(inspect ? { inspect } : {}), release, ...(turns ? { turn: () => turns.take(String(clinic.id)) } : {}) };
+    try {
+      // The refusal that needs no waiting first: a request refused would otherwise wait its turn only to be refused.
+      const inspect = await quotaAdmission(bytes, clinic, declared);
+      const release = await intakeSlot(intake, clinic, request, declared ?? limitBytes);
+      return { ...(inspect ? { inspect } : {}), release, ...(turns ? { turn: () => turns.take(String(clinic.id)) } : {}) };
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 429) return refuseClinic(pacer, clinic, error);
+      throw error;
+    }
   };
 }
 

@@ -32,19 +32,28 @@ export function checkBerBounds(bytes: Uint8Array, limits: BerLimits): { derLengt
   if (bytes.length > limits.maxBytes) throw new SignatureFormatError(`larger than ${limits.maxBytes} bytes`);
   // The end of each open constructed element: an offset, or undefined for an indefinite length (ends at its end-of-contents).
   const open: Array<number | undefined> = [];
+  // For each open element, the tag its parts must have: a constructed OCTET or BIT STRING is made of its own type only (0 for any);
+  // and whether a part of a BIT STRING left bits unused, which only its last part may.
+  const partTags: number[] = [];
+  const unusedBitsLeft: boolean[] = [];
+  const close = () => {
+    open.pop();
+    partTags.pop();
+    unusedBitsLeft.pop();
+  };
   let offset = 0;
   let elements = 0;
   do {
     const limit = open.reduce<number>((nearest, end) => (end === undefined ? nearest : Math.min(nearest, end)), bytes.length);
     // Closes what ends here: definite elements at their end, an indefinite one at its end-of-contents.
     if (open.length > 0 && open.at(-1) === offset) {
-      open.pop();
+      close();
       continue;
     }
     if (open.length > 0 && open.at(-1) === undefined && bytes[offset] === 0 && bytes[offset + 1] === 0) {
       if (offset + 2 > limit) throw new SignatureFormatError('truncated end-of-contents');
       offset += 2;
-      open.pop();
+      close();
       continue;
     }
     if (offset + 2 > limit) throw new SignatureFormatError('truncated element');
@@ -64,9 +73,15 @@ export function checkBerBounds(bytes: Uint8Array, limits: BerLimits): { derLengt
     const first = bytes[cursor]!;
     cursor += 1;
     const constructed = (tag & 0x20) !== 0;
+    checkUniversalForm(tag);
+    const partTag = partTags.at(-1) ?? 0;
+    if (partTag !== 0 && ((tag & 0xdf) !== partTag || unusedBitsLeft.at(-1)))
+      throw new SignatureFormatError(`bad part of a string of tag 0x${partTag.toString(16)}`);
     if (first === 0x80) {
       if (!constructed) throw new SignatureFormatError('indefinite length of a primitive element');
       open.push(undefined);
+      partTags.push(tag === 0x23 || tag === 0x24 ? tag & 0xdf : 0);
+      unusedBitsLeft.push(false);
       derLengths = false;
     } else {
       let length = first;
@@ -81,14 +96,63 @@ export function checkBerBounds(bytes: Uint8Array, limits: BerLimits): { derLengt
       }
       const end = cursor + length;
       if (end > limit) throw new SignatureFormatError('element runs past its container');
-      if (constructed) open.push(end);
-      else cursor = end;
+      if (!constructed) checkPrimitive(tag, bytes, cursor, end);
+      if (partTag === 0x03 && !constructed && bytes[cursor] !== 0) unusedBitsLeft[unusedBitsLeft.length - 1] = true;
+      if (constructed) {
+        open.push(end);
+        partTags.push(tag === 0x23 || tag === 0x24 ? tag & 0xdf : 0);
+        unusedBitsLeft.push(false);
+      } else cursor = end;
     }
     if (open.length > limits.maxDepth) throw new SignatureFormatError(`nested deeper than ${limits.maxDepth} levels`);
     offset = cursor;
   } while (open.length > 0);
   if (offset !== bytes.length) throw new SignatureFormatError('bytes after the signature');
   return { derLengths };
+}
+
+/**
+ * Universal types that may be constructed: BIT and OCTET STRING (BER may send them in parts),
+ * EXTERNAL, EMBEDDED PDV, SEQUENCE and SET. Character strings and times in parts are refused
+ * (asn1js decodes some of them as one string of the parts' encodings); SEQUENCE and SET only ever
+ * constructed.
+ */
+const MAY_BE_CONSTRUCTED = new Set([3, 4, 8, 11, 16, 17]);
+const CONSTRUCTED_ONLY = new Set([16, 17]);
+
+/**
+ * A universal tag in the form its type allows, as an ASN.1 library decoding every element checks it
+ * (asn1js): not tag 0 or 15 (reserved), not the high-tag-number form (universal types end below 31).
+ */
+function checkUniversalForm(tag: number): void {
+  if ((tag & 0xc0) !== 0) return;
+  const number = tag & 0x1f;
+  const constructed = (tag & 0x20) !== 0;
+  if (number === 0 || number === 15 || number === 0x1f || (constructed && !MAY_BE_CONSTRUCTED.has(number)) || (!constructed && CONSTRUCTED_ONLY.has(number)))
+    throw new SignatureFormatError(`bad universal tag 0x${tag.toString(16)}`);
+}
+
+/** The forms of X.680 (47, 46): UTC or with an offset; GeneralizedTime also local, with fractions. */
+const UTC_TIME = /^\d{10}(\d{2})?(Z|[+-]\d{4})$/;
+const GENERALIZED_TIME = /^\d{10}(\d{2}(\d{2}([.,]\d+)?)?)?(Z|[+-]\d{4})?$/;
+
+const latin1 = (bytes: Uint8Array, start: number, end: number) => Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('latin1');
+
+/** The contents of a primitive universal element, where its type fixes their form: what a decoding library refuses. */
+function checkPrimitive(tag: number, bytes: Uint8Array, start: number, end: number): void {
+  // Indexes, not a view: this runs for every primitive element of every signature.
+  const length = end - start;
+  const bad =
+    (tag === 0x01 && length !== 1) ||
+    ((tag === 0x02 || tag === 0x0a) && length === 0) ||
+    (tag === 0x05 && length !== 0) ||
+    ((tag === 0x06 || tag === 0x0d) && (length === 0 || (bytes[end - 1]! & 0x80) !== 0)) ||
+    (tag === 0x03 && (length === 0 || bytes[start]! > 7 || (length === 1 && bytes[start] !== 0))) ||
+    (tag === 0x17 && !UTC_TIME.test(latin1(bytes, start, end))) ||
+    (tag === 0x18 && !GENERALIZED_TIME.test(latin1(bytes, start, end))) ||
+    (tag === 0x1c && length % 4 !== 0) ||
+    (tag === 0x1e && length % 2 !== 0);
+  if (bad) throw new SignatureFormatError(`bad contents of tag 0x${tag.toString(16)}`);
 }
 
 /**
@@ -147,9 +211,10 @@ function definiteLength(length: number): Uint8Array {
   return Uint8Array.of(0x80 | bytes.length, ...bytes);
 }
 
-/** One element of an encoding that passed checkBerBounds: its first tag byte, where its contents start and end, and where it ends. */
+/** One element of an encoding that passed checkBerBounds: its first tag byte, where it starts, where its contents start and end, and where it ends. */
 export interface BerElement {
   tag: number;
+  start: number;
   contentStart: number;
   contentEnd: number;
   end: number;
@@ -168,7 +233,7 @@ export function elementAt(bytes: Uint8Array, offset: number): BerElement {
   if (first === 0x80) {
     const contentStart = cursor;
     while (!(bytes[cursor] === 0 && bytes[cursor + 1] === 0)) cursor = elementAt(bytes, cursor).end;
-    return { tag, contentStart, contentEnd: cursor, end: cursor + 2 };
+    return { tag, start: offset, contentStart, contentEnd: cursor, end: cursor + 2 };
   }
   let length = first;
   if (first > 0x80) {
@@ -176,7 +241,7 @@ export function elementAt(bytes: Uint8Array, offset: number): BerElement {
     for (let index = 0; index < (first & 0x7f); index += 1) length = length * 256 + bytes[cursor + index]!;
     cursor += first & 0x7f;
   }
-  return { tag, contentStart: cursor, contentEnd: cursor + length, end: cursor + length };
+  return { tag, start: offset, contentStart: cursor, contentEnd: cursor + length, end: cursor + length };
 }
 
 /** The children of a constructed element of such an encoding, in order. */

@@ -2,30 +2,19 @@
  * The parts of a CMS SignedData (RFC 5652) and of X.509 certificates (RFC 5280) that signature
  * verification and the registry's signer rules read, parsed with a maintained ASN.1 library:
  * asn1js reads the encoding (DER, and BER with indefinite lengths, as CryptoPro and `openssl cms
- * -stream` write), @peculiar/asn1-cms and @peculiar/asn1-x509 map it to CMS and X.509 (asn1js is
- * held at 3.x: @peculiar/asn1-schema 2.11 depends on it). Before the library sees a byte, the
- * encoding's size, element count and depth are bounded (ber-bounds.ts), and the SignedData's
- * structure is walked for its counts of certificates and signers (signedDataShape), which are
- * bounded then; counts of attributes and extensions are bounded after. Anything malformed is a
+ * -stream` write), and the fields are read from its parse by their structure, each typed and
+ * bounded (@peculiar/asn1-schema's mapping cost more than the parse itself: a test compares the two
+ * field by field). Before the library sees a byte, the encoding's size, element count and depth are
+ * bounded (ber-bounds.ts), and the SignedData's structure is walked (layoutOf): its counts of
+ * certificates and signers are bounded then, and asn1js parses each signer and each certificate not
+ * seen before alone. Counts of attributes and extensions are bounded after. Anything malformed is a
  * SignatureFormatError.
  */
 import { createHash } from 'node:crypto';
 import * as asn1js from 'asn1js';
 import { AsnParser, OctetString } from '@peculiar/asn1-schema';
-import { type Attribute as CmsAttribute, id_messageDigest, id_signedData, id_signingTime, SignerInfo as CmsSignerInfo } from '@peculiar/asn1-cms';
-import {
-  type AlgorithmIdentifier as X509AlgorithmIdentifier,
-  BasicConstraints,
-  Certificate as X509Certificate,
-  id_ce_basicConstraints,
-  id_ce_keyUsage,
-  id_ce_subjectKeyIdentifier,
-  KeyUsage,
-  KeyUsageFlags,
-  type Name,
-  SubjectKeyIdentifier,
-  Time,
-} from '@peculiar/asn1-x509';
+import { id_messageDigest, id_signedData, id_signingTime } from '@peculiar/asn1-cms';
+import { id_ce_basicConstraints, id_ce_keyUsage, id_ce_subjectKeyIdentifier, KeyUsageFlags } from '@peculiar/asn1-x509';
 import { berChildren, checkBerBounds, elementAt, SignatureFormatError, withDefiniteLengths, type BerElement, type BerLimits } from './ber-bounds.ts';
 import { BoundedCache } from './bounded-cache.ts';
 
@@ -38,8 +27,12 @@ const SIGNATURE_LIMITS: BerLimits = { maxBytes: MAX_SIGNATURE_BYTES, maxElements
 const CERTIFICATE_LIMITS: BerLimits = { maxBytes: 256 * 1024, maxElements: 10_000, maxDepth: 32 };
 const MAX_CERTIFICATES = 32;
 const MAX_SIGNERS = 16;
+/** One per digest algorithm the signers use: a few. */
+const MAX_DIGEST_ALGORITHMS = 64;
 const MAX_ATTRIBUTES = 64;
 const MAX_EXTENSIONS = 64;
+/** Parts of a constructed (BER) OCTET or BIT STRING. */
+const MAX_STRING_PARTS = 1024;
 
 /** Subject attributes of qualified certificates of Russian physical persons (Приказ ФСБ № 795). */
 const SUBJECT = {
@@ -147,37 +140,78 @@ function bounded<T>(items: readonly T[] | undefined, max: number, what: string):
   return items ?? [];
 }
 
-function algorithmOf(identifier: X509AlgorithmIdentifier): AlgorithmIdentifier {
-  const parameters = identifier.parameters ? bytesOf(identifier.parameters) : undefined;
-  return parameters === undefined || (parameters.length === 2 && parameters[0] === 0x05)
-    ? { oid: identifier.algorithm }
-    : { oid: identifier.algorithm, parameters };
+/** The children of a constructed node, bounded; a SignatureFormatError for anything else. */
+function childrenOf(node: asn1js.AsnType | undefined, max: number, what: string): asn1js.AsnType[] {
+  const value = (node as asn1js.Constructed | undefined)?.valueBlock?.value;
+  // asn1js reads a SEQUENCE or SET tagged primitive (0x10, 0x11) as one: the tag's constructed bit is checked here.
+  if (!Array.isArray(value) || !node!.idBlock.isConstructed) throw new SignatureFormatError(`bad ${what}`);
+  return [...bounded(value, max, what)];
 }
 
-/** The text of a name attribute's value: a DirectoryString, or another string type (SNILS is a NumericString). */
-function attributeText(value: Name[number][number]['value']): string | undefined {
-  const text = value.utf8String ?? value.printableString ?? value.teletexString ?? value.bmpString ?? value.universalString ?? value.ia5String;
-  if (text !== undefined) return text;
-  if (!value.anyValue) return undefined;
-  const parsed = asn1js.fromBER(value.anyValue);
-  const block = parsed.result as unknown as { valueBlock?: { value?: unknown } };
-  return parsed.offset === -1 || typeof block.valueBlock?.value !== 'string' ? undefined : block.valueBlock.value;
+/**
+ * A node of the type `type` itself, or a SignatureFormatError naming `what`: not of a subclass
+ * (asn1js's ENUMERATED is an INTEGER, its GeneralizedTime a UTCTime).
+ */
+function ofType<T>(node: asn1js.AsnType | undefined, type: new (...args: never[]) => T, what: string): T {
+  if (node?.constructor !== type) throw new SignatureFormatError(`bad ${what}`);
+  return node as T;
 }
 
-function subjectTextOf(name: Name): SubjectText {
+const oidOf = (node: asn1js.AsnType | undefined, what: string) => ofType(node, asn1js.ObjectIdentifier, what).valueBlock.toString();
+const octetsOf = (node: asn1js.AsnType | undefined, what: string) => primitiveBytes(ofType(node, asn1js.OctetString, what), what);
+const integerBytes = (node: asn1js.AsnType | undefined, what: string) => ofType(node, asn1js.Integer, what).valueBlock.valueHexView;
+/** A BIT STRING's bytes (the count of unused bits aside). */
+const bitsOf = (node: asn1js.AsnType | undefined, what: string) => primitiveBytes(ofType(node, asn1js.BitString, what), what);
+/**
+ * Time ::= CHOICE { UTCTime, GeneralizedTime } as epoch ms, in the one form RFC 5280 (4.1.2.5) and
+ * RFC 5652 (11.3) allow: UTC with seconds, YYMMDDHHMMSSZ or YYYYMMDDHHMMSSZ. asn1js reads text it
+ * cannot parse as 1899-12-31 without an error, so the text is checked here.
+ */
+const timeOf = (node: asn1js.AsnType | undefined, what: string) => {
+  const generalized = node instanceof asn1js.GeneralizedTime;
+  const time = generalized ? node : ofType(node, asn1js.UTCTime, what);
+  const pattern = generalized ? /^\d{14}Z$/ : /^\d{12}Z$/;
+  const epoch = pattern.test(Buffer.from(time.valueBlock.valueHexView).toString('latin1')) ? time.toDate().getTime() : Number.NaN;
+  if (Number.isNaN(epoch)) throw new SignatureFormatError(`bad ${what}`);
+  return epoch;
+};
+
+/** The bytes of an OCTET or BIT STRING; the constructed form (BER) is joined from its parts. */
+function primitiveBytes(node: asn1js.OctetString | asn1js.BitString, what: string): Uint8Array {
+  if (!node.valueBlock.isConstructed) return node.valueBlock.valueHexView;
+  const parts = childrenOf(node, MAX_STRING_PARTS, what).map((part) => primitiveBytes(ofType(part, node.constructor as typeof asn1js.OctetString, what), what));
+  return Buffer.concat(parts);
+}
+
+/** AlgorithmIdentifier ::= SEQUENCE { algorithm OBJECT IDENTIFIER, parameters ANY OPTIONAL }; NULL parameters as none. */
+function algorithmOf(node: asn1js.AsnType | undefined, derOf: DerOf): AlgorithmIdentifier {
+  const [algorithm, parameters] = childrenOf(ofType(node, asn1js.Sequence, 'algorithm'), 2, 'algorithm');
+  const oid = oidOf(algorithm, 'algorithm');
+  return parameters === undefined || parameters instanceof asn1js.Null ? { oid } : { oid, parameters: derOf(parameters) };
+}
+
+/**
+ * Name ::= SEQUENCE OF SET OF SEQUENCE { type OBJECT IDENTIFIER, value ANY }, its structure
+ * checked, with the subject attributes the checks read as text (any string type: SNILS is a
+ * NumericString).
+ */
+function nameOf(node: asn1js.AsnType | undefined, what: string): { name: asn1js.Sequence; text: SubjectText } {
+  const name = ofType(node, asn1js.Sequence, what);
   const text: SubjectText = {};
-  const keys = Object.entries(SUBJECT) as Array<[keyof SubjectText, string]>;
-  for (const rdn of bounded(name, MAX_ATTRIBUTES, 'subject')) {
-    for (const attribute of bounded(rdn, MAX_ATTRIBUTES, 'subject')) {
-      const key = keys.find(([, oid]) => oid === attribute.type)?.[0];
-      if (key && text[key] === undefined) {
-        const value = attributeText(attribute.value);
-        if (value !== undefined) text[key] = value.slice(0, 256);
-      }
+  for (const rdn of childrenOf(name, MAX_ATTRIBUTES, what)) {
+    for (const attribute of childrenOf(ofType(rdn, asn1js.Set, what), MAX_ATTRIBUTES, what)) {
+      const [type, value, ...more] = childrenOf(ofType(attribute, asn1js.Sequence, what), 2, what);
+      if (value === undefined || more.length > 0) throw new SignatureFormatError(`bad ${what}`);
+      const oid = oidOf(type, what);
+      const key = SUBJECT_KEYS.find(([, candidate]) => candidate === oid)?.[0];
+      const string = (value as { valueBlock?: { value?: unknown } }).valueBlock?.value;
+      if (key && text[key] === undefined && typeof string === 'string') text[key] = string.slice(0, 256);
     }
   }
-  return text;
+  return { name, text };
 }
+
+const SUBJECT_KEYS = Object.entries(SUBJECT) as Array<[keyof SubjectText, string]>;
 
 /**
  * The certificates read before, by the SHA-256 of their DER: a clinic signs its documents with a few
@@ -199,18 +233,15 @@ const derOfNode =
     return derLengths ? received : withDefiniteLengths(received);
   };
 
-/** A certificate from its node of the parse: from the cache when its DER was read before. */
-function certificateOfNode(node: asn1js.AsnType, derOf: DerOf): Certificate {
-  if (!(node instanceof asn1js.Sequence)) throw new SignatureFormatError('bad certificate');
-  const der = derOf(node);
+/** The certificate encoded at `element` of `bytes`: from the cache when its DER was read before, else parsed. */
+function certificateAt(bytes: Uint8Array, element: BerElement, derLengths: boolean): Certificate {
+  const received = bytes.subarray(element.start, element.end);
+  const der = derLengths ? received : withDefiniteLengths(received);
   const key = createHash('sha256').update(der).digest('base64');
   const cached = CERTIFICATES.get(key);
   if (cached) return cached;
-  const certificate = certificateOf(
-    decoded('certificate', () => AsnParser.fromASN(node, X509Certificate)),
-    node,
-    der,
-    derOf,
+  const certificate = decoded('certificate', () =>
+    certificateOf(ofType(parsedElement(bytes, element, 'certificate'), asn1js.Sequence, 'certificate'), der, derOfNode(derLengths)),
   );
   if (der.length > MAX_CACHED_CERTIFICATE_BYTES) return certificate;
   const kept = detached(certificate);
@@ -244,114 +275,146 @@ const algorithmCopy = (algorithm: AlgorithmIdentifier): AlgorithmIdentifier =>
   algorithm.parameters ? { oid: algorithm.oid, parameters: new Uint8Array(algorithm.parameters) } : { oid: algorithm.oid };
 
 /**
- * What the checks read of a certificate: the mapped fields, and the bytes of its names and key
- * taken from the parse (tbsCertificate ::= SEQUENCE { [0] version OPTIONAL, serialNumber,
- * signature, issuer, validity, subject, subjectPublicKeyInfo, … }), not encoded anew.
+ * What the checks read of a certificate, read from the parse by its structure (RFC 5280:
+ * Certificate ::= SEQUENCE { tbsCertificate, signatureAlgorithm, signatureValue BIT STRING };
+ * tbsCertificate ::= SEQUENCE { [0] version OPTIONAL, serialNumber, signature, issuer, validity,
+ * subject, subjectPublicKeyInfo, [1] [2] OPTIONAL, [3] extensions OPTIONAL }): names, keys and the
+ * tbsCertificate as the parse read them, not encoded anew.
  */
-function certificateOf(certificate: X509Certificate, node: asn1js.Sequence, der: Uint8Array, derOf: DerOf): Certificate {
-  const tbs = certificate.tbsCertificate;
-  if (!certificate.tbsCertificateRaw) throw new SignatureFormatError('bad certificate');
-  const tbsNode = node.valueBlock.value[0];
-  const fields = tbsNode instanceof asn1js.Sequence ? tbsNode.valueBlock.value : [];
-  const first = fields[0]?.idBlock.tagClass === 3 ? 1 : 0;
-  const [issuer, subject, publicKeyInfo] = [fields[first + 2], fields[first + 4], fields[first + 5]];
-  if (!issuer || !subject || !publicKeyInfo) throw new SignatureFormatError('bad certificate');
+function certificateOf(node: asn1js.Sequence, der: Uint8Array, derOf: DerOf): Certificate {
+  const [tbsNode, signatureAlgorithm, signatureValue] = childrenOf(node, 3, 'certificate');
+  const fields = childrenOf(ofType(tbsNode, asn1js.Sequence, 'certificate'), 10, 'certificate');
+  const first = isContextTag(fields[0], 0) ? 1 : 0;
+  // version ::= [0] EXPLICIT INTEGER.
+  if (first === 1) ofType(childrenOf(fields[0], 1, 'version')[0], asn1js.Integer, 'version');
+  const [serial, tbsSignature, issuer, validity, subject, publicKeyInfo] = fields.slice(first);
+  algorithmOf(tbsSignature, derOf);
+  const [notBefore, notAfter] = childrenOf(ofType(validity, asn1js.Sequence, 'validity'), 2, 'validity');
+  const [keyAlgorithm, keyBits] = childrenOf(ofType(publicKeyInfo, asn1js.Sequence, 'subjectPublicKeyInfo'), 2, 'subjectPublicKeyInfo');
+  const subjectName = nameOf(subject, 'subject');
   const result: Certificate = {
     der,
-    tbs: bytesOf(certificate.tbsCertificateRaw),
-    serial: bytesOf(tbs.serialNumber),
-    issuer: derOf(issuer),
-    subject: derOf(subject),
-    subjectText: subjectTextOf(tbs.subject),
-    notBefore: tbs.validity.notBefore.getTime().getTime(),
-    notAfter: tbs.validity.notAfter.getTime().getTime(),
-    publicKey: {
-      algorithm: algorithmOf(tbs.subjectPublicKeyInfo.algorithm),
-      key: bytesOf(tbs.subjectPublicKeyInfo.subjectPublicKey),
-      info: derOf(publicKeyInfo),
-    },
-    signatureAlgorithm: algorithmOf(certificate.signatureAlgorithm),
-    signature: bytesOf(certificate.signatureValue),
+    tbs: derOf(tbsNode!),
+    serial: integerBytes(serial, 'serialNumber'),
+    issuer: derOf(nameOf(issuer, 'issuer').name),
+    subject: derOf(subjectName.name),
+    subjectText: subjectName.text,
+    notBefore: timeOf(notBefore, 'validity'),
+    notAfter: timeOf(notAfter, 'validity'),
+    publicKey: { algorithm: algorithmOf(keyAlgorithm, derOf), key: bitsOf(keyBits, 'subjectPublicKey'), info: derOf(publicKeyInfo!) },
+    signatureAlgorithm: algorithmOf(signatureAlgorithm, derOf),
+    signature: bitsOf(signatureValue, 'signatureValue'),
   };
-  for (const extension of bounded(tbs.extensions, MAX_EXTENSIONS, 'extensions')) {
-    const value = extension.extnValue.buffer;
-    if (extension.extnID === id_ce_subjectKeyIdentifier)
-      result.subjectKeyIdentifier = bytesOf(decoded('subjectKeyIdentifier', () => AsnParser.parse(value, SubjectKeyIdentifier)).buffer);
-    if (extension.extnID === id_ce_basicConstraints) result.isCa = decoded('basicConstraints', () => AsnParser.parse(value, BasicConstraints)).cA;
-    if (extension.extnID === id_ce_keyUsage) result.keyUsage = decoded('keyUsage', () => AsnParser.parse(value, KeyUsage)).toNumber();
-  }
+  // issuerUniqueID [1], subjectUniqueID [2], extensions [3]: each optional, in that order.
+  const optional = fields.slice(first + 6);
+  const numbers = optional.map((field) => (field.idBlock.tagClass === 3 ? field.idBlock.tagNumber : 0));
+  if (numbers.some((number, index) => number < 1 || number > 3 || number <= (numbers[index - 1] ?? 0))) throw new SignatureFormatError('bad certificate');
+  const extensionsNode = optional.find((field) => isContextTag(field, 3));
+  const extensions = extensionsNode ? ofType(childrenOf(extensionsNode, 1, 'extensions')[0], asn1js.Sequence, 'extensions') : undefined;
+  for (const extension of extensions ? childrenOf(extensions, MAX_EXTENSIONS, 'extensions') : []) readExtension(extension, result);
   return result;
+}
+
+/** Extension ::= SEQUENCE { extnID, critical BOOLEAN DEFAULT FALSE, extnValue OCTET STRING }: the three the checks read, into `certificate`. */
+function readExtension(extension: asn1js.AsnType, certificate: Certificate): void {
+  const parts = childrenOf(ofType(extension, asn1js.Sequence, 'extension'), 3, 'extension');
+  if (parts.length < 2 || (parts.length === 3 && !(parts[1] instanceof asn1js.Boolean))) throw new SignatureFormatError('bad extension');
+  const id = oidOf(parts[0], 'extension');
+  const octets = octetsOf(parts.at(-1), 'extension');
+  if (id !== id_ce_subjectKeyIdentifier && id !== id_ce_basicConstraints && id !== id_ce_keyUsage) return;
+  const value = asn1js.fromBER(octets, { parseEmbedded: false });
+  if (value.offset === -1) throw new SignatureFormatError('bad extension');
+  if (id === id_ce_subjectKeyIdentifier) certificate.subjectKeyIdentifier = octetsOf(value.result, 'subjectKeyIdentifier');
+  if (id === id_ce_basicConstraints) certificate.isCa = basicConstraintsCa(value.result);
+  if (id === id_ce_keyUsage) certificate.keyUsage = keyUsageOf(ofType(value.result, asn1js.BitString, 'keyUsage'));
+}
+
+/** BasicConstraints ::= SEQUENCE { cA BOOLEAN DEFAULT FALSE, pathLenConstraint INTEGER OPTIONAL }: cA. */
+function basicConstraintsCa(node: asn1js.AsnType): boolean {
+  const fields = childrenOf(ofType(node, asn1js.Sequence, 'basicConstraints'), 2, 'basicConstraints');
+  const cA = fields[0] instanceof asn1js.Boolean ? fields[0] : undefined;
+  const rest = fields.slice(cA ? 1 : 0);
+  if (rest.length > 1 || (rest.length === 1 && rest[0]?.constructor !== asn1js.Integer)) throw new SignatureFormatError('bad basicConstraints');
+  return cA?.valueBlock.value ?? false;
+}
+
+/** keyUsage's named bits as KeyUsageFlags: bit n (the first bit is the first byte's highest) is 2^n; unused bits (BER may set them) left out. */
+function keyUsageOf(node: asn1js.BitString): number {
+  const bits = primitiveBytes(node, 'keyUsage');
+  const unused = node.valueBlock.isConstructed ? 0 : node.valueBlock.unusedBits;
+  // The named bits end at decipherOnly (8): two bytes hold them all.
+  const count = Math.min(bits.length * 8 - unused, 16);
+  let flags = 0;
+  for (let bit = 0; bit < count; bit += 1) if ((bits[bit >> 3]! & (0x80 >> (bit & 7))) !== 0) flags |= 1 << bit;
+  return flags;
 }
 
 /** An X.509 certificate (DER or BER), e.g. one of a trust store. */
 export function parseCertificate(der: Uint8Array): Certificate {
   const { derLengths } = checkBerBounds(der, CERTIFICATE_LIMITS);
-  const parsed = asn1js.fromBER(der);
-  if (parsed.offset === -1) throw new SignatureFormatError('bad certificate');
-  return certificateOfNode(parsed.result, derOfNode(derLengths));
+  const element = elementAt(der, 0);
+  if (element.tag !== TAG.sequence) throw new SignatureFormatError('bad certificate');
+  return certificateAt(der, element, derLengths);
 }
 
-/** The only value of a signed attribute; more than one is malformed. */
-function soleValue(attribute: CmsAttribute, what: string): ArrayBuffer {
-  if (attribute.attrValues.length !== 1) throw new SignatureFormatError(`${what} must have one value`);
-  return attribute.attrValues[0]!;
+/** The only value of a signed attribute (Attribute ::= SEQUENCE { attrType, attrValues SET OF }); more than one is malformed. */
+function soleValue(values: asn1js.AsnType | undefined, what: string): asn1js.AsnType {
+  const [value, other] = childrenOf(ofType(values, asn1js.Set, what), 2, what);
+  if (value === undefined || other !== undefined) throw new SignatureFormatError(`${what} must have one value`);
+  return value;
 }
 
 /**
  * The signed attributes: the DER the signature covers is their encoding with the SET OF tag
  * (RFC 5652, 5.4): as received, its indefinite lengths (BER) made definite, the signer signed the DER.
  */
-function signedAttributesOf(attributes: readonly CmsAttribute[], node: asn1js.AsnType, derOf: DerOf): SignedAttributes {
+function signedAttributesOf(node: asn1js.AsnType, derOf: DerOf): SignedAttributes {
   // A copy: its tag is changed below. Its lengths are remade only when the signature's are not DER's.
   const der = Uint8Array.from(derOf(node));
   der[0] = 0x31;
   const result: SignedAttributes = { der };
-  for (const attribute of bounded(attributes, MAX_ATTRIBUTES, 'signedAttrs')) {
-    if (attribute.attrType === id_messageDigest) {
+  for (const attribute of childrenOf(node, MAX_ATTRIBUTES, 'signedAttrs')) {
+    const [type, values] = childrenOf(ofType(attribute, asn1js.Sequence, 'signedAttrs'), 2, 'signedAttrs');
+    const oid = oidOf(type, 'signedAttrs');
+    ofType(values, asn1js.Set, 'signedAttrs');
+    if (oid === id_messageDigest) {
       if (result.messageDigest) throw new SignatureFormatError('messageDigest given twice');
-      result.messageDigest = bytesOf(decoded('messageDigest', () => AsnParser.parse(soleValue(attribute, 'messageDigest'), OctetString)).buffer);
-    } else if (attribute.attrType === id_signingTime) {
+      result.messageDigest = octetsOf(soleValue(values, 'messageDigest'), 'messageDigest');
+    } else if (oid === id_signingTime) {
       if (result.signingTime !== undefined) throw new SignatureFormatError('signingTime given twice');
-      result.signingTime = decoded('signingTime', () => AsnParser.parse(soleValue(attribute, 'signingTime'), Time))
-        .getTime()
-        .getTime();
+      result.signingTime = timeOf(soleValue(values, 'signingTime'), 'signingTime');
     }
   }
   return result;
 }
 
 /**
- * A SignerInfo ::= SEQUENCE { version, sid, digestAlgorithm, [0] signedAttrs OPTIONAL, … }, mapped,
- * with the encoding of its [0] signedAttrs as it came (asn1js keeps it; the mapping does not) and
- * its issuer's name as the parse read it.
+ * A SignerInfo ::= SEQUENCE { version, sid, digestAlgorithm, [0] IMPLICIT signedAttrs OPTIONAL,
+ * signatureAlgorithm, signature OCTET STRING, [1] unsignedAttrs OPTIONAL }, read from the parse by
+ * its structure, with the encoding of its signedAttrs and of its issuer's name as the parse read
+ * them. sid ::= IssuerAndSerialNumber (SEQUENCE { issuer, serialNumber }) | [0] IMPLICIT SubjectKeyIdentifier.
  */
 function signerOf(node: asn1js.AsnType, derOf: DerOf): SignerInfo {
-  const signer = decoded('SignerInfo', () => AsnParser.fromASN(node, CmsSignerInfo));
-  const children = (node as asn1js.Sequence).valueBlock.value;
-  const attributesNode = children.find((child) => child.idBlock.tagClass === 3 && child.idBlock.tagNumber === 0);
-  const issuerNode = signer.sid.issuerAndSerialNumber && (children[1] as asn1js.Sequence | undefined)?.valueBlock?.value?.[0];
-  const sid: SignerIdentifier =
-    signer.sid.issuerAndSerialNumber && issuerNode
-      ? { issuer: derOf(issuerNode), serial: bytesOf(signer.sid.issuerAndSerialNumber.serialNumber) }
-      : signer.sid.subjectKeyIdentifier
-        ? { subjectKeyIdentifier: bytesOf(signer.sid.subjectKeyIdentifier.buffer) }
-        : (() => {
-            throw new SignatureFormatError('bad SignerIdentifier');
-          })();
+  const children = childrenOf(ofType(node, asn1js.Sequence, 'SignerInfo'), 7, 'SignerInfo');
+  const [version, sidNode, digestAlgorithm] = children;
+  ofType(version, asn1js.Integer, 'SignerInfo');
+  const attributesNode = isContextTag(children[3], 0) ? children[3] : undefined;
+  const [signatureAlgorithm, signature, unsigned, ...more] = children.slice(attributesNode ? 4 : 3);
+  if ((unsigned !== undefined && !isContextTag(unsigned, 1)) || more.length > 0) throw new SignatureFormatError('bad SignerInfo');
+  let sid: SignerIdentifier;
+  if (sidNode instanceof asn1js.Sequence) {
+    const [issuer, serial] = childrenOf(sidNode, 2, 'SignerIdentifier');
+    sid = { issuer: derOf(nameOf(issuer, 'SignerIdentifier').name), serial: integerBytes(serial, 'SignerIdentifier') };
+  } else if (isContextTag(sidNode, 0) && !sidNode!.idBlock.isConstructed) {
+    sid = { subjectKeyIdentifier: (sidNode as asn1js.Primitive).valueBlock.valueHexView };
+  } else throw new SignatureFormatError('bad SignerIdentifier');
   return {
     sid,
-    digestAlgorithm: algorithmOf(signer.digestAlgorithm),
-    signatureAlgorithm: algorithmOf(signer.signatureAlgorithm),
-    signature: bytesOf(signer.signature.buffer),
-    ...(signer.signedAttrs && attributesNode ? { signedAttributes: signedAttributesOf(signer.signedAttrs, attributesNode, derOf) } : {}),
+    digestAlgorithm: algorithmOf(digestAlgorithm, derOf),
+    signatureAlgorithm: algorithmOf(signatureAlgorithm, derOf),
+    signature: octetsOf(signature, 'signature'),
+    ...(attributesNode ? { signedAttributes: signedAttributesOf(attributesNode, derOf) } : {}),
   };
-}
-
-/** The constructed children of `node`, bounded. */
-function childrenOf(node: asn1js.AsnType, max: number, what: string): asn1js.AsnType[] {
-  const value = (node as asn1js.Constructed).valueBlock?.value;
-  if (!Array.isArray(value)) throw new SignatureFormatError(`bad ${what}`);
-  return [...bounded(value, max, what)];
 }
 
 const isContextTag = (node: asn1js.AsnType | undefined, number: number) => node?.idBlock.tagClass === 3 && node.idBlock.tagNumber === number;
@@ -371,6 +434,7 @@ const SIGNED_DATA_OID = Buffer.from([0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0
 const TAG = { integer: 0x02, objectIdentifier: 0x06, sequence: 0x30, set: 0x31 } as const;
 const isContext = (element: BerElement | undefined, number: number) => element !== undefined && (element.tag & 0xdf) === (0x80 | number);
 const isConstructed = (element: BerElement) => (element.tag & 0x20) !== 0;
+const isOtherCertificateChoice = (element: BerElement) => [0, 1, 2, 3].some((number) => isContext(element, number));
 
 /** The children of a constructed element, at most `max` of them, as parseSignedData bounds them. */
 function berChildrenBounded(bytes: Uint8Array, element: BerElement, max: number, what: string): BerElement[] {
@@ -378,10 +442,16 @@ function berChildrenBounded(bytes: Uint8Array, element: BerElement, max: number,
   return [...bounded(berChildren(bytes, element), max, what)];
 }
 
-/** How many children a constructed element has. */
-function countChildren(bytes: Uint8Array, element: BerElement, what: string): number {
+/** The children of a constructed element. */
+function berChildrenOf(bytes: Uint8Array, element: BerElement, what: string): BerElement[] {
   if (!isConstructed(element)) throw new SignatureFormatError(`bad ${what}`);
-  return berChildren(bytes, element).length;
+  return berChildren(bytes, element);
+}
+
+/** A SignedData's shape, and where its certificates and signers are in its encoding. */
+interface SignedDataLayout extends SignedDataShape {
+  certificateElements: BerElement[];
+  signerElements: BerElement[];
 }
 
 /**
@@ -390,7 +460,7 @@ function countChildren(bytes: Uint8Array, element: BerElement, what: string): nu
  * IMPLICIT certificates OPTIONAL, [1] IMPLICIT crls OPTIONAL, signerInfos }), walked over the bytes
  * of an encoding that passed checkBerBounds, with its checks and their messages.
  */
-function shapeOf(bytes: Uint8Array): SignedDataShape {
+function layoutOf(bytes: Uint8Array): SignedDataLayout {
   const contentInfo = elementAt(bytes, 0);
   if (contentInfo.tag !== TAG.sequence) throw new SignatureFormatError('bad ContentInfo');
   const [contentType, explicit] = berChildrenBounded(bytes, contentInfo, 2, 'ContentInfo');
@@ -413,14 +483,17 @@ function shapeOf(bytes: Uint8Array): SignedDataShape {
     !optional.every((field) => isContext(field, 0) || isContext(field, 1))
   )
     throw new SignatureFormatError('bad SignedData');
+  // digestAlgorithms ::= SET OF AlgorithmIdentifier: not read (each signer names its own), its form checked.
+  for (const algorithm of berChildrenBounded(bytes, digestAlgorithms, MAX_DIGEST_ALGORITHMS, 'digestAlgorithms')) {
+    const [oid, ...parameters] = berChildrenOf(bytes, algorithm, 'digestAlgorithms');
+    if (algorithm.tag !== TAG.sequence || oid?.tag !== TAG.objectIdentifier || parameters.length > 1) throw new SignatureFormatError('bad digestAlgorithms');
+  }
   const [eContentType, eContent] = berChildrenBounded(bytes, encapContentInfo, 2, 'encapContentInfo');
   if (eContentType?.tag !== TAG.objectIdentifier || (eContent !== undefined && !isContext(eContent, 0))) throw new SignatureFormatError('bad encapContentInfo');
   const certificates = optional.find((field) => isContext(field, 0));
-  return {
-    attached: eContent !== undefined,
-    certificates: certificates ? countChildren(bytes, certificates, 'certificates') : 0,
-    signers: countChildren(bytes, signerInfos, 'signerInfos'),
-  };
+  const certificateElements = certificates ? berChildrenOf(bytes, certificates, 'certificates') : [];
+  const signerElements = berChildrenOf(bytes, signerInfos, 'signerInfos');
+  return { attached: eContent !== undefined, certificates: certificateElements.length, signers: signerElements.length, certificateElements, signerElements };
 }
 
 /**
@@ -432,54 +505,56 @@ function shapeOf(bytes: Uint8Array): SignedDataShape {
  * Throws SignatureFormatError for an encoding out of bounds or not a ContentInfo of a SignedData.
  */
 export function signedDataShape(bytes: Uint8Array): SignedDataShape {
-  checkBerBounds(bytes, SIGNATURE_LIMITS);
-  return shapeOf(bytes);
+  return readSignature(bytes).shape;
+}
+
+/** A signature walked once: its shape, and its parse (parseSignedData) from the same walk. */
+export interface SignatureReading {
+  shape: SignedDataShape;
+  parse(): SignedData;
+}
+
+/** signedDataShape and parseSignedData over one walk of the bytes: a signature accepted for its shape is parsed without being walked again. */
+export function readSignature(bytes: Uint8Array): SignatureReading {
+  const { derLengths } = checkBerBounds(bytes, SIGNATURE_LIMITS);
+  const layout = layoutOf(bytes);
+  const { attached, certificates, signers } = layout;
+  return { shape: { attached, certificates, signers }, parse: () => signedDataOf(bytes, layout, derLengths) };
+}
+
+/** One element of an encoding parsed by asn1js alone; it must be the whole of what asn1js reads. */
+function parsedElement(bytes: Uint8Array, element: BerElement, what: string): asn1js.AsnType {
+  const encoding = bytes.subarray(element.start, element.end);
+  // Embedded encodings in OCTET and BIT STRINGs are not parsed on speculation: the few read (extensions) are parsed where they are read.
+  const parsed = asn1js.fromBER(encoding, { parseEmbedded: false });
+  if (parsed.offset !== encoding.length) throw new SignatureFormatError(`bad ${what}`);
+  return parsed.result;
 }
 
 /**
- * A ContentInfo holding a SignedData, DER or BER, read from asn1js's parse by its structure
- * (RFC 5652: ContentInfo ::= SEQUENCE { contentType, [0] EXPLICIT content }; SignedData ::=
- * SEQUENCE { version, digestAlgorithms, encapContentInfo, [0] IMPLICIT certificates OPTIONAL,
- * [1] IMPLICIT crls OPTIONAL, signerInfos }); the schema mapping only for what the checks read of
- * it: each signer, and each certificate not seen before.
+ * A ContentInfo holding a SignedData, DER or BER: its structure walked over the encoding
+ * (layoutOf), then each signer and each certificate not seen before parsed by asn1js, alone, and
+ * read by its structure. A certificate seen before is found by the SHA-256 of its DER and not
+ * parsed again: a clinic signs with a few certificates, and asn1js's parse of one was about half
+ * of a signature's check. The fields nobody reads (digestAlgorithms, crls, the content type of the
+ * content) are checked as BER only.
  */
 export function parseSignedData(bytes: Uint8Array): SignedData {
-  const { derLengths } = checkBerBounds(bytes, SIGNATURE_LIMITS);
-  const shape = shapeOf(bytes);
-  if (shape.certificates > MAX_CERTIFICATES) throw new SignatureFormatError(`certificates: more than ${MAX_CERTIFICATES}`);
-  if (shape.signers > MAX_SIGNERS) throw new SignatureFormatError(`signerInfos: more than ${MAX_SIGNERS}`);
-  const parsed = asn1js.fromBER(bytes);
-  if (parsed.offset === -1) throw new SignatureFormatError('not ASN.1');
-  if (!(parsed.result instanceof asn1js.Sequence)) throw new SignatureFormatError('bad ContentInfo');
-  const [contentType, explicit] = childrenOf(parsed.result, 2, 'ContentInfo');
-  if (!(contentType instanceof asn1js.ObjectIdentifier)) throw new SignatureFormatError('bad ContentInfo');
-  if (contentType.valueBlock.toString() !== id_signedData) throw new SignatureFormatError(`content type is not signedData (${id_signedData})`);
-  if (!isContextTag(explicit, 0)) throw new SignatureFormatError('bad content');
-  const [signedDataNode] = childrenOf(explicit!, 1, 'content');
-  if (!(signedDataNode instanceof asn1js.Sequence)) throw new SignatureFormatError('bad content');
-  const fields = childrenOf(signedDataNode, 6, 'SignedData');
-  const [version, digestAlgorithms, encapContentInfo] = fields;
-  const signerInfosNode = fields.at(-1);
-  const optional = fields.slice(3, -1);
-  if (
-    !(version instanceof asn1js.Integer) ||
-    !(digestAlgorithms instanceof asn1js.Set) ||
-    !(encapContentInfo instanceof asn1js.Sequence) ||
-    !(signerInfosNode instanceof asn1js.Set) ||
-    !optional.every((field) => isContextTag(field, 0) || isContextTag(field, 1))
-  )
-    throw new SignatureFormatError('bad SignedData');
-  // EncapsulatedContentInfo ::= SEQUENCE { eContentType, [0] EXPLICIT eContent OPTIONAL }.
-  const [eContentType, eContent] = childrenOf(encapContentInfo, 2, 'encapContentInfo');
-  if (!(eContentType instanceof asn1js.ObjectIdentifier) || (eContent !== undefined && !isContextTag(eContent, 0)))
-    throw new SignatureFormatError('bad encapContentInfo');
-  const derOf = derOfNode(derLengths);
-  const certificatesNode = optional.find((field) => isContextTag(field, 0));
-  const certificates = (certificatesNode ? childrenOf(certificatesNode, MAX_CERTIFICATES, 'certificates') : [])
+  return readSignature(bytes).parse();
+}
+
+function signedDataOf(bytes: Uint8Array, layout: SignedDataLayout, derLengths: boolean): SignedData {
+  if (layout.certificates > MAX_CERTIFICATES) throw new SignatureFormatError(`certificates: more than ${MAX_CERTIFICATES}`);
+  if (layout.signers > MAX_SIGNERS) throw new SignatureFormatError(`signerInfos: more than ${MAX_SIGNERS}`);
+  const certificates = layout.certificateElements.flatMap((element) => {
+    if (element.tag === TAG.sequence) return [certificateAt(bytes, element, derLengths)];
     // Other CertificateChoices (attribute certificates…, tagged [0] to [3]) play no part here.
-    .flatMap((choice) => (choice instanceof asn1js.Sequence ? [certificateOfNode(choice, derOf)] : []));
-  const signers = childrenOf(signerInfosNode, MAX_SIGNERS, 'signerInfos').map((node) => signerOf(node, derOf));
-  return { attached: eContent !== undefined, certificates, signers };
+    if (isOtherCertificateChoice(element)) return [];
+    throw new SignatureFormatError('bad certificates');
+  });
+  const derOf = derOfNode(derLengths);
+  const signers = layout.signerElements.map((element) => decoded('SignerInfo', () => signerOf(parsedElement(bytes, element, 'SignerInfo'), derOf)));
+  return { attached: layout.attached, certificates, signers };
 }
 
 /**
