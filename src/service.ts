@@ -49,6 +49,7 @@ import type { CounterStore } from './limits/counters.js';
 import type { Logger } from './logging/logger.js';
 import type { RequestListener } from 'node:http';
 import { tuneCollectorForServing } from './memory/garbage.js';
+import { LoopTurns } from './work/loop-turns.js';
 
 export const ROLES = ['ehr', 'emdr', 'worker'] as const;
 export type Role = (typeof ROLES)[number];
@@ -304,6 +305,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
                   }),
               intakeSlots,
               refusalPacer,
+              new LoopTurns(),
             ),
             // RegisterDocument carries the document; every other body is a few fields.
             bodyLimits: { default: SMALL_BODY_LIMIT_BYTES, byOperation: { RegisterDocument: config.bodyLimitBytes } },

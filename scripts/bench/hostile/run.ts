@@ -47,7 +47,9 @@ options:
   --merge FILE       keep the scenarios of an earlier run's hostile.json that this run did not
                      measure (each keeps its own commit, date and load average), e.g. with --only
   --profile DIR      run serve with node --cpu-prof into DIR (DIR/<scenario>/*.cpuprofile, written
-                     when serve stops: both phases; summarise with scripts/bench/profile-summary.ts)
+                     when serve stops: both phases; summarise with scripts/bench/profile-summary.ts),
+                     and its event loop's stalls (stall-probe.ts) into DIR/<scenario>/stalls.json
+                     (\`profile-summary.ts --stalls 10 --probe DIR/<scenario>/stalls.json FILE\`)
   -h, --help         this text`;
 
 interface Scenario {
@@ -170,6 +172,12 @@ async function phase(
   return figuresOf(sent, receiver, health, CALLBACK_WAIT_MS, await livenessProbe?.stop());
 }
 
+/** serve's node options for --profile: a CPU profile of each thread, and the stall probe preloaded. */
+function profiling(profileDir: string | undefined): string[] {
+  if (!profileDir) return [];
+  return ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, '--import', path.join(import.meta.dirname, 'stall-probe.ts')];
+}
+
 function verdict(alone: PhaseFigures, abused: PhaseFigures): ScenarioRecord['verdict'] {
   const within = (base: number | undefined, value: number | undefined) => base !== undefined && value !== undefined && value <= 2 * base;
   return {
@@ -197,8 +205,12 @@ async function runScenario(
   };
   const honestReceiver = await startReceiver();
   const abuserReceiver = await startReceiver({ hang: scenario.deadReceiver === true });
-  const nodeOptions = options.profileDir ? ['--cpu-prof', '--cpu-prof-dir', path.join(options.profileDir, scenario.name)] : [];
-  const service = await startServe(options.root, env, { nodeOptions });
+  const scenarioProfile = options.profileDir && path.join(options.profileDir, scenario.name);
+  if (scenarioProfile) await fs.mkdir(scenarioProfile, { recursive: true });
+  const service = await startServe(options.root, scenarioProfile ? { ...env, STALL_PROBE_OUT: path.join(scenarioProfile, 'stalls.json') } : env, {
+    nodeOptions: profiling(scenarioProfile),
+  });
+  if (scenarioProfile) options.log(`${scenario.name}: serve is pid ${service.pid}`);
   let abuser: ReturnType<typeof spawn> | undefined;
   try {
     const honest = await addClinic(options.root, env, honestReceiver.url);

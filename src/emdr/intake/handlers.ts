@@ -290,15 +290,20 @@ class EmdrHandlers {
       throw ApiError.single(403, 'FORBIDDEN', 'this clinic account does not act for the organization', '/requestBody/organization');
     }
     const callbackUrl = callbackBase(clinic, body.callbackUrl);
+    // A large body's pieces of work (its base64 checks, its hash, its storing) each wait for a turn of the event loop.
+    await request.turn();
     const documentValid = documentBytes !== undefined || isStrictBase64(body.document);
     const signatureValid = isStrictBase64(body.signature);
     const intakeErrors = intakeErrorsOf(body, documentValid, signatureValid);
+    await request.turn();
+    const hash = await bodyHash(body as unknown as Record<string, unknown>, documentBytes && { member: 'document', value: documentBytes });
+    await request.turn();
     const { queueMessageId } = await this.store(
       {
         clientId: clinic.id,
         operation: 'RegisterDocument',
         idempotencyKey: body.localUid,
-        bodyHash: await bodyHash(body as unknown as Record<string, unknown>, documentBytes && { member: 'document', value: documentBytes }),
+        bodyHash: hash,
         callbackUrl,
         localUid: body.localUid,
         clientMessageId: null,

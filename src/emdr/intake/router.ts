@@ -37,6 +37,12 @@ export interface OperationRequest {
   /** Each security scheme's result (the clinic account under Token). */
   security: Readonly<Record<string, unknown>>;
   http: IncomingMessage;
+  /**
+   * Waits for the body's next turn of the event loop before a piece of synchronous work on it (a
+   * large body's, see LARGE_BODY_TURN_BYTES: its base64 checks, its hash, its storing); at once for
+   * a small body.
+   */
+  turn(): Promise<void>;
 }
 
 /** An operation handler: gets the validated request, returns status and body, or throws ApiError. */
@@ -53,10 +59,15 @@ export type SecurityHandler = (request: IncomingMessage) => Promise<unknown>;
 /** Admission after authentication and before the body is read (the rate limit); throws ApiError to refuse. */
 export type BeforeBody = (operationId: string, security: Readonly<Record<string, unknown>>, request: IncomingMessage) => void | Promise<void>;
 
-/** What a body is admitted with: a look at each chunk as it arrives (throws to refuse it), and what to release once the request is answered. */
+/**
+ * What a body is admitted with: a look at each chunk as it arrives (throws to refuse it), what to
+ * release once the request is answered, and the turns of the event loop a large body's pieces of
+ * synchronous work wait for (LoopTurns, by clinic).
+ */
 export interface BodyAdmission {
   inspect?: BodyInspector;
   release?: () => void;
+  turn?: () => Promise<void>;
 }
 
 /**
@@ -95,6 +106,16 @@ interface Answered {
 
 /** The body limit of every operation but RegisterDocument (specs/openapi.yaml, TooLarge). */
 export const SMALL_BODY_LIMIT_BYTES = 64 * 1024;
+
+/**
+ * A body of more than this many bytes is parsed, validated and handled in pieces, each waiting for
+ * a turn of the event loop (BodyAdmission.turn): a piece of such a body costs about a millisecond
+ * per 100 KB, and several bodies' pieces in one iteration held everything else that waited in it.
+ * Smaller bodies (every operation's but RegisterDocument's, and most of those) go at once.
+ */
+export const LARGE_BODY_TURN_BYTES = SMALL_BODY_LIMIT_BYTES;
+
+const noTurn = () => Promise.resolve();
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
 
@@ -230,7 +251,7 @@ class EmdrRouter {
     security: Readonly<Record<string, unknown>>,
     req: IncomingMessage,
     admission: BodyAdmission,
-    read: { raw?: Buffer },
+    read: { raw?: Buffer; turn?: () => Promise<void> },
   ): Promise<unknown> {
     const { operation, operationId } = route;
     if (!operation.requestBody) return undefined;
@@ -247,6 +268,8 @@ class EmdrRouter {
         return inspect?.(chunk);
       });
       read.raw = raw;
+      if (raw.length > LARGE_BODY_TURN_BYTES && admission.turn) read.turn = admission.turn;
+      await read.turn?.();
       body = await parseJsonBody(req, raw, this.options.base64Members?.[operationId]);
     } catch (error) {
       if (error instanceof BodyRefusal) throw refusalError(error);
@@ -314,15 +337,17 @@ class EmdrRouter {
     const security = await this.authenticate(route, req);
     await this.options.beforeBody?.(route.operationId, security, req);
     const admission: BodyAdmission = {};
-    const read: { raw?: Buffer } = {};
+    const read: { raw?: Buffer; turn?: () => Promise<void> } = {};
     let result: HandlerResult;
     try {
       const body = await this.readJsonBody(route, security, req, admission, read);
+      const turn = read.turn ?? noTurn;
       const query = queryAt < 0 ? {} : this.api.router.parseRequestQuery({ method: req.method ?? 'GET', path: url, headers: {} });
+      await turn();
       this.validate(route, req, query, body);
       const handler = this.options.handlers[route.operationId];
       if (!handler) throw ApiError.single(501, 'NOT_IMPLEMENTED', `operation ${route.operationId} is not implemented`);
-      result = await handler({ operationId: route.operationId, body, params: route.params, query, security, http: req });
+      result = await handler({ operationId: route.operationId, body, params: route.params, query, security, http: req, turn });
     } finally {
       // A large body (a document) is garbage once handled: freed at once rather than while the workers take the document on.
       if (read.raw) droppedBuffer(read.raw);

@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { ClientGone, type BodyInspector } from '../../../http/json-body.js';
 import { holdBody } from '../../../http/listener.js';
 import type { SharedAllowance } from '../../../limits/allowance.js';
+import type { LoopTurns } from '../../../work/loop-turns.js';
 import type { ClinicAccount } from '../../accounts/clients.js';
 import { ApiError } from '../../errors/errors.js';
 import type { AdmitBody, BeforeBody, BodyAdmission } from '../router.js';
@@ -264,9 +265,10 @@ function declaredLength(request: IncomingMessage): number | undefined {
  * its Content-Length (429 RATE_LIMIT with Retry-After), or, without one, ahead of the bytes as they
  * arrive, so a body over the quota is never read whole; then it waits its turn among the clinic's
  * requests (IntakeSlots, by its Content-Length, or the operation's `limitBytes` without one; 429
- * when the clinic's queue is full). Every body counts, valid or not.
+ * when the clinic's queue is full). Every body counts, valid or not. A large body's pieces of work
+ * take `turns` of the event loop in turn with other clinics' (router.ts, LARGE_BODY_TURN_BYTES).
  */
-export function clinicBodyAdmission(bytes: SharedAllowance | undefined, intake: IntakeSlots, pacer: RefusalPacer): AdmitBody {
+export function clinicBodyAdmission(bytes: SharedAllowance | undefined, intake: IntakeSlots, pacer: RefusalPacer, turns?: LoopTurns): AdmitBody {
   return async (_operationId, security, request, limitBytes): Promise<BodyAdmission> => {
     const clinic = clinicOf(security);
     if (clinic === undefined) return {};
@@ -275,7 +277,7 @@ export function clinicBodyAdmission(bytes: SharedAllowance | undefined, intake: 
       // The refusal that needs no waiting first: a request refused would otherwise wait its turn only to be refused.
       const inspect = await quotaAdmission(bytes, clinic, declared);
       const release = await intakeSlot(intake, clinic, request, declared ?? limitBytes);
-      return { ...(inspect ? { inspect } : {}), release };
+      return { ...(inspect ? { inspect } : {}), release, ...(turns ? { turn: () => turns.take(String(clinic.id)) } : {}) };
     } catch (error) {
       if (error instanceof ApiError && error.status === 429) return refuseClinic(pacer, clinic, error);
       throw error;

@@ -46,8 +46,11 @@ export const DOCUMENT_CHECK_WORKERS = Math.max(1, Math.min(4, os.availableParall
 export interface DocumentCheckOptions {
   /** Both checks together (XML_CHECK_TIMEOUT), from when a worker takes the document. */
   timeoutMs: number;
-  /** The signatures to verify over the document; none: the XML check alone. */
-  signatures?: NamedSignature[];
+  /**
+   * The signatures to verify over the document (none: the XML check alone), or how to read them,
+   * once a worker takes the document: only the checks under way hold theirs.
+   */
+  signatures?: NamedSignature[] | (() => Promise<NamedSignature[]>);
   /** The document's creation (epoch ms): the signatures' certificates must be valid at it. */
   documentCreatedAt?: number;
   /** Whose document it is (a clinic): a free worker goes to the waiting clinic with the fewest checks under way. */
@@ -195,16 +198,24 @@ export class DocumentCheckPool {
 
   /** The XML and signature checks of a document: the whole document, or its slices. */
   async check(document: Uint8Array | AsyncIterable<Uint8Array>, options: DocumentCheckOptions): Promise<DocumentCheckOutcome> {
-    const signatures: SignaturesToCheck = {
-      signatures: options.signatures ?? [],
-      now: Date.now(),
-      ...(options.documentCreatedAt === undefined ? {} : { documentCreatedAt: options.documentCreatedAt }),
-    };
+    const now = Date.now();
     // The budget is the check's own: it starts when a started worker takes the document, not while the
     // document waits for one, nor while a new worker loads its modules (140-210 ms on a quiet machine,
     // more under load: enough to spend a short budget and refuse a sound document as DOCUMENT_CHECK_LIMIT).
     const turnOf = options.turnOf ?? '';
     const worker = await this.acquire(turnOf);
+    let signatures: SignaturesToCheck;
+    try {
+      signatures = {
+        signatures: typeof options.signatures === 'function' ? await options.signatures() : (options.signatures ?? []),
+        now,
+        ...(options.documentCreatedAt === undefined ? {} : { documentCreatedAt: options.documentCreatedAt }),
+      };
+    } catch (error) {
+      // The signatures could not be read (the database, say): the worker goes back as it was.
+      this.release(worker, !worker.dead, turnOf);
+      throw error;
+    }
     let timer: NodeJS.Timeout | undefined;
     let healthy = true;
     try {

@@ -1,5 +1,6 @@
 import { statement, type Queryable } from '../../../db/sql.js';
 import { streamedBytes } from '../../../memory/garbage.js';
+import type { PersonalSignatureOfRequest } from '../../registry/port.js';
 
 /**
  * Bytes per slice: a multiple of 3, so the base64 texts of consecutive slices joined are the
@@ -34,6 +35,22 @@ const SLICES = {
     ),
   },
 } as const;
+
+/** A request's signatures as stored: the organization's (bytes) and the personal ones (base64, with their signer blocks). */
+export interface RequestSignatures {
+  signature: Buffer | null;
+  personalSignatures: PersonalSignatureOfRequest[] | null;
+}
+
+const SIGNATURES = statement(
+  'emdr_request_signatures',
+  'select signature, personal_signatures as "personalSignatures" from emdr_requests where queue_message_id = $1',
+);
+
+/** A request's signatures (none when the request is gone). */
+export async function requestSignatures(sql: Queryable, queueMessageId: string): Promise<RequestSignatures> {
+  return (await sql.row<RequestSignatures>(SIGNATURES, [queueMessageId])) ?? { signature: null, personalSignatures: null };
+}
 
 /** The sizes in bytes of a request's files (null: no such file). */
 export async function requestFileSizes(sql: Queryable, queueMessageId: string): Promise<Record<RequestFile, number | null>> {

@@ -40,6 +40,8 @@ export interface AcceptanceFindings {
 /** A request as the acceptance stage claims it: what the checks need comes along. */
 export interface ClaimedForAcceptance extends ClaimedRequestRow {
   intake_errors: CallbackErrorItem[] | null;
+  /** Whether the signatures came with the claim (small ones); else both are null here and read when the check begins. */
+  signatures_inline: boolean;
   signature: Buffer | null;
   personal_signatures: PersonalSignatureOfRequest[] | null;
   document_size: number;

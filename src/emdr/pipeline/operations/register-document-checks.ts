@@ -1,10 +1,9 @@
 import type { CallbackErrorItem } from '../../errors/codes.js';
 import { instantMs } from '../../values/instant.js';
 import type { NamedSignature } from '../../signatures/verify.js';
-import type { PersonalSigner } from '../../registry/port.js';
 import { CHAIN_NOT_CHECKED } from '../document-check/document-check.js';
 import type { AcceptanceContext, AcceptanceFindings } from './operation-handler.js';
-import { requestFileSlices } from '../lifecycle/request-files.js';
+import { requestFileSlices, requestSignatures, type RequestSignatures } from '../lifecycle/request-files.js';
 import type { RegisterMetadata } from '../lifecycle/requests.js';
 import { snilsChecksumValid } from '../../values/values.js';
 import { kindFindings } from '../../prechecks/kinds.js';
@@ -25,8 +24,8 @@ export interface RegisterDocumentUnderCheck {
   /** The document, when the claim brought it along (a small one); else it is read in slices. */
   document: Buffer | null;
   documentSize: number;
-  signature: Buffer | null;
-  personalSignatures: Array<{ signer: PersonalSigner; signature: string }> | null;
+  /** The signatures, when the claim brought them along (small ones); else they are read when a check worker takes the request. */
+  signatures: RequestSignatures | 'stored';
   /** An earlier request of the same clinic carries the same localUid (the claim's query looked). */
   duplicateLocalUid: boolean;
 }
@@ -34,10 +33,10 @@ export interface RegisterDocumentUnderCheck {
 type AcceptanceCheckContext = Pick<AcceptanceContext, 'sql' | 'documents' | 'xmlCheckTimeoutMs'>;
 
 /** The organization's signature and each personal one, named as the request names them. */
-function signaturesOf(request: RegisterDocumentUnderCheck): NamedSignature[] {
+function signaturesOf({ signature, personalSignatures }: RequestSignatures): NamedSignature[] {
   return [
-    { name: 'signature', bytes: request.signature ?? Buffer.alloc(0) },
-    ...(request.personalSignatures ?? []).map((item, index) => ({
+    { name: 'signature', bytes: signature ?? Buffer.alloc(0) },
+    ...(personalSignatures ?? []).map((item, index) => ({
       name: `personalSignatures/${index}/signature`,
       bytes: Buffer.from(item.signature, 'base64'),
       personal: true,
@@ -57,7 +56,10 @@ async function documentStep(context: AcceptanceCheckContext, request: RegisterDo
   const document = request.document ?? requestFileSlices(context.sql, request.queueMessageId, 'document', request.documentSize);
   const outcome = await context.documents.check(document, {
     timeoutMs: context.xmlCheckTimeoutMs,
-    signatures: signaturesOf(request),
+    signatures:
+      request.signatures === 'stored'
+        ? async () => signaturesOf(await requestSignatures(context.sql, request.queueMessageId))
+        : signaturesOf(request.signatures),
     documentCreatedAt: instantMs(request.metadata.creationDateTime),
     turnOf: request.clientId,
   });

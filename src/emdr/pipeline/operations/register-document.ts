@@ -19,8 +19,7 @@ export const registerDocument: OperationHandler = {
       metadata: request.metadata as RegisterMetadata,
       document: request.document,
       documentSize: request.document_size,
-      signature: request.signature,
-      personalSignatures: request.personal_signatures,
+      signatures: request.signatures_inline ? { signature: request.signature, personalSignatures: request.personal_signatures } : 'stored',
       duplicateLocalUid: request.duplicate_local_uid,
     });
   },

@@ -17,12 +17,23 @@ import { stageSpan } from '../lifecycle/stage-span.js';
  * than half of the places; a free document-check worker goes to the clinic with the fewest checks under way (document-check.ts).
  */
 
-/** Documents up to this size come with the claim; larger ones are read in slices by the document check. */
-const INLINE_DOCUMENT_BYTES = 64 * 1024;
+/**
+ * Documents up to this size come with the claim; larger ones are read in slices by the document
+ * check. So do a request's signatures, up to this size together (as stored): larger ones are read
+ * when a check worker takes the request (register-document-checks.ts). A claim takes up to 32
+ * requests, and each waits in this process's heap for a worker: with their signatures, 32 of one
+ * clinic's requests of 21 signatures × 16 signers carried 32 × ~0.5 MB of text to parse and hold (issue 21 M2).
+ */
+const INLINE_BYTES = 64 * 1024;
+
+const SIGNATURES_SIZE = 'coalesce(pg_column_size(r.signature), 0) + coalesce(pg_column_size(r.personal_signatures), 0)';
 
 const CLAIM = claimRequestsByClinic(
   'acceptance',
-  `r.intake_errors, r.signature, r.personal_signatures,
+  `r.intake_errors,
+   ${SIGNATURES_SIZE} <= $3 as signatures_inline,
+   case when ${SIGNATURES_SIZE} <= $3 then r.signature end as signature,
+   case when ${SIGNATURES_SIZE} <= $3 then r.personal_signatures end as personal_signatures,
    coalesce(octet_length(r.document), 0) as document_size,
    case when octet_length(r.document) <= $3 then r.document end as document,
    (r.local_uid is not null and exists (
@@ -44,7 +55,7 @@ export class AcceptanceStage {
 
   /** Up to `limit` requests, by clinic in turn: none of the clinics in `full`, at most its room of a clinic in `room`, `perClinic` of another. */
   claim(limit: number, room: ReadonlyMap<string, number>, perClinic: number, full: readonly string[]): Promise<ClaimedForAcceptance[]> {
-    return this.context.sql.rows<ClaimedForAcceptance>(CLAIM, [limit, this.context.leaseMs, INLINE_DOCUMENT_BYTES, ...clinicRoom(room, perClinic, full)]);
+    return this.context.sql.rows<ClaimedForAcceptance>(CLAIM, [limit, this.context.leaseMs, INLINE_BYTES, ...clinicRoom(room, perClinic, full)]);
   }
 
   readonly extend = (batch: ClaimedForAcceptance[]) => this.context.sql.run(EXTEND, [batch.map((request) => request.queue_message_id), this.context.leaseMs]);

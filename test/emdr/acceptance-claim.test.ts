@@ -1,0 +1,83 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Sql } from '../../src/db/sql.js';
+import type { CreatedClinicAccount } from '../../src/emdr/accounts/clients.js';
+import { DocumentCheckPool } from '../../src/emdr/pipeline/document-check/document-check.js';
+import { AcceptanceStage } from '../../src/emdr/pipeline/stages/acceptance.js';
+import { BuiltInRegistry } from '../../src/emdr/registry/built-in.js';
+import { createLogger } from '../../src/logging/logger.js';
+import { openSql } from '../support/database.js';
+import { addClinic, authHeaders, post, registerBody } from '../support/emdr.js';
+import { startTestService, type TestService } from '../support/service.js';
+
+/**
+ * Issue 21 M2: what an acceptance claim carries onto the event loop. A claim takes up to 32
+ * requests, which wait in the process for a check worker; a request's signatures come with it only
+ * when they are small, and larger ones are read when a worker takes the request, so one clinic's
+ * requests of 21 large signatures do not bring megabytes of text to parse and hold per claim. The
+ * service runs without its worker role, so the requests wait, received, for this test's claims.
+ */
+describe('the acceptance claim', () => {
+  let service: TestService;
+  let clinic: CreatedClinicAccount;
+  let sql: Sql;
+  let documents: DocumentCheckPool;
+
+  beforeAll(async () => {
+    service = await startTestService({ RATE_LIMIT: '10000' }, ['emdr']);
+    clinic = await addClinic(service, 'http://127.0.0.1:9');
+    sql = openSql(service.databaseUrl);
+    documents = new DocumentCheckPool(1);
+  }, 120_000);
+
+  afterAll(async () => {
+    await documents?.close();
+    await sql?.pool.end();
+    await service?.stop();
+  });
+
+  it('brings small signatures along, leaves large ones in the database, and the check reads those when it begins', async () => {
+    const small = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody());
+    // 20 personal signatures of 8 KiB each (random bytes, which no compression shrinks): some 220 KB of base64 stored.
+    const personalSignatures = Array.from({ length: 20 }, (_, index) => ({
+      signer: { snils: '08765432102', role: String((index % 9) + 1) },
+      signature: randomBytes(8 * 1024).toString('base64'),
+    }));
+    const large = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody({ personalSignatures }));
+    expect([small.status, large.status]).toEqual([200, 200]);
+
+    const logger = createLogger('silent');
+    const context = {
+      sql,
+      registry: new BuiltInRegistry(sql, { latencyMs: 0, fail: false, logger }),
+      retryScheduleMs: [0],
+      logger,
+      dataKey: service.dataKey,
+      xmlCheckTimeoutMs: 30_000,
+      leaseMs: 60_000,
+      deadlineMs: 60_000,
+    };
+    const acceptance = new AcceptanceStage(context, documents);
+    const claimed = await acceptance.claim(32, new Map(), 32, []);
+    const byId = new Map(claimed.map((request) => [request.queue_message_id, request]));
+    const smallRow = byId.get(small.body.queueMessageId)!;
+    const largeRow = byId.get(large.body.queueMessageId)!;
+    expect({ signature: largeRow.signature, personal: largeRow.personal_signatures }, 'the large request carries no signature').toEqual({
+      signature: null,
+      personal: null,
+    });
+    expect(largeRow.signatures_inline).toBe(false);
+    expect(smallRow.signatures_inline).toBe(true);
+    expect(smallRow.signature?.length).toBeGreaterThan(0);
+
+    // The large request's check reads its signatures: each personal one is found not to be a signature at all.
+    const checked = await acceptance.check(largeRow);
+    if (!('decided' in checked)) throw new Error('the check of the large request failed to run');
+    const messages = (checked.decided.errors ?? []).map((error) => `${error.code} ${error.message}`);
+    for (let index = 0; index < personalSignatures.length; index += 1)
+      expect(messages.some((message) => message.startsWith(`SIGNATURE_DECODING_ERROR personalSignatures/${index}/signature`))).toBe(true);
+    // The small one's, which came along, verify.
+    const smallChecked = await acceptance.check(smallRow);
+    expect('decided' in smallChecked && smallChecked.decided.state).toBe('accepted');
+  }, 120_000);
+});
