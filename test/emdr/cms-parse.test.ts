@@ -17,6 +17,7 @@ import {
 } from '@peculiar/asn1-x509';
 import { parseCertificate, parseSignedData, SignatureFormatError, type Certificate, type SignerInfo } from '../../src/emdr/signatures/cms/cms.js';
 import { TestPki, type Issued } from '../support/signing.js';
+import { derElements } from '../support/der.js';
 
 /**
  * cms.ts reads certificates and signers from asn1js's parse by their structure. Its yardstick is
@@ -185,22 +186,7 @@ interface Node {
 }
 
 function tree(bytes: Buffer): Node[] {
-  const nodes: Node[] = [];
-  for (let offset = 0; offset < bytes.length; ) {
-    const tag = bytes[offset]!;
-    let length = bytes[offset + 1]!;
-    let header = 2;
-    if (length > 0x80) {
-      const count = length & 0x7f;
-      length = bytes.subarray(offset + 2, offset + 2 + count).reduce((value, byte) => value * 256 + byte, 0);
-      header += count;
-    }
-    const content = bytes.subarray(offset + header, offset + header + length);
-    const encoding = bytes.subarray(offset, offset + header + length);
-    nodes.push((tag & 0x20) !== 0 ? { tag, content, encoding, children: tree(content) } : { tag, content, encoding });
-    offset += header + length;
-  }
-  return nodes;
+  return derElements(bytes).map((element) => ((element.tag & 0x20) !== 0 ? { ...element, children: tree(element.content) } : element));
 }
 
 function lengthOf(length: number): Buffer {

@@ -7,6 +7,7 @@ import { ContentInfo, SignedData } from '@peculiar/asn1-cms';
 import { parseSignedData, SignatureFormatError, signedDataShape } from '../../src/emdr/signatures/cms/cms.js';
 import { DocumentSignatureCheck, type NamedSignature, type SignatureFinding, type VerificationPolicy } from '../../src/emdr/signatures/verify.js';
 import { TestPki, type Issued } from '../support/signing.js';
+import { derElements } from '../support/der.js';
 
 /**
  * The registry's rules the gateway checks first (classifier 1.2.643.5.1.13.13.99.2.305): for each,
@@ -142,24 +143,6 @@ describe('the signature rules of the registry, checked at acceptance', () => {
   });
 });
 
-/** The DER elements (tag, header length, content) of `bytes`, in order. */
-function elementsOf(bytes: Buffer): Array<{ tag: number; content: Buffer }> {
-  const elements: Array<{ tag: number; content: Buffer }> = [];
-  for (let offset = 0; offset < bytes.length; ) {
-    const tag = bytes[offset]!;
-    let length = bytes[offset + 1]!;
-    let header = 2;
-    if (length > 0x80) {
-      const count = length & 0x7f;
-      length = bytes.subarray(offset + 2, offset + 2 + count).reduce((value, byte) => value * 256 + byte, 0);
-      header += count;
-    }
-    elements.push({ tag, content: bytes.subarray(offset + header, offset + header + length) });
-    offset += header + length;
-  }
-  return elements;
-}
-
 const tlv = (tag: number, content: Buffer) => Buffer.concat([Buffer.from([tag]), lengthOf(content.length), content]);
 
 /**
@@ -169,14 +152,14 @@ const tlv = (tag: number, content: Buffer) => Buffer.concat([Buffer.from([tag]),
  */
 function garbled(der: Buffer, signers?: number): Buffer {
   const junk = tlv(0x30, tlv(0x04, Buffer.alloc(16)));
-  const [contentInfo] = elementsOf(der);
-  const [contentType, explicit] = elementsOf(contentInfo!.content);
-  const [signedData] = elementsOf(explicit!.content);
-  const fields = elementsOf(signedData!.content);
+  const [contentInfo] = derElements(der);
+  const [contentType, explicit] = derElements(contentInfo!.content);
+  const [signedData] = derElements(explicit!.content);
+  const fields = derElements(signedData!.content);
   const rebuilt = fields.map(({ tag, content }, index) => {
     const isSignerInfos = index === fields.length - 1;
     if (!isSignerInfos && !(index >= 3 && tag === 0xa0)) return tlv(tag, content);
-    return tlv(tag, Buffer.concat(Array.from({ length: (isSignerInfos && signers) || elementsOf(content).length }, () => junk)));
+    return tlv(tag, Buffer.concat(Array.from({ length: (isSignerInfos && signers) || derElements(content).length }, () => junk)));
   });
   return tlv(0x30, Buffer.concat([tlv(0x06, contentType!.content), tlv(0xa0, tlv(0x30, Buffer.concat(rebuilt)))]));
 }
@@ -187,7 +170,7 @@ function garbled(der: Buffer, signers?: number): Buffer {
  */
 function asIndefiniteBer(der: Buffer, depth = 0): Buffer {
   return Buffer.concat(
-    elementsOf(der).map(({ tag, content }) => {
+    derElements(der).map(({ tag, content }) => {
       const certificates = depth === 3 && tag === 0xa0;
       if ((tag & 0x20) === 0 || certificates) return Buffer.concat([Buffer.from([tag]), lengthOf(content.length), content]);
       return Buffer.concat([Buffer.from([tag, 0x80]), asIndefiniteBer(content, depth + 1), Buffer.from([0, 0])]);
