@@ -37,11 +37,6 @@ export class RefusalPacer {
 
   constructor(private readonly options: RefusalPacingOptions = REFUSAL_PACING) {}
 
-  /** Refusals being held now (for tests and metrics). */
-  get holding(): number {
-    return this.held;
-  }
-
   /** Resolves when a rate refusal to `clientKey` may be sent: at once, or after the hold. */
   async pace(clientKey: string): Promise<void> {
     const second = Math.floor(Date.now() / 1000);

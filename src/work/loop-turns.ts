@@ -16,11 +16,6 @@ export class LoopTurns {
   private readonly waiting = new FairQueue<() => void>();
   private scheduled = false;
 
-  /** Pieces waiting for their turn. */
-  get waitingCount(): number {
-    return this.waiting.size;
-  }
-
   /** Resolves when it is `key`'s turn: the piece that follows (up to its next await) is this iteration's. */
   take(key: string): Promise<void> {
     return new Promise((resolve) => {

@@ -4,7 +4,7 @@ import { DocumentPartiesParser, partyFindings } from '../../src/emdr/prechecks/d
 import { kindFindings } from '../../src/emdr/prechecks/kinds.js';
 import { AsnConvert, AsnParser } from '@peculiar/asn1-schema';
 import { ContentInfo, SignedData } from '@peculiar/asn1-cms';
-import { parseSignedData, SignatureFormatError, signedDataShape } from '../../src/emdr/signatures/cms/cms.js';
+import { parseSignedData, readSignature, SignatureFormatError } from '../../src/emdr/signatures/cms/cms.js';
 import { DocumentSignatureCheck, type NamedSignature, type SignatureFinding, type VerificationPolicy } from '../../src/emdr/signatures/verify.js';
 import { TestPki, type Issued } from '../support/signing.js';
 import { derElements } from '../support/der.js';
@@ -68,8 +68,8 @@ describe('the signature rules of the registry, checked at acceptance', () => {
 
   it('MULTIPLE_SIGNERS (52) from the structure alone: neither a certificate nor a signer is parsed to refuse it (issue 21, M2)', () => {
     const threeSigners = pki.sign(DOCUMENT, organization, [], { coSigners: [doctor, nurse] });
-    expect(signedDataShape(threeSigners)).toEqual({ attached: false, certificates: 3, signers: 3 });
-    expect(signedDataShape(asIndefiniteBer(threeSigners))).toEqual({ attached: false, certificates: 3, signers: 3 });
+    expect(readSignature(threeSigners).shape).toEqual({ attached: false, certificates: 3, signers: 3 });
+    expect(readSignature(asIndefiniteBer(threeSigners)).shape).toEqual({ attached: false, certificates: 3, signers: 3 });
     // Its certificates and signer infos made well-formed ASN.1 that is neither: a parse of them fails.
     const unparsable = garbled(threeSigners);
     expect(() => parseSignedData(unparsable)).toThrow(SignatureFormatError);

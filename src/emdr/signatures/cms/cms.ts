@@ -419,7 +419,7 @@ function signerOf(node: asn1js.AsnType, derOf: DerOf): SignerInfo {
 
 const isContextTag = (node: asn1js.AsnType | undefined, number: number) => node?.idBlock.tagClass === 3 && node.idBlock.tagNumber === number;
 
-/** What a SignedData holds, read from its encoding's structure alone (signedDataShape). */
+/** What a SignedData holds, read from its encoding's structure alone (readSignature). */
 export interface SignedDataShape {
   /** The content is inside the signature (not a detached signature). */
   attached: boolean;
@@ -496,25 +496,21 @@ function layoutOf(bytes: Uint8Array): SignedDataLayout {
   return { attached: eContent !== undefined, certificates: certificateElements.length, signers: signerElements.length, certificateElements, signerElements };
 }
 
-/**
- * A signature's shape (how many signers and certificates, whether it carries its content), read
- * from the structure of its encoding before any certificate or signer is parsed: what the rules on
- * those counts need (MULTIPLE_SIGNERS, and the bounds of parseSignedData). Parsing them first cost
- * a hostile clinic's refused requests about half a second of a worker each (issue 21, M2: 21
- * containers of 16 signers, 22 ms a container at load 9; the walk takes 0.035 ms).
- * Throws SignatureFormatError for an encoding out of bounds or not a ContentInfo of a SignedData.
- */
-export function signedDataShape(bytes: Uint8Array): SignedDataShape {
-  return readSignature(bytes).shape;
-}
-
 /** A signature walked once: its shape, and its parse (parseSignedData) from the same walk. */
 export interface SignatureReading {
   shape: SignedDataShape;
   parse(): SignedData;
 }
 
-/** signedDataShape and parseSignedData over one walk of the bytes: a signature accepted for its shape is parsed without being walked again. */
+/**
+ * A signature's shape (how many signers and certificates, whether it carries its content), read
+ * from the structure of its encoding before any certificate or signer is parsed: what the rules on
+ * those counts need (MULTIPLE_SIGNERS, and the bounds of parseSignedData). Parsing them first cost
+ * a hostile clinic's refused requests about half a second of a worker each (issue 21, M2: 21
+ * containers of 16 signers, 22 ms a container at load 9; the walk takes 0.035 ms). A signature
+ * accepted for its shape is then parsed without being walked again.
+ * Throws SignatureFormatError for an encoding out of bounds or not a ContentInfo of a SignedData.
+ */
 export function readSignature(bytes: Uint8Array): SignatureReading {
   const { derLengths } = checkBerBounds(bytes, SIGNATURE_LIMITS);
   const layout = layoutOf(bytes);
