@@ -6,7 +6,7 @@ import { AuditTrail, clientColumns } from '../../audit/trail.js';
 import { currentRequest } from '../../logging/request-context.js';
 import { tracer } from '../../tracing/tracing.js';
 import { streamedBytes } from '../../memory/garbage.js';
-import { isStrictBase64, snilsDigits } from '../values/values.js';
+import { decodeStrictBase64Text, isStrictBase64, snilsDigits } from '../values/values.js';
 import { base64MemberOf, DECODED_MEMBER_BYTES, decodedMemberOf } from './body/base64-member.js';
 import { bodyHash } from './body/body-hash.js';
 import { authenticateClinic, type ClinicAccount } from '../accounts/clients.js';
@@ -76,8 +76,8 @@ interface NewRequest {
   document: Buffer | null;
   /** The document's bytes when they were decoded at intake (base64-member.ts), else decoded on storing. */
   decodedDocument?: Buffer;
-  /** The signature's base64 (strict), or null. */
-  signature: string | null;
+  /** The signature's bytes (decoded from strict base64 at intake), or null. */
+  signature: Buffer | null;
   personalSignatures: string | null;
   intakeErrors: CallbackErrorItem[] | null;
   /** The gateway's id of the request (its audit rows'). */
@@ -148,7 +148,7 @@ function requestValues(request: NewRequest, document: Buffer | null): unknown[] 
     request.clientMessageId,
     JSON.stringify(request.metadata),
     document,
-    request.signature === null ? null : Buffer.from(request.signature, 'base64'),
+    request.signature,
     request.personalSignatures,
     request.intakeErrors === null ? null : JSON.stringify(request.intakeErrors),
     request.requestId,
@@ -293,7 +293,9 @@ class EmdrHandlers {
     // A large body's pieces of work (its base64 checks, its hash, its storing) each wait for a turn of the event loop.
     await request.turn();
     const documentValid = documentBytes !== undefined || isStrictBase64(body.document);
-    const signatureValid = isStrictBase64(body.signature);
+    // Checked by decoding it: its bytes go to the insert (checked once, decoded once).
+    const signature = decodeStrictBase64Text(body.signature) ?? null;
+    const signatureValid = signature !== null;
     const intakeErrors = intakeErrorsOf(body, documentValid, signatureValid);
     await request.turn();
     const hash = await bodyHash(body as unknown as Record<string, unknown>, documentBytes && { member: 'document', value: documentBytes });
@@ -311,7 +313,7 @@ class EmdrHandlers {
         // base64 is ASCII: as latin1 bytes a string member is the same text.
         document: documentBytes ?? (documentValid ? Buffer.from(body.document, 'latin1') : null),
         decodedDocument: decodedMemberOf(request.http),
-        signature: signatureValid ? body.signature : null,
+        signature,
         // A request with intake errors is rejected unread; its undecodable strings (a NUL, say) would not fit in jsonb.
         personalSignatures: body.personalSignatures === undefined || intakeErrors.length > 0 ? null : JSON.stringify(body.personalSignatures),
         intakeErrors: intakeErrors.length > 0 ? intakeErrors : null,
