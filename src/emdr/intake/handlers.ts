@@ -107,7 +107,8 @@ const INSERT_REQUEST_TEXT = (document: string) =>
      insert into audit_events (request_id, business_id, action, emdr_id, queue_message_id, outcome, client_address, client_request_id)
      select $14, $15, $3, metadata->>'emdrId', queue_message_id, 'ok', $17, $16 from inserted
    )
-   select queue_message_id, metadata from inserted`;
+   -- The metadata is the caller's own: not sent back (a jsonb to print and parse per acknowledgement).
+   select queue_message_id from inserted`;
 const INSERT_REQUEST = statement('emdr_insert_request', INSERT_REQUEST_TEXT('$10::bytea'));
 /**
  * A large document goes to PostgreSQL a chunk at a time (STAGED_CHUNK_BYTES of its base64, decoded
@@ -161,6 +162,7 @@ function requestValues(request: NewRequest, document: Buffer | null): unknown[] 
 }
 
 type Stored = { queue_message_id: string; metadata: Record<string, unknown> };
+type Inserted = Pick<Stored, 'queue_message_id'>;
 
 /**
  * Base64 text of a multiple of 4 characters read as text this much at a time: a string of up to
@@ -184,7 +186,7 @@ function decodeBase64(text: Buffer): Buffer {
  * The request row with a large document (strict base64, checked at intake) sent in decoded chunks,
  * in one transaction. A chunk of base64 is a multiple of 4 characters, so each decodes on its own.
  */
-function insertStaged(sql: Sql, request: NewRequest, document: Buffer): Promise<Stored | undefined> {
+function insertStaged(sql: Sql, request: NewRequest, document: Buffer): Promise<Inserted | undefined> {
   return sql.transaction(async (trx) => {
     await trx.run(CREATE_STAGING);
     for (let offset = 0, n = 0; offset < document.length; offset += STAGED_CHUNK_BYTES, n += 1) {
@@ -192,7 +194,7 @@ function insertStaged(sql: Sql, request: NewRequest, document: Buffer): Promise<
       // The chunk's text, its bytes and node-postgres's message of them are garbage now.
       streamedBytes(2 * STAGED_CHUNK_BYTES);
     }
-    return trx.row<Stored>(INSERT_STAGED_REQUEST, requestValues(request, null));
+    return trx.row<Inserted>(INSERT_STAGED_REQUEST, requestValues(request, null));
   });
 }
 
@@ -202,11 +204,11 @@ async function storeRequest(sql: Sql, request: NewRequest): Promise<{ queueMessa
   const inserted =
     document !== null && document.length > STAGED_DOCUMENT_BYTES
       ? await insertStaged(sql, request, document)
-      : await sql.row<Stored>(
+      : await sql.row<Inserted>(
           INSERT_REQUEST,
           requestValues(request, request.decodedDocument ?? (document && Buffer.from(document.toString('latin1'), 'base64'))),
         );
-  if (inserted) return { queueMessageId: inserted.queue_message_id, metadata: inserted.metadata, stored: true };
+  if (inserted) return { queueMessageId: inserted.queue_message_id, metadata: request.metadata as unknown as Record<string, unknown>, stored: true };
   const existing = await sql.row<Stored>(EXISTING_REQUEST, [request.clientId, request.operation, request.idempotencyKey, request.bodyHash]);
   return { queueMessageId: existing!.queue_message_id, metadata: existing!.metadata, stored: false };
 }
