@@ -320,6 +320,23 @@ describe('certificates and signers read from the parse by structure', () => {
     expect(ours(again).signers.map(({ sid, ...rest }) => rest)).toEqual(mapped(again).signers.map(({ sid, ...rest }) => rest));
   });
 
+  it('reads a signer field again when its bytes differ from one read before: another signer of the same CA, an algorithm the library refuses', () => {
+    const nurse = pki.issue({ algorithm: 'rsa', commonName: 'Сидорова Анна', issuer: ca });
+    const byDoctor = signedBy(doctor, [ca]);
+    const byNurse = signedBy(nurse, [ca]);
+    const sidOf = (signature: Buffer) => ours(signature).signers[0]!.sid;
+    // The same issuer, serial numbers of one length: identifiers that differ in one byte.
+    expect(sidOf(byDoctor)).toEqual(mapped(byDoctor).signers[0]!.sid);
+    expect(sidOf(byNurse)).toEqual(mapped(byNurse).signers[0]!.sid);
+    expect(sidOf(byNurse)).not.toEqual(sidOf(byDoctor));
+    // The digest algorithm, read unchanged just now, with its OBJECT IDENTIFIER made an INTEGER of the same bytes.
+    const parts = partsOf(byDoctor);
+    parts.signer.children![2]!.children![0]!.tag = 0x02;
+    const bytes = encode(parts.contentInfo);
+    expect(() => mapped(bytes)).toThrow();
+    expect(() => parseSignedData(bytes)).toThrow(SignatureFormatError);
+  });
+
   it('reads a GOST key as the library maps it, its point also from an OCTET STRING sent in parts, and refuses a key that is no OCTET STRING', () => {
     const { publicKey } = parseSignedData(signedBy(gost)).certificates[0]!;
     const expected = Buffer.from(AsnParser.parse(publicKey.key, OctetString).buffer);

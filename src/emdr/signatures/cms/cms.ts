@@ -454,6 +454,26 @@ function signerOf(children: asn1js.AsnType[], derOf: DerOf, attributesOf: (node:
   };
 }
 
+/**
+ * Fields of SignerInfos as asn1js parsed them, by their encoding: the version, the signer's
+ * identifier and its algorithms repeat in every signature of one signer. asn1js parses the same
+ * bytes alike, and nothing here changes a parse, so each is still read and checked as parsed anew.
+ * The signature value (an OCTET STRING) differs in every signature and is not kept.
+ */
+const PARSED_SIGNER_FIELDS = new BoundedCache<string, asn1js.AsnType>(256);
+const MAX_CACHED_FIELD_BYTES = 1024;
+
+function parsedSignerField(bytes: Uint8Array, field: BerElement): asn1js.AsnType {
+  const encoding = bytes.subarray(field.start, field.end);
+  if (field.tag === 0x04 || encoding.length > MAX_CACHED_FIELD_BYTES) return parsedElement(bytes, field, 'SignerInfo');
+  const key = Buffer.from(encoding).toString('latin1');
+  const known = PARSED_SIGNER_FIELDS.get(key);
+  if (known) return known;
+  const node = parsedElement(bytes, field, 'SignerInfo');
+  PARSED_SIGNER_FIELDS.set(key, node);
+  return node;
+}
+
 /** Stands for signed attributes read from the walk (signedAttributesAt) among a SignerInfo's parsed fields: a [0] as asn1js reads one. */
 const WALKED_ATTRIBUTES = new asn1js.Constructed({ idBlock: { tagClass: 3, tagNumber: 0 } });
 
@@ -469,7 +489,7 @@ function signerAt(bytes: Uint8Array, element: BerElement, derLengths: boolean): 
   const fields = element.tag === TAG.sequence ? berChildren(bytes, element) : [];
   const attributes = fields[3];
   if (fields.length <= 7 && attributes?.tag === 0xa0 && berChildren(bytes, attributes).every((attribute) => attribute.tag === TAG.sequence)) {
-    const parsed = fields.map((field, index) => (index === 3 ? WALKED_ATTRIBUTES : parsedElement(bytes, field, 'SignerInfo')));
+    const parsed = fields.map((field, index) => (index === 3 ? WALKED_ATTRIBUTES : parsedSignerField(bytes, field)));
     return signerOf(parsed, derOf, () => signedAttributesAt(bytes, attributes, derLengths));
   }
   const node = ofType(parsedElement(bytes, element, 'SignerInfo'), asn1js.Sequence, 'SignerInfo');
