@@ -337,21 +337,6 @@ describe('certificates and signers read from the parse by structure', () => {
     expect(() => parseSignedData(bytes)).toThrow(SignatureFormatError);
   });
 
-  it('reads a certificate field again when its bytes differ from one read before: keyUsage of another certificate of the same CA', () => {
-    // Certificates not read before (a certificate read is kept whole): one signing, one for encipherment only.
-    const signing = signedBy(pki.issue({ algorithm: 'gost2012_256', commonName: 'Подписание', issuer: ca }));
-    const encrypting = signedBy(pki.issue({ algorithm: 'gost2012_256', commonName: 'Шифрование', issuer: ca, encipherment: true }));
-    const read = [signing, encrypting].map((signature) => {
-      // First in BER (every length indefinite), then in DER: the same fields.
-      const certificate = ours(encode(partsOf(signature).contentInfo, true)).certificates[0]!;
-      expect(certificate).toEqual(mapped(signature).certificates[0]);
-      expect(ours(signature).certificates[0]).toEqual(certificate);
-      return certificate;
-    });
-    // keyUsage extensions of one length and tag that differ in their bits.
-    expect(read[0]!.keyUsage).not.toBe(read[1]!.keyUsage);
-  });
-
   it('reads a GOST key as the library maps it, its point also from an OCTET STRING sent in parts, and refuses a key that is no OCTET STRING', () => {
     const { publicKey } = parseSignedData(signedBy(gost)).certificates[0]!;
     const expected = Buffer.from(AsnParser.parse(publicKey.key, OctetString).buffer);

@@ -7,10 +7,9 @@
  * field by field). Before the library sees a byte, the encoding's size, element count and depth are
  * bounded (ber-bounds.ts), and the SignedData's structure is walked (layoutOf): its counts of
  * certificates and signers are bounded then, and asn1js parses each certificate not seen before
- * and each signer, field by field: a field parsed before in another certificate or signature (a
- * CA's issuer, algorithms and extensions, a signer's identifier) is kept as asn1js parsed it, and a
- * signed attribute the checks do not read is parsed once per encoding. Counts of attributes and
- * extensions are bounded after. Anything malformed is a SignatureFormatError.
+ * alone, and each signer's fields (its signed attributes one by one, those the checks do not read
+ * once per encoding). Counts of attributes and extensions are bounded after. Anything malformed is
+ * a SignatureFormatError.
  */
 import { createHash } from 'node:crypto';
 import * as asn1js from 'asn1js';
@@ -241,13 +240,9 @@ function certificateAt(bytes: Uint8Array, element: BerElement, derLengths: boole
   const key = createHash('sha256').update(der).digest('base64');
   const cached = CERTIFICATES.get(key);
   if (cached) return cached;
-  const derOf = derOfNode(derLengths);
-  const certificate = decoded('certificate', () => {
-    const parts =
-      walkedCertificate(bytes, element, derLengths) ??
-      partsOfCertificate(ofType(parsedElement(bytes, element, 'certificate'), asn1js.Sequence, 'certificate'), derOf);
-    return certificateOf(parts, der, derOf);
-  });
+  const certificate = decoded('certificate', () =>
+    certificateOf(ofType(parsedElement(bytes, element, 'certificate'), asn1js.Sequence, 'certificate'), der, derOfNode(derLengths)),
+  );
   if (der.length > MAX_CACHED_CERTIFICATE_BYTES) return certificate;
   const kept = detached(certificate);
   CERTIFICATES.set(key, kept);
@@ -286,8 +281,9 @@ const algorithmCopy = (algorithm: AlgorithmIdentifier): AlgorithmIdentifier =>
  * subject, subjectPublicKeyInfo, [1] [2] OPTIONAL, [3] extensions OPTIONAL }): names, keys and the
  * tbsCertificate as the parse read them, not encoded anew.
  */
-function certificateOf(parts: CertificateParts, der: Uint8Array, derOf: DerOf): Certificate {
-  const { fields, signatureAlgorithm, signatureValue } = parts;
+function certificateOf(node: asn1js.Sequence, der: Uint8Array, derOf: DerOf): Certificate {
+  const [tbsNode, signatureAlgorithm, signatureValue] = childrenOf(node, 3, 'certificate');
+  const fields = childrenOf(ofType(tbsNode, asn1js.Sequence, 'certificate'), 10, 'certificate');
   const first = isContextTag(fields[0], 0) ? 1 : 0;
   // version ::= [0] EXPLICIT INTEGER.
   if (first === 1) ofType(childrenOf(fields[0], 1, 'version')[0], asn1js.Integer, 'version');
@@ -298,7 +294,7 @@ function certificateOf(parts: CertificateParts, der: Uint8Array, derOf: DerOf): 
   const subjectName = nameOf(subject, 'subject');
   const result: Certificate = {
     der,
-    tbs: parts.tbs,
+    tbs: derOf(tbsNode!),
     serial: integerBytes(serial, 'serialNumber'),
     issuer: derOf(nameOf(issuer, 'issuer').name),
     subject: derOf(subjectName.name),
@@ -314,71 +310,9 @@ function certificateOf(parts: CertificateParts, der: Uint8Array, derOf: DerOf): 
   const numbers = optional.map((field) => (field.idBlock.tagClass === 3 ? field.idBlock.tagNumber : 0));
   if (numbers.some((number, index) => number < 1 || number > 3 || number <= (numbers[index - 1] ?? 0))) throw new SignatureFormatError('bad certificate');
   const extensionsNode = optional.find((field) => isContextTag(field, 3));
-  for (const extension of extensionsNode ? parts.extensions(extensionsNode) : []) readExtension(extension, result);
+  const extensions = extensionsNode ? ofType(childrenOf(extensionsNode, 1, 'extensions')[0], asn1js.Sequence, 'extensions') : undefined;
+  for (const extension of extensions ? childrenOf(extensions, MAX_EXTENSIONS, 'extensions') : []) readExtension(extension, result);
   return result;
-}
-
-/** A certificate's parts as certificateOf reads them: the tbsCertificate's fields and encoding (DER), the signature's algorithm and value, and the extensions of an extensions field. */
-interface CertificateParts {
-  fields: asn1js.AsnType[];
-  tbs: Uint8Array;
-  signatureAlgorithm?: asn1js.AsnType;
-  signatureValue?: asn1js.AsnType;
-  extensions(node: asn1js.AsnType): asn1js.AsnType[];
-}
-
-/** extensions [3] EXPLICIT SEQUENCE OF Extension, as asn1js parsed it. */
-function extensionsOfNode(node: asn1js.AsnType): asn1js.AsnType[] {
-  return childrenOf(ofType(childrenOf(node, 1, 'extensions')[0], asn1js.Sequence, 'extensions'), MAX_EXTENSIONS, 'extensions');
-}
-
-/** The parts of a certificate asn1js parsed whole. */
-function partsOfCertificate(node: asn1js.Sequence, derOf: DerOf): CertificateParts {
-  const [tbsNode, signatureAlgorithm, signatureValue] = childrenOf(node, 3, 'certificate');
-  const fields = childrenOf(ofType(tbsNode, asn1js.Sequence, 'certificate'), 10, 'certificate');
-  return { fields, tbs: derOf(tbsNode!), signatureAlgorithm, signatureValue, extensions: extensionsOfNode };
-}
-
-/**
- * Fields of certificates as asn1js parsed them, by their encoding: certificates of one CA repeat the
- * version, the algorithms, the issuer and most extensions. As PARSED_SIGNER_FIELDS: each is still read
- * and checked as parsed anew; the signature value (a BIT STRING) is not kept.
- */
-const PARSED_CERTIFICATE_FIELDS = new BoundedCache<string, asn1js.AsnType>(256);
-
-/** Stands for extensions read from the walk (walkedCertificate) among a tbsCertificate's parsed fields: a [3] as asn1js reads one. */
-const WALKED_EXTENSIONS = new asn1js.Constructed({ idBlock: { tagClass: 3, tagNumber: 3 } });
-
-/**
- * The parts of a certificate in its usual shape (three fields, a tbsCertificate of at most 10 fields
- * tagged in one byte each, extensions [3] holding one SEQUENCE of SEQUENCEs), each field parsed by
- * asn1js alone, each extension alone, those parsed before kept (PARSED_CERTIFICATE_FIELDS);
- * undefined for any other shape, which is parsed whole. Both read the same fields and refuse the
- * same encodings (as signerAt).
- */
-function walkedCertificate(bytes: Uint8Array, element: BerElement, derLengths: boolean): CertificateParts | undefined {
-  const top = element.tag === TAG.sequence ? berChildren(bytes, element) : [];
-  const [tbs, signatureAlgorithm, signatureValue] = top;
-  if (top.length !== 3 || tbs?.tag !== TAG.sequence) return undefined;
-  const fields = berChildren(bytes, tbs);
-  if (fields.length > 10 || fields.some((field) => (field.tag & 0x1f) === 0x1f)) return undefined;
-  const extensionsField = fields.find((field) => field.tag === 0xa3);
-  let extensions: BerElement[] = [];
-  if (extensionsField) {
-    const [list, ...more] = berChildren(bytes, extensionsField);
-    if (list?.tag !== TAG.sequence || more.length > 0) return undefined;
-    extensions = berChildren(bytes, list);
-    if (extensions.length > MAX_EXTENSIONS || extensions.some((extension) => extension.tag !== TAG.sequence)) return undefined;
-  }
-  const parsed = (field: BerElement) => parsedKept(PARSED_CERTIFICATE_FIELDS, bytes, field, 'certificate');
-  const received = bytes.subarray(tbs.start, tbs.end);
-  return {
-    fields: fields.map((field) => (field === extensionsField ? WALKED_EXTENSIONS : parsed(field))),
-    tbs: derLengths ? received : withDefiniteLengths(received),
-    signatureAlgorithm: parsed(signatureAlgorithm!),
-    signatureValue: parsed(signatureValue!),
-    extensions: (node) => (node === WALKED_EXTENSIONS ? extensions.map(parsed) : extensionsOfNode(node)),
-  };
 }
 
 /** Extension ::= SEQUENCE { extnID, critical BOOLEAN DEFAULT FALSE, extnValue OCTET STRING }: the three the checks read, into `certificate`. */
@@ -529,15 +463,14 @@ function signerOf(children: asn1js.AsnType[], derOf: DerOf, attributesOf: (node:
 const PARSED_SIGNER_FIELDS = new BoundedCache<string, asn1js.AsnType>(256);
 const MAX_CACHED_FIELD_BYTES = 1024;
 
-/** The field at `field` parsed by asn1js alone, or as parsed before (kept in `cache`, a signature value not: an OCTET or BIT STRING). */
-function parsedKept(cache: BoundedCache<string, asn1js.AsnType>, bytes: Uint8Array, field: BerElement, what: string): asn1js.AsnType {
+function parsedSignerField(bytes: Uint8Array, field: BerElement): asn1js.AsnType {
   const encoding = bytes.subarray(field.start, field.end);
-  if (field.tag === 0x03 || field.tag === 0x04 || encoding.length > MAX_CACHED_FIELD_BYTES) return parsedElement(bytes, field, what);
+  if (field.tag === 0x04 || encoding.length > MAX_CACHED_FIELD_BYTES) return parsedElement(bytes, field, 'SignerInfo');
   const key = Buffer.from(encoding).toString('latin1');
-  const known = cache.get(key);
+  const known = PARSED_SIGNER_FIELDS.get(key);
   if (known) return known;
-  const node = parsedElement(bytes, field, what);
-  cache.set(key, node);
+  const node = parsedElement(bytes, field, 'SignerInfo');
+  PARSED_SIGNER_FIELDS.set(key, node);
   return node;
 }
 
@@ -556,7 +489,7 @@ function signerAt(bytes: Uint8Array, element: BerElement, derLengths: boolean): 
   const fields = element.tag === TAG.sequence ? berChildren(bytes, element) : [];
   const attributes = fields[3];
   if (fields.length <= 7 && attributes?.tag === 0xa0 && berChildren(bytes, attributes).every((attribute) => attribute.tag === TAG.sequence)) {
-    const parsed = fields.map((field, index) => (index === 3 ? WALKED_ATTRIBUTES : parsedKept(PARSED_SIGNER_FIELDS, bytes, field, 'SignerInfo')));
+    const parsed = fields.map((field, index) => (index === 3 ? WALKED_ATTRIBUTES : parsedSignerField(bytes, field)));
     return signerOf(parsed, derOf, () => signedAttributesAt(bytes, attributes, derLengths));
   }
   const node = ofType(parsedElement(bytes, element, 'SignerInfo'), asn1js.Sequence, 'SignerInfo');
