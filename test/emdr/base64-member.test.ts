@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { IncomingMessage } from 'node:http';
 import { base64MemberOf, decodeStrictBase64, parseJsonBody, PLACEHOLDER, parseWithBase64Member } from '../../src/emdr/intake/body/base64-member.js';
-import { isStrictBase64 } from '../../src/emdr/values/values.js';
+import { decodeStrictBase64Text, isStrictBase64 } from '../../src/emdr/values/values.js';
 
 /** The scanner that keeps RegisterDocument's document out of the parsed body: it takes a body only when that changes nothing but memory. */
 const base64 = Buffer.concat([Buffer.from('<a>любой текст</a>'), Buffer.from([0xfb, 0xef, 0xff])]).toString('base64');
@@ -63,36 +63,51 @@ describe('parseWithBase64Member', () => {
   });
 });
 
-describe('decodeStrictBase64', () => {
-  // Every character class Node's decoder treats its own way: the alphabet, padding, base64url's two,
-  // whitespace it skips, and bytes outside ASCII.
-  const characters = ['A', 'Q', 'z', '9', '+', '/', '=', '-', '_', ' ', '\n', '*', '\u0000', '\u0080', '\u00ff'];
+/** Every text of up to 4 of `characters`, and 20,000 longer ones, mostly of the alphabet (strict texts come up as well as every kind of near miss). */
+function base64Candidates(characters: readonly string[]): string[] {
+  const texts: string[] = [''];
+  for (let length = 1; length <= 4; length += 1) {
+    for (const text of texts.filter((candidate) => candidate.length === length - 1)) for (const character of characters) texts.push(text + character);
+  }
+  let seed = 24;
+  const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+  for (let count = 0; count < 20_000; count += 1) {
+    const length = 4 * (1 + Math.floor(random() * 6));
+    let text = '';
+    for (let i = 0; i < length; i += 1) text += random() < 0.9 ? 'AQz9+/'[Math.floor(random() * 6)] : characters[Math.floor(random() * characters.length)];
+    if (random() < 0.3) text = text.slice(0, -2) + (random() < 0.5 ? '==' : 'A=');
+    texts.push(text);
+  }
+  return texts.filter((candidate) => candidate.length > 0);
+}
 
+/** The decoder against the rule: undefined exactly where isStrictBase64 says no, else Buffer.from's bytes. */
+function expectAgreement(decode: (text: string) => Buffer | undefined, texts: readonly string[]): void {
+  let strict = 0;
+  for (const text of texts) {
+    const decoded = decode(text);
+    expect(decoded === undefined, JSON.stringify(text)).toBe(!isStrictBase64(text));
+    if (decoded) {
+      strict += 1;
+      expect(decoded.equals(Buffer.from(text, 'base64'))).toBe(true);
+    }
+  }
+  expect(strict).toBeGreaterThan(1_000);
+}
+
+// Every character class Node's decoder treats its own way: the alphabet, padding, base64url's two,
+// whitespace it skips, and bytes outside ASCII.
+const characters = ['A', 'Q', 'z', '9', '+', '/', '=', '-', '_', ' ', '\n', '*', '\u0000', '\u0080', '\u00ff'];
+
+describe('decodeStrictBase64', () => {
   it('agrees with isStrictBase64 and Buffer.from on every text of up to 4 characters of those, and on 20,000 longer ones', () => {
-    const texts: string[] = [''];
-    for (let length = 1; length <= 4; length += 1) {
-      for (const text of texts.filter((candidate) => candidate.length === length - 1)) for (const character of characters) texts.push(text + character);
-    }
-    let seed = 24;
-    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
-    for (let count = 0; count < 20_000; count += 1) {
-      const length = 4 * (1 + Math.floor(random() * 6));
-      let text = '';
-      // Mostly the alphabet, so that strict texts come up as well as every kind of near miss.
-      for (let i = 0; i < length; i += 1) text += random() < 0.9 ? 'AQz9+/'[Math.floor(random() * 6)] : characters[Math.floor(random() * characters.length)];
-      if (random() < 0.3) text = text.slice(0, -2) + (random() < 0.5 ? '==' : 'A=');
-      texts.push(text);
-    }
-    let strict = 0;
-    for (const text of texts.filter((candidate) => candidate.length > 0)) {
-      const decoded = decodeStrictBase64(Buffer.from(text, 'latin1'));
-      expect(decoded === undefined, JSON.stringify(text)).toBe(!isStrictBase64(text));
-      if (decoded) {
-        strict += 1;
-        expect(decoded.equals(Buffer.from(text, 'base64'))).toBe(true);
-      }
-    }
-    expect(strict).toBeGreaterThan(1_000);
+    expectAgreement((text) => decodeStrictBase64(Buffer.from(text, 'latin1')), base64Candidates(characters));
+  });
+});
+
+describe('decodeStrictBase64Text (the signature, checked by decoding it)', () => {
+  it('agrees with isStrictBase64 and Buffer.from on the same texts, and on characters beyond latin1 and lone surrogates', () => {
+    expectAgreement(decodeStrictBase64Text, base64Candidates([...characters, '\u0100', '\u20ac', '\ud83d', '\uffff']));
   });
 });
 

@@ -47,6 +47,15 @@ describe('bodyHash', () => {
     expect(await bodyHash(body, bytes)).toBe(reference(body, bytes));
   });
 
+  it('is returned at once for a body whose members are all small (a 10 KiB acknowledgement waits for no promise), as a promise with a large one', async () => {
+    const small = bodyHash({ localUid: 'u', document: 'AAAA' }, { member: 'document', value: document });
+    expect(typeof small).toBe('string');
+    expect(small).toBe(reference({ localUid: 'u', document: 'AAAA' }, { member: 'document', value: document }));
+    const large = bodyHash({ big: 'x'.repeat(1024 * 1024 + 1) });
+    expect(large).toBeInstanceOf(Promise);
+    expect(await large).toBe(reference({ big: 'x'.repeat(1024 * 1024 + 1) }));
+  });
+
   it('is the same for the same members in another order', async () => {
     expect(await bodyHash({ a: 1, b: { d: 2, c: 3 } })).toBe(await bodyHash({ b: { c: 3, d: 2 }, a: 1 }));
   });

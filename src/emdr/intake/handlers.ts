@@ -6,7 +6,7 @@ import { AuditTrail, clientColumns } from '../../audit/trail.js';
 import { currentRequest } from '../../logging/request-context.js';
 import { tracer } from '../../tracing/tracing.js';
 import { streamedBytes } from '../../memory/garbage.js';
-import { isStrictBase64, snilsDigits } from '../values/values.js';
+import { decodeStrictBase64Text, isStrictBase64, snilsDigits } from '../values/values.js';
 import { base64MemberOf, DECODED_MEMBER_BYTES, decodedMemberOf } from './body/base64-member.js';
 import { bodyHash } from './body/body-hash.js';
 import { authenticateClinic, type ClinicAccount } from '../accounts/clients.js';
@@ -76,8 +76,8 @@ interface NewRequest {
   document: Buffer | null;
   /** The document's bytes when they were decoded at intake (base64-member.ts), else decoded on storing. */
   decodedDocument?: Buffer;
-  /** The signature's base64 (strict), or null. */
-  signature: string | null;
+  /** The signature's bytes (decoded from strict base64 at intake), or null. */
+  signature: Buffer | null;
   personalSignatures: string | null;
   intakeErrors: CallbackErrorItem[] | null;
   /** The gateway's id of the request (its audit rows'). */
@@ -107,7 +107,8 @@ const INSERT_REQUEST_TEXT = (document: string) =>
      insert into audit_events (request_id, business_id, action, emdr_id, queue_message_id, outcome, client_address, client_request_id)
      select $14, $15, $3, metadata->>'emdrId', queue_message_id, 'ok', $17, $16 from inserted
    )
-   select queue_message_id, metadata from inserted`;
+   -- The metadata is the caller's own: not sent back (a jsonb to print and parse per acknowledgement).
+   select queue_message_id from inserted`;
 const INSERT_REQUEST = statement('emdr_insert_request', INSERT_REQUEST_TEXT('$10::bytea'));
 /**
  * A large document goes to PostgreSQL a chunk at a time (STAGED_CHUNK_BYTES of its base64, decoded
@@ -148,7 +149,7 @@ function requestValues(request: NewRequest, document: Buffer | null): unknown[] 
     request.clientMessageId,
     JSON.stringify(request.metadata),
     document,
-    request.signature === null ? null : Buffer.from(request.signature, 'base64'),
+    request.signature,
     request.personalSignatures,
     request.intakeErrors === null ? null : JSON.stringify(request.intakeErrors),
     request.requestId,
@@ -161,6 +162,7 @@ function requestValues(request: NewRequest, document: Buffer | null): unknown[] 
 }
 
 type Stored = { queue_message_id: string; metadata: Record<string, unknown> };
+type Inserted = Pick<Stored, 'queue_message_id'>;
 
 /**
  * Base64 text of a multiple of 4 characters read as text this much at a time: a string of up to
@@ -184,7 +186,7 @@ function decodeBase64(text: Buffer): Buffer {
  * The request row with a large document (strict base64, checked at intake) sent in decoded chunks,
  * in one transaction. A chunk of base64 is a multiple of 4 characters, so each decodes on its own.
  */
-function insertStaged(sql: Sql, request: NewRequest, document: Buffer): Promise<Stored | undefined> {
+function insertStaged(sql: Sql, request: NewRequest, document: Buffer): Promise<Inserted | undefined> {
   return sql.transaction(async (trx) => {
     await trx.run(CREATE_STAGING);
     for (let offset = 0, n = 0; offset < document.length; offset += STAGED_CHUNK_BYTES, n += 1) {
@@ -192,7 +194,7 @@ function insertStaged(sql: Sql, request: NewRequest, document: Buffer): Promise<
       // The chunk's text, its bytes and node-postgres's message of them are garbage now.
       streamedBytes(2 * STAGED_CHUNK_BYTES);
     }
-    return trx.row<Stored>(INSERT_STAGED_REQUEST, requestValues(request, null));
+    return trx.row<Inserted>(INSERT_STAGED_REQUEST, requestValues(request, null));
   });
 }
 
@@ -202,11 +204,11 @@ async function storeRequest(sql: Sql, request: NewRequest): Promise<{ queueMessa
   const inserted =
     document !== null && document.length > STAGED_DOCUMENT_BYTES
       ? await insertStaged(sql, request, document)
-      : await sql.row<Stored>(
+      : await sql.row<Inserted>(
           INSERT_REQUEST,
           requestValues(request, request.decodedDocument ?? (document && Buffer.from(document.toString('latin1'), 'base64'))),
         );
-  if (inserted) return { queueMessageId: inserted.queue_message_id, metadata: inserted.metadata, stored: true };
+  if (inserted) return { queueMessageId: inserted.queue_message_id, metadata: request.metadata as unknown as Record<string, unknown>, stored: true };
   const existing = await sql.row<Stored>(EXISTING_REQUEST, [request.clientId, request.operation, request.idempotencyKey, request.bodyHash]);
   return { queueMessageId: existing!.queue_message_id, metadata: existing!.metadata, stored: false };
 }
@@ -291,13 +293,17 @@ class EmdrHandlers {
     }
     const callbackUrl = callbackBase(clinic, body.callbackUrl);
     // A large body's pieces of work (its base64 checks, its hash, its storing) each wait for a turn of the event loop.
-    await request.turn();
+    if (request.turn) await request.turn();
     const documentValid = documentBytes !== undefined || isStrictBase64(body.document);
-    const signatureValid = isStrictBase64(body.signature);
+    // Checked by decoding it: its bytes go to the insert (checked once, decoded once).
+    const signature = decodeStrictBase64Text(body.signature) ?? null;
+    const signatureValid = signature !== null;
     const intakeErrors = intakeErrorsOf(body, documentValid, signatureValid);
-    await request.turn();
-    const hash = await bodyHash(body as unknown as Record<string, unknown>, documentBytes && { member: 'document', value: documentBytes });
-    await request.turn();
+    if (request.turn) await request.turn();
+    const hashed = bodyHash(body as unknown as Record<string, unknown>, documentBytes && { member: 'document', value: documentBytes });
+    // A small body's hash comes at once: no await for it (each costs a microtask turn).
+    const hash = typeof hashed === 'string' ? hashed : await hashed;
+    if (request.turn) await request.turn();
     const { queueMessageId } = await this.store(
       {
         clientId: clinic.id,
@@ -311,7 +317,7 @@ class EmdrHandlers {
         // base64 is ASCII: as latin1 bytes a string member is the same text.
         document: documentBytes ?? (documentValid ? Buffer.from(body.document, 'latin1') : null),
         decodedDocument: decodedMemberOf(request.http),
-        signature: signatureValid ? body.signature : null,
+        signature,
         // A request with intake errors is rejected unread; its undecodable strings (a NUL, say) would not fit in jsonb.
         personalSignatures: body.personalSignatures === undefined || intakeErrors.length > 0 ? null : JSON.stringify(body.personalSignatures),
         intakeErrors: intakeErrors.length > 0 ? intakeErrors : null,
