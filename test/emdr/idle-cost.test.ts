@@ -1,0 +1,71 @@
+import fs from 'node:fs/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase } from '../support/database.js';
+import { statementCounter, type StatementCounter } from '../support/pg-wire.js';
+import { startServeProcess, type ServeProcess } from '../support/processes.js';
+import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
+import { until } from '../support/until.js';
+
+/**
+ * Issue 24: an idle service costs what its wake-ups cost, every second, whether documents come or
+ * not. `serve` (every role in one process) reaches PostgreSQL through a TCP proxy that counts the
+ * statements it sends; with nothing to do, it is left alone for a window, and what it did in that
+ * window is counted, not timed: statements sent, and its main thread's wake-ups (voluntary context
+ * switches: each time the event loop slept and was woken). A busy machine makes these fewer, never
+ * more. Before issue 24's change an idle `serve` sent 4 statements a second (each idle stage
+ * polling every second, every loop of a stage on its own) and woke about 110 times a second (a
+ * 10 ms event-loop delay sampler among them).
+ */
+
+const WINDOW_MS = 20_000;
+/** The stages' idle polls (every 10 s with the default JOB_EXPIRY of 30 s, one loop per stage) and a few more: startup work that lands in the window. */
+const MAX_STATEMENTS = 20;
+/** The event-loop sampler and the body-rate watchers, with room for the rest; 2,200 before. */
+const MAX_MAIN_THREAD_WAKEUPS = 600;
+
+/** Voluntary context switches of a process's main thread so far. */
+async function mainThreadWakeups(pid: number): Promise<number> {
+  const status = await fs.readFile(`/proc/${pid}/task/${pid}/status`, 'utf8');
+  return Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)![1]);
+}
+
+describe('an idle service', () => {
+  let proxy: TcpProxy;
+  let counter: StatementCounter;
+  let serve: ServeProcess;
+
+  beforeAll(async () => {
+    const databaseUrl = await createTestDatabase();
+    const direct = new URL(databaseUrl);
+    counter = statementCounter();
+    proxy = await startTcpProxy(direct.hostname, Number(direct.port), () => counter.connection());
+    const proxied = new URL(databaseUrl);
+    proxied.port = String(proxy.port);
+    serve = await startServeProcess({ DATABASE_URL: proxied.toString() });
+  });
+
+  afterAll(async () => {
+    await serve?.stop();
+    await proxy?.close();
+  });
+
+  it('sends PostgreSQL a statement every few seconds at most, and its event loop sleeps', async () => {
+    // Started: its stages have claimed once (the proxy saw statements) and sleep.
+    await until(
+      'statements of the started service',
+      async () => counter.count,
+      (count) => count > 0,
+    );
+    const pid = serve.child.pid!;
+    const statementsBefore = counter.count;
+    const wakeupsBefore = await mainThreadWakeups(pid);
+    await new Promise((resolve) => setTimeout(resolve, WINDOW_MS));
+    const statements = counter.count - statementsBefore;
+    const wakeups = (await mainThreadWakeups(pid)) - wakeupsBefore;
+    const sent = counter.sent.slice(statementsBefore, statementsBefore + statements).join(', ');
+    const report = `${statements} statements (${sent}) and ${wakeups} main-thread wake-ups in ${WINDOW_MS / 1000} s; serve said: ${serve.output().slice(-2000)}`;
+    expect(statements, report).toBeLessThanOrEqual(MAX_STATEMENTS);
+    expect(wakeups, report).toBeLessThanOrEqual(MAX_MAIN_THREAD_WAKEUPS);
+    expect(serve.child.exitCode, report).toBeNull();
+  });
+});
