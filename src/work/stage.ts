@@ -106,9 +106,15 @@ export class Stage<T> {
     }
   }
 
-  /** Before an idle sleep: a wake-up when the next work falls due, when the stage can tell. */
+  /**
+   * Before an idle sleep: a wake-up when the next work falls due, when the stage can tell. Not while
+   * a wake-up is already set: the read would only find work due sooner that this process did not
+   * schedule (another process's, or a lease that ends), which that wake-up's claim or the idle poll
+   * finds; reading at every idle cost a statement per document at a steady rate (issue 24: the
+   * registry's answer loop goes idle after each answer).
+   */
   private async scheduleNextDue(): Promise<void> {
-    if (!this.options.nextDue || this.stopping) return;
+    if (!this.options.nextDue || this.stopping || this.due.pending) return;
     try {
       const at = await this.options.nextDue();
       // Not at once for work due already (rows another worker is claiming this moment): the claim just missed them.

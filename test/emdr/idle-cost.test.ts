@@ -1,6 +1,8 @@
 import fs from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startCallbackReceiver, type CallbackReceiver } from '../support/callback-receiver.js';
 import { createTestDatabase } from '../support/database.js';
+import { addClinic, authHeaders, post, registerBody } from '../support/emdr.js';
 import { statementCounter, type StatementCounter } from '../support/pg-wire.js';
 import { startServeProcess, type ServeProcess } from '../support/processes.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
@@ -26,6 +28,8 @@ const MAX_STATEMENTS = 20;
  * room for as much again. 2,005 before (the sampler at 100 a second, the heartbeat at 10).
  */
 const MAX_MAIN_THREAD_WAKEUPS = 600;
+/** Documents sent one at a time, each after the last one's callbacks. */
+const TRICKLE_DOCUMENTS = 8;
 
 /** Voluntary context switches of a process's main thread so far. */
 async function mainThreadWakeups(pid: number): Promise<number> {
@@ -33,13 +37,16 @@ async function mainThreadWakeups(pid: number): Promise<number> {
   return Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)![1]);
 }
 
-describe('an idle service', () => {
+describe('a service with little or nothing to do', () => {
   let proxy: TcpProxy;
   let counter: StatementCounter;
   let serve: ServeProcess;
+  let receiver: CallbackReceiver;
+  let databaseUrl: string;
 
   beforeAll(async () => {
-    const databaseUrl = await createTestDatabase();
+    receiver = await startCallbackReceiver();
+    databaseUrl = await createTestDatabase();
     const direct = new URL(databaseUrl);
     counter = statementCounter();
     proxy = await startTcpProxy(direct.hostname, Number(direct.port), () => counter.connection());
@@ -52,6 +59,7 @@ describe('an idle service', () => {
   afterAll(async () => {
     await serve?.stop();
     await proxy?.close();
+    await receiver?.close();
   });
 
   it('sends PostgreSQL a statement every few seconds at most, and its event loop sleeps', async () => {
@@ -72,5 +80,21 @@ describe('an idle service', () => {
     expect(statements, report).toBeLessThanOrEqual(MAX_STATEMENTS);
     expect(wakeups, report).toBeLessThanOrEqual(MAX_MAIN_THREAD_WAKEUPS);
     expect(serve.child.exitCode, report).toBeNull();
+  });
+
+  it('at a steady trickle, reads when the next work falls due once, not after every document', async () => {
+    const clinic = await addClinic({ databaseUrl, dataKey: Buffer.from(serve.env.DATA_KEY!, 'hex') }, receiver.url);
+    receiver.signingSecret = clinic.signingSecret;
+    const before = counter.count;
+    for (let i = 1; i <= TRICKLE_DOCUMENTS; i += 1) {
+      const answer = await post(serve.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody());
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      // Both callbacks of this document in, so that each document finds the stages idle.
+      await receiver.waitFor((received) => received.length >= 2 * i, 60_000);
+    }
+    const sent = counter.sent.slice(before, counter.count);
+    const reads = sent.filter((name) => name === 'registry_next_answer').length;
+    // The answer loop went idle after each answer; before issue 24's change it read the next due time then (one per document).
+    expect(reads, sent.join(', ')).toBeLessThanOrEqual(2);
   });
 });
