@@ -25,7 +25,8 @@ const MAX_STATEMENTS = 20;
 /**
  * About 13 a second remain: the event-loop delay sampler (10), Node's check of each listener's
  * header and request timeouts (1 a second each, two listeners) and the liveness heartbeat (1);
- * room for as much again. 2,005 before (the sampler at 100 a second, the heartbeat at 10).
+ * room for as much again. 2,005 before, without the liveness listener (the sampler at 100 a
+ * second; the heartbeat, at 10 a second then, would have added 200).
  */
 const MAX_MAIN_THREAD_WAKEUPS = 600;
 /** Documents sent one at a time, each after the last one's callbacks. */
