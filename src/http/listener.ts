@@ -143,7 +143,7 @@ export async function startListener(handler: RequestListener, host: string, port
         // net.Server's close, not http.Server's: the latter also cuts idle keep-alive connections at once.
         net.Server.prototype.close.call(server, () => {
           clearTimeout(force);
-          clearInterval(watchdog);
+          watchdog.stop();
           resolve();
         });
       }),
@@ -203,20 +203,17 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex, errorBo
  * Counts the socket's bytes, so a body nobody reads (an early refusal) is watched too, but not while
  * the service holds it unread on purpose (holdBody).
  */
-function watchBodyRates(server: http.Server, minBytesPerSecond: number): NodeJS.Timeout {
+function watchBodyRates(server: http.Server, minBytesPerSecond: number): { stop(): void } {
   const watched = new Map<IncomingMessage, Array<{ at: number; bytes: number }>>();
   // Unwatched as soon as its body is in: a request held until the next tick would outlive a young
   // collection or two with everything it refers to (under load, megabytes promoted a second).
   const unwatch = function (this: IncomingMessage) {
     watched.delete(this);
   };
-  server.on('request', (request: IncomingMessage) => {
-    if (!announcesBody(request)) return;
-    watched.set(request, [{ at: Date.now(), bytes: request.socket.bytesRead }]);
-    request.once('end', unwatch);
-  });
   const tick = Math.min(1000, BODY_RATE_WINDOW_MS / 4);
-  const timer = setInterval(() => {
+  // The timer runs only while a body is on its way: an idle listener is not woken every second for nothing (issue 24).
+  let timer: NodeJS.Timeout | undefined;
+  const check = () => {
     const now = Date.now();
     for (const [request, samples] of watched) {
       if (request.complete || request.socket.destroyed) {
@@ -235,7 +232,24 @@ function watchBodyRates(server: http.Server, minBytesPerSecond: number): NodeJS.
         request.socket.destroy();
       }
     }
-  }, tick);
-  timer.unref();
-  return timer;
+    if (watched.size === 0) {
+      clearInterval(timer);
+      timer = undefined;
+    }
+  };
+  server.on('request', (request: IncomingMessage) => {
+    if (!announcesBody(request)) return;
+    watched.set(request, [{ at: Date.now(), bytes: request.socket.bytesRead }]);
+    request.once('end', unwatch);
+    if (!timer) {
+      timer = setInterval(check, tick);
+      timer.unref();
+    }
+  });
+  return {
+    stop() {
+      clearInterval(timer);
+      timer = undefined;
+    },
+  };
 }

@@ -8,8 +8,12 @@ import type { LivenessThreadData } from './liveness-thread.js';
  * loop's work nor lies about it. See docs/operations.md, "Liveness".
  */
 
-/** How often the event loop stores its heartbeat. */
-export const HEARTBEAT_EVERY_MS = 100;
+/**
+ * How often the event loop stores its heartbeat: a tenth of LIVENESS_STALL_MS is precision enough
+ * for its verdict, and each beat wakes an idle process (at every 100 ms, ten of its 20 wake-ups a
+ * second; issue 24). A healthy loop's eventLoopHeartbeatAgeMs is up to this.
+ */
+export const HEARTBEAT_EVERY_MS = 1000;
 /**
  * A heartbeat older than this fails the probe (503): a loop held this long answers nobody (the
  * slowest legitimate task measured, a 24 MiB body under load, held it under 2 s; docs/hostile.md).

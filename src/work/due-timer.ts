@@ -23,6 +23,11 @@ export class DueTimer {
     this.timer.unref();
   }
 
+  /** A moment is set and has not come yet. */
+  get pending(): boolean {
+    return this.dueAt !== Infinity;
+  }
+
   clear(): void {
     clearTimeout(this.timer);
     this.dueAt = Infinity;

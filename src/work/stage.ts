@@ -6,9 +6,11 @@ import type { Logger } from '../logging/logger.js';
  * claim leases the rows, and the lease is extended while the batch is in hand, so the rows of a
  * worker that was killed or hangs come back when the lease ends), processes it, and
  * claims again at once while batches come back full. An idle loop sleeps until it is woken (new
- * work committed in this process, a NOTIFY from another, a retry falling due) or, as a backstop for
- * leases that ran out and work nobody announced, `idlePollMs` passes. There is no polling floor:
- * a woken or busy stage never waits.
+ * work committed in this process, a NOTIFY from another, a retry falling due); the first loop also
+ * when `idlePollMs` passes, the backstop for leases that ran out and work nobody announced (one
+ * loop's look finds it, and wakes the next when its batch comes back full: the others polling too
+ * cost a statement each per poll, issue 24). There is no polling floor: a woken or busy stage never
+ * waits.
  */
 export interface StageOptions<T> {
   name: string;
@@ -24,6 +26,7 @@ export interface StageOptions<T> {
   batchSize: number;
   /** Loops claiming at once (each with one batch in hand). */
   loops: number;
+  /** How often the first loop, idle, looks for work nobody announced. */
   idlePollMs: number;
   logger: Logger;
 }
@@ -45,7 +48,7 @@ export class Stage<T> {
   constructor(private readonly options: StageOptions<T>) {}
 
   start(): void {
-    this.running = Array.from({ length: this.options.loops }, () => this.loop());
+    this.running = Array.from({ length: this.options.loops }, (_, index) => this.loop(index === 0 ? this.options.idlePollMs : undefined));
   }
 
   /**
@@ -80,7 +83,8 @@ export class Stage<T> {
     clearTimeout(timer);
   }
 
-  private async loop(): Promise<void> {
+  /** A loop; `idlePollMs` undefined: idle, it sleeps until woken. */
+  private async loop(idlePollMs: number | undefined): Promise<void> {
     while (!this.stopping) {
       // This claim serves the wake-ups so far.
       this.unserved = false;
@@ -97,14 +101,20 @@ export class Stage<T> {
       if (claimed.length < this.options.batchSize && !this.unserved) {
         await this.scheduleNextDue();
         // Unless a wake-up came while the next due time was read.
-        if (!this.unserved) await this.sleep(this.options.idlePollMs);
+        if (!this.unserved) await this.sleep(idlePollMs);
       }
     }
   }
 
-  /** Before an idle sleep: a wake-up when the next work falls due, when the stage can tell. */
+  /**
+   * Before an idle sleep: a wake-up when the next work falls due, when the stage can tell. Not while
+   * a wake-up is already set: the read would only find work due sooner that this process did not
+   * schedule (another process's, or a lease that ends), which that wake-up's claim or the idle poll
+   * finds; reading at every idle cost a statement per document at a steady rate (issue 24: the
+   * registry's answer loop goes idle after each answer).
+   */
   private async scheduleNextDue(): Promise<void> {
-    if (!this.options.nextDue || this.stopping) return;
+    if (!this.options.nextDue || this.stopping || this.due.pending) return;
     try {
       const at = await this.options.nextDue();
       // Not at once for work due already (rows another worker is claiming this moment): the claim just missed them.
@@ -135,7 +145,8 @@ export class Stage<T> {
     }
   }
 
-  private sleep(ms: number): Promise<void> {
+  /** Until woken, or `ms` passed when given. */
+  private sleep(ms: number | undefined): Promise<void> {
     if (this.stopping) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
@@ -143,7 +154,7 @@ export class Stage<T> {
         this.sleepers.delete(done);
         resolve();
       };
-      const timer = setTimeout(done, ms);
+      const timer = ms === undefined ? undefined : setTimeout(done, ms);
       this.sleepers.add(done);
     });
   }

@@ -14,7 +14,12 @@ export interface TcpProxy {
  * A TCP forwarder on loopback in front of a real server (the test PostgreSQL), so that a test can
  * take the server away from one service process without stopping it for everyone else.
  */
-export async function startTcpProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
+export async function startTcpProxy(
+  targetHost: string,
+  targetPort: number,
+  /** Sees every byte a client sends, per connection (the connection's own function, made when it opens). */
+  observeClient?: () => (chunk: Buffer) => void,
+): Promise<TcpProxy> {
   const sockets = new Set<net.Socket>();
   let port = 0;
   let server: net.Server | undefined;
@@ -30,6 +35,7 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
           upstream.destroy();
         });
       }
+      if (observeClient) client.on('data', observeClient());
       client.pipe(upstream).pipe(client);
     });
     await new Promise<void>((resolve, reject) => {

@@ -10,7 +10,7 @@ import { DeadlineStage } from './stages/deadline.js';
 import { DeliveryStage, type Attempted, type ClaimedCallback } from './stages/delivery.js';
 import { DocumentCheckPool } from './document-check/document-check.js';
 import { KeptFileStore } from './stages/kept-files.js';
-import { STAGES, stagesWoken, type StageName, type TransitionMaker } from './lifecycle/lifecycle.js';
+import { leasePollMs, STAGES, stagesWoken, type StageName, type TransitionMaker } from './lifecycle/lifecycle.js';
 import { OutcomeRecorder } from './stages/outcome.js';
 import type { PipelineContext } from './lifecycle/requests.js';
 import { SubmissionStage } from './stages/submission.js';
@@ -85,7 +85,7 @@ export async function startWorkers(
       name,
       batchSize: declared.batch,
       loops: declared.loops ?? loops,
-      idlePollMs: declared.idlePollMs,
+      idlePollMs: Math.max(declared.idlePollMs, leasePollMs(context.leaseMs)),
       leaseMs: context.leaseMs,
       logger: context.logger,
       ...handler,
@@ -109,7 +109,7 @@ export async function startWorkers(
       capacity,
       perKey: Math.max(1, Math.floor(capacity / 2)),
       settleGroup: STAGES[name].batch,
-      idlePollMs: STAGES[name].idlePollMs,
+      idlePollMs: Math.max(STAGES[name].idlePollMs, leasePollMs(context.leaseMs)),
       leaseMs: context.leaseMs,
       logger: context.logger,
       ...handler,

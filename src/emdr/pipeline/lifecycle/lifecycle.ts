@@ -85,8 +85,10 @@ export const TRANSITIONS = [
 
 /**
  * The stages of the worker role: each claims up to `batch` rows at a time (requests in `claims`, or
- * due callbacks) in WORKER_CONCURRENCY loops, or `loops` when it says so. An idle loop looks for
- * work nobody announced every `idlePollMs`: a lease that ran out, or (deadline) a time that came.
+ * due callbacks) in WORKER_CONCURRENCY loops, or `loops` when it says so. An idle stage looks for
+ * work nobody announced every `idlePollMs`, or every leasePollMs(JOB_EXPIRY) when that is longer: a
+ * lease that ran out, a NOTIFY that was lost, another process's retry that fell due, or (deadline) a
+ * time that came.
  */
 export const STAGES = {
   acceptance: { claims: 'received', batch: 32, idlePollMs: 1000 },
@@ -99,6 +101,16 @@ export const STAGES = {
 } as const satisfies Record<string, { claims: RequestState | 'callbacks'; batch: number; idlePollMs: number; loops?: number; dueLater?: true }>;
 
 export type StageName = keyof typeof STAGES;
+
+/**
+ * The idle poll a lease allows: the rows of a worker that died come back when their lease ends
+ * (JOB_EXPIRY, 30 s by default), so looking for them more often than a third of a lease finds them
+ * barely sooner, and every look is a claim statement (issue 24: an idle worker's polls were 4
+ * transactions a second). Announced work never waits for it (NOTIFY, or this process's own wake-ups
+ * and retry timers). At most 10 s (a lost NOTIFY, or another process's retry, waits no longer), at
+ * least 1 s (a short lease, as the tests set, keeps its quick recovery).
+ */
+export const leasePollMs = (leaseMs: number): number => Math.min(10_000, Math.max(1000, Math.round(leaseMs / 3)));
 /** The stages that claim requests (delivery claims callbacks). */
 export type RequestStageName = Exclude<StageName, 'delivery'>;
 

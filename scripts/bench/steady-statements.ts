@@ -1,0 +1,94 @@
+/**
+ * Which statements the pipeline sends per document at a steady rate (issue 24, item 4): intake and
+ * workers as the pipeline scenario starts them, each behind its own PostgreSQL wire proxy that names
+ * every statement (test/support/pg-wire.ts); 20 documents to warm up, then --documents at --rate a
+ * second until both callbacks of each arrived, and the statements of that phase tallied per document.
+ *
+ *   node --import tsx scripts/bench/steady-statements.ts [--rate 10] [--documents 100]
+ */
+import { parseArgs } from 'node:util';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { statementCounter } from '../../test/support/pg-wire.js';
+import { startTcpProxy } from '../../test/support/tcp-proxy.js';
+import { startDatabaseServer } from './lib/database.js';
+import { registerDocumentBody, signedDocument, xmlOfSize } from './lib/documents.js';
+import type { BenchContext } from './lib/scenario.js';
+import { addClinic, clinicHeaders, newDataKey, startReceiver, startService, type Receiver } from './lib/service.js';
+
+async function waitForCallbacks(receiver: Receiver, count: number): Promise<void> {
+  const ends = Date.now() + 60_000;
+  while ((await receiver.stats()).received < count) {
+    if (Date.now() > ends) throw new Error('not every callback arrived within 60 s');
+    await sleep(20);
+  }
+}
+
+const { values } = parseArgs({ options: { rate: { type: 'string', default: '10' }, documents: { type: 'string', default: '100' } } });
+const rate = Number(values.rate);
+const documents = Number(values.documents);
+const benchDir = import.meta.dirname;
+const database = await startDatabaseServer();
+const context = {
+  root: `${benchDir}/../..`,
+  benchDir,
+  database,
+  profileDir: undefined,
+  nodeOptions: [],
+  limits: false,
+  log: console.error,
+} as unknown as BenchContext;
+const databaseUrl = await database.freshDatabase('bench_statements');
+const counters = { intake: statementCounter(), worker: statementCounter() };
+const proxied = async (counter: ReturnType<typeof statementCounter>) => {
+  const direct = new URL(databaseUrl);
+  const proxy = await startTcpProxy(direct.hostname, Number(direct.port), () => counter.connection());
+  direct.port = String(proxy.port);
+  return { url: direct.toString(), proxy };
+};
+const intakeDb = await proxied(counters.intake);
+const workerDb = await proxied(counters.worker);
+const dataKey = newDataKey();
+const receiver = await startReceiver(context);
+const intake = await startService(context, intakeDb.url, dataKey, { only: 'emdr' });
+const worker = await startService(context, workerDb.url, dataKey, { only: 'worker' });
+try {
+  const clinic = await addClinic(context, intake, receiver.url);
+  await receiver.configure(clinic.signingSecret);
+  const document = signedDocument(xmlOfSize(10 * 1024), 'gost');
+  const send = async () => {
+    const response = await fetch(`http://127.0.0.1:${intake.publicPort}/api/RegisterDocument`, {
+      method: 'POST',
+      headers: clinicHeaders(clinic),
+      body: registerDocumentBody(document),
+    });
+    await response.arrayBuffer();
+    if (response.status !== 200) throw new Error(`RegisterDocument answered ${response.status}`);
+  };
+  for (let i = 0; i < 20; i += 1) await send();
+  await waitForCallbacks(receiver, 40);
+  await sleep(2000);
+  const before = { intake: counters.intake.count, worker: counters.worker.count };
+  const started = performance.now();
+  const sent: Promise<void>[] = [];
+  for (let i = 0; i < documents; i += 1) {
+    const due = started + (i * 1000) / rate - performance.now();
+    if (due > 0) await sleep(due);
+    sent.push(send());
+  }
+  await Promise.all(sent);
+  await waitForCallbacks(receiver, 40 + 2 * documents);
+  for (const who of ['intake', 'worker'] as const) {
+    const names = counters[who].sent.slice(before[who], counters[who].count);
+    const tally = new Map<string, number>();
+    for (const name of names) tally.set(name, (tally.get(name) ?? 0) + 1);
+    console.log(`${who}: ${(names.length / documents).toFixed(2)} statements per document`);
+    for (const [name, count] of [...tally].sort((a, b) => b[1] - a[1])) console.log(`  ${(count / documents).toFixed(2)}  ${name}`);
+  }
+} finally {
+  await intake.stop();
+  await worker.stop();
+  await receiver.stop();
+  await intakeDb.proxy.close();
+  await workerDb.proxy.close();
+  await database.stop();
+}

@@ -1,0 +1,101 @@
+import fs from 'node:fs/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startCallbackReceiver, type CallbackReceiver } from '../support/callback-receiver.js';
+import { createTestDatabase } from '../support/database.js';
+import { addClinic, authHeaders, post, registerBody } from '../support/emdr.js';
+import { statementCounter, type StatementCounter } from '../support/pg-wire.js';
+import { startServeProcess, type ServeProcess } from '../support/processes.js';
+import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
+import { until } from '../support/until.js';
+
+/**
+ * Issue 24: an idle service costs what its wake-ups cost, every second, whether documents come or
+ * not. `serve` (every role in one process) reaches PostgreSQL through a TCP proxy that counts the
+ * statements it sends; with nothing to do, it is left alone for a window, and what it did in that
+ * window is counted, not timed: statements sent, and its main thread's wake-ups (voluntary context
+ * switches: each time the event loop slept and was woken). A busy machine makes these fewer, never
+ * more. Before issue 24's change an idle `serve` sent 4 statements a second (each idle stage
+ * polling every second, every loop of a stage on its own) and woke about 110 times a second (a
+ * 10 ms event-loop delay sampler among them).
+ */
+
+const WINDOW_MS = 20_000;
+/** The stages' idle polls (every 10 s with the default JOB_EXPIRY of 30 s, one loop per stage) and a few more: startup work that lands in the window. */
+const MAX_STATEMENTS = 20;
+/**
+ * About 13 a second remain: the event-loop delay sampler (10), Node's check of each listener's
+ * header and request timeouts (1 a second each, two listeners) and the liveness heartbeat (1);
+ * room for as much again. 2,005 before, without the liveness listener (the sampler at 100 a
+ * second; the heartbeat, at 10 a second then, would have added 200).
+ */
+const MAX_MAIN_THREAD_WAKEUPS = 600;
+/** Documents sent one at a time, each after the last one's callbacks. */
+const TRICKLE_DOCUMENTS = 8;
+
+/** Voluntary context switches of a process's main thread so far. */
+async function mainThreadWakeups(pid: number): Promise<number> {
+  const status = await fs.readFile(`/proc/${pid}/task/${pid}/status`, 'utf8');
+  return Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)![1]);
+}
+
+describe('a service with little or nothing to do', () => {
+  let proxy: TcpProxy;
+  let counter: StatementCounter;
+  let serve: ServeProcess;
+  let receiver: CallbackReceiver;
+  let databaseUrl: string;
+
+  beforeAll(async () => {
+    receiver = await startCallbackReceiver();
+    databaseUrl = await createTestDatabase();
+    const direct = new URL(databaseUrl);
+    counter = statementCounter();
+    proxy = await startTcpProxy(direct.hostname, Number(direct.port), () => counter.connection());
+    const proxied = new URL(databaseUrl);
+    proxied.port = String(proxy.port);
+    // With the liveness listener, as the chart runs it: its heartbeat is one of the loop's timers.
+    serve = await startServeProcess({ DATABASE_URL: proxied.toString(), HEALTH_PORT: '0' });
+  });
+
+  afterAll(async () => {
+    await serve?.stop();
+    await proxy?.close();
+    await receiver?.close();
+  });
+
+  it('sends PostgreSQL a statement every few seconds at most, and its event loop sleeps', async () => {
+    // Started: its stages have claimed once (the proxy saw statements) and sleep.
+    await until(
+      'statements of the started service',
+      async () => counter.count,
+      (count) => count > 0,
+    );
+    const pid = serve.child.pid!;
+    const statementsBefore = counter.count;
+    const wakeupsBefore = await mainThreadWakeups(pid);
+    await new Promise((resolve) => setTimeout(resolve, WINDOW_MS));
+    const statements = counter.count - statementsBefore;
+    const wakeups = (await mainThreadWakeups(pid)) - wakeupsBefore;
+    const sent = counter.sent.slice(statementsBefore, statementsBefore + statements).join(', ');
+    const report = `${statements} statements (${sent}) and ${wakeups} main-thread wake-ups in ${WINDOW_MS / 1000} s; serve said: ${serve.output().slice(-2000)}`;
+    expect(statements, report).toBeLessThanOrEqual(MAX_STATEMENTS);
+    expect(wakeups, report).toBeLessThanOrEqual(MAX_MAIN_THREAD_WAKEUPS);
+    expect(serve.child.exitCode, report).toBeNull();
+  });
+
+  it('at a steady trickle, reads when the next work falls due once, not after every document', async () => {
+    const clinic = await addClinic({ databaseUrl, dataKey: Buffer.from(serve.env.DATA_KEY!, 'hex') }, receiver.url);
+    receiver.signingSecret = clinic.signingSecret;
+    const before = counter.count;
+    for (let i = 1; i <= TRICKLE_DOCUMENTS; i += 1) {
+      const answer = await post(serve.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody());
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      // Both callbacks of this document in, so that each document finds the stages idle.
+      await receiver.waitFor((received) => received.length >= 2 * i, 60_000);
+    }
+    const sent = counter.sent.slice(before, counter.count);
+    const reads = sent.filter((name) => name === 'registry_next_answer').length;
+    // The answer loop went idle after each answer; before issue 24's change it read the next due time then (one per document).
+    expect(reads, sent.join(', ')).toBeLessThanOrEqual(2);
+  });
+});
