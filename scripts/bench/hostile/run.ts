@@ -4,19 +4,18 @@
  * acknowledgement and first-callback latency, and /healthz, without the abuser and then with it.
  * Writes hostile.md and hostile.json into --out. Run `tsx scripts/bench/hostile/run.ts --help`.
  */
-import { execFile, spawn } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs, promisify } from 'node:util';
-import { ORGANIZATION } from '../../../test/support/emdr.js';
+import { parseArgs } from 'node:util';
 import { startDatabaseServer, type BenchDatabaseServer } from '../lib/database.js';
 import { describeCommit, startServe, type ServiceProcess } from '../lib/processes.js';
 import { rpcVersion } from '../lib/service.js';
 import type { AbuseOrder } from './abuser.js';
-import { figuresOf, honestClinic, probeHealth, startReceiver, type ClinicHeaders, type PhaseFigures } from './honest.js';
+import { addClinic, figuresOf, honestClinic, probeHealth, startReceiver, type ClinicHeaders, type PhaseFigures } from './honest.js';
 
 const HELP = `usage: tsx scripts/bench/hostile/run.ts [options]
 
@@ -117,31 +116,6 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function peakRssMiB(pid: number): Promise<number> {
   return Number(/VmHWM:\s+(\d+) kB/.exec(await fs.readFile(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
-}
-
-/** A clinic account made by the measured checkout's own `clients add`, calling back to `callbackUrl`. */
-async function addClinic(root: string, env: Record<string, string>, callbackUrl: string): Promise<ClinicHeaders> {
-  const { stdout } = await promisify(execFile)(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      path.join(root, 'src/main.ts'),
-      'clients',
-      'add',
-      '--business-id',
-      `hostile-${randomUUID().slice(0, 8)}`,
-      '--user',
-      'mis',
-      '--callback-url',
-      callbackUrl,
-      '--organization',
-      ORGANIZATION,
-    ],
-    { cwd: root, env: { ...process.env, ...env, LOG_LEVEL: 'warn' } },
-  );
-  const created = JSON.parse(stdout) as ClinicHeaders;
-  return { businessId: created.businessId, user: created.user, token: created.token };
 }
 
 /** The liveness listener's URL, when the measured serve has one (HEALTH_PORT; older checkouts ignore it). */
