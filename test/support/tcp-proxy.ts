@@ -7,6 +7,8 @@ export interface TcpProxy {
   cutOff(): Promise<void>;
   /** Listens again on the same port, forwarding to the target. */
   restore(): Promise<void>;
+  /** Bytes forwarded from the clients to the server so far (what the service sent PostgreSQL). */
+  sentBytes(): number;
   close(): Promise<void>;
 }
 
@@ -18,6 +20,7 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
   const sockets = new Set<net.Socket>();
   let port = 0;
   let server: net.Server | undefined;
+  let sent = 0;
 
   const listen = async () => {
     const listening = net.createServer((client) => {
@@ -30,6 +33,7 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
           upstream.destroy();
         });
       }
+      client.on('data', (chunk: Buffer) => (sent += chunk.length));
       client.pipe(upstream).pipe(client);
     });
     await new Promise<void>((resolve, reject) => {
@@ -48,5 +52,5 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
   };
 
   await listen();
-  return { port, cutOff, restore: listen, close: cutOff };
+  return { port, cutOff, restore: listen, close: cutOff, sentBytes: () => sent };
 }
