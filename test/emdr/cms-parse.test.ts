@@ -15,7 +15,7 @@ import {
   SubjectKeyIdentifier,
   Time,
 } from '@peculiar/asn1-x509';
-import { parseCertificate, parseSignedData, SignatureFormatError, type Certificate, type SignerInfo } from '../../src/emdr/signatures/cms/cms.js';
+import { gostKeyParts, parseCertificate, parseSignedData, SignatureFormatError, type Certificate, type SignerInfo } from '../../src/emdr/signatures/cms/cms.js';
 import { TestPki, type Issued } from '../support/signing.js';
 import { derElements } from '../support/der.js';
 
@@ -300,6 +300,55 @@ describe('certificates and signers read from the parse by structure', () => {
     const bytes = encode(parts.contentInfo);
     expect(() => mapped(bytes)).toThrow();
     expect(() => parseSignedData(bytes)).toThrow(SignatureFormatError);
+  });
+
+  it('parses a signed attribute the checks do not read once per encoding, and refuses it changed after the unchanged one was read', () => {
+    const signature = signedBy(doctor);
+    // Read once unchanged: its SMIMECapabilities (1.2.840.113549.1.9.15) is then kept as accepted.
+    expect(ours(signature).signers).toHaveLength(1);
+    const parts = partsOf(signature);
+    const attributes = parts.signer.children!.find((child) => child.tag === 0xa0)!.children!;
+    const capabilities = attributes.find((attribute) => hex(attribute.children![0]!.content) === '2a864886f70d01090f')!;
+    // Its values a SEQUENCE, not a SET: the same bytes but one.
+    expect(capabilities.children![1]!.tag).toBe(0x31);
+    capabilities.children![1]!.tag = 0x30;
+    const bytes = encode(parts.contentInfo);
+    expect(() => mapped(bytes)).toThrow();
+    expect(() => parseSignedData(bytes)).toThrow(SignatureFormatError);
+    // The unchanged attribute in another signature is still read as the library reads the signer.
+    const again = signedBy(doctor);
+    expect(ours(again).signers.map(({ sid, ...rest }) => rest)).toEqual(mapped(again).signers.map(({ sid, ...rest }) => rest));
+  });
+
+  it('reads a signer field again when its bytes differ from one read before: another signer of the same CA, an algorithm the library refuses', () => {
+    const nurse = pki.issue({ algorithm: 'rsa', commonName: 'Сидорова Анна', issuer: ca });
+    const byDoctor = signedBy(doctor, [ca]);
+    const byNurse = signedBy(nurse, [ca]);
+    const sidOf = (signature: Buffer) => ours(signature).signers[0]!.sid;
+    // The same issuer, serial numbers of one length: identifiers that differ in one byte.
+    expect(sidOf(byDoctor)).toEqual(mapped(byDoctor).signers[0]!.sid);
+    expect(sidOf(byNurse)).toEqual(mapped(byNurse).signers[0]!.sid);
+    expect(sidOf(byNurse)).not.toEqual(sidOf(byDoctor));
+    // The digest algorithm, read unchanged just now, with its OBJECT IDENTIFIER made an INTEGER of the same bytes.
+    const parts = partsOf(byDoctor);
+    parts.signer.children![2]!.children![0]!.tag = 0x02;
+    const bytes = encode(parts.contentInfo);
+    expect(() => mapped(bytes)).toThrow();
+    expect(() => parseSignedData(bytes)).toThrow(SignatureFormatError);
+  });
+
+  it('reads a GOST key as the library maps it, its point also from an OCTET STRING sent in parts, and refuses a key that is no OCTET STRING', () => {
+    const { publicKey } = parseSignedData(signedBy(gost)).certificates[0]!;
+    const expected = Buffer.from(AsnParser.parse(publicKey.key, OctetString).buffer);
+    expect(expected).toHaveLength(64);
+    const parts = gostKeyParts(publicKey);
+    expect(parts.paramSet).toBe('1.2.643.2.2.35.1');
+    expect(Buffer.from(parts.point)).toEqual(expected);
+    const inPieces = encode(inParts({ tag: 0x04, content: expected }, 10));
+    expect(Buffer.from(gostKeyParts({ ...publicKey, key: inPieces }).point)).toEqual(expected);
+    for (const key of [tlv(0x02, expected), tlv(0x04, expected).subarray(0, 40), Buffer.alloc(0)]) {
+      expect(() => gostKeyParts({ ...publicKey, key })).toThrow(SignatureFormatError);
+    }
   });
 
   it('refuses a SignerInfo with a field after its unsignedAttrs (the library reads it, leaving the field out)', () => {

@@ -6,13 +6,13 @@
  * bounded (@peculiar/asn1-schema's mapping cost more than the parse itself: a test compares the two
  * field by field). Before the library sees a byte, the encoding's size, element count and depth are
  * bounded (ber-bounds.ts), and the SignedData's structure is walked (layoutOf): its counts of
- * certificates and signers are bounded then, and asn1js parses each signer and each certificate not
- * seen before alone. Counts of attributes and extensions are bounded after. Anything malformed is a
- * SignatureFormatError.
+ * certificates and signers are bounded then, and asn1js parses each certificate not seen before
+ * alone, and each signer's fields (its signed attributes one by one, those the checks do not read
+ * once per encoding). Counts of attributes and extensions are bounded after. Anything malformed is
+ * a SignatureFormatError.
  */
 import { createHash } from 'node:crypto';
 import * as asn1js from 'asn1js';
-import { AsnParser, OctetString } from '@peculiar/asn1-schema';
 import { id_messageDigest, id_signedData, id_signingTime } from '@peculiar/asn1-cms';
 import { id_ce_basicConstraints, id_ce_keyUsage, id_ce_subjectKeyIdentifier, KeyUsageFlags } from '@peculiar/asn1-x509';
 import { berChildren, checkBerBounds, elementAt, SignatureFormatError, withDefiniteLengths, type BerElement, type BerLimits } from './ber-bounds.ts';
@@ -369,21 +369,59 @@ function soleValue(values: asn1js.AsnType | undefined, what: string): asn1js.Asn
  * (RFC 5652, 5.4): as received, its indefinite lengths (BER) made definite, the signer signed the DER.
  */
 function signedAttributesOf(node: asn1js.AsnType, derOf: DerOf): SignedAttributes {
-  // A copy: its tag is changed below. Its lengths are remade only when the signature's are not DER's.
-  const der = Uint8Array.from(derOf(node));
+  const result = signedAttributesDer(derOf(node));
+  for (const attribute of childrenOf(node, MAX_ATTRIBUTES, 'signedAttrs')) readAttribute(result, attribute);
+  return result;
+}
+
+/** The signed attributes' DER as signed: a copy of their encoding (its lengths made DER's when they were not) with the SET OF tag. */
+function signedAttributesDer(encoding: Uint8Array): SignedAttributes {
+  const der = Uint8Array.from(encoding);
   der[0] = 0x31;
-  const result: SignedAttributes = { der };
-  for (const attribute of childrenOf(node, MAX_ATTRIBUTES, 'signedAttrs')) {
-    const [type, values] = childrenOf(ofType(attribute, asn1js.Sequence, 'signedAttrs'), 2, 'signedAttrs');
-    const oid = oidOf(type, 'signedAttrs');
-    ofType(values, asn1js.Set, 'signedAttrs');
-    if (oid === id_messageDigest) {
-      if (result.messageDigest) throw new SignatureFormatError('messageDigest given twice');
-      result.messageDigest = octetsOf(soleValue(values, 'messageDigest'), 'messageDigest');
-    } else if (oid === id_signingTime) {
-      if (result.signingTime !== undefined) throw new SignatureFormatError('signingTime given twice');
-      result.signingTime = timeOf(soleValue(values, 'signingTime'), 'signingTime');
-    }
+  return { der };
+}
+
+/** One attribute (Attribute ::= SEQUENCE { attrType, attrValues SET OF }) into `result`; whether it is one the checks read. */
+function readAttribute(result: SignedAttributes, attribute: asn1js.AsnType): boolean {
+  const [type, values] = childrenOf(ofType(attribute, asn1js.Sequence, 'signedAttrs'), 2, 'signedAttrs');
+  const oid = oidOf(type, 'signedAttrs');
+  ofType(values, asn1js.Set, 'signedAttrs');
+  if (oid === id_messageDigest) {
+    if (result.messageDigest) throw new SignatureFormatError('messageDigest given twice');
+    result.messageDigest = octetsOf(soleValue(values, 'messageDigest'), 'messageDigest');
+    return true;
+  }
+  if (oid === id_signingTime) {
+    if (result.signingTime !== undefined) throw new SignatureFormatError('signingTime given twice');
+    result.signingTime = timeOf(soleValue(values, 'signingTime'), 'signingTime');
+    return true;
+  }
+  return false;
+}
+
+/**
+ * The attributes that the checks do not read (contentType, SMIMECapabilities, signingCertificateV2…)
+ * that asn1js parsed before and that passed readAttribute, by their encoding: a signer's software
+ * writes the same ones in each signature (openssl's SMIMECapabilities was half of a signer's parse).
+ * An attribute whose bytes differ in any way is parsed and checked again.
+ */
+const ACCEPTED_ATTRIBUTES = new BoundedCache<string, true>(256);
+const MAX_CACHED_ATTRIBUTE_BYTES = 1024;
+
+/**
+ * The signed attributes at `element` ([0] IMPLICIT SET OF Attribute, located by the walk), each
+ * attribute parsed by asn1js alone, as in the whole SignerInfo's parse, but for those it accepted
+ * before (ACCEPTED_ATTRIBUTES).
+ */
+function signedAttributesAt(bytes: Uint8Array, element: BerElement, derLengths: boolean): SignedAttributes {
+  const received = bytes.subarray(element.start, element.end);
+  const result = signedAttributesDer(derLengths ? received : withDefiniteLengths(received));
+  for (const attribute of berChildrenBounded(bytes, element, MAX_ATTRIBUTES, 'signedAttrs')) {
+    const encoding = bytes.subarray(attribute.start, attribute.end);
+    const key = encoding.length <= MAX_CACHED_ATTRIBUTE_BYTES ? Buffer.from(encoding).toString('latin1') : undefined;
+    if (key !== undefined && ACCEPTED_ATTRIBUTES.get(key)) continue;
+    const read = readAttribute(result, parsedElement(bytes, attribute, 'SignerInfo'));
+    if (!read && key !== undefined) ACCEPTED_ATTRIBUTES.set(key, true);
   }
   return result;
 }
@@ -394,8 +432,7 @@ function signedAttributesOf(node: asn1js.AsnType, derOf: DerOf): SignedAttribute
  * its structure, with the encoding of its signedAttrs and of its issuer's name as the parse read
  * them. sid ::= IssuerAndSerialNumber (SEQUENCE { issuer, serialNumber }) | [0] IMPLICIT SubjectKeyIdentifier.
  */
-function signerOf(node: asn1js.AsnType, derOf: DerOf): SignerInfo {
-  const children = childrenOf(ofType(node, asn1js.Sequence, 'SignerInfo'), 7, 'SignerInfo');
+function signerOf(children: asn1js.AsnType[], derOf: DerOf, attributesOf: (node: asn1js.AsnType) => SignedAttributes): SignerInfo {
   const [version, sidNode, digestAlgorithm] = children;
   ofType(version, asn1js.Integer, 'SignerInfo');
   const attributesNode = isContextTag(children[3], 0) ? children[3] : undefined;
@@ -413,8 +450,50 @@ function signerOf(node: asn1js.AsnType, derOf: DerOf): SignerInfo {
     digestAlgorithm: algorithmOf(digestAlgorithm, derOf),
     signatureAlgorithm: algorithmOf(signatureAlgorithm, derOf),
     signature: octetsOf(signature, 'signature'),
-    ...(attributesNode ? { signedAttributes: signedAttributesOf(attributesNode, derOf) } : {}),
+    ...(attributesNode ? { signedAttributes: attributesOf(attributesNode) } : {}),
   };
+}
+
+/**
+ * Fields of SignerInfos as asn1js parsed them, by their encoding: the version, the signer's
+ * identifier and its algorithms repeat in every signature of one signer. asn1js parses the same
+ * bytes alike, and nothing here changes a parse, so each is still read and checked as parsed anew.
+ * The signature value (an OCTET STRING) differs in every signature and is not kept.
+ */
+const PARSED_SIGNER_FIELDS = new BoundedCache<string, asn1js.AsnType>(256);
+const MAX_CACHED_FIELD_BYTES = 1024;
+
+function parsedSignerField(bytes: Uint8Array, field: BerElement): asn1js.AsnType {
+  const encoding = bytes.subarray(field.start, field.end);
+  if (field.tag === 0x04 || encoding.length > MAX_CACHED_FIELD_BYTES) return parsedElement(bytes, field, 'SignerInfo');
+  const key = Buffer.from(encoding).toString('latin1');
+  const known = PARSED_SIGNER_FIELDS.get(key);
+  if (known) return known;
+  const node = parsedElement(bytes, field, 'SignerInfo');
+  PARSED_SIGNER_FIELDS.set(key, node);
+  return node;
+}
+
+/** Stands for signed attributes read from the walk (signedAttributesAt) among a SignerInfo's parsed fields: a [0] as asn1js reads one. */
+const WALKED_ATTRIBUTES = new asn1js.Constructed({ idBlock: { tagClass: 3, tagNumber: 0 } });
+
+/**
+ * The SignerInfo at `element`. In its usual shape (at most 7 fields, the signed attributes fourth,
+ * tagged [0] in one byte, each a SEQUENCE) each field is parsed by asn1js alone, and the signed
+ * attributes one by one (signedAttributesAt); anything else is parsed whole, as before. Both read
+ * the same fields and refuse the same encodings: asn1js parses an element alike alone or inside
+ * another, and checkBerBounds has walked the whole encoding.
+ */
+function signerAt(bytes: Uint8Array, element: BerElement, derLengths: boolean): SignerInfo {
+  const derOf = derOfNode(derLengths);
+  const fields = element.tag === TAG.sequence ? berChildren(bytes, element) : [];
+  const attributes = fields[3];
+  if (fields.length <= 7 && attributes?.tag === 0xa0 && berChildren(bytes, attributes).every((attribute) => attribute.tag === TAG.sequence)) {
+    const parsed = fields.map((field, index) => (index === 3 ? WALKED_ATTRIBUTES : parsedSignerField(bytes, field)));
+    return signerOf(parsed, derOf, () => signedAttributesAt(bytes, attributes, derLengths));
+  }
+  const node = ofType(parsedElement(bytes, element, 'SignerInfo'), asn1js.Sequence, 'SignerInfo');
+  return signerOf(childrenOf(node, 7, 'SignerInfo'), derOf, (attributesNode) => signedAttributesOf(attributesNode, derOf));
 }
 
 const isContextTag = (node: asn1js.AsnType | undefined, number: number) => node?.idBlock.tagClass === 3 && node.idBlock.tagNumber === number;
@@ -529,8 +608,8 @@ function parsedElement(bytes: Uint8Array, element: BerElement, what: string): as
 
 /**
  * A ContentInfo holding a SignedData, DER or BER: its structure walked over the encoding
- * (layoutOf), then each signer and each certificate not seen before parsed by asn1js, alone, and
- * read by its structure. A certificate seen before is found by the SHA-256 of its DER and not
+ * (layoutOf), then each signer (signerAt) and each certificate not seen before parsed by asn1js,
+ * alone, and read by its structure. A certificate seen before is found by the SHA-256 of its DER and not
  * parsed again: a clinic signs with a few certificates, and asn1js's parse of one was about half
  * of a signature's check. The fields nobody reads (digestAlgorithms, crls, the content type of the
  * content) are checked as BER only.
@@ -548,8 +627,7 @@ function signedDataOf(bytes: Uint8Array, layout: SignedDataLayout, derLengths: b
     if (isOtherCertificateChoice(element)) return [];
     throw new SignatureFormatError('bad certificates');
   });
-  const derOf = derOfNode(derLengths);
-  const signers = layout.signerElements.map((element) => decoded('SignerInfo', () => signerOf(parsedElement(bytes, element, 'SignerInfo'), derOf)));
+  const signers = layout.signerElements.map((element) => decoded('SignerInfo', () => signerAt(bytes, element, derLengths)));
   return { attached: layout.attached, certificates, signers };
 }
 
@@ -564,6 +642,9 @@ export function gostKeyParts(publicKey: SubjectPublicKey): { paramSet: string; p
   const first = sequence.offset === -1 ? undefined : (sequence.result as asn1js.Sequence).valueBlock?.value?.[0];
   if (!(sequence.result instanceof asn1js.Sequence) || !(first instanceof asn1js.ObjectIdentifier))
     throw new SignatureFormatError('bad GOST public key parameters');
-  const point = decoded('GOST public key', () => AsnParser.parse(publicKey.key, OctetString));
-  return { paramSet: first.valueBlock.toString(), point: bytesOf(point.buffer) };
+  // asn1js alone, as everywhere here (the schema mapping of @peculiar cost a new key ~20 µs warm, more cold), and not
+  // looking for an encoding inside the point's bytes.
+  const point = asn1js.fromBER(publicKey.key, { parseEmbedded: false });
+  if (point.offset === -1) throw new SignatureFormatError('bad GOST public key');
+  return { paramSet: first.valueBlock.toString(), point: octetsOf(point.result, 'GOST public key') };
 }
