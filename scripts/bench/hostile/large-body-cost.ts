@@ -15,7 +15,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { largeXml, registerBody } from '../../../test/support/emdr.js';
 import { startDatabaseServer } from '../lib/database.js';
-import { cpuMs, postgresCpuMs, startServe } from '../lib/processes.js';
+import { postgresCpuMs, startServe } from '../lib/processes.js';
 import { addClinic, startReceiver } from './honest.js';
 
 const { values } = parseArgs({
@@ -35,7 +35,13 @@ async function threadsCpu(pid: number): Promise<Record<string, number>> {
   for (const tid of await fs.readdir(`/proc/${pid}/task`).catch(() => [] as string[])) {
     const stat = await fs.readFile(`/proc/${pid}/task/${tid}/stat`, 'utf8').catch(() => '');
     if (!stat) continue;
-    const name = Number(tid) === pid ? 'loop' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/[0-9]+$/, '').trim();
+    const name =
+      Number(tid) === pid
+        ? 'loop'
+        : stat
+            .slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
+            .replace(/[0-9]+$/, '')
+            .trim();
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     totals[name] = (totals[name] ?? 0) + ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
   }
@@ -109,7 +115,9 @@ try {
     add(totals.toAck, before, acknowledged);
     add(totals.toCallback, acknowledged, await sample());
   }
-  console.log(`${documents} documents of ${large.length} bytes (body)${values.fresh ? ', each with its own localUid' : ', the same body each time'}; CPU ms per document (/proc, 10 ms ticks)`);
+  console.log(
+    `${documents} documents of ${large.length} bytes (body)${values.fresh ? ', each with its own localUid' : ', the same body each time'}; CPU ms per document (/proc, 10 ms ticks)`,
+  );
   console.log('| where | to the acknowledgement | acknowledgement to first callback (+300 ms) | total |');
   console.log('|---|---|---|---|');
   for (const name of [...new Set([...totals.toAck.keys(), ...totals.toCallback.keys()])].sort()) {

@@ -214,7 +214,10 @@ async function storeRequest(sql: Sql, request: NewRequest): Promise<{ queueMessa
   if (earlier) return { queueMessageId: earlier.queue_message_id, metadata: earlier.metadata, stored: false };
   const inserted = staged
     ? await insertStaged(sql, request, staged)
-    : await sql.row<Stored>(INSERT_REQUEST, requestValues(request, request.decodedDocument ?? (document && Buffer.from(document.toString('latin1'), 'base64'))));
+    : await sql.row<Stored>(
+        INSERT_REQUEST,
+        requestValues(request, request.decodedDocument ?? (document && Buffer.from(document.toString('latin1'), 'base64'))),
+      );
   if (inserted) return { queueMessageId: inserted.queue_message_id, metadata: inserted.metadata, stored: true };
   const existing = await existingRequest(sql, request);
   return { queueMessageId: existing!.queue_message_id, metadata: existing!.metadata, stored: false };
