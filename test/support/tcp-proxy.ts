@@ -7,6 +7,8 @@ export interface TcpProxy {
   cutOff(): Promise<void>;
   /** Listens again on the same port, forwarding to the target. */
   restore(): Promise<void>;
+  /** Bytes forwarded from the clients to the server so far (what the service sent PostgreSQL). */
+  sentBytes(): number;
   close(): Promise<void>;
 }
 
@@ -23,6 +25,7 @@ export async function startTcpProxy(
   const sockets = new Set<net.Socket>();
   let port = 0;
   let server: net.Server | undefined;
+  let sent = 0;
 
   const listen = async () => {
     const listening = net.createServer((client) => {
@@ -35,6 +38,7 @@ export async function startTcpProxy(
           upstream.destroy();
         });
       }
+      client.on('data', (chunk: Buffer) => (sent += chunk.length));
       if (observeClient) client.on('data', observeClient());
       client.pipe(upstream).pipe(client);
     });
@@ -54,5 +58,5 @@ export async function startTcpProxy(
   };
 
   await listen();
-  return { port, cutOff, restore: listen, close: cutOff };
+  return { port, cutOff, restore: listen, close: cutOff, sentBytes: () => sent };
 }

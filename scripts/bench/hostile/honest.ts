@@ -1,6 +1,10 @@
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { registerBody } from '../../../test/support/emdr.js';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { ORGANIZATION, registerBody } from '../../../test/support/emdr.js';
 
 /**
  * The honest side of a hostile-load scenario, measured from outside the service: a clinic sending
@@ -17,6 +21,31 @@ export interface ClinicHeaders {
   businessId: string;
   user: string;
   token: string;
+}
+
+/** A clinic account made by the measured checkout's own `clients add`, calling back to `callbackUrl`. */
+export async function addClinic(root: string, env: Record<string, string>, callbackUrl: string): Promise<ClinicHeaders> {
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      path.join(root, 'src/main.ts'),
+      'clients',
+      'add',
+      '--business-id',
+      `hostile-${randomUUID().slice(0, 8)}`,
+      '--user',
+      'mis',
+      '--callback-url',
+      callbackUrl,
+      '--organization',
+      ORGANIZATION,
+    ],
+    { cwd: root, env: { ...process.env, ...env, LOG_LEVEL: 'warn' } },
+  );
+  const created = JSON.parse(stdout) as ClinicHeaders;
+  return { businessId: created.businessId, user: created.user, token: created.token };
 }
 
 /** Callbacks as they arrive: the first one of each request (its acceptance), by queueMessageId. */

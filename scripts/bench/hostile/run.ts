@@ -4,19 +4,18 @@
  * acknowledgement and first-callback latency, and /healthz, without the abuser and then with it.
  * Writes hostile.md and hostile.json into --out. Run `tsx scripts/bench/hostile/run.ts --help`.
  */
-import { execFile, spawn } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs, promisify } from 'node:util';
-import { ORGANIZATION } from '../../../test/support/emdr.js';
+import { parseArgs } from 'node:util';
 import { startDatabaseServer, type BenchDatabaseServer } from '../lib/database.js';
-import { describeCommit, startServe, type ServiceProcess } from '../lib/processes.js';
+import { cpuMs, describeCommit, postgresCpuMs, startServe, type ServiceProcess } from '../lib/processes.js';
 import { rpcVersion } from '../lib/service.js';
 import type { AbuseOrder } from './abuser.js';
-import { figuresOf, honestClinic, probeHealth, startReceiver, type ClinicHeaders, type PhaseFigures } from './honest.js';
+import { addClinic, figuresOf, honestClinic, probeHealth, startReceiver, type ClinicHeaders, type PhaseFigures } from './honest.js';
 
 const HELP = `usage: tsx scripts/bench/hostile/run.ts [options]
 
@@ -93,8 +92,8 @@ export interface ScenarioRecord {
   name: string;
   finding: string;
   abuse: string;
-  alone: PhaseFigures;
-  abused: PhaseFigures;
+  alone: PhaseFigures & { cpu?: PhaseCpu };
+  abused: PhaseFigures & { cpu?: PhaseCpu };
   /** Growth of serve's peak RSS while the abuser ran. */
   peakRssGrowthMiB: number;
   /** What the gateway answered the abuser, by status. */
@@ -119,31 +118,6 @@ async function peakRssMiB(pid: number): Promise<number> {
   return Number(/VmHWM:\s+(\d+) kB/.exec(await fs.readFile(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 }
 
-/** A clinic account made by the measured checkout's own `clients add`, calling back to `callbackUrl`. */
-async function addClinic(root: string, env: Record<string, string>, callbackUrl: string): Promise<ClinicHeaders> {
-  const { stdout } = await promisify(execFile)(
-    process.execPath,
-    [
-      '--import',
-      'tsx',
-      path.join(root, 'src/main.ts'),
-      'clients',
-      'add',
-      '--business-id',
-      `hostile-${randomUUID().slice(0, 8)}`,
-      '--user',
-      'mis',
-      '--callback-url',
-      callbackUrl,
-      '--organization',
-      ORGANIZATION,
-    ],
-    { cwd: root, env: { ...process.env, ...env, LOG_LEVEL: 'warn' } },
-  );
-  const created = JSON.parse(stdout) as ClinicHeaders;
-  return { businessId: created.businessId, user: created.user, token: created.token };
-}
-
 /** The liveness listener's URL, when the measured serve has one (HEALTH_PORT; older checkouts ignore it). */
 async function livenessUrl(service: ServiceProcess): Promise<string | undefined> {
   const url = `http://127.0.0.1:${service.healthPort}`;
@@ -154,6 +128,36 @@ async function livenessUrl(service: ServiceProcess): Promise<string | undefined>
   }
 }
 
+/**
+ * CPU milliseconds per second of a phase (/proc, 10 ms ticks): serve's (every thread), its
+ * PostgreSQL's and the abuser's. Unlike latencies on a shared machine, what the abuse costs in CPU
+ * does not change with the load of others.
+ */
+interface PhaseCpu {
+  serveMsPerSecond: number;
+  postgresMsPerSecond?: number;
+  abuserMsPerSecond?: number;
+}
+
+async function cpuSample(service: ServiceProcess, database: BenchDatabaseServer, abuserPid: number | undefined) {
+  return {
+    at: performance.now(),
+    serve: await cpuMs(service.pid),
+    postgres: database.postmasterPid === undefined ? undefined : await postgresCpuMs(database.postmasterPid),
+    abuser: abuserPid === undefined ? undefined : await cpuMs(abuserPid),
+  };
+}
+
+function cpuOf(from: Awaited<ReturnType<typeof cpuSample>>, to: Awaited<ReturnType<typeof cpuSample>>): PhaseCpu {
+  const seconds = (to.at - from.at) / 1000;
+  const rate = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? undefined : Math.round((b - a) / seconds));
+  return {
+    serveMsPerSecond: rate(from.serve, to.serve)!,
+    ...(to.postgres === undefined ? {} : { postgresMsPerSecond: rate(from.postgres, to.postgres) }),
+    ...(to.abuser === undefined ? {} : { abuserMsPerSecond: rate(from.abuser, to.abuser) }),
+  };
+}
+
 /** A phase: the honest clinic and the probes (public /healthz, and the liveness listener's when given) for `seconds`, then its figures. */
 async function phase(
   service: ServiceProcess,
@@ -161,15 +165,19 @@ async function phase(
   receiver: Awaited<ReturnType<typeof startReceiver>>,
   seconds: number,
   liveness: string | undefined,
-): Promise<PhaseFigures> {
+  database: BenchDatabaseServer,
+  abuserPid?: number,
+): Promise<PhaseFigures & { cpu: PhaseCpu }> {
   const url = `http://127.0.0.1:${service.publicPort}`;
+  const cpuFrom = await cpuSample(service, database, abuserPid);
   const probe = probeHealth(url, PROBE_EVERY_MS);
   const livenessProbe = liveness === undefined ? undefined : probeHealth(liveness, PROBE_EVERY_MS);
   const honest = honestClinic(url, clinic, HONEST_PER_SECOND);
   await sleep(seconds * 1000);
   const sent = await honest.stop();
+  const cpu = cpuOf(cpuFrom, await cpuSample(service, database, abuserPid));
   const health = await probe.stop();
-  return figuresOf(sent, receiver, health, CALLBACK_WAIT_MS, await livenessProbe?.stop());
+  return { ...(await figuresOf(sent, receiver, health, CALLBACK_WAIT_MS, await livenessProbe?.stop())), cpu };
 }
 
 /** serve's node options for --profile: a CPU profile of each thread, and the stall probe preloaded. */
@@ -217,9 +225,9 @@ async function runScenario(
     const abusive = await addClinic(options.root, env, abuserReceiver.url);
     const liveness = await livenessUrl(service);
     // Warm up: the first requests pay for connections and prepared statements.
-    await phase(service, honest, honestReceiver, Math.min(2, options.seconds), liveness);
+    await phase(service, honest, honestReceiver, Math.min(2, options.seconds), liveness, options.database);
     options.log(`${scenario.name}: the honest clinic alone`);
-    const alone = await phase(service, honest, honestReceiver, options.seconds, liveness);
+    const alone = await phase(service, honest, honestReceiver, options.seconds, liveness, options.database);
     const concurrency = options.smoke ? scenario.abuse.smokeConcurrency : scenario.abuse.concurrency;
     const order: AbuseOrder = { pattern: scenario.abuse.pattern, port: service.publicPort, clinic: abusive, concurrency, rpcVersion: rpcVersion(options.root) };
     await fs.writeFile(`/proc/${service.pid}/clear_refs`, '5');
@@ -234,7 +242,7 @@ async function runScenario(
     // The abuse under way before the honest clinic is measured beside it.
     await sleep(1000);
     options.log(`${scenario.name}: the honest clinic beside the abuser (${scenario.abuse.pattern}, ${concurrency})`);
-    const abused = await phase(service, honest, honestReceiver, options.seconds, liveness);
+    const abused = await phase(service, honest, honestReceiver, options.seconds, liveness, options.database, abuser.pid);
     const peakRssGrowthMiB = Math.round(((await peakRssMiB(service.pid)) - rssBefore) * 10) / 10;
     const exited = new Promise((resolve) => abuser!.once('exit', resolve));
     abuser.kill('SIGTERM');
@@ -292,6 +300,14 @@ function tableRows(run: HostileRun, label: string): string[] {
   });
 }
 
+/** CPU per second of the phases, alone → beside the abuser (runs that recorded it). */
+function cpuText(record: ScenarioRecord): string {
+  const { alone, abused } = record;
+  if (!alone.cpu || !abused.cpu) return '';
+  const pair = (a: number | undefined, b: number | undefined) => `${a ?? '—'} → ${b ?? '—'}`;
+  return ` CPU ms a second, alone → beside: serve ${pair(alone.cpu.serveMsPerSecond, abused.cpu.serveMsPerSecond)}, PostgreSQL ${pair(alone.cpu.postgresMsPerSecond, abused.cpu.postgresMsPerSecond)}; the abuser ${abused.cpu.abuserMsPerSecond ?? '—'}.`;
+}
+
 function markdown(run: HostileRun, before: HostileRun | undefined): string {
   const lines = [
     '# Hostile load: one abusive clinic beside an honest one',
@@ -328,7 +344,7 @@ function markdown(run: HostileRun, before: HostileRun | undefined): string {
           Object.entries(record.abuserAnswers ?? {})
             .map(([status, count]) => `${count} × ${status}`)
             .join(', ') || 'nothing'
-        }).`,
+        }).${cpuText(record)}`,
     ),
     '',
   ];

@@ -198,18 +198,30 @@ function insertStaged(sql: Sql, request: NewRequest, document: Buffer): Promise<
   });
 }
 
-/** Stores a request, or finds the identical one stored before: its queueMessageId and metadata. */
+const existingRequest = (sql: Sql, request: NewRequest) =>
+  sql.row<Stored>(EXISTING_REQUEST, [request.clientId, request.operation, request.idempotencyKey, request.bodyHash]);
+
+/**
+ * Stores a request, or finds the identical one stored before: its queueMessageId and metadata. A
+ * large document's identical retry is looked for first: staged, its megabytes would cross to
+ * PostgreSQL, fill the staging table and be joined only for the insert to find the conflict (an
+ * 18 MiB document: ~100 ms of PostgreSQL's CPU and a connection held for its chunks, per retry; M4
+ * of docs/hostile.md sends one body again and again). A small one is inserted at once: its
+ * conflict costs less than a query before every insert.
+ */
 async function storeRequest(sql: Sql, request: NewRequest): Promise<{ queueMessageId: string; metadata: Record<string, unknown>; stored: boolean }> {
   const document = request.document;
-  const inserted =
-    document !== null && document.length > STAGED_DOCUMENT_BYTES
-      ? await insertStaged(sql, request, document)
-      : await sql.row<Inserted>(
-          INSERT_REQUEST,
-          requestValues(request, request.decodedDocument ?? (document && Buffer.from(document.toString('latin1'), 'base64'))),
-        );
+  const staged = document !== null && document.length > STAGED_DOCUMENT_BYTES ? document : undefined;
+  const earlier = staged && request.idempotencyKey !== null ? await existingRequest(sql, request) : undefined;
+  if (earlier) return { queueMessageId: earlier.queue_message_id, metadata: earlier.metadata, stored: false };
+  const inserted = staged
+    ? await insertStaged(sql, request, staged)
+    : await sql.row<Inserted>(
+        INSERT_REQUEST,
+        requestValues(request, request.decodedDocument ?? (document && Buffer.from(document.toString('latin1'), 'base64'))),
+      );
   if (inserted) return { queueMessageId: inserted.queue_message_id, metadata: request.metadata as unknown as Record<string, unknown>, stored: true };
-  const existing = await sql.row<Stored>(EXISTING_REQUEST, [request.clientId, request.operation, request.idempotencyKey, request.bodyHash]);
+  const existing = await existingRequest(sql, request);
   return { queueMessageId: existing!.queue_message_id, metadata: existing!.metadata, stored: false };
 }
 
