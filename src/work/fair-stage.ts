@@ -134,8 +134,7 @@ export class FairStage<T, R> {
           }
           this.lastClaimFilled = claimed.length >= free;
           for (const item of claimed) this.begin(item);
-          // Full now, before or by this claim: a key whose room the claim used up may have more waiting.
-          this.lastFull = new Set([...this.perKey].filter(([, count]) => count >= this.options.perKey).map(([key]) => key));
+          this.lastFull = this.fullAfter(claimed, room, full);
           if (this.lastClaimFilled) continue;
         }
         if (!this.changed) await this.sleep(this.options.idlePollMs);
@@ -143,6 +142,25 @@ export class FairStage<T, R> {
     } finally {
       clearInterval(heartbeat);
     }
+  }
+
+  /**
+   * The keys that may have more waiting after a claim: those it left out (at their cap), those at
+   * their cap now, and those it gave all the room it offered. The last are not always at their cap:
+   * items that ended while the claim ran freed places it did not offer, and with no key marked full
+   * nothing would claim again until a NOTIFY or the idle poll (issue 24: with a 10 s poll, a
+   * pipeline run's last documents waited 10–20 s in the acceptance stage).
+   */
+  private fullAfter(claimed: readonly T[], offered: ReadonlyMap<string, number>, leftOut: readonly string[]): Set<string> {
+    const full = new Set(leftOut);
+    for (const [key, count] of this.perKey) if (count >= this.options.perKey) full.add(key);
+    const took = new Map<string, number>();
+    for (const item of claimed) {
+      const key = this.options.keyOf(item);
+      took.set(key, (took.get(key) ?? 0) + 1);
+    }
+    for (const [key, count] of took) if (count >= (offered.get(key) ?? this.options.perKey)) full.add(key);
+    return full;
   }
 
   /** The room each key in hand has left, and the keys with none. */

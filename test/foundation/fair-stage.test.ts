@@ -1,0 +1,96 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/logging/logger.js';
+import { FairStage } from '../../src/work/fair-stage.js';
+import { until } from '../support/until.js';
+
+/**
+ * FairStage (the acceptance checks' and the deliveries' scheduler) over an in-memory queue that
+ * stands for the table: the claim takes what the stage offers, and the test decides when a claim
+ * answers and when an item's work ends, to reproduce an ordering that the pipeline met under load.
+ */
+
+const PER_KEY = 2;
+/** Longer than the test may wait: work found only by the idle poll counts as stuck. */
+const IDLE_POLL_MS = 60_000;
+
+interface Deferred {
+  promise: Promise<void>;
+  resolve(): void;
+}
+function deferred(): Deferred {
+  let resolve!: () => void;
+  const promise = new Promise<void>((done) => (resolve = done));
+  return { promise, resolve };
+}
+
+describe('FairStage', () => {
+  let stage: FairStage<number, number> | undefined;
+  afterEach(async () => {
+    await stage?.stop(1000);
+    stage = undefined;
+  });
+
+  it('claims again after a claim that took all the room it offered, though places freed while it ran left the key below its cap', async () => {
+    const waiting: number[] = [];
+    const settled: number[] = [];
+    const work = new Map<number, Deferred>();
+    const offers: number[] = [];
+    let holdClaim: Deferred | undefined;
+    stage = new FairStage<number, number>({
+      name: 'test',
+      keyOf: () => 'clinic',
+      async claim(limit, room, perKey, full) {
+        const offered = full.includes('clinic') ? 0 : Math.min(limit, room.get('clinic') ?? perKey);
+        offers.push(offered);
+        // Taken when the claim's statement runs (now); answered when the test lets it.
+        const taken = waiting.splice(0, offered);
+        if (holdClaim) await holdClaim.promise;
+        return taken;
+      },
+      async process(item) {
+        const done = deferred();
+        work.set(item, done);
+        await done.promise;
+        return item;
+      },
+      async settle(results) {
+        settled.push(...results);
+      },
+      extend: async () => undefined,
+      leaseMs: 30_000,
+      capacity: 2 * PER_KEY,
+      perKey: PER_KEY,
+      settleGroup: 32,
+      idlePollMs: IDLE_POLL_MS,
+      logger: createLogger('silent'),
+    });
+    stage.start();
+    await until('the first, empty claim', async () => offers.length, (count) => count >= 1);
+
+    // One item: claimed alone (the key below its cap, so not marked full).
+    waiting.push(1);
+    stage.wake();
+    await until('item 1 in hand', async () => work.has(1), Boolean);
+
+    // Nine more, announced; the claim offers the one place left and is held while item 1 ends.
+    waiting.push(2, 3, 4, 5, 6, 7, 8, 9, 10);
+    holdClaim = deferred();
+    const claimsBefore = offers.length;
+    stage.wake();
+    await until('the claim offering the place left', async () => offers.length, (count) => count > claimsBefore);
+    expect(offers.at(-1)).toBe(1);
+    work.get(1)!.resolve();
+    await until('item 1 settled', async () => settled.includes(1), Boolean);
+    const claim = holdClaim;
+    holdClaim = undefined;
+    claim.resolve();
+
+    // From here nothing announces work: the stage must find the eight left through its own places freeing.
+    for (let item = 2; item <= 10; item += 1) {
+      await until(`item ${item} in hand (claims offered ${offers.join(', ')})`, async () => work.has(item), Boolean, 10_000);
+      work.get(item)!.resolve();
+    }
+    await until('all ten settled', async () => settled.length, (count) => count === 10, 10_000);
+    expect(waiting).toEqual([]);
+  });
+});
