@@ -76,7 +76,7 @@ function transactions(databaseUrl: string): Promise<number> {
   });
 }
 
-interface Run {
+export interface Run {
   documentsPerSecond: number;
   /** Database transactions per document (the idle loops' few during the run included). */
   transactionsPerDocument: number;
@@ -114,7 +114,7 @@ function latencies(arrivals: Array<[string, string, number]>, acks: Map<string, 
   return { values, orderViolations };
 }
 
-async function throughputRun(
+export async function throughputRun(
   context: BenchContext,
   pids: { intake: number; worker: number; postmaster: number | undefined },
   databaseUrl: string,

@@ -1,0 +1,210 @@
+/**
+ * What the pipeline costs PostgreSQL per document, statement by statement: the pipeline scenario's
+ * throughput run (scripts/bench/scenarios/pipeline.ts) once, on an embedded PostgreSQL with
+ * pg_stat_statements loaded, after a warm-up. Prints, per document: transactions, CPU time of the
+ * intake, the worker and PostgreSQL, WAL bytes, row writes by table (updates, of them HOT, inserts,
+ * deletes), and each statement's calls, execution time, rows and shared blocks. Counts and CPU times
+ * survive a busy machine; documents/s does not (the load average is printed beside it).
+ *
+ *   node --import tsx scripts/bench/pipeline-statements.ts [--root DIR] [--documents N] [--warmup N]
+ *        [--kind gost|rsa] [--top N] [--json FILE]
+ */
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { EmbeddedPostgres } from '../../src/db/embedded-postgres.js';
+import { createLogger } from '../../src/logging/logger.js';
+import { withClient, type BenchDatabaseServer } from './lib/database.js';
+import { signedDocument, xmlOfSize, type SignatureKind } from './lib/documents.js';
+import { describeCommit } from './lib/processes.js';
+import type { BenchContext } from './lib/scenario.js';
+import { addClinic, newDataKey, startReceiver, startService } from './lib/service.js';
+import { throughputRun } from './scenarios/pipeline.js';
+import { ACK_DOCUMENT_BYTES } from './scenarios/register-document.js';
+
+const { values } = parseArgs({
+  options: {
+    root: { type: 'string' },
+    documents: { type: 'string', default: '1500' },
+    warmup: { type: 'string', default: '300' },
+    kind: { type: 'string', default: 'gost' },
+    top: { type: 'string', default: '25' },
+    json: { type: 'string' },
+  },
+  strict: true,
+});
+
+const benchDir = import.meta.dirname;
+const root = path.resolve(values.root ?? path.resolve(benchDir, '../..'));
+const documents = Number(values.documents);
+const warmup = Number(values.warmup);
+const kind = values.kind as SignatureKind;
+const load = () =>
+  os
+    .loadavg()
+    .map((value) => value.toFixed(2))
+    .join(' ');
+const log = (message: string) => console.error(`pipeline-statements: ${message}`);
+
+/** An embedded PostgreSQL as the bench starts it, restarted once with pg_stat_statements loaded. */
+async function databaseWithStatements(): Promise<BenchDatabaseServer & { url: string }> {
+  const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'ehr-gateway-statements-'));
+  const embedded = new EmbeddedPostgres(dataDir, createLogger('warn', process.stderr));
+  let url = await embedded.start({ adopt: true });
+  await withClient(url, (client) => client.query("alter system set shared_preload_libraries = 'pg_stat_statements'"));
+  await embedded.stop();
+  url = await embedded.start({ adopt: true });
+  const serverUrl = url.replace(/\/[^/]*$/, '');
+  const postmasterPid = Number((await fs.readFile(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8')).split('\n')[0]);
+  return {
+    url,
+    serverUrl,
+    postmasterPid,
+    version: '',
+    async freshDatabase(prefix) {
+      const name = `${prefix}_${Date.now()}`;
+      await withClient(url, (client) => client.query(`create database ${name}`));
+      return `${serverUrl}/${name}`;
+    },
+    async stop() {
+      await embedded.stop();
+      await fs.rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+interface StatementRow {
+  query: string;
+  calls: string;
+  total_exec_time: number;
+  rows: string;
+  shared_blks_hit: string;
+  shared_blks_read: string;
+  shared_blks_dirtied: string;
+  shared_blks_written: string;
+  wal_bytes: string;
+}
+
+interface TableRow {
+  relname: string;
+  n_tup_ins: string;
+  n_tup_upd: string;
+  n_tup_hot_upd: string;
+  n_tup_del: string;
+}
+
+async function main(): Promise<void> {
+  log(`load average ${load()}; measuring ${root} (${describeCommit(root)})`);
+  const database = await databaseWithStatements();
+  const context: BenchContext = {
+    root,
+    benchDir,
+    database,
+    smoke: false,
+    rounds: 1,
+    roundMs: 0,
+    warmupMs: 0,
+    pipelineDocuments: warmup,
+    growthRows: 0,
+    largeDocumentBytes: 0,
+    recordImportMiB: 0,
+    profileDir: undefined,
+    nodeOptions: [],
+    limits: false,
+    log,
+  };
+  const databaseUrl = await database.freshDatabase('bench_statements');
+  const dataKey = newDataKey();
+  const receiver = await startReceiver(context);
+  const intake = await startService(context, databaseUrl, dataKey, { only: 'emdr' });
+  const worker = await startService(context, databaseUrl, dataKey, { only: 'worker' });
+  try {
+    const clinic = await addClinic(context, intake, receiver.url);
+    const document = signedDocument(xmlOfSize(ACK_DOCUMENT_BYTES), kind);
+    const pids = { intake: intake.pid, worker: worker.pid, postmaster: database.postmasterPid };
+    await withClient(databaseUrl, (client) => client.query('create extension if not exists pg_stat_statements'));
+    log(`warm-up: ${warmup} documents`);
+    await throughputRun(context, pids, databaseUrl, receiver, clinic, intake.publicPort, document);
+    await withClient(databaseUrl, async (client) => {
+      await client.query('select pg_stat_statements_reset()');
+      await client.query('select pg_stat_reset()');
+    });
+    const walBefore = await walLsn(databaseUrl);
+    const loadAtStart = load();
+    log(`measuring: ${documents} ${kind}-signed documents at load ${loadAtStart}`);
+    const run = await throughputRun({ ...context, pipelineDocuments: documents }, pids, databaseUrl, receiver, clinic, intake.publicPort, document);
+    const walBytes = (await walLsn(databaseUrl)) - walBefore;
+    const { statements, tables } = await withClient(databaseUrl, async (client) => ({
+      statements: (
+        await client.query<StatementRow>(
+          `select query, calls, total_exec_time, rows, shared_blks_hit, shared_blks_read, shared_blks_dirtied, shared_blks_written, wal_bytes
+             from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database())
+            order by total_exec_time desc`,
+        )
+      ).rows,
+      tables: (
+        await client.query<TableRow>(
+          `select relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del from pg_stat_user_tables
+            where n_tup_ins + n_tup_upd + n_tup_del > 0 order by relname`,
+        )
+      ).rows,
+    }));
+    const measured = run.documentsPerSecond * run.seconds;
+    const per = (value: string | number) => Number(value) / measured;
+    const report = {
+      root,
+      commit: describeCommit(root),
+      kind,
+      documents: measured,
+      load: { start: loadAtStart, end: load() },
+      complete: run.complete,
+      orderViolations: run.orderViolations,
+      documentsPerSecond: +run.documentsPerSecond.toFixed(1),
+      transactionsPerDocument: +run.transactionsPerDocument.toFixed(3),
+      cpuMsPerDocument: Object.fromEntries(Object.entries(run.cpuMsPerDocument).map(([name, ms]) => [name, +ms.toFixed(3)])),
+      walBytesPerDocument: Math.round(walBytes / measured),
+      statementsPerDocument: +per(statements.reduce((sum, row) => sum + Number(row.calls), 0)).toFixed(3),
+      statementMsPerDocument: +per(statements.reduce((sum, row) => sum + row.total_exec_time, 0)).toFixed(3),
+      tables: tables.map((row) => ({
+        table: row.relname,
+        inserts: +per(row.n_tup_ins).toFixed(3),
+        updates: +per(row.n_tup_upd).toFixed(3),
+        hotUpdates: +per(row.n_tup_hot_upd).toFixed(3),
+        deletes: +per(row.n_tup_del).toFixed(3),
+      })),
+      statements: statements.map((row) => ({
+        calls: +per(row.calls).toFixed(3),
+        ms: +per(row.total_exec_time).toFixed(4),
+        rows: +per(row.rows).toFixed(3),
+        blocksHit: +per(row.shared_blks_hit).toFixed(2),
+        blocksDirtied: +per(row.shared_blks_dirtied).toFixed(3),
+        walBytes: Math.round(per(row.wal_bytes)),
+        query: row.query.replace(/\s+/g, ' ').slice(0, 160),
+      })),
+    };
+    if (values.json) await fs.writeFile(values.json, `${JSON.stringify(report, null, 2)}\n`);
+    print(report, Number(values.top));
+  } finally {
+    await intake.stop();
+    await worker.stop();
+    await receiver.stop();
+    await database.stop();
+  }
+}
+
+async function walLsn(url: string): Promise<number> {
+  return withClient(url, async (client) => Number((await client.query<{ at: string }>("select pg_current_wal_lsn() - '0/0' as at")).rows[0]!.at));
+}
+
+function print(report: Record<string, unknown> & { statements: Array<Record<string, unknown>>; tables: Array<Record<string, unknown>> }, top: number): void {
+  const { statements, tables, ...summary } = report;
+  console.log(JSON.stringify(summary, null, 2));
+  console.log('\nrow writes per document, by table (inserts, updates, of them HOT, deletes):');
+  for (const table of tables) console.log(`  ${table.table}: ${table.inserts} ins, ${table.updates} upd (${table.hotUpdates} HOT), ${table.deletes} del`);
+  console.log(`\nstatements per document (top ${top} by time): calls, ms, rows, blocks hit, dirtied, WAL bytes, query`);
+  for (const row of statements.slice(0, top))
+    console.log(`  ${row.calls}\t${row.ms}\t${row.rows}\t${row.blocksHit}\t${row.blocksDirtied}\t${row.walBytes}\t${row.query}`);
+}
+
+await main();
