@@ -4,10 +4,13 @@
  * pg_stat_statements loaded, after a warm-up. Prints, per document: transactions, CPU time of the
  * intake, the worker and PostgreSQL, WAL bytes, row writes by table (updates, of them HOT, inserts,
  * deletes), and each statement's calls, execution time, rows and shared blocks. Counts and CPU times
- * survive a busy machine; documents/s does not (the load average is printed beside it).
+ * survive a busy machine; documents/s does not (the load average is printed beside it). With
+ * --rate, the documents go at that many a second (each on its schedule) rather than as fast as the
+ * intake takes them: how many documents a claim or settle takes depends on the rate, so two
+ * checkouts compare per document at one rate that both keep up with.
  *
  *   node --import tsx scripts/bench/pipeline-statements.ts [--root DIR] [--documents N] [--warmup N]
- *        [--kind gost|rsa] [--top N] [--json FILE]
+ *        [--rate R] [--kind gost|rsa] [--top N] [--json FILE]
  */
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -15,12 +18,13 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { EmbeddedPostgres } from '../../src/db/embedded-postgres.js';
 import { createLogger } from '../../src/logging/logger.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { withClient, type BenchDatabaseServer } from './lib/database.js';
-import { signedDocument, xmlOfSize, type SignatureKind } from './lib/documents.js';
-import { describeCommit } from './lib/processes.js';
+import { registerDocumentBody, signedDocument, xmlOfSize, type SignatureKind, type SignedDocument } from './lib/documents.js';
+import { cpuMs, describeCommit, postgresCpuMs } from './lib/processes.js';
 import type { BenchContext } from './lib/scenario.js';
-import { addClinic, newDataKey, startReceiver, startService } from './lib/service.js';
-import { throughputRun } from './scenarios/pipeline.js';
+import { addClinic, clinicHeaders, newDataKey, startReceiver, startService, type BenchClinic, type Receiver } from './lib/service.js';
+import { throughputRun, type Run } from './scenarios/pipeline.js';
 import { ACK_DOCUMENT_BYTES } from './scenarios/register-document.js';
 
 const { values } = parseArgs({
@@ -28,6 +32,7 @@ const { values } = parseArgs({
     root: { type: 'string' },
     documents: { type: 'string', default: '1500' },
     warmup: { type: 'string', default: '300' },
+    rate: { type: 'string' },
     kind: { type: 'string', default: 'gost' },
     top: { type: 'string', default: '25' },
     json: { type: 'string' },
@@ -40,6 +45,7 @@ const root = path.resolve(values.root ?? path.resolve(benchDir, '../..'));
 const documents = Number(values.documents);
 const warmup = Number(values.warmup);
 const kind = values.kind as SignatureKind;
+const rate = values.rate === undefined ? undefined : Number(values.rate);
 const load = () =>
   os
     .loadavg()
@@ -132,8 +138,10 @@ async function main(): Promise<void> {
     });
     const walBefore = await walLsn(databaseUrl);
     const loadAtStart = load();
-    log(`measuring: ${documents} ${kind}-signed documents at load ${loadAtStart}`);
-    const run = await throughputRun({ ...context, pipelineDocuments: documents }, pids, databaseUrl, receiver, clinic, intake.publicPort, document);
+    log(`measuring: ${documents} ${kind}-signed documents${rate ? `, ${rate} a second` : ''} at load ${loadAtStart}`);
+    const run = rate
+      ? await rateRun(rate, pids, databaseUrl, receiver, clinic, `http://127.0.0.1:${intake.publicPort}`, document)
+      : await throughputRun({ ...context, pipelineDocuments: documents }, pids, databaseUrl, receiver, clinic, intake.publicPort, document);
     const walBytes = (await walLsn(databaseUrl)) - walBefore;
     const { statements, tables } = await withClient(databaseUrl, async (client) => ({
       statements: (
@@ -156,6 +164,7 @@ async function main(): Promise<void> {
       root,
       commit: describeCommit(root),
       kind,
+      rate: rate ?? 'as fast as the intake takes them (16 connections)',
       documents: measured,
       load: { start: loadAtStart, end: load() },
       complete: run.complete,
@@ -191,6 +200,71 @@ async function main(): Promise<void> {
     await receiver.stop();
     await database.stop();
   }
+}
+
+/** Transactions committed or rolled back in the database so far. */
+async function transactions(url: string): Promise<number> {
+  return withClient(url, async (client) =>
+    Number(
+      (await client.query<{ count: string }>('select xact_commit + xact_rollback as count from pg_stat_database where datname = current_database()')).rows[0]!
+        .count,
+    ),
+  );
+}
+
+/** `documents` sent at `perSecond`, until both callbacks of each arrived: as throughputRun measures (latencies and order not read). */
+async function rateRun(
+  perSecond: number,
+  pids: { intake: number; worker: number; postmaster: number | undefined },
+  databaseUrl: string,
+  receiver: Receiver,
+  clinic: BenchClinic,
+  publicUrl: string,
+  document: SignedDocument,
+): Promise<Run> {
+  await receiver.configure(clinic.signingSecret);
+  const received = (await receiver.stats()).received;
+  const cpu = async () => ({ intake: await cpuMs(pids.intake), worker: await cpuMs(pids.worker), postgres: await postgresCpuMs(pids.postmaster!) });
+  const before = await cpu();
+  const transactionsBefore = await transactions(databaseUrl);
+  const started = performance.now();
+  const sent: Array<Promise<void>> = [];
+  for (let i = 0; i < documents; i += 1) {
+    const due = started + (i * 1000) / perSecond - performance.now();
+    if (due > 0) await sleep(due);
+    sent.push(
+      fetch(`${publicUrl}/api/RegisterDocument`, { method: 'POST', headers: clinicHeaders(clinic), body: registerDocumentBody(document) }).then(
+        async (response) => {
+          await response.arrayBuffer();
+          if (response.status !== 200) throw new Error(`RegisterDocument answered ${response.status}`);
+        },
+      ),
+    );
+  }
+  await Promise.all(sent);
+  const ends = Date.now() + 120_000;
+  let complete = false;
+  while (!complete && Date.now() < ends) {
+    complete = (await receiver.stats()).received >= received + 2 * documents;
+    if (!complete) await sleep(20);
+  }
+  const seconds = (performance.now() - started) / 1000;
+  const after = await cpu();
+  // Backends report their counters when idle, within PGSTAT_IDLE_INTERVAL (10 s).
+  await sleep(11_000);
+  return {
+    documentsPerSecond: documents / seconds,
+    transactionsPerDocument: ((await transactions(databaseUrl)) - transactionsBefore) / documents,
+    seconds,
+    ackToResult: { p50: NaN, p99: NaN },
+    cpuMsPerDocument: {
+      worker: (after.worker - before.worker) / documents,
+      intake: (after.intake - before.intake) / documents,
+      postgres: (after.postgres - before.postgres) / documents,
+    },
+    orderViolations: 0,
+    complete,
+  };
 }
 
 async function walLsn(url: string): Promise<number> {
