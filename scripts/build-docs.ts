@@ -12,14 +12,21 @@ import { build } from 'esbuild';
 import { flowFile, FLOWS } from '../src/docs/flows.ts';
 import { LANGUAGES } from '../src/docs/language.ts';
 import { renderSequenceDiagram } from '../src/docs/sequence-diagram.ts';
+import { commandLine } from './lib/command-line.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 const outDir = path.join(root, 'dist', 'docs');
 
-if (process.argv.includes('--help') || process.argv.includes('-h')) {
-  console.log('usage: tsx scripts/build-docs.ts\n\nBuilds the /docs and /console page scripts and diagrams into dist/docs/.');
-  process.exit(0);
-}
+const HELP = `usage: tsx scripts/build-docs.ts
+
+Builds the /docs and /console page scripts and diagrams into dist/docs/.
+
+options:
+  -h, --help   this text
+
+example: tsx scripts/build-docs.ts`;
+
+commandLine('build-docs', HELP, { options: {} });
 
 /** Write-then-rename, so that a service serving dist/docs never reads a half-written file. */
 async function writeAtomically(file: string, content: string | Uint8Array): Promise<void> {

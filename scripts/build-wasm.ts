@@ -12,13 +12,18 @@ import fs from 'node:fs';
 import path from 'node:path';
 import asc from 'assemblyscript/asc';
 import { A, C, PI } from '../src/emdr/signatures/crypto/reference/streebog.ts';
+import { commandLine } from './lib/command-line.ts';
 
-if (process.argv.includes('--help') || process.argv.includes('-h')) {
-  console.log(
-    'usage: tsx scripts/build-wasm.ts\n\nBuilds src/emdr/signatures/crypto/gost.wasm (Streebog and GOST R 34.10-2012 verification) with AssemblyScript.',
-  );
-  process.exit(0);
-}
+const HELP = `usage: tsx scripts/build-wasm.ts
+
+Builds src/emdr/signatures/crypto/gost.wasm (Streebog and GOST R 34.10-2012 verification) with AssemblyScript.
+
+options:
+  -h, --help   this text
+
+example: tsx scripts/build-wasm.ts`;
+
+commandLine('build-wasm', HELP, { options: {} });
 
 const assembly = path.resolve(import.meta.dirname, '../src/emdr/signatures/crypto/assembly');
 

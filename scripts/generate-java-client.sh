@@ -5,6 +5,7 @@
 # in beta". Usage: scripts/generate-java-client.sh GENERATOR_JAR [--help]
 set -euo pipefail
 if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; exit 0; fi
+if [[ "${1:-}" == -* ]]; then echo "generate-java-client: unknown option $1 (try --help)" >&2; exit 2; fi
 if [[ $# -ne 1 ]]; then echo "generate-java-client: give the openapi-generator-cli jar (try --help)" >&2; exit 2; fi
 jar=$1
 cd "$(dirname "$0")/.."

@@ -23,23 +23,28 @@ import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import http from 'node:http';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { signWebhook } from '../src/callbacks/signing.ts';
 import { freePort } from '../src/db/embedded-postgres.ts';
 import { isCallbackUrl } from '../src/emdr/accounts/callback-url.ts';
 import { CALLBACK_USER } from '../src/emdr/accounts/clients.ts';
 import { DEMO_CLINIC, MOCK_SIGNING_SECRET } from '../src/emdr/demo/demo-clinic.ts';
+import { commandLine } from './lib/command-line.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
-const { values } = parseArgs({
-  options: { port: { type: 'string', default: '4010' }, host: { type: 'string', default: '127.0.0.1' }, help: { type: 'boolean', short: 'h' } },
+const HELP = `usage: tsx scripts/mock-relay.ts [--port 4010] [--host 127.0.0.1]
+
+Prism behind a relay that signs its callbacks like ehr-gateway (see the comment at the top).
+
+options:
+  --port N     where the relay listens (default 4010)
+  --host ADDR  its address (default 127.0.0.1)
+  -h, --help   this text
+
+example: tsx scripts/mock-relay.ts --port 4010 (scripts/mock.sh starts it beside interface A's mock)`;
+
+const { values } = commandLine('mock-relay', HELP, {
+  options: { port: { type: 'string', default: '4010' }, host: { type: 'string', default: '127.0.0.1' } },
 });
-if (values.help) {
-  console.log(
-    'usage: tsx scripts/mock-relay.ts [--port 4010] [--host 127.0.0.1]\n\nPrism behind a relay that signs its callbacks like ehr-gateway (see the comment at the top).',
-  );
-  process.exit(0);
-}
 const signingSecret = process.env.MOCK_SIGNING_SECRET ?? MOCK_SIGNING_SECRET;
 const callbackToken = process.env.MOCK_CALLBACK_TOKEN ?? DEMO_CLINIC.callbackToken;
 const RETRY_DELAYS_MS = [1_000, 5_000, 30_000];

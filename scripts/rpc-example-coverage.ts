@@ -12,12 +12,12 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { parseOpenRPCDocument } from '@open-rpc/schema-utils-js';
 import coverageModule from '@open-rpc/test-coverage';
 import ExamplesRuleModule from '@open-rpc/test-coverage/build/rules/examples-rule.js';
 import type { Call } from '@open-rpc/test-coverage/build/coverage.js';
 import { createJsonSchemaAjv } from '../src/validation/json-schema.js';
+import { commandLine } from './lib/command-line.ts';
 
 // CommonJS modules with default exports.
 const runCoverage = (coverageModule as unknown as { default: (options: object) => Promise<Call[]> }).default;
@@ -37,21 +37,18 @@ options:
   --internal-url URL        internal listener (default http://127.0.0.1:8081)
   --internal-user NAME      the authorization server's account (default demo-auth)
   --internal-password PW    its password (default demo-auth-password)
-  -h, --help                this text`;
+  -h, --help                this text
 
-const { values } = parseArgs({
+example: tsx scripts/rpc-example-coverage.ts --public-url http://127.0.0.1:8080`;
+
+const { values } = commandLine('rpc-example-coverage', HELP, {
   options: {
     'public-url': { type: 'string', default: 'http://127.0.0.1:8080' },
     'internal-url': { type: 'string', default: 'http://127.0.0.1:8081' },
     'internal-user': { type: 'string', default: 'demo-auth' },
     'internal-password': { type: 'string', default: 'demo-auth-password' },
-    help: { type: 'boolean', short: 'h' },
   },
 });
-if (values.help) {
-  console.log(HELP);
-  process.exit(0);
-}
 
 interface ExampleCall extends Call {
   cred?: { user: string; token: string };

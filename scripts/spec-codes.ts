@@ -10,11 +10,18 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { parseDocument, type Node } from 'yaml';
 import { specCodeLists } from '../src/emdr/errors/codes.ts';
+import { commandLine } from './lib/command-line.ts';
 
-if (process.argv.includes('--help') || process.argv.includes('-h')) {
-  console.log('usage: tsx scripts/spec-codes.ts\n\nWrites the error codes of src/emdr/errors/codes.ts into the enums of specs/openapi.yaml.');
-  process.exit(0);
-}
+const HELP = `usage: tsx scripts/spec-codes.ts
+
+Writes the error codes of src/emdr/errors/codes.ts into the enums of specs/openapi.yaml.
+
+options:
+  -h, --help   this text
+
+example: tsx scripts/spec-codes.ts`;
+
+commandLine('spec-codes', HELP, { options: {} });
 
 const specPath = path.resolve(import.meta.dirname, '../specs/openapi.yaml');
 const source = await fs.readFile(specPath, 'utf8');

@@ -12,11 +12,18 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { parseDocument, type Scalar } from 'yaml';
 import { createSample } from '../src/emdr/demo/sample-document.ts';
+import { commandLine } from './lib/command-line.ts';
 
-if (process.argv.includes('--help') || process.argv.includes('-h')) {
-  console.log('usage: tsx scripts/spec-examples.ts\n\nSigns the RegisterDocument example of specs/openapi.yaml anew.');
-  process.exit(0);
-}
+const HELP = `usage: tsx scripts/spec-examples.ts
+
+Signs the RegisterDocument example of specs/openapi.yaml anew.
+
+options:
+  -h, --help   this text
+
+example: tsx scripts/spec-examples.ts`;
+
+commandLine('spec-examples', HELP, { options: {} });
 
 type Path = (string | number)[];
 const specPath = path.resolve(import.meta.dirname, '../specs/openapi.yaml');

@@ -11,6 +11,20 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { parseOpenRPCDocument } from '@open-rpc/schema-utils-js';
 import { parse as parseYaml } from 'yaml';
+import { commandLine } from './lib/command-line.ts';
+
+const HELP = `usage: tsx scripts/validate-specs.ts
+
+Validates specs/ beyond the format validators: specs/openrpc.json against the OpenRPC meta-schema,
+and both specs against the project's rules (titled schemas, an example for every method and
+operation, every error code in x-error-codes). make check-specs runs it.
+
+options:
+  -h, --help   this text
+
+example: tsx scripts/validate-specs.ts`;
+
+commandLine('validate-specs', HELP, { options: {} });
 
 const root = path.resolve(import.meta.dirname, '..');
 const problems: string[] = [];

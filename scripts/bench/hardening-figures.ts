@@ -20,11 +20,33 @@ import { createLogger } from '../../src/logging/logger.js';
 import { exitOf, runCli, spawnCli, waitForOk } from '../../test/support/cli.js';
 import { startCallbackReceiver as startReceiver, SUCCESS, type CallbackReceiver } from '../../test/support/callback-receiver.js';
 import { authHeaders, largeXml, post, registerBody, VALID_SNILS } from '../../test/support/emdr.js';
+import { commandLine } from '../lib/command-line.js';
 
 const SECTIONS = ['access', 'nested', 'retention', 'quota', 'defaults', 'idempotency'] as const;
-const chosen = process.argv.slice(2).length > 0 ? process.argv.slice(2) : [...SECTIONS];
-for (const section of chosen)
-  if (!(SECTIONS as readonly string[]).includes(section)) throw new Error(`unknown section ${section}; one of ${SECTIONS.join(', ')}`);
+const HELP = `usage: tsx scripts/bench/hardening-figures.ts [section ...]
+
+The figures of issue 9's interface B items, measured against \`ehr-gateway serve\` as its own process,
+on DATABASE_URL's server or an embedded PostgreSQL in a temporary directory. Sections (default all):
+  access       another organization's document demanded without / with the patient's SNILS
+  nested       a 420 KB document of nested elements: acceptance time, /healthz latency meanwhile, peak RSS
+  retention    rows and document bytes kept after a request completes, and after RETENTION
+  quota        1 MiB documents sent in one minute by one clinic under BYTE_QUOTA=4mb
+  defaults     clients add without --organization, seed-demo on DATABASE_URL, clinic secrets at rest
+  idempotency  the same RegisterDocument body with its members in another order
+
+options:
+  -h, --help   this text
+
+example: tsx scripts/bench/hardening-figures.ts access idempotency`;
+
+const { positionals } = commandLine('hardening-figures', HELP, { options: {}, allowPositionals: true });
+const chosen = positionals.length > 0 ? positionals : [...SECTIONS];
+for (const section of chosen) {
+  if (!(SECTIONS as readonly string[]).includes(section)) {
+    console.error(`hardening-figures: unknown section ${section}; one of ${SECTIONS.join(', ')}`);
+    process.exit(2);
+  }
+}
 
 const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'ehr-gateway-figures-'));
 const embedded = process.env.DATABASE_URL ? undefined : new EmbeddedPostgres(dataDir, createLogger('warn', process.stderr));

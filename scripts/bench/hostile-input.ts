@@ -29,11 +29,25 @@ import { createLogger } from '../../src/logging/logger.js';
 import { packagesLoadedBy } from '../../test/support/import-trace.js';
 import { keepAliveClients, trickle } from '../../test/support/raw-http.js';
 import { startTcpProxy } from '../../test/support/tcp-proxy.js';
+import { commandLine } from '../lib/command-line.js';
 
-const args = process.argv.slice(2);
-const rootFlag = args.indexOf('--root');
-const root = path.resolve(rootFlag >= 0 ? args.splice(rootFlag, 2)[1]! : path.join(import.meta.dirname, '../..'));
-const scenarios = args.length > 0 ? args : ['gzip-bomb', 'import-trace', 'outage', 'port-in-use', 'sigterm-keepalive', 'readonly-datadir', 'slow-clients'];
+const HELP = `usage: tsx scripts/bench/hostile-input.ts [--root DIR] [scenario ...]
+
+Hostile and careless input against \`ehr-gateway serve\`, measured from outside the process; one JSON
+line per scenario. Scenarios (default all): gzip-bomb, import-trace, outage, port-in-use,
+sigterm-keepalive, readonly-datadir, slow-clients (the comment at the top of the file says what each
+measures; the environment's SLOW_INTERVAL_MS, SLOW_CAP_MS and PORT_TRIES tune some).
+
+options:
+  --root DIR   the checkout whose serve is measured (default this one), e.g. an older commit
+  -h, --help   this text
+
+example: tsx scripts/bench/hostile-input.ts gzip-bomb port-in-use`;
+
+const { values, positionals } = commandLine('hostile-input', HELP, { options: { root: { type: 'string' } }, allowPositionals: true });
+const root = path.resolve(values.root ?? path.join(import.meta.dirname, '../..'));
+const scenarios =
+  positionals.length > 0 ? positionals : ['gzip-bomb', 'import-trace', 'outage', 'port-in-use', 'sigterm-keepalive', 'readonly-datadir', 'slow-clients'];
 const ORGANIZATION = '1.2.643.5.1.13.13.12.2.77.7973';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

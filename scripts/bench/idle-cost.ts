@@ -20,13 +20,31 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
-import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { commandLine } from '../lib/command-line.js';
 import { startDatabaseServer, withClient } from './lib/database.js';
 import { registerDocumentBody, signedDocument, xmlOfSize } from './lib/documents.js';
 import { cpuMs, postgresCpuMs } from './lib/processes.js';
 import type { BenchContext } from './lib/scenario.js';
 import { addClinic, clinicHeaders, newDataKey, startReceiver, startService, type Receiver } from './lib/service.js';
+
+const HELP = `usage: tsx scripts/bench/idle-cost.ts [options]
+
+What the pipeline's processes (serve --only emdr, serve --only worker) cost per second when idle, and
+per document at a steady rate: CPU of each process and thread, wake-ups, database transactions.
+Hold the bench lock while it runs.
+
+options:
+  --idle-seconds S    seconds idle (default 30)
+  --steady-seconds S  seconds of GOST-signed 10 KiB documents at --rate (default 30)
+  --rate N            documents a second in the steady phase (default 10)
+  --root DIR          the checkout whose serve is measured (default this one)
+  --profile DIR       node --cpu-prof of both processes into DIR
+  --json FILE         the figures as JSON into FILE too
+  --perf DIR          perf record of both processes in each phase (DIR/idle.data, DIR/steady.data)
+  -h, --help          this text
+
+example: tsx scripts/bench/idle-cost.ts --idle-seconds 10 --steady-seconds 10`;
 
 const CLOCK_TICKS_PER_SECOND = 100;
 
@@ -93,7 +111,7 @@ function perfRecord(file: string, pids: number[]): { stop(): Promise<void> } {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({
+  const { values } = commandLine('idle-cost', HELP, {
     options: {
       'idle-seconds': { type: 'string', default: '30' },
       'steady-seconds': { type: 'string', default: '30' },

@@ -15,7 +15,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
+import { commandLine } from '../lib/command-line.js';
 
 interface ProfileNode {
   id: number;
@@ -33,6 +33,9 @@ interface Profile {
 
 const HELP = `usage: tsx scripts/bench/profile-summary.ts [--marker NAME] [--requests N] [--top N] FILE.cpuprofile...
        tsx scripts/bench/profile-summary.ts --stalls N [--top N] FILE.cpuprofile...
+
+What a CPU profile (node --cpu-prof) spent its busy time on while it served requests: self time by
+where the code lives, and the heaviest functions; or, with --stalls, its longest busy stretches.
   --marker NAME   a function on the stack of every request served (default: answer)
   --requests N    requests served in the window: figures in µs per request too
   --top N         heaviest functions listed (default 25; with --stalls, per stretch, default 8)
@@ -40,7 +43,10 @@ const HELP = `usage: tsx scripts/bench/profile-summary.ts [--marker NAME] [--req
                   each with its length, when it ended (µs of the monotonic clock, as the stall
                   probe's endUs) and what ran in it
   --probe FILE    with --stalls: the stall probe's N latest timer runs (hostile/run.ts --profile
-                  writes stalls.<scenario>.json) instead, each with what ran while it waited`;
+                  writes stalls.<scenario>.json) instead, each with what ran while it waited
+  -h, --help      this text
+
+example: tsx scripts/bench/profile-summary.ts --requests 50000 /tmp/b/profile/*.cpuprofile`;
 
 /** Where a function lives, as the summary groups it. */
 function placeOf(url: string, functionName: string): string {
@@ -231,21 +237,16 @@ function summarize(file: string, marker: string, requests: number | undefined, t
 }
 
 function main(): void {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = commandLine('profile-summary', HELP, {
     options: {
       marker: { type: 'string' },
       requests: { type: 'string' },
       top: { type: 'string' },
       stalls: { type: 'string' },
       probe: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
     },
     allowPositionals: true,
   });
-  if (values.help) {
-    console.log(HELP);
-    return;
-  }
   if (positionals.length === 0) {
     console.error('profile-summary: name at least one .cpuprofile file (--help)');
     process.exit(2);

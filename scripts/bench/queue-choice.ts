@@ -17,13 +17,28 @@
  * (pg-boss 12 needs its own install: npm install --prefix /tmp/pgboss12 pg-boss@12.35.0)
  */
 import { randomUUID } from 'node:crypto';
-import { parseArgs } from 'node:util';
 import path from 'node:path';
 import pg from 'pg';
+import { commandLine } from '../lib/command-line.js';
 import { startDatabaseServer } from './lib/database.js';
 import { postgresCpuMs } from './lib/processes.js';
 
-const { values, positionals } = parseArgs({
+const HELP = `usage: tsx scripts/bench/queue-choice.ts [--pg-boss-10 FILE] [--pg-boss-12 FILE] [--items N] [variant ...]
+
+Which PostgreSQL queue carries the pipeline: the same three-stage workload on each variant; one JSON
+line per variant (items/s, Node and PostgreSQL CPU per item, one item's latency when idle).
+Variants (default all; the pg-boss ones only with their module given):
+  rows-async-claim, rows, pgboss12, pgboss10-batch, pgboss10-polling
+
+options:
+  --pg-boss-10 FILE  pg-boss 10's entry module (e.g. node_modules/pg-boss/src/index.js)
+  --pg-boss-12 FILE  pg-boss 12's entry module (its own install: npm install --prefix /tmp/pgboss12 pg-boss@12.35.0)
+  --items N          items waiting per variant (default 3000)
+  -h, --help         this text
+
+example: tsx scripts/bench/queue-choice.ts --items 1000 rows rows-async-claim`;
+
+const { values, positionals } = commandLine('queue-choice', HELP, {
   options: { 'pg-boss-10': { type: 'string' }, 'pg-boss-12': { type: 'string' }, items: { type: 'string', default: '3000' } },
   allowPositionals: true,
 });

@@ -5,9 +5,21 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { launchChromium } from '../../test/support/browser.js';
+import { commandLine } from '../lib/command-line.js';
 
-const svgFile = path.resolve(process.argv[2] ?? 'docs/benchmarks.svg');
-const pngFile = path.resolve(process.argv[3] ?? svgFile.replace(/\.svg$/, '.png'));
+const HELP = `usage: tsx scripts/bench/render-chart.ts [SVG] [PNG]
+
+Renders the benchmark chart (an SVG, default docs/benchmarks.svg) to PNG (default: the SVG's name
+with .png) with Debian's Chromium (make browser), to look at it.
+
+options:
+  -h, --help   this text
+
+example: tsx scripts/bench/render-chart.ts /tmp/bench/benchmarks.svg`;
+
+const { positionals } = commandLine('render-chart', HELP, { options: {}, allowPositionals: true });
+const svgFile = path.resolve(positionals[0] ?? 'docs/benchmarks.svg');
+const pngFile = path.resolve(positionals[1] ?? svgFile.replace(/\.svg$/, '.png'));
 const svg = await fs.readFile(svgFile, 'utf8');
 const [, width, height] = /width="(\d+)" height="(\d+)"/.exec(svg) ?? [];
 const browser = await launchChromium();

@@ -6,7 +6,7 @@ import fs from 'node:fs/promises';
 import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
+import { commandLine } from '../lib/command-line.js';
 import { startDatabaseServer } from './lib/database.js';
 import { describeCommit } from './lib/processes.js';
 import { chart, markdown, type RunRecord } from './lib/report.js';
@@ -59,7 +59,9 @@ options:
                          (e.g. --trace-gc with BENCH_LOG_DIR set to keep the children's output)
   --limits               count RATE_LIMIT, BYTE_QUOTA and RPC_RATE_LIMIT as in production (shared counters),
                          with allowances never reached (default: the limits off)
-  -h, --help             this text`;
+  -h, --help             this text
+
+example: tsx scripts/bench/run.ts --only interface-a --rounds 1 --out /tmp/bench`;
 
 const SCENARIOS: Record<string, Scenario> = {
   'interface-a': interfaceA,
@@ -73,7 +75,7 @@ const SCENARIOS: Record<string, Scenario> = {
 };
 
 function options() {
-  const { values } = parseArgs({
+  const { values } = commandLine('bench', HELP, {
     options: {
       smoke: { type: 'boolean' },
       out: { type: 'string' },
@@ -90,9 +92,7 @@ function options() {
       profile: { type: 'string' },
       'node-options': { type: 'string' },
       limits: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
     },
-    strict: true,
   });
   return values;
 }
@@ -112,10 +112,6 @@ function machine(): RunRecord['machine'] {
 
 async function main(): Promise<void> {
   const values = options();
-  if (values.help) {
-    console.log(HELP);
-    return;
-  }
   const smoke = values.smoke ?? false;
   const benchDir = import.meta.dirname;
   const repo = path.resolve(benchDir, '../..');

@@ -21,7 +21,22 @@ import { largeXml } from '../../test/support/emdr.js';
 import { createTestSigner } from '../../src/emdr/signatures/test-signer.js';
 import { parseSignedData } from '../../src/emdr/signatures/cms/cms.js';
 import { TestPki, type Issued } from '../../test/support/signing.js';
+import { commandLine } from '../lib/command-line.js';
 import { measureGostCheck } from './lib/gost-check.js';
+
+const HELP = `usage: tsx scripts/bench/signature-cost.ts
+
+What the signature check costs per document: CMS and X.509 parsing alone, then median and p99 of
+the document check (one worker thread) for 10 KiB and 5 MiB documents signed with GOST R 34.10-2012
+256 and 512 and with RSA, with and without the signature; the openssl CLI with the gost engine
+beside it; the GOST check alone, ours against the engine's. Needs make gost-engine-bench.
+
+options:
+  -h, --help   this text
+
+example: tsx scripts/bench/signature-cost.ts`;
+
+commandLine('signature-cost', HELP, { options: {} });
 
 /** Parses of one signature timed for the "parse alone" lines. */
 const PARSE_RUNS = 2000;

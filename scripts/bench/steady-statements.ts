@@ -6,10 +6,10 @@
  *
  *   node --import tsx scripts/bench/steady-statements.ts [--rate 10] [--documents 100]
  */
-import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { statementCounter } from '../../test/support/pg-wire.js';
 import { startTcpProxy } from '../../test/support/tcp-proxy.js';
+import { commandLine } from '../lib/command-line.js';
 import { startDatabaseServer } from './lib/database.js';
 import { registerDocumentBody, signedDocument, xmlOfSize } from './lib/documents.js';
 import type { BenchContext } from './lib/scenario.js';
@@ -23,7 +23,21 @@ async function waitForCallbacks(receiver: Receiver, count: number): Promise<void
   }
 }
 
-const { values } = parseArgs({ options: { rate: { type: 'string', default: '10' }, documents: { type: 'string', default: '100' } } });
+const HELP = `usage: tsx scripts/bench/steady-statements.ts [--rate N] [--documents N]
+
+Which statements the pipeline (intake and workers, each behind a PostgreSQL wire proxy) sends per
+document at a steady rate: 20 documents to warm up, then --documents at --rate a second, tallied.
+
+options:
+  --rate N       documents a second (default 10)
+  --documents N  documents measured (default 100)
+  -h, --help     this text
+
+example: tsx scripts/bench/steady-statements.ts --rate 10 --documents 50`;
+
+const { values } = commandLine('steady-statements', HELP, {
+  options: { rate: { type: 'string', default: '10' }, documents: { type: 'string', default: '100' } },
+});
 const rate = Number(values.rate);
 const documents = Number(values.documents);
 const benchDir = import.meta.dirname;

@@ -14,13 +14,35 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
+import { commandLine } from '../lib/command-line.js';
 import { backendsSince, startDatabaseServer, seedUsers, withClient } from './lib/database.js';
 import { closedLoop, constantRate } from './lib/http-load.js';
 import { expectResult, getPatientRequest } from './lib/rpc.js';
 import type { BenchContext } from './lib/scenario.js';
 import { newDataKey, rpcVersion, startBaseline, startService } from './lib/service.js';
+
+const HELP = `usage: tsx scripts/bench/steady-timeline.ts --rate N [options]
+
+Where get_patient's tail at a constant rate comes from: the service and the baseline each take --rate
+requests/s for --seconds in alternating rounds; every request's latency is kept with its due time and
+the slow ones lined up with each process's event-loop stalls and collections. Writes timeline.json
+into --out and prints a summary. Hold the bench lock while it runs.
+
+options:
+  --rate N             requests a second (required)
+  --seconds S          seconds per round (default 5)
+  --rounds N           rounds per contender (default 2)
+  --warmup S           seconds of warm-up before each round (default 1)
+  --closed-first S     a closed loop of 16 connections on each contender first, for S seconds (default 0)
+  --out DIR            where to write (default /tmp/steady-timeline)
+  --root DIR           the checkout whose serve is measured (default this one)
+  --env NAME=VALUE     more environment of the service (repeatable)
+  --node-options=TEXT  more options of node for each process, space-separated
+  --only LIST          service, baseline or both, comma-separated (default service,baseline)
+  -h, --help           this text
+
+example: tsx scripts/bench/steady-timeline.ts --rate 3000 --seconds 5 --only service`;
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const PROBE = path.join(benchDir, 'lib/timeline-probe.mjs');
@@ -55,7 +77,7 @@ interface PgActivity {
 const epochNow = () => performance.timeOrigin + performance.now();
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({
+  const { values } = commandLine('steady-timeline', HELP, {
     options: {
       rate: { type: 'string' },
       seconds: { type: 'string', default: '5' },
@@ -69,7 +91,10 @@ async function main(): Promise<void> {
       'closed-first': { type: 'string', default: '0' },
     },
   });
-  if (!values.rate) throw new Error('--rate is required');
+  if (!values.rate) {
+    console.error('steady-timeline: --rate is required (--help for the usage)');
+    process.exit(2);
+  }
   const rate = Number(values.rate);
   const roundMs = Number(values.seconds) * 1000;
   const out = path.resolve(values.out);

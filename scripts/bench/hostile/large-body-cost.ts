@@ -12,13 +12,29 @@
 import fs from 'node:fs/promises';
 import http from 'node:http';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { parseArgs } from 'node:util';
 import { largeXml, registerBody } from '../../../test/support/emdr.js';
+import { commandLine } from '../../lib/command-line.js';
 import { startDatabaseServer } from '../lib/database.js';
 import { postgresCpuMs, startServe } from '../lib/processes.js';
 import { addClinic, startReceiver } from './honest.js';
 
-const { values } = parseArgs({
+const HELP = `usage: tsx scripts/bench/hostile/large-body-cost.ts [options]
+
+What one admitted large RegisterDocument costs in CPU time (serve's event loop, its other threads,
+PostgreSQL), to its acknowledgement and to its first callback, per document, one at a time: by
+default the same body each time (identical retries, as M4's abuser sends), or --fresh ones.
+
+options:
+  --documents N  documents sent (default 3)
+  --mib M        size of the document in MiB (default 18)
+  --fresh        a localUid of its own for each document (stored and checked each)
+  --root DIR     the checkout whose serve is measured (default the working directory)
+  --profile DIR  node --cpu-prof of serve into DIR
+  -h, --help     this text
+
+example: tsx scripts/bench/hostile/large-body-cost.ts --documents 3 --mib 24`;
+
+const { values } = commandLine('large-body-cost', HELP, {
   options: {
     documents: { type: 'string', default: '3' },
     mib: { type: 'string', default: '18' },

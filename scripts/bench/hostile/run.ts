@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
+import { commandLine } from '../../lib/command-line.js';
 import { startDatabaseServer, type BenchDatabaseServer } from '../lib/database.js';
 import { cpuMs, describeCommit, postgresCpuMs, startServe, type ServiceProcess } from '../lib/processes.js';
 import { rpcVersion } from '../lib/service.js';
@@ -49,7 +49,9 @@ options:
                      when serve stops: both phases; summarise with scripts/bench/profile-summary.ts),
                      and its event loop's stalls (stall-probe.ts) into DIR/<scenario>/stalls.json
                      (\`profile-summary.ts --stalls 10 --probe DIR/<scenario>/stalls.json FILE\`)
-  -h, --help         this text`;
+  -h, --help         this text
+
+example: tsx scripts/bench/hostile/run.ts --only M4 --seconds 20 --out /tmp/hostile`;
 
 interface Scenario {
   name: string;
@@ -352,7 +354,7 @@ function markdown(run: HostileRun, before: HostileRun | undefined): string {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({
+  const { values } = commandLine('hostile', HELP, {
     options: {
       smoke: { type: 'boolean' },
       seconds: { type: 'string' },
@@ -364,14 +366,8 @@ async function main(): Promise<void> {
       from: { type: 'string' },
       merge: { type: 'string' },
       profile: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
     },
-    strict: true,
   });
-  if (values.help) {
-    console.log(HELP);
-    return;
-  }
   const repo = path.resolve(import.meta.dirname, '../../..');
   const root = path.resolve(values.root ?? repo);
   const smoke = values.smoke ?? false;
