@@ -15,7 +15,6 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { EmbeddedPostgres } from '../../src/db/embedded-postgres.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -24,10 +23,29 @@ import { registerDocumentBody, signedDocument, xmlOfSize, type SignatureKind, ty
 import { cpuMs, describeCommit, postgresCpuMs } from './lib/processes.js';
 import type { BenchContext } from './lib/scenario.js';
 import { addClinic, clinicHeaders, newDataKey, startReceiver, startService, type BenchClinic, type Receiver } from './lib/service.js';
+import { commandLine } from '../lib/command-line.js';
 import { throughputRun, type Run } from './scenarios/pipeline.js';
 import { ACK_DOCUMENT_BYTES } from './scenarios/register-document.js';
 
-const { values } = parseArgs({
+const HELP = `usage: node --import tsx scripts/bench/pipeline-statements.ts [options]
+
+The pipeline scenario's throughput run once, on an embedded PostgreSQL with pg_stat_statements: per
+document, transactions, CPU of intake, worker and PostgreSQL, WAL bytes, row writes by table and each
+statement's calls, time, rows and blocks; the run's seconds and ack -> result p50/p99 beside them.
+
+options:
+  --root DIR       the built checkout whose serve is measured (default this one)
+  --documents N    documents measured (default 1500)
+  --warmup N       documents sent first, not measured (default 300)
+  --rate R         R documents a second (default: as fast as 16 connections are answered)
+  --kind gost|rsa  the documents' signatures (default gost)
+  --top N          statements listed (default 25)
+  --json FILE      also write the figures there
+  -h, --help       this text
+
+example: node --import tsx scripts/bench/pipeline-statements.ts --root /tmp/old-checkout --documents 2000`;
+
+const { values } = commandLine('pipeline-statements', HELP, {
   options: {
     root: { type: 'string' },
     documents: { type: 'string', default: '1500' },
@@ -169,6 +187,8 @@ async function main(): Promise<void> {
       load: { start: loadAtStart, end: load() },
       complete: run.complete,
       orderViolations: run.orderViolations,
+      seconds: +run.seconds.toFixed(2),
+      ackToResultMs: { p50: Math.round(run.ackToResult.p50), p99: Math.round(run.ackToResult.p99) },
       documentsPerSecond: +run.documentsPerSecond.toFixed(1),
       transactionsPerDocument: +run.transactionsPerDocument.toFixed(3),
       cpuMsPerDocument: Object.fromEntries(Object.entries(run.cpuMsPerDocument).map(([name, ms]) => [name, +ms.toFixed(3)])),
