@@ -65,7 +65,11 @@ describe('FairStage', () => {
       logger: createLogger('silent'),
     });
     stage.start();
-    await until('the first, empty claim', async () => offers.length, (count) => count >= 1);
+    await until(
+      'the first, empty claim',
+      async () => offers.length,
+      (count) => count >= 1,
+    );
 
     // One item: claimed alone (the key below its cap, so not marked full).
     waiting.push(1);
@@ -77,7 +81,11 @@ describe('FairStage', () => {
     holdClaim = deferred();
     const claimsBefore = offers.length;
     stage.wake();
-    await until('the claim offering the place left', async () => offers.length, (count) => count > claimsBefore);
+    await until(
+      'the claim offering the place left',
+      async () => offers.length,
+      (count) => count > claimsBefore,
+    );
     expect(offers.at(-1)).toBe(1);
     work.get(1)!.resolve();
     await until('item 1 settled', async () => settled.includes(1), Boolean);
@@ -90,7 +98,12 @@ describe('FairStage', () => {
       await until(`item ${item} in hand (claims offered ${offers.join(', ')})`, async () => work.has(item), Boolean, 10_000);
       work.get(item)!.resolve();
     }
-    await until('all ten settled', async () => settled.length, (count) => count === 10, 10_000);
+    await until(
+      'all ten settled',
+      async () => settled.length,
+      (count) => count === 10,
+      10_000,
+    );
     expect(waiting).toEqual([]);
   });
 });
