@@ -28,7 +28,7 @@ const DATABASE_READ_TIMEOUT_MS = 3000;
  * wake-ups (issue 24: a third of an idle process's CPU). A stall as long as this or longer is always
  * caught (the sample due during it measures it); a shorter one is caught in proportion to its length.
  */
-const EVENT_LOOP_SAMPLE_MS = 100;
+export const EVENT_LOOP_SAMPLE_MS = 100;
 
 /** Seconds: from a fast read to a large document upload. */
 const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
