@@ -23,10 +23,10 @@ import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { commandLine } from '../lib/command-line.js';
 import { startDatabaseServer, withClient } from './lib/database.js';
-import { registerDocumentBody, signedDocument, xmlOfSize } from './lib/documents.js';
+import { registerDocument, signedDocument, xmlOfSize } from './lib/documents.js';
 import { cpuMs, postgresCpuMs } from './lib/processes.js';
 import type { BenchContext } from './lib/scenario.js';
-import { addClinic, clinicHeaders, newDataKey, startReceiver, startService, type Receiver } from './lib/service.js';
+import { addClinic, newDataKey, startReceiver, startService, type Receiver } from './lib/service.js';
 
 const HELP = `usage: tsx scripts/bench/idle-cost.ts [options]
 
@@ -152,15 +152,7 @@ async function main(): Promise<void> {
     const clinic = await addClinic(context, intake, receiver.url);
     await receiver.configure(clinic.signingSecret);
     const document = signedDocument(xmlOfSize(10 * 1024), 'gost');
-    const send = async () => {
-      const response = await fetch(`http://127.0.0.1:${intake.publicPort}/api/RegisterDocument`, {
-        method: 'POST',
-        headers: clinicHeaders(clinic),
-        body: registerDocumentBody(document),
-      });
-      await response.arrayBuffer();
-      if (response.status !== 200) throw new Error(`RegisterDocument answered ${response.status}`);
-    };
+    const send = () => registerDocument(`http://127.0.0.1:${intake.publicPort}`, clinic, document);
     log('warming up: 20 documents');
     for (let i = 0; i < 20; i += 1) await send();
     await waitForCallbacks(receiver, 40, 60_000);

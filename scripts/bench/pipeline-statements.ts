@@ -19,10 +19,10 @@ import { EmbeddedPostgres } from '../../src/db/embedded-postgres.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { withClient, type BenchDatabaseServer } from './lib/database.js';
-import { registerDocumentBody, signedDocument, xmlOfSize, type SignatureKind, type SignedDocument } from './lib/documents.js';
+import { registerAtRate, signedDocument, xmlOfSize, type SignatureKind, type SignedDocument } from './lib/documents.js';
 import { cpuMs, describeCommit, postgresCpuMs } from './lib/processes.js';
 import type { BenchContext } from './lib/scenario.js';
-import { addClinic, clinicHeaders, newDataKey, startReceiver, startService, type BenchClinic, type Receiver } from './lib/service.js';
+import { addClinic, newDataKey, startReceiver, startService, type BenchClinic, type Receiver } from './lib/service.js';
 import { commandLine } from '../lib/command-line.js';
 import { throughputRun, type Run } from './scenarios/pipeline.js';
 import { ACK_DOCUMENT_BYTES } from './scenarios/register-document.js';
@@ -248,20 +248,7 @@ async function rateRun(
   const before = await cpu();
   const transactionsBefore = await transactions(databaseUrl);
   const started = performance.now();
-  const sent: Array<Promise<void>> = [];
-  for (let i = 0; i < documents; i += 1) {
-    const due = started + (i * 1000) / perSecond - performance.now();
-    if (due > 0) await sleep(due);
-    sent.push(
-      fetch(`${publicUrl}/api/RegisterDocument`, { method: 'POST', headers: clinicHeaders(clinic), body: registerDocumentBody(document) }).then(
-        async (response) => {
-          await response.arrayBuffer();
-          if (response.status !== 200) throw new Error(`RegisterDocument answered ${response.status}`);
-        },
-      ),
-    );
-  }
-  await Promise.all(sent);
+  await registerAtRate(publicUrl, clinic, document, documents, perSecond);
   const ends = Date.now() + 120_000;
   let complete = false;
   while (!complete && Date.now() < ends) {

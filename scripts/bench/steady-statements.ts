@@ -11,9 +11,9 @@ import { statementCounter } from '../../test/support/pg-wire.js';
 import { startTcpProxy } from '../../test/support/tcp-proxy.js';
 import { commandLine } from '../lib/command-line.js';
 import { startDatabaseServer } from './lib/database.js';
-import { registerDocumentBody, signedDocument, xmlOfSize } from './lib/documents.js';
+import { registerDocument, signedDocument, xmlOfSize } from './lib/documents.js';
 import type { BenchContext } from './lib/scenario.js';
-import { addClinic, clinicHeaders, newDataKey, startReceiver, startService, type Receiver } from './lib/service.js';
+import { addClinic, newDataKey, startReceiver, startService, type Receiver } from './lib/service.js';
 
 async function waitForCallbacks(receiver: Receiver, count: number): Promise<void> {
   const ends = Date.now() + 60_000;
@@ -69,15 +69,7 @@ try {
   const clinic = await addClinic(context, intake, receiver.url);
   await receiver.configure(clinic.signingSecret);
   const document = signedDocument(xmlOfSize(10 * 1024), 'gost');
-  const send = async () => {
-    const response = await fetch(`http://127.0.0.1:${intake.publicPort}/api/RegisterDocument`, {
-      method: 'POST',
-      headers: clinicHeaders(clinic),
-      body: registerDocumentBody(document),
-    });
-    await response.arrayBuffer();
-    if (response.status !== 200) throw new Error(`RegisterDocument answered ${response.status}`);
-  };
+  const send = () => registerDocument(`http://127.0.0.1:${intake.publicPort}`, clinic, document);
   for (let i = 0; i < 20; i += 1) await send();
   await waitForCallbacks(receiver, 40);
   await sleep(2000);

@@ -50,3 +50,26 @@ export function registerDocumentRequests(clinic: BenchClinic, bytes: number): ()
     return { bytes: httpRequest('POST', '/api/RegisterDocument', headers, registerDocumentBody(document, localUid)), tag: localUid };
   };
 }
+
+/** One RegisterDocument of `document` by `clinic` at `publicUrl`; fails unless it is answered 200. */
+export async function registerDocument(publicUrl: string, clinic: BenchClinic, document: SignedDocument): Promise<void> {
+  const response = await fetch(`${publicUrl}/api/RegisterDocument`, { method: 'POST', headers: clinicHeaders(clinic), body: registerDocumentBody(document) });
+  await response.arrayBuffer();
+  if (response.status !== 200) throw new Error(`RegisterDocument answered ${response.status}`);
+}
+
+/**
+ * `count` RegisterDocuments at `perSecond`, each sent when its time comes whether or not the ones
+ * before it were answered (an open loop: the rate holds while the service is slow); resolves once
+ * every one is answered.
+ */
+export async function registerAtRate(publicUrl: string, clinic: BenchClinic, document: SignedDocument, count: number, perSecond: number): Promise<void> {
+  const started = performance.now();
+  const sent: Array<Promise<void>> = [];
+  for (let i = 0; i < count; i += 1) {
+    const due = started + (i * 1000) / perSecond - performance.now();
+    if (due > 0) await new Promise((resolve) => setTimeout(resolve, due));
+    sent.push(registerDocument(publicUrl, clinic, document));
+  }
+  await Promise.all(sent);
+}

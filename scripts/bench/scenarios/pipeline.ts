@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { closedLoop, httpRequest } from '../lib/http-load.js';
-import { registerDocumentBody, signedDocument, xmlOfSize, type SignatureKind, type SignedDocument } from '../lib/documents.js';
+import { registerAtRate, registerDocumentBody, signedDocument, xmlOfSize, type SignatureKind, type SignedDocument } from '../lib/documents.js';
 import { cpuMs, postgresCpuMs } from '../lib/processes.js';
 import { withClient } from '../lib/database.js';
 import { median, round1, type BenchContext, type Measured, type Row } from '../lib/scenario.js';
@@ -204,21 +204,7 @@ async function steadyRun(
   const documents = STEADY_RATE * steadySeconds(context);
   const intakeBefore = await cpuMs(pids.intake);
   const workerBefore = await cpuMs(pids.worker);
-  const started = performance.now();
-  const sent: Array<Promise<void>> = [];
-  for (let i = 0; i < documents; i += 1) {
-    const due = started + (i * 1000) / STEADY_RATE - performance.now();
-    if (due > 0) await sleep(due);
-    sent.push(
-      fetch(`${publicUrl}/api/RegisterDocument`, { method: 'POST', headers: clinicHeaders(clinic), body: registerDocumentBody(document) }).then(
-        async (response) => {
-          await response.arrayBuffer();
-          if (response.status !== 200) throw new Error(`steady pipeline: RegisterDocument answered ${response.status}`);
-        },
-      ),
-    );
-  }
-  await Promise.all(sent);
+  await registerAtRate(publicUrl, clinic, document, documents, STEADY_RATE);
   if (!(await waitForCallbacks(receiver, received + 2 * documents, 60_000, 20))) throw new Error('steady pipeline: not every callback arrived within 60 s');
   const cpu = (await cpuMs(pids.intake)) - intakeBefore + ((await cpuMs(pids.worker)) - workerBefore);
   return { documents, cpuMsPerDocument: cpu / documents };
