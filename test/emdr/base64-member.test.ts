@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { IncomingMessage } from 'node:http';
 import { base64MemberOf, decodeStrictBase64, parseJsonBody, PLACEHOLDER, parseWithBase64Member } from '../../src/emdr/intake/body/base64-member.js';
-import { decodeStrictBase64Text, isStrictBase64 } from '../../src/emdr/values/values.js';
+import { decodeBase64Strict, isStrictBase64 } from '../../src/emdr/values/values.js';
 
 /** The scanner that keeps RegisterDocument's document out of the parsed body: it takes a body only when that changes nothing but memory. */
 const base64 = Buffer.concat([Buffer.from('<a>любой текст</a>'), Buffer.from([0xfb, 0xef, 0xff])]).toString('base64');
@@ -105,9 +105,9 @@ describe('decodeStrictBase64', () => {
   });
 });
 
-describe('decodeStrictBase64Text (the signature, checked by decoding it)', () => {
+describe('decodeBase64Strict (the signature, checked by decoding it)', () => {
   it('agrees with isStrictBase64 and Buffer.from on the same texts, and on characters beyond latin1 and lone surrogates', () => {
-    expectAgreement(decodeStrictBase64Text, base64Candidates([...characters, '\u0100', '\u20ac', '\ud83d', '\uffff']));
+    expectAgreement(decodeBase64Strict, base64Candidates([...characters, '\u0100', '\u20ac', '\ud83d', '\uffff']));
   });
 });
 

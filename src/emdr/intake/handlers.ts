@@ -6,7 +6,7 @@ import { AuditTrail, clientColumns } from '../../audit/trail.js';
 import { currentRequest } from '../../logging/request-context.js';
 import { tracer } from '../../tracing/tracing.js';
 import { streamedBytes } from '../../memory/garbage.js';
-import { decodeStrictBase64Text, isStrictBase64, snilsDigits } from '../values/values.js';
+import { decodeBase64Strict, isStrictBase64, snilsDigits } from '../values/values.js';
 import { base64MemberOf, DECODED_MEMBER_BYTES, decodedMemberOf } from './body/base64-member.js';
 import { bodyHash } from './body/body-hash.js';
 import { authenticateClinic, type ClinicAccount } from '../accounts/clients.js';
@@ -308,7 +308,7 @@ class EmdrHandlers {
     if (request.turn) await request.turn();
     const documentValid = documentBytes !== undefined || isStrictBase64(body.document);
     // Checked by decoding it: its bytes go to the insert (checked once, decoded once).
-    const signature = decodeStrictBase64Text(body.signature) ?? null;
+    const signature = decodeBase64Strict(body.signature) ?? null;
     const signatureValid = signature !== null;
     const intakeErrors = intakeErrorsOf(body, documentValid, signatureValid);
     if (request.turn) await request.turn();

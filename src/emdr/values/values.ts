@@ -8,23 +8,18 @@ export function isStrictBase64(text: string): boolean {
 }
 
 /**
- * The bytes of `text` when it is strict base64 (isStrictBase64's rule), else undefined: checked by
+ * The bytes of standard, padded base64 (isStrictBase64's rule); undefined when the text is not that: checked by
  * decoding it, in native passes instead of the regular expression and then the decode. Node's
  * decoder also takes base64url's `-` and `_` (looked for first), and skips or stops at any other
  * character outside the alphabet, so a text that is not strict decodes to fewer bytes than its
  * length and padding say (the argument of decodeStrictBase64, intake/body/base64-member.ts).
  */
-export function decodeStrictBase64Text(text: string): Buffer | undefined {
+export function decodeBase64Strict(text: string): Buffer | undefined {
   const length = text.length;
   if (length % 4 !== 0 || text.includes('-') || text.includes('_')) return undefined;
   const padding = text.charCodeAt(length - 1) === 0x3d ? (text.charCodeAt(length - 2) === 0x3d ? 2 : 1) : 0;
   const decoded = Buffer.from(text, 'base64');
   return decoded.length === (length / 4) * 3 - padding ? decoded : undefined;
-}
-
-/** The bytes of standard, padded base64; undefined when the text is not that. */
-export function decodeBase64Strict(text: string): Buffer | undefined {
-  return isStrictBase64(text) ? Buffer.from(text, 'base64') : undefined;
 }
 
 /** The 11 digits of a SNILS written as digits or as NNN-NNN-NNN NN. */
