@@ -28,6 +28,8 @@ export interface AbuseOrder {
   concurrency: number;
   /** Interface A's version segment (m5). */
   rpcVersion?: string;
+  /** Waits this long after saying it started before it abuses: a one-off burst then falls inside the suite's measured phase. */
+  startAfterMs?: number;
 }
 
 const ABUSER_ADDRESS = '127.0.0.2';
@@ -249,4 +251,5 @@ const m5: Pattern = () => async () => {
 const patterns: Record<AbuseOrder['pattern'], Pattern> = { h1, m1, m2, m3, m4, m5 };
 const abuse = patterns[order.pattern]();
 console.log(`abuser ${order.pattern} started`);
+if (order.startAfterMs) await sleep(order.startAfterMs);
 await abuse();

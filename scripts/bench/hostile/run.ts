@@ -10,6 +10,7 @@ import { existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { commandLine } from '../../lib/command-line.js';
 import { startDatabaseServer, type BenchDatabaseServer } from '../lib/database.js';
 import { cpuMs, describeCommit, postgresCpuMs, startServe, type ServiceProcess } from '../lib/processes.js';
@@ -60,6 +61,12 @@ interface Scenario {
   abuse: { pattern: AbuseOrder['pattern']; concurrency: number; smokeConcurrency: number };
   /** The abusive clinic's receiver never answers (M3); otherwise it answers at once. */
   deadReceiver?: boolean;
+  /**
+   * The abuse is one burst (M3): the measured phase starts as the abuser says it started, and the
+   * burst comes BURST_INTO_PHASE_MS later, so that every run measures the honest clinic through it.
+   * (The others abuse until stopped, and are measured once under way.)
+   */
+  burst?: boolean;
 }
 
 /** The scenarios of the review's findings. */
@@ -80,6 +87,7 @@ const SCENARIOS: Scenario[] = [
     finding: '300 requests of a clinic whose receiver never answers (15 s timeout)',
     abuse: { pattern: 'm3', concurrency: 300, smokeConcurrency: 60 },
     deadReceiver: true,
+    burst: true,
   },
   { name: 'M4', finding: '64 concurrent bodies of 24 MiB', abuse: { pattern: 'm4', concurrency: 64, smokeConcurrency: 6 } },
   { name: 'M5', finding: 'a flood of unauthenticated interface A calls', abuse: { pattern: 'm5', concurrency: 32, smokeConcurrency: 8 } },
@@ -89,6 +97,8 @@ const SCENARIOS: Scenario[] = [
 const HONEST_PER_SECOND = 5;
 const PROBE_EVERY_MS = 100;
 const CALLBACK_WAIT_MS = 30_000;
+/** When a burst comes, into the measured phase (at most a quarter of the phase). */
+const BURST_INTO_PHASE_MS = 3000;
 
 export interface ScenarioRecord {
   name: string;
@@ -139,6 +149,8 @@ interface PhaseCpu {
   serveMsPerSecond: number;
   postgresMsPerSecond?: number;
   abuserMsPerSecond?: number;
+  /** How late this suite's own event loop ran at most (runs that recorded it). */
+  suiteLoopMaxMs?: number;
 }
 
 async function cpuSample(service: ServiceProcess, database: BenchDatabaseServer, abuserPid: number | undefined) {
@@ -171,6 +183,9 @@ async function phase(
   abuserPid?: number,
 ): Promise<PhaseFigures & { cpu: PhaseCpu }> {
   const url = `http://127.0.0.1:${service.publicPort}`;
+  // This process's own lateness: it times the honest clinic and the probes and holds both receivers, so a late loop here reads as a slow service.
+  const ownLoop = monitorEventLoopDelay({ resolution: 10 });
+  ownLoop.enable();
   const cpuFrom = await cpuSample(service, database, abuserPid);
   const probe = probeHealth(url, PROBE_EVERY_MS);
   const livenessProbe = liveness === undefined ? undefined : probeHealth(liveness, PROBE_EVERY_MS);
@@ -179,7 +194,9 @@ async function phase(
   const sent = await honest.stop();
   const cpu = cpuOf(cpuFrom, await cpuSample(service, database, abuserPid));
   const health = await probe.stop();
-  return { ...(await figuresOf(sent, receiver, health, CALLBACK_WAIT_MS, await livenessProbe?.stop())), cpu };
+  ownLoop.disable();
+  const suiteLoopMaxMs = Math.round(ownLoop.max / 1e5) / 10;
+  return { ...(await figuresOf(sent, receiver, health, CALLBACK_WAIT_MS, await livenessProbe?.stop())), cpu: { ...cpu, suiteLoopMaxMs } };
 }
 
 /** serve's node options for --profile: a CPU profile of each thread, and the stall probe preloaded. */
@@ -231,7 +248,15 @@ async function runScenario(
     options.log(`${scenario.name}: the honest clinic alone`);
     const alone = await phase(service, honest, honestReceiver, options.seconds, liveness, options.database);
     const concurrency = options.smoke ? scenario.abuse.smokeConcurrency : scenario.abuse.concurrency;
-    const order: AbuseOrder = { pattern: scenario.abuse.pattern, port: service.publicPort, clinic: abusive, concurrency, rpcVersion: rpcVersion(options.root) };
+    const startAfterMs = scenario.burst ? Math.min(BURST_INTO_PHASE_MS, (options.seconds * 1000) / 4) : 0;
+    const order: AbuseOrder = {
+      pattern: scenario.abuse.pattern,
+      port: service.publicPort,
+      clinic: abusive,
+      concurrency,
+      rpcVersion: rpcVersion(options.root),
+      startAfterMs,
+    };
     await fs.writeFile(`/proc/${service.pid}/clear_refs`, '5');
     const rssBefore = await peakRssMiB(service.pid);
     abuser = spawn(process.execPath, ['--import', 'tsx', path.join(import.meta.dirname, 'abuser.ts'), JSON.stringify(order)], {
@@ -241,9 +266,11 @@ async function runScenario(
     let abuserOutput = '';
     abuser.stdout!.on('data', (chunk: Buffer) => (abuserOutput += chunk.toString()));
     await new Promise<void>((resolve) => abuser!.stdout!.once('data', () => resolve()));
-    // The abuse under way before the honest clinic is measured beside it.
-    await sleep(1000);
-    options.log(`${scenario.name}: the honest clinic beside the abuser (${scenario.abuse.pattern}, ${concurrency})`);
+    // The abuse under way before the honest clinic is measured beside it; a burst, within the phase.
+    if (!scenario.burst) await sleep(1000);
+    options.log(
+      `${scenario.name}: the honest clinic beside the abuser (${scenario.abuse.pattern}, ${concurrency}${startAfterMs ? `, ${startAfterMs / 1000} s into the phase` : ''})`,
+    );
     const abused = await phase(service, honest, honestReceiver, options.seconds, liveness, options.database, abuser.pid);
     const peakRssGrowthMiB = Math.round(((await peakRssMiB(service.pid)) - rssBefore) * 10) / 10;
     const exited = new Promise((resolve) => abuser!.once('exit', resolve));
@@ -307,7 +334,11 @@ function cpuText(record: ScenarioRecord): string {
   const { alone, abused } = record;
   if (!alone.cpu || !abused.cpu) return '';
   const pair = (a: number | undefined, b: number | undefined) => `${a ?? '—'} → ${b ?? '—'}`;
-  return ` CPU ms a second, alone → beside: serve ${pair(alone.cpu.serveMsPerSecond, abused.cpu.serveMsPerSecond)}, PostgreSQL ${pair(alone.cpu.postgresMsPerSecond, abused.cpu.postgresMsPerSecond)}; the abuser ${abused.cpu.abuserMsPerSecond ?? '—'}.`;
+  const suiteLoop =
+    abused.cpu.suiteLoopMaxMs === undefined
+      ? ''
+      : ` This suite's own event loop (the prober, the honest clinic, the receivers) at most ${pair(alone.cpu.suiteLoopMaxMs, abused.cpu.suiteLoopMaxMs)} ms late.`;
+  return ` CPU ms a second, alone → beside: serve ${pair(alone.cpu.serveMsPerSecond, abused.cpu.serveMsPerSecond)}, PostgreSQL ${pair(alone.cpu.postgresMsPerSecond, abused.cpu.postgresMsPerSecond)}; the abuser ${abused.cpu.abuserMsPerSecond ?? '—'}.${suiteLoop}`;
 }
 
 function markdown(run: HostileRun, before: HostileRun | undefined): string {
@@ -316,7 +347,7 @@ function markdown(run: HostileRun, before: HostileRun | undefined): string {
     '',
     `Written by \`make hostile\` (\`scripts/bench/hostile/run.ts\`), ${run.date}, ${run.commit}, ${run.mode}; ${run.machine.cores} cores (${run.machine.cpu}), load average ${run.machine.loadAverage[0]} at the start and ${run.machine.loadAverage[1]} at the end.`,
     '',
-    `Each scenario: \`serve\` as its own process on a fresh database; the honest clinic sends RegisterDocument at ${HONEST_PER_SECOND} a second, a new connection each, and its receiver answers at once; /healthz is probed every ${PROBE_EVERY_MS} ms from another address. A phase without the abuser, then one with it (its own process, from 127.0.0.2). Latencies are the honest clinic's p99, alone → beside the abuser; the target: both within 2× of the phase alone, no failed request, /healthz under 100 ms. /healthz is probed on the public listener and, when the checkout has one, on the liveness listener (HEALTH_PORT: answered by a thread of its own from the event loop's heartbeat, what an orchestrator's liveness probe asks; docs/operations.md): the target judges the liveness listener where there is one, the public listener otherwise.`,
+    `Each scenario: \`serve\` as its own process on a fresh database; the honest clinic sends RegisterDocument at ${HONEST_PER_SECOND} a second, a new connection each, and its receiver answers at once; /healthz is probed every ${PROBE_EVERY_MS} ms from another address. A phase without the abuser, then one with it (its own process, from 127.0.0.2), measured once the abuse is under way, or, for a one-off burst (M3), from ${BURST_INTO_PHASE_MS / 1000} s before it. Latencies are the honest clinic's p99, alone → beside the abuser; the target: both within 2× of the phase alone, no failed request, /healthz under 100 ms. /healthz is probed on the public listener and, when the checkout has one, on the liveness listener (HEALTH_PORT: answered by a thread of its own from the event loop's heartbeat, what an orchestrator's liveness probe asks; docs/operations.md): the target judges the liveness listener where there is one, the public listener otherwise.`,
     '',
     ...(before
       ? [

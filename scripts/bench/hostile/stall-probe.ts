@@ -3,12 +3,13 @@
  * ran, to find the stalls a CPU profile then explains. Writes STALL_PROBE_OUT (JSON) every 2 s and
  * at exit: monitorEventLoopDelay's figures, and each stretch in which a 10 ms timer ran more than
  * 40 ms late, with when it ended on the monotonic clock (µs, the clock of a .cpuprofile's
- * timestamps) and how late it was.
+ * timestamps) and how late it was; and each second's busy share of the loop, worst lateness and
+ * longest wait for a database connection.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 
 const out = process.env.STALL_PROBE_OUT;
 const TICK_MS = 10;
@@ -60,8 +61,13 @@ function watchPools(): void {
 
 if (out) {
   watchPools();
-  const waitingBySecond: Array<{ endUs: number; maxWaiting: number }> = [];
+  // Each second: the pool's longest queue, the share of the second the loop was busy (event-loop
+  // utilization), and its timer's worst lateness. A loop busy all second without one long stall makes
+  // every request wait a full turn at each of its awaits.
+  const bySecond: Array<{ endUs: number; maxWaiting: number; loopBusy: number; maxLateMs: number }> = [];
   let maxWaiting = 0;
+  let maxLateMs = 0;
+  let utilization = performance.eventLoopUtilization();
   let secondEnds = process.hrtime.bigint() + 1_000_000_000n;
   const histogram = monitorEventLoopDelay({ resolution: 10 });
   histogram.enable();
@@ -80,12 +86,16 @@ if (out) {
         onCpuMs: round((sched[0] - lastSched[0]) / 1e6),
         runQueueMs: round((sched[1] - lastSched[1]) / 1e6),
       });
+    maxLateMs = Math.max(maxLateMs, lateMs);
     last = now;
     lastSched = sched;
     for (const pool of pools) maxWaiting = Math.max(maxWaiting, pool.waitingCount);
     if (now >= secondEnds) {
-      waitingBySecond.push({ endUs: Number(now / 1000n), maxWaiting });
+      const loopBusy = Math.round(performance.eventLoopUtilization(utilization).utilization * 100) / 100;
+      utilization = performance.eventLoopUtilization();
+      bySecond.push({ endUs: Number(now / 1000n), maxWaiting, loopBusy, maxLateMs: round(maxLateMs) });
       maxWaiting = 0;
+      maxLateMs = 0;
       secondEnds = now + 1_000_000_000n;
     }
   }, TICK_MS);
@@ -107,7 +117,8 @@ if (out) {
         schedstatMs: { onCpu: schedstat()[0] / 1e6, runQueue: schedstat()[1] / 1e6 },
         delayMs: { max: histogram.max / 1e6, p99: histogram.percentile(99) / 1e6, p50: histogram.percentile(50) / 1e6, mean: histogram.mean / 1e6 },
         stalls,
-        pool: { acquisitions, waitsOver5Ms: poolWaits, waitingBySecond },
+        pool: { acquisitions, waitsOver5Ms: poolWaits },
+        bySecond,
       }),
     );
   setInterval(write, 2000).unref();
