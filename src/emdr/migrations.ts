@@ -375,4 +375,19 @@ export const emdrMigrations: readonly NamedMigration[] = [
       },
     },
   ],
+  [
+    'emdr_0011_one_local_uid_index',
+    {
+      // emdr_requests_awaiting_registry (local_uid, of requests accepted or submitted) served the
+      // registry's getDocumentFile; since emdr_0010, emdr_requests_local_uid (local_uid) serves the
+      // same lookup (kept-files.ts: a localUid has a few requests at most), and the partial index
+      // took an entry at two settles of every registration (issue 24: PostgreSQL's work per document).
+      async up(knex) {
+        await knex.raw('drop index emdr_requests_awaiting_registry');
+      },
+      async down(knex) {
+        await knex.raw(`create index emdr_requests_awaiting_registry on emdr_requests (local_uid) where state in ('accepted', 'submitted')`);
+      },
+    },
+  ],
 ];

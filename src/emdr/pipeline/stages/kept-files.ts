@@ -14,7 +14,8 @@ import { isUuid } from '../../values/values.js';
 
 const KEEPING = OPERATIONS.filter((operation) => OPERATION_HANDLERS[operation].registryPullsDocument);
 
-const FIND = statement(
+/** The lookup of a kept document by its localUid (exported for the test of its plan). */
+export const KEPT_DOCUMENT = statement(
   'emdr_kept_document',
   `select queue_message_id, octet_length(document) as document_size, coalesce(octet_length(signature), 0) as signature_size
      from emdr_requests
@@ -28,7 +29,7 @@ export class KeptFileStore implements KeptFiles {
 
   async find(localUid: string, organization: string): Promise<KeptFile | undefined> {
     if (!isUuid(localUid)) return undefined;
-    const row = await this.sql.row<{ queue_message_id: string; document_size: number; signature_size: number }>(FIND, [localUid, organization]);
+    const row = await this.sql.row<{ queue_message_id: string; document_size: number; signature_size: number }>(KEPT_DOCUMENT, [localUid, organization]);
     return row && { queueMessageId: row.queue_message_id, documentSize: row.document_size, signatureSize: row.signature_size };
   }
 
