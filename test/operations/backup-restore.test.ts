@@ -10,8 +10,9 @@ import { seedDemoPatients } from '../../src/ehr/patients/patients.js';
 import { runCli, repoRoot } from '../support/cli.js';
 import { startCallbackReceiver } from '../support/callback-receiver.js';
 import { createTestDatabase } from '../support/database.js';
-import { addClinic, authHeaders, post, registerBody } from '../support/emdr.js';
+import { addClinic, authHeaders, openKnex, post, registerBody } from '../support/emdr.js';
 import { startTestService, type TestService } from '../support/service.js';
+import { until } from '../support/until.js';
 import { authenticatedUser, databaseOf, getPatient, INTERNAL_USERS } from '../ehr/support/fixtures.js';
 
 const run = promisify(execFile);
@@ -36,8 +37,10 @@ afterAll(() => {
   fs.rmSync(folder, { recursive: true, force: true });
 });
 
+// A dump taken while a worker holds the callback (an attempt under way) keeps its lease: the service
+// on the restored database takes it once the lease ends, JOB_EXPIRY after the claim.
 const startService = (databaseUrl: string) =>
-  startTestService({ DATABASE_URL: databaseUrl, DATA_KEY, INTERNAL_USERS, CALLBACK_RETRY_SCHEDULE: `0,${Array(120).fill('1s').join(',')}` });
+  startTestService({ DATABASE_URL: databaseUrl, DATA_KEY, INTERNAL_USERS, JOB_EXPIRY: '6s', CALLBACK_RETRY_SCHEDULE: `0,${Array(120).fill('1s').join(',')}` });
 
 describe('backup and restore', () => {
   it('restores a live dump into a fresh database: every sealed secret opens with the key, the pending callback is delivered', async () => {
@@ -55,7 +58,25 @@ describe('backup and restore', () => {
       // Nothing listens at the clinic's callback URL yet: the acceptance callback waits, pending.
       const answer = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody());
       expect(answer.status).toBe(200);
-      before = { user, clinic, queueMessageId: answer.body.queueMessageId as string };
+      const queueMessageId = answer.body.queueMessageId as string;
+      before = { user, clinic, queueMessageId };
+      // The drill's state: the request accepted and its callback pending after a failed attempt (a dump
+      // taken while the acceptance held the request would restore it leased, to be checked again later).
+      const knex = openKnex(original);
+      try {
+        await until(
+          'the acceptance callback pending after an attempt',
+          () =>
+            knex('emdr_callbacks as c')
+              .join('emdr_callback_attempts as a', 'a.callback_id', 'c.id')
+              .where({ 'c.queue_message_id': queueMessageId, 'c.state': 'pending' })
+              .count({ n: '*' }),
+          (rows) => Number(rows[0]!.n) > 0,
+          60_000,
+        );
+      } finally {
+        await knex.destroy();
+      }
 
       // 1. The backup, while the service runs: pg_dump's snapshot is consistent without stopping anything.
       await run(path.join(PG_BIN, 'pg_dump'), ['--format=custom', '--no-owner', `--file=${path.join(folder, 'ehr-gateway.dump')}`, original]);
@@ -84,7 +105,7 @@ describe('backup and restore', () => {
     try {
       const patient = await getPatient(service, before.user.cred);
       expect((patient.result as { user_sign: string }).user_sign).toBe(before.user.userSign);
-      const [acceptance] = await receiver.waitFor((received) => received.some((callback) => callback.body.queueMessageId === before.queueMessageId), 30_000);
+      const [acceptance] = await receiver.waitFor((received) => received.some((callback) => callback.body.queueMessageId === before.queueMessageId), 60_000);
       expect(acceptance!.name).toBe('SendRegisterDocumentResponse');
       expect(acceptance!.signatureValid).toBe(true);
       expect(acceptance!.headers.token).toBe(before.clinic.callbackCredentials.token);
