@@ -22,9 +22,9 @@ import { withClient, type BenchDatabaseServer } from './lib/database.js';
 import { registerAtRate, signedDocument, xmlOfSize, type SignatureKind, type SignedDocument } from './lib/documents.js';
 import { cpuMs, describeCommit, postgresCpuMs } from './lib/processes.js';
 import type { BenchContext } from './lib/scenario.js';
-import { addClinic, newDataKey, startReceiver, startService, type BenchClinic, type Receiver } from './lib/service.js';
+import type { BenchClinic, Receiver } from './lib/service.js';
 import { commandLine } from '../lib/command-line.js';
-import { throughputRun, type Run } from './scenarios/pipeline.js';
+import { startPipeline, throughputRun, waitForCallbacks, type Run } from './scenarios/pipeline.js';
 import { ACK_DOCUMENT_BYTES } from './scenarios/register-document.js';
 
 const HELP = `usage: node --import tsx scripts/bench/pipeline-statements.ts [options]
@@ -138,15 +138,9 @@ async function main(): Promise<void> {
     limits: false,
     log,
   };
-  const databaseUrl = await database.freshDatabase('bench_statements');
-  const dataKey = newDataKey();
-  const receiver = await startReceiver(context);
-  const intake = await startService(context, databaseUrl, dataKey, { only: 'emdr' });
-  const worker = await startService(context, databaseUrl, dataKey, { only: 'worker' });
+  const { databaseUrl, receiver, intake, clinic, pids, stop } = await startPipeline(context, 'bench_statements');
   try {
-    const clinic = await addClinic(context, intake, receiver.url);
     const document = signedDocument(xmlOfSize(ACK_DOCUMENT_BYTES), kind);
-    const pids = { intake: intake.pid, worker: worker.pid, postmaster: database.postmasterPid };
     await withClient(databaseUrl, (client) => client.query('create extension if not exists pg_stat_statements'));
     log(`warm-up: ${warmup} documents`);
     await throughputRun(context, pids, databaseUrl, receiver, clinic, intake.publicPort, document);
@@ -215,9 +209,7 @@ async function main(): Promise<void> {
     if (values.json) await fs.writeFile(values.json, `${JSON.stringify(report, null, 2)}\n`);
     print(report, Number(values.top));
   } finally {
-    await intake.stop();
-    await worker.stop();
-    await receiver.stop();
+    await stop();
     await database.stop();
   }
 }
@@ -249,12 +241,7 @@ async function rateRun(
   const transactionsBefore = await transactions(databaseUrl);
   const started = performance.now();
   await registerAtRate(publicUrl, clinic, document, documents, perSecond);
-  const ends = Date.now() + 120_000;
-  let complete = false;
-  while (!complete && Date.now() < ends) {
-    complete = (await receiver.stats()).received >= received + 2 * documents;
-    if (!complete) await sleep(20);
-  }
+  const complete = await waitForCallbacks(receiver, received + 2 * documents, 120_000, 20);
   const seconds = (performance.now() - started) / 1000;
   const after = await cpu();
   // Backends report their counters when idle, within PGSTAT_IDLE_INTERVAL (10 s).

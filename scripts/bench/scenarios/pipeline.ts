@@ -34,7 +34,8 @@ const percentile = (values: number[], q: number) => {
   return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 };
 
-async function waitForCallbacks(receiver: Receiver, count: number, timeoutMs: number, pollMs: number): Promise<boolean> {
+/** Whether the receiver has had `count` callbacks in all within `timeoutMs` (asked every `pollMs`). */
+export async function waitForCallbacks(receiver: Receiver, count: number, timeoutMs: number, pollMs: number): Promise<boolean> {
   const ends = Date.now() + timeoutMs;
   while (Date.now() < ends) {
     if ((await receiver.stats()).received >= count) return true;
@@ -210,20 +211,40 @@ async function steadyRun(
   return { documents, cpuMsPerDocument: cpu / documents };
 }
 
-export async function pipeline(context: BenchContext): Promise<Measured[]> {
-  const databaseUrl = await context.database.freshDatabase('bench_pipeline');
+/**
+ * The pipeline's processes on a fresh database named `databaseName`: the intake (`serve --only
+ * emdr`), the worker (`serve --only worker`), a callback receiver and a clinic whose callbacks go to
+ * it; `stop` ends the three processes.
+ */
+export async function startPipeline(context: BenchContext, databaseName: string) {
+  const databaseUrl = await context.database.freshDatabase(databaseName);
   const dataKey = newDataKey();
   const receiver = await startReceiver(context);
   const intake = await startService(context, databaseUrl, dataKey, { only: 'emdr' });
   const worker = await startService(context, databaseUrl, dataKey, { only: 'worker' });
+  const stop = async () => {
+    await intake.stop();
+    await worker.stop();
+    await receiver.stop();
+  };
   try {
     const clinic = await addClinic(context, intake, receiver.url);
+    const pids = { intake: intake.pid, worker: worker.pid, postmaster: context.database.postmasterPid };
+    return { databaseUrl, receiver, intake, clinic, pids, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+export async function pipeline(context: BenchContext): Promise<Measured[]> {
+  const { databaseUrl, receiver, intake, clinic, pids, stop } = await startPipeline(context, 'bench_pipeline');
+  try {
     const documents = Object.fromEntries(KINDS.map((kind) => [kind, signedDocument(xmlOfSize(ACK_DOCUMENT_BYTES), kind)])) as Record<
       SignatureKind,
       SignedDocument
     >;
     const runs: Record<SignatureKind, Run[]> = { gost: [], rsa: [] };
-    const pids = { intake: intake.pid, worker: worker.pid, postmaster: context.database.postmasterPid };
     rounds: for (let round = 0; round < context.rounds; round += 1) {
       for (const kind of round % 2 === 0 ? KINDS : [...KINDS].reverse()) {
         context.log(`pipeline: ${context.pipelineDocuments} ${kind}-signed documents, round ${round + 1}`);
@@ -243,9 +264,7 @@ export async function pipeline(context: BenchContext): Promise<Measured[]> {
     const idleTransactionsPerSecond = await idleTransactions(context, databaseUrl);
     return [outcome(context, runs, { idle, steady }, idleTransactionsPerSecond, stats, context.database.postmasterPid !== undefined)];
   } finally {
-    await intake.stop();
-    await worker.stop();
-    await receiver.stop();
+    await stop();
   }
 }
 
