@@ -35,6 +35,7 @@ options:
   --rounds N           rounds per contender (default 2)
   --warmup S           seconds of warm-up before each round (default 1)
   --closed-first S     a closed loop of 16 connections on each contender first, for S seconds (default 0)
+  --pause S            seconds with no load before the first round (default 0)
   --out DIR            where to write (default /tmp/steady-timeline)
   --root DIR           the checkout whose serve is measured (default this one)
   --env NAME=VALUE     more environment of the service (repeatable)
@@ -86,6 +87,7 @@ async function main(): Promise<void> {
       root: { type: 'string' },
       env: { type: 'string', multiple: true, default: [] },
       'node-options': { type: 'string', default: '' },
+      pause: { type: 'string', default: '0' },
       only: { type: 'string', default: 'service,baseline' },
       warmup: { type: 'string', default: '1' },
       'closed-first': { type: 'string', default: '0' },
@@ -177,6 +179,7 @@ async function main(): Promise<void> {
           onAnswer: expectResult,
         });
       }
+      if (Number(values.pause) > 0) await new Promise((resolve) => setTimeout(resolve, Number(values.pause) * 1000));
       for (let round = 0; round < context.rounds; round += 1) {
         const order = round % 2 === 0 ? chosen : [...chosen].reverse();
         for (const who of order) {

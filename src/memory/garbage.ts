@@ -78,7 +78,21 @@ export function droppedBuffer(buffer: Buffer): void {
  */
 const SERVING_HEAP_GROWING_PERCENT = 200;
 
-/** The collector's settings for a long-running server (serve calls it once at start); read by V8 at every full collection. */
+/**
+ * The collector's settings for a long-running server (serve calls it once at start); V8 reads both
+ * at every collection, so setting them at run time takes effect (`--no-memory-reducer` itself would
+ * not: V8 reads it once, when the heap is made, and NODE_OPTIONS refuses it).
+ *
+ * The memory reducer's collections without "reduce memory footprint": about 8 s after allocation
+ * drops, V8's memory reducer collects the whole heap, and with that flag (V8's default) it also gives
+ * memory back (the young generation shrinks among others). The first requests after a pause then met a
+ * heap too small for them: at a
+ * constant 2,662 get_patient calls a second after 20 s without load, the first second's p99 was
+ * 81-109 ms (and 39-267 ms in earlier runs), against 6-7 ms without the flag
+ * (scripts/bench/steady-timeline.ts --pause, issue 24). The cost: resident memory stays where load
+ * took it (ehr: 230 MB, where the shrink brought it back to 160 MB), within the chart's limits.
+ */
 export function tuneCollectorForServing(): void {
   v8.setFlagsFromString(`--heap-growing-percent=${SERVING_HEAP_GROWING_PERCENT}`);
+  v8.setFlagsFromString('--no-memory-reducer-favors-memory');
 }
