@@ -49,15 +49,13 @@ export async function interfaceA(context: BenchContext): Promise<Measured[]> {
     const rate = Math.max(10, Math.round(median(max.service!.map((result) => result.perSecond)) / 2));
     context.log(`get_patient: p99 at ${rate} requests/s, constant rate`);
     const atRate = (port: number, route: string, loop: () => Promise<LoopDelay>) => async () => {
+      const load = (durationMs: number) =>
+        constantRate({ port, ratePerSecond: rate, durationMs, onAnswer: expectResult, next: () => getPatientRequest(seeded, route) });
+      // warmupMs at the rate first, not counted, as the closed rounds (closedRound) have.
+      await load(context.warmupMs);
       await loop();
       const started = Date.now();
-      const result = await constantRate({
-        port,
-        ratePerSecond: rate,
-        durationMs: context.roundMs,
-        onAnswer: expectResult,
-        next: () => getPatientRequest(seeded, route),
-      });
+      const result = await load(context.roundMs);
       const connectionsOpened = (await backendsSince(databaseUrl, started)).length;
       return { ...result, loop: await loop(), connectionsOpened };
     };
