@@ -7,6 +7,7 @@
  *
  *   node --import tsx scripts/bench/steady-timeline.ts --rate 3000 [--seconds 5] [--rounds 2]
  *        [--warmup S (1)] [--closed-first S: a closed loop of 16 connections on each first, as make bench's maximum]
+ *        [--pause S: that long without load before the first round, as when the service rests between bursts]
  *        [--out DIR] [--root DIR] [--env NAME=VALUE ...] [--node-options=...] [--only service|baseline]
  *
  * Hold the bench lock while it runs (docs/benchmarks.md: one measurement at a time).
