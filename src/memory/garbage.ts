@@ -84,11 +84,10 @@ const SERVING_HEAP_GROWING_PERCENT = 200;
  * not: V8 reads it once, when the heap is made, and NODE_OPTIONS refuses it).
  *
  * The memory reducer's collections without "reduce memory footprint": about 8 s after allocation
- * drops, V8's memory reducer collects the whole heap, and with that flag (V8's default) it also gives
- * memory back (the young generation shrinks among others). The first requests after a pause then met a
- * heap too small for them: at a
- * constant 2,662 get_patient calls a second after 20 s without load, the first second's p99 was
- * 81-109 ms (and 39-267 ms in earlier runs), against 6-7 ms without the flag
+ * drops, V8's memory reducer collects the whole heap, and with that mode (V8's default) it also gives
+ * memory back (the young generation shrinks among others). The first requests after a pause then ran
+ * slow: at a constant 2,662 get_patient calls a second after 15-20 s without load, the first second's p99
+ * was 81-109 ms (39-267 ms in earlier runs), against 5-12 ms with the mode off
  * (scripts/bench/steady-timeline.ts --pause, issue 24). The cost: resident memory stays where load
  * took it (ehr: 230 MB, where the shrink brought it back to 160 MB), within the chart's limits.
  */
