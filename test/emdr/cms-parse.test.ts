@@ -20,8 +20,8 @@ import { TestPki, type Issued } from '../support/signing.js';
 import { derElements } from '../support/der.js';
 
 /**
- * cms.ts reads certificates and signers from asn1js's parse by their structure. Its yardstick is
- * the maintained library's own mapping (@peculiar/asn1-cms, asn1-x509), which it replaced for its
+ * cms/ reads certificates and signers from the walked elements by their structure (ber-fields.ts).
+ * Its yardstick is the maintained library's own mapping (@peculiar/asn1-cms, asn1-x509), which it replaced for its
  * cost: every field the checks read must be what the mapping gives, from DER and BER alike, and
  * what the mapping refuses must be refused (a SignatureFormatError).
  */
@@ -224,7 +224,7 @@ function inParts(node: Node, size: number): Node {
 
 const signedBy = (signer: Issued, chain: Issued[] = []) => pki.sign(DOCUMENT, signer, chain);
 
-describe('certificates and signers read from the parse by structure', () => {
+describe('certificates and signers read by their structure', () => {
   it('gives what the library maps of each certificate (a CA, an end entity, one for encipherment, a GOST key) and signer, from DER and BER alike', () => {
     for (const signature of [signedBy(doctor, [ca]), signedBy(encipherment), signedBy(gost)]) {
       const expected = mapped(signature);
@@ -302,9 +302,9 @@ describe('certificates and signers read from the parse by structure', () => {
     expect(() => parseSignedData(bytes)).toThrow(SignatureFormatError);
   });
 
-  it('parses a signed attribute the checks do not read once per encoding, and refuses it changed after the unchanged one was read', () => {
+  it('checks the structure of a signed attribute the checks do not read: refused with its values a SEQUENCE, after the unchanged one was read', () => {
     const signature = signedBy(doctor);
-    // Read once unchanged: its SMIMECapabilities (1.2.840.113549.1.9.15) is then kept as accepted.
+    // Read once unchanged (a cache of accepted attributes, as cms.ts once kept, must not let the changed one through).
     expect(ours(signature).signers).toHaveLength(1);
     const parts = partsOf(signature);
     const attributes = parts.signer.children!.find((child) => child.tag === 0xa0)!.children!;
@@ -320,7 +320,7 @@ describe('certificates and signers read from the parse by structure', () => {
     expect(ours(again).signers.map(({ sid, ...rest }) => rest)).toEqual(mapped(again).signers.map(({ sid, ...rest }) => rest));
   });
 
-  it('reads a signer field again when its bytes differ from one read before: another signer of the same CA, an algorithm the library refuses', () => {
+  it("reads each signer's fields from its own bytes: another signer of the same CA, an algorithm the library refuses", () => {
     const nurse = pki.issue({ algorithm: 'rsa', commonName: 'Сидорова Анна', issuer: ca });
     const byDoctor = signedBy(doctor, [ca]);
     const byNurse = signedBy(nurse, [ca]);

@@ -5,7 +5,7 @@
  * message-digest. For sample documents a clinic can send to a test gateway; never a real key.
  */
 import { randomBytes } from 'node:crypto';
-import { algorithm, bitString, boolean, contextTagged, integer, octetString, oid, retagged, sequence, setOf, time, utf8String } from './cms/der-writer.ts';
+import { algorithm, bitString, boolean, contextTagged, integer, octetString, oid, retagged, sequence, setOf, time, utf8String } from './ber/der-writer.ts';
 import { generateGostKeyPair, gostPublicKeyBytes, gostSign, type GostKeyPair } from './crypto/reference/gost-sign.ts';
 import { CURVES } from './crypto/curves.ts';
 import { streebog } from './crypto/reference/streebog.ts';

@@ -86,7 +86,7 @@ export interface SignedBytes {
 
 /**
  * The GOST keys decoded before, by their certificate's key: the parse keeps the certificates it has
- * read (cms.ts), so a signer's next document brings the same object, and its key is not decoded again.
+ * read (cms/certificate.ts), so a signer's next document brings the same object, and its key is not decoded again.
  */
 const DECODED_KEYS = new WeakMap<SubjectPublicKey, { curve: Curve; key: Uint8Array }>();
 

@@ -8,7 +8,7 @@
  * key is seen, the last KEY_TABLES keys kept) and one scratch area for building tables. A key is
  * checked on the curve and, where the curve has a cofactor, in the order-q subgroup the first time
  * it is seen (curves.ts, keyCheckOf); the verdict is kept for the last KEY_VERDICTS keys, more
- * than the certificates the parse keeps (cms.ts), so a key seen before is not checked again.
+ * than the certificates the parse keeps (cms/certificate.ts), so a key seen before is not checked again.
  *
  * One instance per thread (each worker loads its own), synchronous, so that it runs in the
  * document-check workers and the CLI alike.

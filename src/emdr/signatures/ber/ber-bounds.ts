@@ -1,8 +1,9 @@
 /**
- * The bounds of a signature's encoding, checked before the ASN.1 library reads it: a walk over its
+ * The bounds of a signature's encoding, checked before anything reads its fields: a walk over its
  * tag-length-value elements (definite lengths and BER's indefinite ones) that counts them and their
- * nesting, and checks every length against its container, without allocating per element. The
- * library (cms.ts) then meets only input of bounded size, count and depth.
+ * nesting, checks every length against its container and each primitive's form as a decoding
+ * library would (asn1js), without allocating per element. The readers (ber-fields.ts, cms/) then
+ * meet only input of bounded size, count and depth.
  */
 
 export class SignatureFormatError extends Error {}
