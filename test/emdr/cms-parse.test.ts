@@ -16,6 +16,8 @@ import {
   Time,
 } from '@peculiar/asn1-x509';
 import { gostKeyParts, parseCertificate, parseSignedData, SignatureFormatError, type Certificate, type SignerInfo } from '../../src/emdr/signatures/cms/cms.js';
+import { checkBerBounds, elementAt } from '../../src/emdr/signatures/ber/ber-bounds.js';
+import { textOf, timeOf } from '../../src/emdr/signatures/ber/ber-fields.js';
 import { TestPki, type Issued } from '../support/signing.js';
 import { derElements } from '../support/der.js';
 
@@ -431,5 +433,64 @@ describe('certificates and signers read by their structure', () => {
     );
     expect(counts.both).toBeGreaterThan(100);
     console.log('changed signatures read by both, by the library only, by neither:', counts);
+  });
+});
+
+describe('the element reads that stand for asn1js (ber-fields.ts)', () => {
+  const element = (encoding: Buffer) => {
+    checkBerBounds(encoding, { maxBytes: 1 << 20, maxElements: 16, maxDepth: 4 });
+    return elementAt(encoding, 0);
+  };
+  const asn1jsValue = (encoding: Buffer) => (asn1js.fromBER(encoding).result as unknown as { valueBlock: { value: unknown } }).valueBlock.value;
+
+  it('decodes each string type as asn1js does: UTF-8 valid or not, a byte a character, BMP and Universal code units', () => {
+    const utf8Tags = fc.constant(0x0c);
+    const byteTags = fc.constantFrom(0x12, 0x13, 0x14, 0x15, 0x16, 0x19, 0x1a, 0x1b, 0x1d);
+    const text = fc.oneof(
+      fc.string({ unit: 'binary' }).map((string) => Buffer.from(string, 'utf8')),
+      fc.uint8Array({ maxLength: 40 }).map(Buffer.from),
+    );
+    const cases = fc.oneof(
+      fc.tuple(fc.oneof(utf8Tags, byteTags), text),
+      fc.tuple(
+        fc.constant(0x1e),
+        fc.uint8Array({ maxLength: 40 }).map((bytes) => Buffer.from(bytes.subarray(0, bytes.length & ~1))),
+      ),
+      fc.tuple(
+        fc.constant(0x1c),
+        fc.uint8Array({ maxLength: 40 }).map((bytes) => Buffer.from(bytes.subarray(0, bytes.length & ~3))),
+      ),
+    );
+    fc.assert(
+      fc.property(cases, ([tag, content]) => {
+        const encoding = tlv(tag, content);
+        expect(textOf(encoding, element(encoding))).toBe(asn1jsValue(encoding));
+      }),
+      { numRuns: 3000, seed: 20261128 },
+    );
+    // A byte order mark (kept), an overlong '/', a surrogate's encoding: where UTF-8 decoders differ.
+    for (const hexText of ['efbbbf616263', 'c0af', 'eda080', 'f4908080']) {
+      const encoding = tlv(0x0c, Buffer.from(hexText, 'hex'));
+      expect(textOf(encoding, element(encoding))).toBe(asn1jsValue(encoding));
+    }
+  });
+
+  it('reads UTCTime and GeneralizedTime as asn1js computes them (Date.UTC, two-digit years from 1950), and refuses other forms', () => {
+    const digits = (count: number) => fc.array(fc.integer({ min: 0, max: 9 }), { minLength: count, maxLength: count }).map((each) => each.join(''));
+    const cases = fc.oneof(fc.tuple(fc.constant(0x17), digits(12)), fc.tuple(fc.constant(0x18), digits(14)));
+    fc.assert(
+      fc.property(cases, ([tag, text]) => {
+        const encoding = tlv(tag, Buffer.from(`${text}Z`, 'latin1'));
+        const parsed = asn1js.fromBER(encoding).result as asn1js.UTCTime;
+        const expected = parsed.toDate().getTime();
+        if (Number.isNaN(expected)) expect(() => timeOf(encoding, element(encoding), 'time')).toThrow(SignatureFormatError);
+        else expect(timeOf(encoding, element(encoding), 'time')).toBe(expected);
+      }),
+      { numRuns: 3000, seed: 20261128 },
+    );
+    for (const text of ['2501010000Z', '250101000000+0300', '20250101000000.5Z']) {
+      const encoding = tlv(text.length === 11 || text.length === 17 ? 0x17 : 0x18, Buffer.from(text, 'latin1'));
+      expect(() => timeOf(encoding, element(encoding), 'time')).toThrow(SignatureFormatError);
+    }
   });
 });

@@ -145,9 +145,39 @@ export function timeOf(bytes: Uint8Array, element: BerElement | undefined, what:
   return epoch;
 }
 
-/** A string value (any string type, or anything asn1js reads as text) as asn1js decodes it; undefined for other types. */
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+const latin1Of = (value: Uint8Array) => Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('latin1');
+
+/** Character string types whose text asn1js takes a character a byte (its LocalSimpleStringBlock). */
+const BYTE_STRINGS = new Set([0x12, 0x13, 0x14, 0x15, 0x16, 0x19, 0x1a, 0x1b, 0x1d]);
+
+/** Code units, big-endian, of `size` bytes each, as asn1js decodes BMPString (2) and UniversalString (4, each cut to 16 bits by String.fromCharCode). */
+function codeUnits(value: Uint8Array, size: 2 | 4): string {
+  let text = '';
+  for (let at = 0; at + size <= value.length; at += size)
+    text += String.fromCharCode(size === 2 ? (value[at]! << 8) | value[at + 1]! : value[at + 3]! | (value[at + 2]! << 8));
+  return text;
+}
+
+/**
+ * A name attribute's value as text, as asn1js decodes it (valueBlock.value): UTF8String strictly,
+ * else its bytes a character each (asn1js's fallback); the byte-per-character string types;
+ * BMPString and UniversalString as asn1js reads them; any other type by asn1js itself, text when it
+ * gives a string. undefined when it is not text.
+ */
 export function textOf(bytes: Uint8Array, element: BerElement): string | undefined {
+  const value = contents(bytes, element);
+  if (element.tag === 0x0c) {
+    try {
+      return utf8.decode(value);
+    } catch {
+      return latin1Of(value);
+    }
+  }
+  if (BYTE_STRINGS.has(element.tag)) return latin1Of(value);
+  if (element.tag === 0x1e) return codeUnits(value, 2);
+  if (element.tag === 0x1c) return codeUnits(value, 4);
   const parsed = asn1js.fromBER(bytes.subarray(element.start, element.end), { parseEmbedded: false });
-  const value = (parsed.result as { valueBlock?: { value?: unknown } }).valueBlock?.value;
-  return parsed.offset === -1 || typeof value !== 'string' ? undefined : value;
+  const text = (parsed.result as { valueBlock?: { value?: unknown } }).valueBlock?.value;
+  return parsed.offset === -1 || typeof text !== 'string' ? undefined : text;
 }

@@ -1,25 +1,22 @@
 /**
  * The parts of X.509 certificates (RFC 5280) that signature verification and the registry's signer
  * rules read, from an encoding that passed checkBerBounds (ber-bounds.ts): its elements are walked
- * and each field read by its structure, typed and bounded (ber-fields.ts). asn1js, whose parse of a
- * new certificate cost about the engine's whole GOST check (~250 µs of a ~990 µs check, issue 24),
- * reads only what the walk does not: an OID's text once per encoding, the text of the subject
- * attributes the checks read, and the encodings inside OCTET STRINGs (the three extensions read,
- * a GOST key's point). What the maintained mapping (@peculiar/asn1-x509) refuses is refused
- * (test/emdr/cms-parse.test.ts compares the two, and mutated certificates). Anything malformed is
- * a SignatureFormatError.
+ * and each field read by its structure, typed and bounded (ber-fields.ts); the encodings inside
+ * OCTET and BIT STRINGs that are read (three extensions, a GOST key's point) are walked and bounded
+ * likewise. asn1js's parse of a new certificate cost about the engine's whole GOST check (~250 µs
+ * of a ~990 µs check, issue 24); it now reads only an OID's text once per encoding and a name
+ * attribute of an uncommon type. What the maintained mapping (@peculiar/asn1-x509) refuses is
+ * refused (test/emdr/cms-parse.test.ts compares the two, also over mutated signatures). Anything
+ * malformed is a SignatureFormatError.
  */
 import { createHash } from 'node:crypto';
-import * as asn1js from 'asn1js';
 import { id_ce_basicConstraints, id_ce_keyUsage, id_ce_subjectKeyIdentifier, KeyUsageFlags } from '@peculiar/asn1-x509';
-import { SignatureFormatError, withDefiniteLengths, type BerElement } from '../ber/ber-bounds.ts';
+import { checkBerBounds, elementAt, SignatureFormatError, withDefiniteLengths, type BerElement } from '../ber/ber-bounds.ts';
 import * as ber from '../ber/ber-fields.ts';
 import { BoundedCache } from './bounded-cache.ts';
 
 const MAX_ATTRIBUTES = 64;
 const MAX_EXTENSIONS = 64;
-/** Parts of a constructed (BER) OCTET or BIT STRING inside an extension's value. */
-const MAX_STRING_PARTS = 1024;
 
 /** Subject attributes of qualified certificates of Russian physical persons (Приказ ФСБ № 795). */
 const SUBJECT = {
@@ -225,56 +222,38 @@ function readExtension(bytes: Uint8Array, extension: BerElement, certificate: Ce
   const id = ber.oidOf(bytes, parts[0], 'extension');
   const octets = ber.octetsOf(bytes, parts.at(-1), 'extension');
   if (id !== id_ce_subjectKeyIdentifier && id !== id_ce_basicConstraints && id !== id_ce_keyUsage) return;
-  // The value is an encoding inside the OCTET STRING, which checkBerBounds did not walk: asn1js reads it, as the mapping does.
-  const value = asn1js.fromBER(octets, { parseEmbedded: false });
-  if (value.offset === -1) throw new SignatureFormatError('bad extension');
-  if (id === id_ce_subjectKeyIdentifier) certificate.subjectKeyIdentifier = parsedOctets(value.result, 'subjectKeyIdentifier');
-  if (id === id_ce_basicConstraints) certificate.isCa = basicConstraintsCa(value.result);
-  if (id === id_ce_keyUsage) certificate.keyUsage = keyUsageOf(parsedOfType(value.result, asn1js.BitString, 'keyUsage'));
+  const value = embedded(octets, 'extension');
+  if (id === id_ce_subjectKeyIdentifier) certificate.subjectKeyIdentifier = ber.octetsOf(octets, value, 'subjectKeyIdentifier');
+  if (id === id_ce_basicConstraints) certificate.isCa = basicConstraintsCa(octets, value);
+  if (id === id_ce_keyUsage) certificate.keyUsage = keyUsageOf(octets, value);
 }
 
-// ---------------------------------------------------------------------------------------------
-// Encodings inside OCTET and BIT STRINGs, read by asn1js: extension values, a GOST key's point.
+/** Bounds of an encoding inside an OCTET or BIT STRING that is read (an extension's value, a GOST key's point): its own container's. */
+const EMBEDDED_LIMITS = { maxBytes: 256 * 1024, maxElements: 10_000, maxDepth: 32 };
 
-/** A node of the type `type` itself, or a SignatureFormatError naming `what`: not of a subclass (asn1js's ENUMERATED is an INTEGER). */
-function parsedOfType<T>(node: asn1js.AsnType | undefined, type: new (...args: never[]) => T, what: string): T {
-  if (node?.constructor !== type) throw new SignatureFormatError(`bad ${what}`);
-  return node as T;
+/** The one element encoded in `bytes` (inside an OCTET or BIT STRING, so not walked with its container): walked, bounded, nothing after it. */
+function embedded(bytes: Uint8Array, what: string): BerElement {
+  try {
+    checkBerBounds(bytes, EMBEDDED_LIMITS);
+  } catch {
+    throw new SignatureFormatError(`bad ${what}`);
+  }
+  return elementAt(bytes, 0);
 }
-
-/** The children of a constructed node, at most `max`; a SignatureFormatError for anything else. */
-function parsedChildren(node: asn1js.AsnType | undefined, max: number, what: string): asn1js.AsnType[] {
-  const value = (node as asn1js.Constructed | undefined)?.valueBlock?.value;
-  // asn1js reads a SEQUENCE or SET tagged primitive (0x10, 0x11) as one: the tag's constructed bit is checked here.
-  if (!Array.isArray(value) || !node!.idBlock.isConstructed) throw new SignatureFormatError(`bad ${what}`);
-  if (value.length > max) throw new SignatureFormatError(`${what}: more than ${max}`);
-  return value;
-}
-
-/** The bytes of a parsed OCTET or BIT STRING; the constructed form (BER) is joined from its parts. */
-function parsedStringBytes(node: asn1js.OctetString | asn1js.BitString, what: string): Uint8Array {
-  if (!node.valueBlock.isConstructed) return node.valueBlock.valueHexView;
-  const parts = parsedChildren(node, MAX_STRING_PARTS, what).map((part) =>
-    parsedStringBytes(parsedOfType(part, node.constructor as typeof asn1js.OctetString, what), what),
-  );
-  return Buffer.concat(parts);
-}
-
-const parsedOctets = (node: asn1js.AsnType | undefined, what: string) => parsedStringBytes(parsedOfType(node, asn1js.OctetString, what), what);
 
 /** BasicConstraints ::= SEQUENCE { cA BOOLEAN DEFAULT FALSE, pathLenConstraint INTEGER OPTIONAL }: cA. */
-function basicConstraintsCa(node: asn1js.AsnType): boolean {
-  const fields = parsedChildren(parsedOfType(node, asn1js.Sequence, 'basicConstraints'), 2, 'basicConstraints');
-  const cA = fields[0] instanceof asn1js.Boolean ? fields[0] : undefined;
+function basicConstraintsCa(bytes: Uint8Array, element: BerElement): boolean {
+  const fields = ber.sequenceOf(bytes, element, 2, 'basicConstraints');
+  const cA = fields[0]?.tag === ber.TAG.boolean ? fields[0] : undefined;
   const rest = fields.slice(cA ? 1 : 0);
-  if (rest.length > 1 || (rest.length === 1 && rest[0]?.constructor !== asn1js.Integer)) throw new SignatureFormatError('bad basicConstraints');
-  return cA?.valueBlock.value ?? false;
+  if (rest.length > 1 || (rest.length === 1 && rest[0]!.tag !== ber.TAG.integer)) throw new SignatureFormatError('bad basicConstraints');
+  return cA ? ber.booleanOf(bytes, cA) : false;
 }
 
 /** keyUsage's named bits as KeyUsageFlags: bit n (the first bit is the first byte's highest) is 2^n; unused bits (BER may set them) left out. */
-function keyUsageOf(node: asn1js.BitString): number {
-  const bits = parsedStringBytes(node, 'keyUsage');
-  const unused = node.valueBlock.isConstructed ? 0 : node.valueBlock.unusedBits;
+function keyUsageOf(bytes: Uint8Array, element: BerElement): number {
+  const bits = ber.bitsOf(bytes, element, 'keyUsage');
+  const unused = ber.unusedBitsOf(bytes, element);
   // The named bits end at decipherOnly (8): two bytes hold them all.
   const count = Math.min(bits.length * 8 - unused, 16);
   let flags = 0;
@@ -289,13 +268,9 @@ function keyUsageOf(node: asn1js.BitString): number {
 export function gostKeyParts(publicKey: SubjectPublicKey): { paramSet: string; point: Uint8Array } {
   const parameters = publicKey.algorithm.parameters;
   if (!parameters) throw new SignatureFormatError('a GOST public key without its parameter set');
-  const sequence = asn1js.fromBER(parameters);
-  const first = sequence.offset === -1 ? undefined : (sequence.result as asn1js.Sequence).valueBlock?.value?.[0];
-  if (!(sequence.result instanceof asn1js.Sequence) || !(first instanceof asn1js.ObjectIdentifier))
-    throw new SignatureFormatError('bad GOST public key parameters');
-  // asn1js alone (the schema mapping of @peculiar cost a new key ~20 µs warm, more cold), not looking for an encoding
-  // inside the point's bytes.
-  const point = asn1js.fromBER(publicKey.key, { parseEmbedded: false });
-  if (point.offset === -1) throw new SignatureFormatError('bad GOST public key');
-  return { paramSet: first.valueBlock.toString(), point: parsedOctets(point.result, 'GOST public key') };
+  const paramSet = ber.decoded('GOST public key parameters', () => {
+    const [first] = ber.sequenceOf(parameters, embedded(parameters, 'GOST public key parameters'), Number.POSITIVE_INFINITY, 'GOST public key parameters');
+    return ber.oidOf(parameters, first, 'GOST public key parameters');
+  });
+  return { paramSet, point: ber.octetsOf(publicKey.key, embedded(publicKey.key, 'GOST public key'), 'GOST public key') };
 }
