@@ -137,7 +137,8 @@ function checkUniversalForm(tag: number): void {
 const UTC_TIME = /^\d{10}(\d{2})?(Z|[+-]\d{4})$/;
 const GENERALIZED_TIME = /^\d{10}(\d{2}(\d{2}([.,]\d+)?)?)?(Z|[+-]\d{4})?$/;
 
-const latin1 = (bytes: Uint8Array, start: number, end: number) => Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('latin1');
+/** Bytes `start` to `end` of `bytes` as text, a character a byte (no copy of the bytes). */
+export const latin1 = (bytes: Uint8Array, start: number, end: number) => Buffer.from(bytes.buffer, bytes.byteOffset + start, end - start).toString('latin1');
 
 /** The contents of a primitive universal element, where its type fixes their form: what a decoding library refuses. */
 function checkPrimitive(tag: number, bytes: Uint8Array, start: number, end: number): void {

@@ -1,16 +1,16 @@
 /**
  * Typed reads of single elements of an encoding that passed checkBerBounds (ber-bounds.ts), over
- * its bytes, without an ASN.1 library's object per element: what the certificate reader
- * (certificate.ts) takes of each field. Each read gives what asn1js (the library the rest of cms/
- * parses with) gives for the same element, and refuses what the readers over asn1js's parse
- * refused: an element of another type, a constructed element where a primitive one is due. The
- * contents checkBerBounds checks per type (a BOOLEAN of one byte, a BIT STRING's unused bits, a
- * time's text, an OBJECT IDENTIFIER's last byte) are not checked again. OBJECT IDENTIFIERs and
- * name attribute values are handed to asn1js itself (OIDs once per encoding, kept), so their text
- * is asn1js's to the character.
+ * its bytes, without an ASN.1 library's object per element: what the certificate and signer
+ * readers (cms/) take of each field. Each read gives what asn1js gives for the same element, and
+ * refuses what the readers over asn1js's parse refused before them: an element of another type, a
+ * constructed element where a primitive one is due. The contents checkBerBounds checks per type (a
+ * BOOLEAN of one byte, a BIT STRING's unused bits, a time's text, an OBJECT IDENTIFIER's last byte)
+ * are not checked again. An OBJECT IDENTIFIER's text is asn1js's own (once per encoding, kept), as
+ * is the text of a name attribute of an uncommon type; the common string types are decoded here as
+ * asn1js decodes them (test/emdr/cms-parse.test.ts holds the two together).
  */
 import * as asn1js from 'asn1js';
-import { berChildren, SignatureFormatError, type BerElement } from './ber-bounds.ts';
+import { berChildren, latin1, SignatureFormatError, type BerElement } from './ber-bounds.ts';
 import { BoundedCache } from '../cms/bounded-cache.ts';
 
 /** The first byte of universal tags read here (the constructed form of a string is its tag | 0x20). */
@@ -109,7 +109,7 @@ const MAX_CACHED_OID_BYTES = 64;
 /** An OBJECT IDENTIFIER in dotted form, as asn1js writes it (the large arcs and the first two too). */
 export function oidOf(bytes: Uint8Array, element: BerElement | undefined, what: string): string {
   const oid = ofTag(element, TAG.objectIdentifier, what);
-  const key = Buffer.from(bytes.buffer, bytes.byteOffset + oid.contentStart, oid.contentEnd - oid.contentStart).toString('latin1');
+  const key = latin1(bytes, oid.contentStart, oid.contentEnd);
   const known = OID_TEXT.get(key);
   if (known !== undefined) return known;
   const parsed = asn1js.fromBER(bytes.subarray(oid.start, oid.end), { parseEmbedded: false });
@@ -127,7 +127,7 @@ export function oidOf(bytes: Uint8Array, element: BerElement | undefined, what: 
 export function timeOf(bytes: Uint8Array, element: BerElement | undefined, what: string): number {
   const generalized = element?.tag === TAG.generalizedTime;
   const time = generalized ? element : ofTag(element, TAG.utcTime, what);
-  const text = Buffer.from(bytes.buffer, bytes.byteOffset + time.contentStart, time.contentEnd - time.contentStart).toString('latin1');
+  const text = latin1(bytes, time.contentStart, time.contentEnd);
   if (!(generalized ? /^\d{14}Z$/ : /^\d{12}Z$/).test(text)) throw new SignatureFormatError(`bad ${what}`);
   const digits = (at: number, count: number) => Number(text.slice(at, at + count));
   let year: number;
@@ -146,7 +146,6 @@ export function timeOf(bytes: Uint8Array, element: BerElement | undefined, what:
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-const latin1Of = (value: Uint8Array) => Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('latin1');
 
 /** Character string types whose text asn1js takes a character a byte (its LocalSimpleStringBlock). */
 const BYTE_STRINGS = new Set([0x12, 0x13, 0x14, 0x15, 0x16, 0x19, 0x1a, 0x1b, 0x1d]);
@@ -171,10 +170,10 @@ export function textOf(bytes: Uint8Array, element: BerElement): string | undefin
     try {
       return utf8.decode(value);
     } catch {
-      return latin1Of(value);
+      return latin1(value, 0, value.length);
     }
   }
-  if (BYTE_STRINGS.has(element.tag)) return latin1Of(value);
+  if (BYTE_STRINGS.has(element.tag)) return latin1(value, 0, value.length);
   if (element.tag === 0x1e) return codeUnits(value, 2);
   if (element.tag === 0x1c) return codeUnits(value, 4);
   const parsed = asn1js.fromBER(bytes.subarray(element.start, element.end), { parseEmbedded: false });

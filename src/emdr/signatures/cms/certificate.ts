@@ -11,10 +11,12 @@
  */
 import { createHash } from 'node:crypto';
 import { id_ce_basicConstraints, id_ce_keyUsage, id_ce_subjectKeyIdentifier, KeyUsageFlags } from '@peculiar/asn1-x509';
-import { checkBerBounds, elementAt, SignatureFormatError, withDefiniteLengths, type BerElement } from '../ber/ber-bounds.ts';
+import { checkBerBounds, elementAt, SignatureFormatError, withDefiniteLengths, type BerElement, type BerLimits } from '../ber/ber-bounds.ts';
 import * as ber from '../ber/ber-fields.ts';
 import { BoundedCache } from './bounded-cache.ts';
 
+/** A certificate alone (a trust store's), and an encoding inside one that is read (an extension's value, a GOST key's point). */
+export const CERTIFICATE_LIMITS: BerLimits = { maxBytes: 256 * 1024, maxElements: 10_000, maxDepth: 32 };
 const MAX_ATTRIBUTES = 64;
 const MAX_EXTENSIONS = 64;
 
@@ -228,13 +230,10 @@ function readExtension(bytes: Uint8Array, extension: BerElement, certificate: Ce
   if (id === id_ce_keyUsage) certificate.keyUsage = keyUsageOf(octets, value);
 }
 
-/** Bounds of an encoding inside an OCTET or BIT STRING that is read (an extension's value, a GOST key's point): its own container's. */
-const EMBEDDED_LIMITS = { maxBytes: 256 * 1024, maxElements: 10_000, maxDepth: 32 };
-
 /** The one element encoded in `bytes` (inside an OCTET or BIT STRING, so not walked with its container): walked, bounded, nothing after it. */
 function embedded(bytes: Uint8Array, what: string): BerElement {
   try {
-    checkBerBounds(bytes, EMBEDDED_LIMITS);
+    checkBerBounds(bytes, CERTIFICATE_LIMITS);
   } catch {
     throw new SignatureFormatError(`bad ${what}`);
   }

@@ -10,7 +10,16 @@
 import { id_messageDigest, id_signedData, id_signingTime } from '@peculiar/asn1-cms';
 import { checkBerBounds, elementAt, SignatureFormatError, type BerElement, type BerLimits } from '../ber/ber-bounds.ts';
 import * as ber from '../ber/ber-fields.ts';
-import { algorithmOf, certificateAt, derOfElements, nameOf, type AlgorithmIdentifier, type Certificate, type DerOf } from './certificate.ts';
+import {
+  algorithmOf,
+  CERTIFICATE_LIMITS,
+  certificateAt,
+  derOfElements,
+  nameOf,
+  type AlgorithmIdentifier,
+  type Certificate,
+  type DerOf,
+} from './certificate.ts';
 
 export { SignatureFormatError } from '../ber/ber-bounds.ts';
 export { gostKeyParts, KEY_USAGE, type AlgorithmIdentifier, type Certificate, type SubjectPublicKey, type SubjectText } from './certificate.ts';
@@ -18,8 +27,6 @@ export { gostKeyParts, KEY_USAGE, type AlgorithmIdentifier, type Certificate, ty
 /** A signature is a few kilobytes (a chain of certificates at most tens): 1 MiB is far beyond any real one. */
 export const MAX_SIGNATURE_BYTES = 1024 * 1024;
 const SIGNATURE_LIMITS: BerLimits = { maxBytes: MAX_SIGNATURE_BYTES, maxElements: 20_000, maxDepth: 32 };
-/** A certificate alone (a trust store's): the same bounds. */
-const CERTIFICATE_LIMITS: BerLimits = { maxBytes: 256 * 1024, maxElements: 10_000, maxDepth: 32 };
 const MAX_CERTIFICATES = 32;
 const MAX_SIGNERS = 16;
 /** One per digest algorithm the signers use: a few. */
@@ -137,6 +144,7 @@ export interface SignedDataShape {
 
 /** The contents of the content type signedData's OBJECT IDENTIFIER, 1.2.840.113549.1.7.2 (one encoding, in BER too; its length may be written long). */
 const SIGNED_DATA_OID = Buffer.from([0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x07, 0x02]);
+/** [number] in the one-byte tag form, primitive or constructed: the SignedData's fields are refused in any other form. */
 const isContext = (element: BerElement | undefined, number: number) => element !== undefined && (element.tag & 0xdf) === (0x80 | number);
 const isOtherCertificateChoice = (element: BerElement) => [0, 1, 2, 3].some((number) => isContext(element, number));
 
