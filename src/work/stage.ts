@@ -44,6 +44,9 @@ export class Stage<T> {
   private sleepers = new Set<() => void>();
   /** When the earliest retry this process scheduled falls due. */
   private readonly due = new DueTimer(() => this.wake());
+  /** Hand-offs reserved and not yet over (reserveHandOff), and who waits for the last to end (stop). */
+  private handOffs = 0;
+  private handOffsOver: (() => void) | undefined;
 
   constructor(private readonly options: StageOptions<T>) {}
 
@@ -72,14 +75,39 @@ export class Stage<T> {
     this.due.at(at);
   }
 
-  /** Stops claiming and waits for the batches in hand (at most `graceMs`; the rest come back when their leases end). */
+  /**
+   * A batch for this stage that another stage's settle will lease to this process (a hand-off: the
+   * items go on without a claim statement): how many items it may hold, 0 for none now (stopping,
+   * or `loops` hand-offs in hand already, so hand-offs at most double the batches in hand). Each
+   * reservation that returned more than 0 ends with handOff, with the items leased or with none.
+   */
+  reserveHandOff(): number {
+    if (this.stopping || this.handOffs >= this.options.loops) return 0;
+    this.handOffs += 1;
+    return this.options.batchSize;
+  }
+
+  /** Processes a reserved hand-off's batch (leased for this stage by the settle), its leases extended meanwhile. */
+  handOff(batch: T[]): void {
+    if (batch.length === 0) this.handOffEnded();
+    else void this.processHolding(batch).finally(() => this.handOffEnded());
+  }
+
+  private handOffEnded(): void {
+    this.handOffs -= 1;
+    if (this.handOffs === 0) this.handOffsOver?.();
+  }
+
+  /** Stops claiming and waits for the batches in hand, handed-off ones too (at most `graceMs`; the rest come back when their leases end). */
   async stop(graceMs = 20_000): Promise<void> {
     this.stopping = true;
     this.due.clear();
     this.rouse(Infinity);
     let timer: NodeJS.Timeout | undefined;
     const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
-    await Promise.race([Promise.all(this.running), grace]);
+    // A hand-off reserved before the stop may come while it waits: waited for as well.
+    const handedOver = this.handOffs === 0 ? Promise.resolve() : new Promise<void>((resolve) => (this.handOffsOver = resolve));
+    await Promise.race([Promise.all([...this.running, handedOver]), grace]);
     clearTimeout(timer);
   }
 

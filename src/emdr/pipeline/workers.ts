@@ -5,7 +5,7 @@ import { listen } from '../../db/notify.js';
 import { FairStage, type FairStageOptions } from '../../work/fair-stage.js';
 import { Stage, type StageOptions } from '../../work/stage.js';
 import { AcceptanceStage, type Checked } from './stages/acceptance.js';
-import type { ClaimedForAcceptance } from './operations/operation-handler.js';
+import type { ClaimedForAcceptance, ClaimedForSubmission } from './operations/operation-handler.js';
 import { DeadlineStage } from './stages/deadline.js';
 import { DeliveryStage, type Attempted, type ClaimedCallback } from './stages/delivery.js';
 import { DocumentCheckPool } from './document-check/document-check.js';
@@ -67,9 +67,12 @@ export async function startWorkers(
   const circuits = new CircuitBreaker({ threshold: circuit.failures === 0 ? Infinity : circuit.failures, cooldownMs: circuit.cooldownMs });
   context.metrics?.openCircuits(() => circuits.opened);
   const stages = {} as Record<StageName, RunningStage>;
-  /** What a transition made: the stages claiming the states it moved requests to, and delivery for callbacks due. */
-  const made = (by: TransitionMaker, settled: Settled) => {
-    for (const stage of stagesWoken(by)) if (stage === 'delivery' ? settled.due > 0 : settled.moved.size > 0) stages[stage].wake();
+  /**
+   * What a transition made: the stages claiming the states it moved requests to (`forClaims` of
+   * them, when some were handed on in this process instead), and delivery for callbacks due.
+   */
+  const made = (by: TransitionMaker, settled: Settled, forClaims = settled.moved.size) => {
+    for (const stage of stagesWoken(by)) if (stage === 'delivery' ? settled.due > 0 : forClaims > 0) stages[stage].wake();
   };
   const outcomes = new OutcomeRecorder(context, (settled) => made('outcome', settled));
   const acceptance = new AcceptanceStage(context, documents);
@@ -79,7 +82,7 @@ export async function startWorkers(
 
   const loops = context.loops ?? LOOPS;
   /** A stage of lifecycle.ts's STAGES, as the table declares it, with its handler. */
-  const stageOf = <T>(name: StageName, handler: StageHandler<T>): RunningStage => {
+  const stageOf = <T>(name: StageName, handler: StageHandler<T>): Stage<T> => {
     const declared: { batch: number; idlePollMs: number; loops?: number } = STAGES[name];
     const stage = new Stage<T>({
       name,
@@ -115,24 +118,36 @@ export async function startWorkers(
       ...handler,
     });
   };
+  const submissionStage = stageOf<ClaimedForSubmission>('submission', {
+    claim: submission.claim,
+    extend: submission.extend,
+    process: async (batch) => {
+      const settled = await submission.process(batch);
+      made('submission', settled);
+      // This process wakes for the deadlines it sets; the deadline stage's idle poll and nextDue find the others'.
+      if (settled.moved.size > 0) stages.deadline.wakeAt(Date.now() + context.deadlineMs);
+    },
+  });
   Object.assign(stages, {
     acceptance: fairStageOf<ClaimedForAcceptance, Checked>('acceptance', {
       claim: (limit, room, perClinic, full) => acceptance.claim(limit, room, perClinic, full),
       keyOf: (request) => request.client_id,
       process: acceptance.check,
-      settle: async (checked) => made('acceptance', await acceptance.settle(checked)),
+      settle: async (checked) => {
+        // Accepted requests go on to submission here, leased by the settle, when that stage has room: no claim statement for them.
+        const room = submissionStage.reserveHandOff();
+        let handedOff: ClaimedForSubmission[] = [];
+        try {
+          const result = await acceptance.settle(checked, room);
+          handedOff = result.handedOff;
+          made('acceptance', result.settled, result.leftForClaims);
+        } finally {
+          if (room > 0) submissionStage.handOff(handedOff);
+        }
+      },
       extend: acceptance.extend,
     }),
-    submission: stageOf('submission', {
-      claim: submission.claim,
-      extend: submission.extend,
-      process: async (batch) => {
-        const settled = await submission.process(batch);
-        made('submission', settled);
-        // This process wakes for the deadlines it sets; the deadline stage's idle poll and nextDue find the others'.
-        if (settled.moved.size > 0) stages.deadline.wakeAt(Date.now() + context.deadlineMs);
-      },
-    }),
+    submission: submissionStage,
     deadline: stageOf('deadline', { claim: deadline.claim, extend: deadline.extend, nextDue: deadline.nextDue, process: deadline.process }),
     delivery: fairStageOf<ClaimedCallback, Attempted>('delivery', {
       claim: (limit, room, perOrigin, full) => delivery.claim(limit, room, perOrigin, full),
