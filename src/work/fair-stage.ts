@@ -65,6 +65,8 @@ export class FairStage<T, R> {
   private lastFull = new Set<string>();
   private lastClaimFilled = false;
   private lastClaimAt = 0;
+  /** Places reserved for hand-offs (reserveHandOff), counted in `perKey` and against `capacity` until handOff. */
+  private reserved = 0;
 
   constructor(private readonly options: FairStageOptions<T, R>) {}
 
@@ -83,6 +85,34 @@ export class FairStage<T, R> {
     this.due.at(at);
   }
 
+  /**
+   * Places for items another statement will lease to this process (a hand-off: they are worked on
+   * without a claim statement): of the keys wanted (key → count), how many of each it may take now,
+   * within `capacity` and each key's `perKey`, as a claim would. None while stopping. Each
+   * reservation ends with handOff, with the items leased or with none.
+   */
+  reserveHandOff(wanted: ReadonlyMap<string, number>): Map<string, number> {
+    const granted = new Map<string, number>();
+    if (this.stopping) return granted;
+    let free = this.options.capacity - this.inHand.size - this.reserved;
+    for (const [key, count] of wanted) {
+      const take = Math.min(count, free, this.options.perKey - (this.perKey.get(key) ?? 0));
+      if (take <= 0) continue;
+      granted.set(key, take);
+      this.perKey.set(key, (this.perKey.get(key) ?? 0) + take);
+      this.reserved += take;
+      free -= take;
+    }
+    return granted;
+  }
+
+  /** Ends a reservation: its places are given back, and the items leased meanwhile are worked on as claimed ones are. */
+  handOff(reserved: ReadonlyMap<string, number>, items: readonly T[]): void {
+    for (const count of reserved.values()) this.reserved -= count;
+    for (const item of items) this.begin(item);
+    this.freed(reserved);
+  }
+
   /** Items in hand now, by key (for tests and metrics). */
   held(key: string): number {
     return this.perKey.get(key) ?? 0;
@@ -97,7 +127,7 @@ export class FairStage<T, R> {
     const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
     const drained = (async () => {
       await this.running;
-      while (this.inHand.size > 0) await new Promise<void>((resolve) => (this.sleeper = resolve));
+      while (this.inHand.size > 0 || this.reserved > 0) await new Promise<void>((resolve) => (this.sleeper = resolve));
     })();
     await Promise.race([drained, grace]);
     clearTimeout(timer);
@@ -120,7 +150,7 @@ export class FairStage<T, R> {
         this.changed = false;
         const spacing = this.lastClaimAt + CLAIM_SPACING_MS - Date.now();
         if (this.inHand.size > 0 && spacing > 0 && !this.stopping) await new Promise((resolve) => setTimeout(resolve, spacing));
-        const free = this.options.capacity - this.inHand.size;
+        const free = this.options.capacity - this.inHand.size - this.reserved;
         if (free > 0 && !this.stopping) {
           this.lastClaimAt = Date.now();
           let claimed: T[];
@@ -226,18 +256,23 @@ export class FairStage<T, R> {
 
   /** Items out of hand: their places go to the next claim, which runs now when it may find work it could not take before. */
   private end(items: T[]): void {
+    for (const item of items) this.inHand.delete(item);
+    this.freed(items.map((item) => [this.options.keyOf(item), 1]));
+  }
+
+  /** Places given back (ended items, unused reservations), by key: a claim runs now when it may find work it could not take before. */
+  private freed(places: Iterable<readonly [string, number]>): void {
     let reclaim = false;
-    for (const item of items) {
-      this.inHand.delete(item);
-      const key = this.options.keyOf(item);
-      const count = (this.perKey.get(key) ?? 1) - 1;
-      if (count <= 0) this.perKey.delete(key);
-      else this.perKey.set(key, count);
+    for (const [key, count] of places) {
+      const left = (this.perKey.get(key) ?? count) - count;
+      if (left <= 0) this.perKey.delete(key);
+      else this.perKey.set(key, left);
       // A key left out for being full now has room: in half its places, so a busy key is claimed for in groups.
-      if (this.lastFull.has(key) && this.options.perKey - count >= Math.max(1, Math.floor(this.options.perKey / 2))) reclaim = true;
+      if (this.lastFull.has(key) && this.options.perKey - left >= Math.max(1, Math.floor(this.options.perKey / 2))) reclaim = true;
     }
     // The last claim took all it could hold: more may wait, claimed once a quarter of the places is free.
-    if (this.lastClaimFilled && this.options.capacity - this.inHand.size >= Math.max(1, Math.floor(this.options.capacity / 4))) reclaim = true;
+    const free = this.options.capacity - this.inHand.size - this.reserved;
+    if (this.lastClaimFilled && free >= Math.max(1, Math.floor(this.options.capacity / 4))) reclaim = true;
     if (reclaim || this.stopping) this.wake();
   }
 

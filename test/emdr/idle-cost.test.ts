@@ -83,7 +83,7 @@ describe('a service with little or nothing to do', () => {
     expect(serve.child.exitCode, report).toBeNull();
   });
 
-  it('at a steady trickle, reads when the next work falls due once, and hands accepted requests to submission without a claim', async () => {
+  it('at a steady trickle, reads when the next work falls due once, and hands accepted requests and due callbacks on without claims', async () => {
     const clinic = await addClinic({ databaseUrl, dataKey: Buffer.from(serve.env.DATA_KEY!, 'hex') }, receiver.url);
     receiver.signingSecret = clinic.signingSecret;
     const before = counter.count;
@@ -102,5 +102,8 @@ describe('a service with little or nothing to do', () => {
     const submissionClaims = sent.filter((name) => name === 'emdr_submission_claim').length;
     expect(submissionClaims, sent.join(', ')).toBeLessThanOrEqual(2);
     expect(sent.filter((name) => name === 'registry_register').length, sent.join(', ')).toBe(TRICKLE_DOCUMENTS);
+    // The settles that make callbacks due lease them on to this process's delivery stage: two claims a document before.
+    const deliveryClaims = sent.filter((name) => name === 'emdr_claim_callbacks').length;
+    expect(deliveryClaims, sent.join(', ')).toBeLessThanOrEqual(2);
   });
 });

@@ -106,4 +106,79 @@ describe('FairStage', () => {
     );
     expect(waiting).toEqual([]);
   });
+
+  it("takes hand-offs within a key's cap and its capacity, counts reserved places against claims, and works on what it is handed", async () => {
+    const offers: Array<{ limit: number; room: Map<string, number>; full: string[] }> = [];
+    const work = new Map<number, Deferred>();
+    const settled: number[] = [];
+    stage = new FairStage<number, number>({
+      name: 'test',
+      // Items below 100 are clinic a's, the others clinic b's.
+      keyOf: (item) => (item < 100 ? 'a' : 'b'),
+      async claim(limit, room, _perKey, full) {
+        offers.push({ limit, room: new Map(room), full: [...full] });
+        return [];
+      },
+      async process(item) {
+        const done = deferred();
+        work.set(item, done);
+        await done.promise;
+        return item;
+      },
+      async settle(results) {
+        settled.push(...results);
+      },
+      extend: async () => undefined,
+      leaseMs: 30_000,
+      capacity: 2 * PER_KEY + 1,
+      perKey: PER_KEY,
+      settleGroup: 32,
+      idlePollMs: IDLE_POLL_MS,
+      logger: createLogger('silent'),
+    });
+    stage.start();
+    await until(
+      'the first, empty claim',
+      async () => offers.length,
+      (count) => count >= 1,
+    );
+
+    // Clinic a wants 3 places and has a cap of 2; b wants 5 and gets what capacity leaves (5 - 2 = 3, capped at 2).
+    const reserved = stage.reserveHandOff(
+      new Map([
+        ['a', 3],
+        ['b', 5],
+      ]),
+    );
+    expect(reserved).toEqual(
+      new Map([
+        ['a', 2],
+        ['b', 2],
+      ]),
+    );
+    // While reserved, a claim sees the keys at their cap and one place left.
+    stage.wake();
+    await until(
+      'a claim during the reservation',
+      async () => offers.length,
+      (count) => count >= 2,
+    );
+    expect(offers.at(-1)).toMatchObject({ limit: 1, full: ['a', 'b'] });
+    expect(stage.reserveHandOff(new Map([['a', 1]]))).toEqual(new Map());
+
+    // The settle leased only one of a's and one of b's: both worked on, the unused places given back.
+    stage.handOff(reserved, [1, 101]);
+    await until('both handed items in hand', async () => work.has(1) && work.has(101), Boolean);
+    expect(stage.held('a')).toBe(1);
+    expect(stage.held('b')).toBe(1);
+    work.get(1)!.resolve();
+    work.get(101)!.resolve();
+    await until(
+      'both settled',
+      async () => settled.length,
+      (count) => count === 2,
+    );
+    expect(settled.sort((x, y) => x - y)).toEqual([1, 101]);
+    expect(stage.held('a')).toBe(0);
+  });
 });

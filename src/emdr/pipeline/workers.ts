@@ -7,14 +7,15 @@ import { Stage, type StageOptions } from '../../work/stage.js';
 import { AcceptanceStage, type Checked } from './stages/acceptance.js';
 import type { ClaimedForAcceptance, ClaimedForSubmission } from './operations/operation-handler.js';
 import { DeadlineStage } from './stages/deadline.js';
-import { DeliveryStage, type Attempted, type ClaimedCallback } from './stages/delivery.js';
+import { DeliveryStage, type Attempted } from './stages/delivery.js';
+import type { ClaimedCallback } from './lifecycle/callback-rows.js';
 import { DocumentCheckPool } from './document-check/document-check.js';
 import { KeptFileStore } from './stages/kept-files.js';
 import { leasePollMs, STAGES, stagesWoken, type StageName, type TransitionMaker } from './lifecycle/lifecycle.js';
 import { OutcomeRecorder } from './stages/outcome.js';
 import type { PipelineContext } from './lifecycle/requests.js';
 import { SubmissionStage } from './stages/submission.js';
-import type { Settled } from './lifecycle/transitions.js';
+import type { CallbackHandOff, Settled } from './lifecycle/transitions.js';
 
 /** The NOTIFY channel on which processes announce new work of interface B to the workers. */
 export const WORK_CHANNEL = 'ehr_gateway_emdr_work';
@@ -74,9 +75,22 @@ export async function startWorkers(
   const made = (by: TransitionMaker, settled: Settled, forClaims = settled.moved.size) => {
     for (const stage of stagesWoken(by)) if (stage === 'delivery' ? settled.due > 0 : forClaims > 0) stages[stage].wake();
   };
-  const outcomes = new OutcomeRecorder(context, (settled) => made('outcome', settled));
-  const acceptance = new AcceptanceStage(context, documents);
-  const submission = new SubmissionStage(context);
+  /**
+   * The callbacks a settle makes due go to this process's delivery stage, leased by the settle, when
+   * it has room for them: no claim statement for them (issue 24). Not when their first attempt
+   * waits (CALLBACK_RETRY_SCHEDULE's first entry): the claim keeps that wait.
+   */
+  const callbackHandOff: CallbackHandOff | undefined =
+    (context.retryScheduleMs[0] ?? 0) > 0
+      ? undefined
+      : {
+          leaseMs: context.leaseMs,
+          reserve: (wanted) => deliveryStage.reserveHandOff(wanted),
+          take: (reserved, callbacks) => deliveryStage.handOff(reserved, callbacks),
+        };
+  const outcomes = new OutcomeRecorder(context, (settled) => made('outcome', settled), callbackHandOff);
+  const acceptance = new AcceptanceStage(context, documents, callbackHandOff);
+  const submission = new SubmissionStage(context, callbackHandOff);
   const deadline = new DeadlineStage(context, outcomes);
   const delivery = new DeliveryStage(context, sender, circuits);
 
@@ -105,7 +119,7 @@ export async function startWorkers(
       settle(results: R[]): Promise<void>;
       extend(items: T[]): Promise<unknown>;
     },
-  ): RunningStage => {
+  ): FairStage<T, R> => {
     const capacity = STAGES[name].batch * loops;
     return new FairStage<T, R>({
       name,
@@ -118,6 +132,17 @@ export async function startWorkers(
       ...handler,
     });
   };
+  const deliveryStage = fairStageOf<ClaimedCallback, Attempted>('delivery', {
+    claim: (limit, room, perOrigin, full) => delivery.claim(limit, room, perOrigin, full),
+    keyOf: (row) => row.origin,
+    process: delivery.attempt,
+    settle: async (attempted) => {
+      const { released, retries } = await delivery.settle(attempted);
+      if (released > 0) deliveryStage.wake();
+      if (retries.length > 0) deliveryStage.wakeAt(Date.now() + Math.min(...retries));
+    },
+    extend: delivery.extend,
+  });
   const submissionStage = stageOf<ClaimedForSubmission>('submission', {
     claim: submission.claim,
     extend: submission.extend,
@@ -149,17 +174,7 @@ export async function startWorkers(
     }),
     submission: submissionStage,
     deadline: stageOf('deadline', { claim: deadline.claim, extend: deadline.extend, nextDue: deadline.nextDue, process: deadline.process }),
-    delivery: fairStageOf<ClaimedCallback, Attempted>('delivery', {
-      claim: (limit, room, perOrigin, full) => delivery.claim(limit, room, perOrigin, full),
-      keyOf: (row) => row.origin,
-      process: delivery.attempt,
-      settle: async (attempted) => {
-        const { released, retries } = await delivery.settle(attempted);
-        if (released > 0) stages.delivery.wake();
-        if (retries.length > 0) stages.delivery.wakeAt(Date.now() + Math.min(...retries));
-      },
-      extend: delivery.extend,
-    }),
+    delivery: deliveryStage,
   } satisfies Record<StageName, RunningStage>);
   const all = Object.values(stages);
   // Only the stage the work is for: every woken loop costs a claim statement, and the intake announces new requests up to 200 times a second.

@@ -14,6 +14,7 @@ import {
   type TransitionMaker,
 } from './lifecycle.js';
 import { callbackUrl } from './requests.js';
+import { callbackOrigin, claimedCallbackColumns, type ClaimedCallback } from './callback-rows.js';
 
 /**
  * The SQL of the lifecycle (lifecycle.ts), in one place: a stage's claim, the extension and release
@@ -196,6 +197,7 @@ const COLUMNS = [
   ['callback_name', 'text'],
   ['callback_url', 'text'],
   ['payload', 'jsonb'],
+  ['callback_lease_ms', 'float8'],
   ['disclosed_emdr_id', 'text'],
   ['delivered_emdr_id', 'text'],
   ['disclosed_organization', 'text'],
@@ -233,7 +235,8 @@ function settleStatement(by: TransitionMaker): Statement {
               leased_until = now() + i.hand_off_lease_ms * interval '1 millisecond',
               claims = r.claims + case when i.hand_off_lease_ms is null then 0 else 1 end, updated_at = now()
          from input i where r.queue_message_id = i.queue_message_id and r.state in (${sqlList(sourceStates(by))})
-       returning r.queue_message_id, r.client_id
+       returning r.queue_message_id, r.client_id, r.operation, coalesce(r.client_request_id, r.request_id) as request_id, r.trace_parent,
+                 octet_length(r.document) as document_octets, octet_length(r.signature) as signature_octets
      ),
      disclosures as (
        insert into emdr_document_disclosures (client_id, queue_message_id, emdr_id, delivered_emdr_id, organization, basis)
@@ -241,16 +244,29 @@ function settleStatement(by: TransitionMaker): Statement {
          from updated u join input i using (queue_message_id) where i.disclosure_basis is not null
      ),
      emitted as (
-       insert into emdr_callbacks (id, queue_message_id, name, sequence, url, payload, state)
+       insert into emdr_callbacks (id, queue_message_id, name, sequence, url, payload, state, leased_until)
        select i.callback_id, i.queue_message_id, i.callback_name, i.sequence, i.callback_url, i.payload,
-              case when coalesce(p.state, 'delivered') = 'delivered' then 'pending' else 'waiting' end
+              case when coalesce(p.state, 'delivered') = 'delivered' then 'pending' else 'waiting' end,
+              case when coalesce(p.state, 'delivered') = 'delivered' then now() + i.callback_lease_ms * interval '1 millisecond' end
          from input i join updated u using (queue_message_id) left join previous p using (queue_message_id)
         where i.callback_id is not null
        on conflict (queue_message_id, sequence) do nothing
-       returning queue_message_id, state
+       returning id, origin, name, url, payload, queue_message_id, sequence, round_attempts, state, leased_until is not null as handed
      )
-     select u.queue_message_id, (select count(*) from emitted e where e.queue_message_id = u.queue_message_id and e.state = 'pending')::int as due
-       from updated u`,
+     select u.queue_message_id as moved_id,
+            (select count(*) from emitted e where e.queue_message_id = u.queue_message_id and e.state = 'pending' and not e.handed)::int as due,
+            ${claimedCallbackColumns({
+              callback: 'h',
+              client: 'k',
+              operation: 'u.operation',
+              requestId: 'u.request_id',
+              traceParent: 'u.trace_parent',
+              documentOctets: 'u.document_octets',
+              signatureOctets: 'u.signature_octets',
+            })}
+       from updated u
+       left join emitted h on h.queue_message_id = u.queue_message_id and h.handed
+       left join emdr_clients k on k.id = u.client_id and h.id is not null`,
   );
 }
 
@@ -264,8 +280,11 @@ const SETTLE: Record<TransitionMaker, Statement> = {
 /** A new callback's webhook-id (Standard Webhooks): the same on every attempt. */
 export const newWebhookId = () => `msg_${randomBytes(16).toString('hex')}`;
 
+/** A settle's callback lease for a callback URL: how long the callback it emits stays leased to this process's delivery stage (a hand-off), or null. */
+type CallbackLease = (url: string) => number | null;
+
 /** The SETTLE arrays of a batch: one element per settlement, its callback as the lifecycle says the transition emits it. */
-function settleColumns(by: TransitionMaker, settlements: readonly Settlement[]): unknown[][] {
+function settleColumns(by: TransitionMaker, settlements: readonly Settlement[], callbackLease: CallbackLease): unknown[][] {
   const columns: unknown[][] = COLUMNS.map(() => []);
   for (const settlement of settlements) {
     const phase = TRANSITIONS.find((candidate) => candidate.by === by && candidate.to === settlement.state && 'emits' in candidate);
@@ -273,6 +292,7 @@ function settleColumns(by: TransitionMaker, settlements: readonly Settlement[]):
       throw new Error(`the lifecycle has no transition to ${settlement.state} by ${by}`);
     const callback = phase && 'emits' in phase ? callbackOf(settlement.operation, phase.emits) : undefined;
     if (callback && settlement.payload === undefined) throw new Error(`${by} → ${settlement.state} emits ${callback.name}: a payload is needed`);
+    const url = callback ? callbackUrl(settlement.callbackBase, callback.name) : null;
     const values = [
       settlement.queueMessageId,
       settlement.state,
@@ -284,8 +304,9 @@ function settleColumns(by: TransitionMaker, settlements: readonly Settlement[]):
       callback ? newWebhookId() : null,
       callback?.sequence ?? null,
       callback?.name ?? null,
-      callback ? callbackUrl(settlement.callbackBase, callback.name) : null,
+      url,
       callback ? JSON.stringify(settlement.payload) : null,
+      url === null ? null : callbackLease(url),
       settlement.disclosure?.emdrId ?? null,
       settlement.disclosure?.deliveredEmdrId ?? null,
       settlement.disclosure?.organization ?? null,
@@ -298,15 +319,58 @@ function settleColumns(by: TransitionMaker, settlements: readonly Settlement[]):
   return columns;
 }
 
-/** What a settle did: the requests it moved (others had moved on already) and how many callbacks it made due. */
+/**
+ * Where the callbacks a settle makes due go without a claim statement: this process's delivery
+ * stage (workers.ts), as many as it has room for. A callback handed off is inserted leased to this
+ * process, as the delivery claim would lease it; one held (`waiting`) is not handed off.
+ */
+export interface CallbackHandOff {
+  leaseMs: number;
+  /** Places for callbacks of these receiver origins (origin → how many wanted): how many of each it may take now. */
+  reserve(wanted: ReadonlyMap<string, number>): Map<string, number>;
+  /** Ends a reservation with the callbacks the settle leased to this process (none when it failed). */
+  take(reserved: ReadonlyMap<string, number>, callbacks: ClaimedCallback[]): void;
+}
+
+/** What a settle did: the requests it moved (others had moved on already) and how many callbacks it made due for a claim. */
 export interface Settled {
   moved: Set<string>;
   due: number;
 }
 
-/** Moves a batch of requests on by the transitions of `by`, in one statement. */
-export async function settle(sql: Queryable, by: TransitionMaker, settlements: readonly Settlement[]): Promise<Settled> {
+type SettledRow = { moved_id: string; due: number } & ({ id: null } | ClaimedCallback);
+
+/** Moves a batch of requests on by the transitions of `by`, in one statement; the callbacks it makes due go to `handOff` as far as it has room. */
+export async function settle(sql: Queryable, by: TransitionMaker, settlements: readonly Settlement[], handOff?: CallbackHandOff): Promise<Settled> {
   if (settlements.length === 0) return { moved: new Set(), due: 0 };
-  const rows = await retryOnDeadlock(() => sql.rows<{ queue_message_id: string; due: number }>(SETTLE[by], settleColumns(by, settlements)));
-  return { moved: new Set(rows.map((row) => row.queue_message_id)), due: rows.reduce((sum, row) => sum + row.due, 0) };
+  const reserved = handOff ? handOff.reserve(wantedOrigins(by, settlements)) : new Map<string, number>();
+  const places = new Map(reserved);
+  const callbackLease: CallbackLease = (url) => {
+    const origin = callbackOrigin(url);
+    const left = places.get(origin) ?? 0;
+    if (!handOff || left <= 0) return null;
+    places.set(origin, left - 1);
+    return handOff.leaseMs;
+  };
+  let handed: ClaimedCallback[] = [];
+  try {
+    const columns = settleColumns(by, settlements, callbackLease);
+    const rows = await retryOnDeadlock(() => sql.rows<SettledRow>(SETTLE[by], columns));
+    handed = rows.flatMap((row) => (row.id === null ? [] : [row as ClaimedCallback]));
+    return { moved: new Set(rows.map((row) => row.moved_id)), due: rows.reduce((sum, row) => sum + row.due, 0) };
+  } finally {
+    handOff?.take(reserved, handed);
+  }
+}
+
+/** The receiver origins of the callbacks a batch's transitions emit, with how many each. */
+function wantedOrigins(by: TransitionMaker, settlements: readonly Settlement[]): Map<string, number> {
+  const wanted = new Map<string, number>();
+  for (const settlement of settlements) {
+    const phase = TRANSITIONS.find((candidate) => candidate.by === by && candidate.to === settlement.state && 'emits' in candidate);
+    if (!phase || !('emits' in phase)) continue;
+    const origin = callbackOrigin(callbackUrl(settlement.callbackBase, callbackOf(settlement.operation, phase.emits).name));
+    wanted.set(origin, (wanted.get(origin) ?? 0) + 1);
+  }
+  return wanted;
 }

@@ -4,7 +4,16 @@ import type { AcceptanceFindings, ClaimedForAcceptance, ClaimedForSubmission } f
 import { OPERATION_HANDLERS } from '../operations/operations.js';
 import type { PipelineContext } from '../lifecycle/requests.js';
 import { withErrors } from '../lifecycle/requests.js';
-import { claimRequestsByClinic, clinicRoom, extendRequests, RELEASE_REQUESTS, settle, type Settled, type Settlement } from '../lifecycle/transitions.js';
+import {
+  claimRequestsByClinic,
+  clinicRoom,
+  extendRequests,
+  RELEASE_REQUESTS,
+  settle,
+  type CallbackHandOff,
+  type Settled,
+  type Settlement,
+} from '../lifecycle/transitions.js';
 import { tracer } from '../../../tracing/tracing.js';
 import { stageSpan } from '../lifecycle/stage-span.js';
 
@@ -51,6 +60,8 @@ export class AcceptanceStage {
   constructor(
     private readonly context: PipelineContext,
     private readonly documents: DocumentCheckPool,
+    /** Where the acceptance callbacks go without a delivery claim (this process's delivery stage). */
+    private readonly callbacks?: CallbackHandOff,
   ) {}
 
   /** Up to `limit` requests, by clinic in turn: none of the clinics in `full`, at most its room of a clinic in `room`, `perClinic` of another. */
@@ -102,7 +113,7 @@ export class AcceptanceStage {
       handing.set(request.queue_message_id, request);
       return [{ ...decided, handOffLeaseMs: this.context.leaseMs }];
     });
-    const settled = await settle(this.context.sql, 'acceptance', settlements);
+    const settled = await settle(this.context.sql, 'acceptance', settlements, this.callbacks);
     const handedOff = [...handing.values()].filter((request) => settled.moved.has(request.queue_message_id)).map(forSubmission);
     const accepted = settlements.filter((settlement) => settlement.state === 'accepted' && settled.moved.has(settlement.queueMessageId)).length;
     return { settled, handedOff, leftForClaims: accepted - handedOff.length };

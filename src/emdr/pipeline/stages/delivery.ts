@@ -4,7 +4,8 @@ import type { CircuitBreaker } from '../../../callbacks/circuit-breaker.js';
 import type { AttemptOutcome, CallbackBody, CallbackSender, OutgoingCallback } from '../../../callbacks/delivery.js';
 import { runInRequest } from '../../../logging/request-context.js';
 import { openClinicSecret } from '../../accounts/clients.js';
-import { CALLBACKS, ENDED_STATES, FILE_CALLBACKS, sqlList, type Operation } from '../lifecycle/lifecycle.js';
+import { CALLBACKS, ENDED_STATES, FILE_CALLBACKS, sqlList } from '../lifecycle/lifecycle.js';
+import { claimedCallbackColumns, type ClaimedCallback } from '../lifecycle/callback-rows.js';
 import { requestFileBase64Slices } from '../lifecycle/request-files.js';
 import { base64Length } from '../../values/values.js';
 import type { PipelineContext } from '../lifecycle/requests.js';
@@ -25,31 +26,6 @@ import { tracer, type SpanOptions } from '../../../tracing/tracing.js';
 /** The callbacks whose bodies carry the request's files, as SQL. */
 const FILE_CALLBACK_NAMES = sqlList(FILE_CALLBACKS);
 
-export interface ClaimedCallback {
-  id: string;
-  /** Scheme, host and port of the URL: deliveries are shared fairly between origins, and each has its circuit. */
-  origin: string;
-  name: string;
-  operation: Operation;
-  url: string;
-  /** The body's JSON, as stored. */
-  payload: string;
-  queue_message_id: string;
-  sequence: number;
-  round_attempts: number;
-  business_id: string;
-  user_name: string;
-  callback_user: string;
-  callback_token_sealed: Buffer;
-  signing_secret_sealed: Buffer;
-  document_size: number | null;
-  signature_size: number | null;
-  /** The x-request-id of the request that created the callback: the client's own, else the gateway's. */
-  request_id: string;
-  /** The request's W3C traceparent: each attempt's span continues its trace (src/tracing/). */
-  trace_parent: string | null;
-}
-
 /**
  * Due callbacks, by receiver origin in turn (claimInTurns): a retry at its time; the first attempt
  * of a round (a new callback, a released result, a replay) CALLBACK_RETRY_SCHEDULE's first entry
@@ -67,10 +43,15 @@ const CLAIM = statement(
     claimable: (alias) => `${alias}.available_at <= now() and (${alias}.leased_until is null or ${alias}.leased_until <= now())
         and (${alias}.round_attempts > 0 or ${alias}.available_at <= now() - $3 * interval '1 millisecond')`,
     join: { from: 'emdr_requests r, emdr_clients k', where: 'r.queue_message_id = c.queue_message_id and k.id = r.client_id' },
-    returning: `c.id, c.origin, c.name, r.operation, c.url, c.payload::text as payload, c.queue_message_id, c.sequence, c.round_attempts, coalesce(r.client_request_id, r.request_id) as request_id, r.trace_parent,
-             k.business_id, k.user_name, k.callback_user, k.callback_token_sealed, k.signing_secret_sealed,
-             case when c.name in (${FILE_CALLBACK_NAMES}) then octet_length(r.document) end as document_size,
-             case when c.name in (${FILE_CALLBACK_NAMES}) then octet_length(r.signature) end as signature_size`,
+    returning: claimedCallbackColumns({
+      callback: 'c',
+      client: 'k',
+      operation: 'r.operation',
+      requestId: 'coalesce(r.client_request_id, r.request_id)',
+      traceParent: 'r.trace_parent',
+      documentOctets: 'octet_length(r.document)',
+      signatureOctets: 'octet_length(r.signature)',
+    }),
   }),
 );
 

@@ -3,7 +3,7 @@ import type { OutcomeReceipt, OutcomeSink, RegistryOutcome } from '../../registr
 import { OPERATIONS, sourceStates, sqlList } from '../lifecycle/lifecycle.js';
 import { OPERATION_HANDLERS } from '../operations/operations.js';
 import type { ClaimedRequestRow, PipelineContext } from '../lifecycle/requests.js';
-import { settle, type Settled, type Settlement } from '../lifecycle/transitions.js';
+import { settle, type CallbackHandOff, type Settled, type Settlement } from '../lifecycle/transitions.js';
 import { isUuid } from '../../values/values.js';
 import { tracer } from '../../../tracing/tracing.js';
 import { stageSpan } from '../lifecycle/stage-span.js';
@@ -38,6 +38,8 @@ export class OutcomeRecorder implements OutcomeSink {
     private readonly context: Pick<PipelineContext, 'sql' | 'logger'>,
     /** Told what each recording settled (the delivery stage has callbacks due). */
     private readonly onSettled: (settled: Settled) => void,
+    /** Where the result callbacks go without a delivery claim (this process's delivery stage). */
+    private readonly callbacks?: CallbackHandOff,
   ) {}
 
   async record(outcomes: readonly RegistryOutcome[]): Promise<OutcomeReceipt[]> {
@@ -79,7 +81,7 @@ export class OutcomeRecorder implements OutcomeSink {
           tracer().startSpan(`registry ${by}`, stageSpan(byId.get(settlement.queueMessageId)!, { 'ehr_gateway.state': settlement.state })),
         )
       : [];
-    const settled = await settle(this.context.sql, by, settlements).finally(() => {
+    const settled = await settle(this.context.sql, by, settlements, this.callbacks).finally(() => {
       for (const span of spans) span.end();
     });
     this.onSettled(settled);

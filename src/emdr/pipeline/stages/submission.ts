@@ -4,7 +4,7 @@ import type { Submission } from '../../registry/port.js';
 import type { ClaimedForSubmission } from '../operations/operation-handler.js';
 import { OPERATION_HANDLERS } from '../operations/operations.js';
 import type { PipelineContext } from '../lifecycle/requests.js';
-import { claimRequests, extendRequests, RELEASE_REQUESTS, settle, type Settled, type Settlement } from '../lifecycle/transitions.js';
+import { claimRequests, extendRequests, RELEASE_REQUESTS, settle, type CallbackHandOff, type Settled, type Settlement } from '../lifecycle/transitions.js';
 import { tracer } from '../../../tracing/tracing.js';
 import { stageSpan } from '../lifecycle/stage-span.js';
 
@@ -21,7 +21,11 @@ const CLAIM = claimRequests('submission', 'r.signature, r.personal_signatures');
 const EXTEND = extendRequests('submission');
 
 export class SubmissionStage {
-  constructor(private readonly context: PipelineContext) {}
+  constructor(
+    private readonly context: PipelineContext,
+    /** Where the result callbacks of refusals go without a delivery claim (this process's delivery stage). */
+    private readonly callbacks?: CallbackHandOff,
+  ) {}
 
   readonly claim = (limit: number): Promise<ClaimedForSubmission[]> => this.context.sql.rows<ClaimedForSubmission>(CLAIM, [limit, this.context.leaseMs]);
 
@@ -69,6 +73,6 @@ export class SubmissionStage {
         answered.push({ queueMessageId: request.queue_message_id, operation: request.operation, callbackBase: request.callback_url, ...result });
       }),
     );
-    return settle(this.context.sql, 'submission', answered);
+    return settle(this.context.sql, 'submission', answered, this.callbacks);
   };
 }
