@@ -166,6 +166,11 @@ export class FairStage<T, R> {
           for (const item of claimed) this.begin(item);
           this.lastFull = this.fullAfter(claimed, room, full);
           if (this.lastClaimFilled) continue;
+        } else if (free <= 0) {
+          // Full without a claim (hand-offs filled the places): work announced meanwhile is claimed once a quarter of them
+          // is free, as after a claim that took all it could hold. Else it waited for the idle poll (a pipeline run's
+          // callbacks, 10 s).
+          this.lastClaimFilled = true;
         }
         if (!this.changed) await this.sleep(this.options.idlePollMs);
       }

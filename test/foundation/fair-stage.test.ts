@@ -181,4 +181,52 @@ describe('FairStage', () => {
     expect(settled.sort((x, y) => x - y)).toEqual([1, 101]);
     expect(stage.held('a')).toBe(0);
   });
+
+  it('claims work announced while hand-offs filled its places once they free, not at its idle poll', async () => {
+    const waiting: number[] = [];
+    const work = new Map<number, Deferred>();
+    let claims = 0;
+    stage = new FairStage<number, number>({
+      name: 'test',
+      keyOf: () => 'origin',
+      async claim(limit) {
+        claims += 1;
+        return waiting.splice(0, limit);
+      },
+      async process(item) {
+        const done = deferred();
+        work.set(item, done);
+        await done.promise;
+        return item;
+      },
+      settle: async () => undefined,
+      extend: async () => undefined,
+      leaseMs: 30_000,
+      capacity: 4,
+      perKey: 4,
+      settleGroup: 32,
+      idlePollMs: IDLE_POLL_MS,
+      logger: createLogger('silent'),
+    });
+    stage.start();
+    await until(
+      'the first, empty claim',
+      async () => claims,
+      (count) => count >= 1,
+    );
+    const reserved = stage.reserveHandOff(new Map([['origin', 4]]));
+    stage.handOff(reserved, [1, 2, 3, 4]);
+    await until(
+      'the handed items in hand',
+      async () => work.size,
+      (size) => size === 4,
+    );
+    // Work announced while every place is taken: nothing to claim it with yet.
+    waiting.push(5, 6);
+    stage.wake();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    for (const item of [1, 2, 3, 4]) work.get(item)!.resolve();
+    await until('the announced work claimed once places freed', async () => work.has(5) && work.has(6), Boolean, 10_000);
+    expect(waiting).toEqual([]);
+  });
 });
