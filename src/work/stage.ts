@@ -47,6 +47,8 @@ export class Stage<T> {
   /** Hand-offs reserved and not yet over (reserveHandOff), and who waits for the last to end (stop). */
   private handOffs = 0;
   private handOffsOver: (() => void) | undefined;
+  /** Loops with a claimed batch in hand. */
+  private claimedInHand = 0;
 
   constructor(private readonly options: StageOptions<T>) {}
 
@@ -82,7 +84,10 @@ export class Stage<T> {
    * reservation that returned more than 0 ends with handOff, with the items leased or with none.
    */
   reserveHandOff(): number {
-    if (this.stopping || this.handOffs >= this.options.loops) return 0;
+    // Not while a loop has a claimed batch in hand: under load, handed items went ahead of those waiting for a claim
+    // and the oldest waited longest (a pipeline run's ack -> result p99 1.5-1.8 s -> 2.2-2.7 s). Hand-offs spare the
+    // statements of a stage that is mostly idle, where a claim served one item.
+    if (this.stopping || this.handOffs >= this.options.loops || this.claimedInHand > 0) return 0;
     this.handOffs += 1;
     return this.options.batchSize;
   }
@@ -125,7 +130,10 @@ export class Stage<T> {
         continue;
       }
       if (claimed.length >= this.options.batchSize) this.rouse(1);
-      if (claimed.length > 0) await this.processHolding(claimed);
+      if (claimed.length > 0) {
+        this.claimedInHand += 1;
+        await this.processHolding(claimed).finally(() => (this.claimedInHand -= 1));
+      }
       if (claimed.length < this.options.batchSize && !this.unserved) {
         await this.scheduleNextDue();
         // Unless a wake-up came while the next due time was read.
