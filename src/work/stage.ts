@@ -44,11 +44,6 @@ export class Stage<T> {
   private sleepers = new Set<() => void>();
   /** When the earliest retry this process scheduled falls due. */
   private readonly due = new DueTimer(() => this.wake());
-  /** Hand-offs reserved and not yet over (reserveHandOff), and who waits for the last to end (stop). */
-  private handOffs = 0;
-  private handOffsOver: (() => void) | undefined;
-  /** Loops with a claimed batch in hand. */
-  private claimedInHand = 0;
 
   constructor(private readonly options: StageOptions<T>) {}
 
@@ -77,42 +72,14 @@ export class Stage<T> {
     this.due.at(at);
   }
 
-  /**
-   * A batch for this stage that another stage's settle will lease to this process (a hand-off: the
-   * items go on without a claim statement): how many items it may hold, 0 for none now (stopping,
-   * or `loops` hand-offs in hand already, so hand-offs at most double the batches in hand). Each
-   * reservation that returned more than 0 ends with handOff, with the items leased or with none.
-   */
-  reserveHandOff(): number {
-    // Not while a loop has a claimed batch in hand: under load, handed items went ahead of those waiting for a claim
-    // and the oldest waited longest (a pipeline run's ack -> result p99 1.5-1.8 s -> 2.2-2.7 s). Hand-offs spare the
-    // statements of a stage that is mostly idle, where a claim served one item.
-    if (this.stopping || this.handOffs >= this.options.loops || this.claimedInHand > 0) return 0;
-    this.handOffs += 1;
-    return this.options.batchSize;
-  }
-
-  /** Processes a reserved hand-off's batch (leased for this stage by the settle), its leases extended meanwhile. */
-  handOff(batch: T[]): void {
-    if (batch.length === 0) this.handOffEnded();
-    else void this.processHolding(batch).finally(() => this.handOffEnded());
-  }
-
-  private handOffEnded(): void {
-    this.handOffs -= 1;
-    if (this.handOffs === 0) this.handOffsOver?.();
-  }
-
-  /** Stops claiming and waits for the batches in hand, handed-off ones too (at most `graceMs`; the rest come back when their leases end). */
+  /** Stops claiming and waits for the batches in hand (at most `graceMs`; the rest come back when their leases end). */
   async stop(graceMs = 20_000): Promise<void> {
     this.stopping = true;
     this.due.clear();
     this.rouse(Infinity);
     let timer: NodeJS.Timeout | undefined;
     const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
-    // A hand-off reserved before the stop may come while it waits: waited for as well.
-    const handedOver = this.handOffs === 0 ? Promise.resolve() : new Promise<void>((resolve) => (this.handOffsOver = resolve));
-    await Promise.race([Promise.all([...this.running, handedOver]), grace]);
+    await Promise.race([Promise.all(this.running), grace]);
     clearTimeout(timer);
   }
 
@@ -130,10 +97,7 @@ export class Stage<T> {
         continue;
       }
       if (claimed.length >= this.options.batchSize) this.rouse(1);
-      if (claimed.length > 0) {
-        this.claimedInHand += 1;
-        await this.processHolding(claimed).finally(() => (this.claimedInHand -= 1));
-      }
+      if (claimed.length > 0) await this.processHolding(claimed);
       if (claimed.length < this.options.batchSize && !this.unserved) {
         await this.scheduleNextDue();
         // Unless a wake-up came while the next due time was read.

@@ -242,7 +242,7 @@ describe('a newer version of another patient, registered between acceptance and 
     const context = { sql, registry, retryScheduleMs: [0], logger, dataKey: api.dataKey, xmlCheckTimeoutMs: 10_000, leaseMs: 30_000, deadlineMs: 60_000 };
     const acceptance = new AcceptanceStage(context, documents);
     const checked = await Promise.all((await acceptance.claim(10, new Map(), 10, [])).map(acceptance.check));
-    expect((await acceptance.settle(checked, 0)).settled.moved).toEqual(new Set([ack.queueMessageId]));
+    expect((await acceptance.settle(checked)).moved).toEqual(new Set([ack.queueMessageId]));
     expect(await knex('emdr_requests').where({ queue_message_id: ack.queueMessageId }).first('state')).toEqual({ state: 'accepted' });
 
     await knex('emdr_registry_documents').insert({ ...registryRow('26.01.000000002', '08765432110', 2), replaces: '26.01.000000001' });

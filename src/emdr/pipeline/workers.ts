@@ -5,7 +5,7 @@ import { listen } from '../../db/notify.js';
 import { FairStage, type FairStageOptions } from '../../work/fair-stage.js';
 import { Stage, type StageOptions } from '../../work/stage.js';
 import { AcceptanceStage, type Checked } from './stages/acceptance.js';
-import type { ClaimedForAcceptance, ClaimedForSubmission } from './operations/operation-handler.js';
+import type { ClaimedForAcceptance } from './operations/operation-handler.js';
 import { DeadlineStage } from './stages/deadline.js';
 import { DeliveryStage, type Attempted } from './stages/delivery.js';
 import type { ClaimedCallback } from './lifecycle/callback-rows.js';
@@ -68,12 +68,9 @@ export async function startWorkers(
   const circuits = new CircuitBreaker({ threshold: circuit.failures === 0 ? Infinity : circuit.failures, cooldownMs: circuit.cooldownMs });
   context.metrics?.openCircuits(() => circuits.opened);
   const stages = {} as Record<StageName, RunningStage>;
-  /**
-   * What a transition made: the stages claiming the states it moved requests to (`forClaims` of
-   * them, when some were handed on in this process instead), and delivery for callbacks due.
-   */
-  const made = (by: TransitionMaker, settled: Settled, forClaims = settled.moved.size) => {
-    for (const stage of stagesWoken(by)) if (stage === 'delivery' ? settled.due > 0 : forClaims > 0) stages[stage].wake();
+  /** What a transition made: the stages claiming the states it moved requests to, and delivery for callbacks due. */
+  const made = (by: TransitionMaker, settled: Settled) => {
+    for (const stage of stagesWoken(by)) if (stage === 'delivery' ? settled.due > 0 : settled.moved.size > 0) stages[stage].wake();
   };
   /**
    * The callbacks a settle makes due go to this process's delivery stage, leased by the settle, when
@@ -96,7 +93,7 @@ export async function startWorkers(
 
   const loops = context.loops ?? LOOPS;
   /** A stage of lifecycle.ts's STAGES, as the table declares it, with its handler. */
-  const stageOf = <T>(name: StageName, handler: StageHandler<T>): Stage<T> => {
+  const stageOf = <T>(name: StageName, handler: StageHandler<T>): RunningStage => {
     const declared: { batch: number; idlePollMs: number; loops?: number } = STAGES[name];
     const stage = new Stage<T>({
       name,
@@ -143,36 +140,24 @@ export async function startWorkers(
     },
     extend: delivery.extend,
   });
-  const submissionStage = stageOf<ClaimedForSubmission>('submission', {
-    claim: submission.claim,
-    extend: submission.extend,
-    process: async (batch) => {
-      const settled = await submission.process(batch);
-      made('submission', settled);
-      // This process wakes for the deadlines it sets; the deadline stage's idle poll and nextDue find the others'.
-      if (settled.moved.size > 0) stages.deadline.wakeAt(Date.now() + context.deadlineMs);
-    },
-  });
   Object.assign(stages, {
     acceptance: fairStageOf<ClaimedForAcceptance, Checked>('acceptance', {
       claim: (limit, room, perClinic, full) => acceptance.claim(limit, room, perClinic, full),
       keyOf: (request) => request.client_id,
       process: acceptance.check,
-      settle: async (checked) => {
-        // Accepted requests go on to submission here, leased by the settle, when that stage has room: no claim statement for them.
-        const room = submissionStage.reserveHandOff();
-        let handedOff: ClaimedForSubmission[] = [];
-        try {
-          const result = await acceptance.settle(checked, room);
-          handedOff = result.handedOff;
-          made('acceptance', result.settled, result.leftForClaims);
-        } finally {
-          if (room > 0) submissionStage.handOff(handedOff);
-        }
-      },
+      settle: async (checked) => made('acceptance', await acceptance.settle(checked)),
       extend: acceptance.extend,
     }),
-    submission: submissionStage,
+    submission: stageOf('submission', {
+      claim: submission.claim,
+      extend: submission.extend,
+      process: async (batch) => {
+        const settled = await submission.process(batch);
+        made('submission', settled);
+        // This process wakes for the deadlines it sets; the deadline stage's idle poll and nextDue find the others'.
+        if (settled.moved.size > 0) stages.deadline.wakeAt(Date.now() + context.deadlineMs);
+      },
+    }),
     deadline: stageOf('deadline', { claim: deadline.claim, extend: deadline.extend, nextDue: deadline.nextDue, process: deadline.process }),
     delivery: deliveryStage,
   } satisfies Record<StageName, RunningStage>);

@@ -169,12 +169,6 @@ export interface Settlement {
   emdrId?: string;
   /** When the request may be claimed next, from now (a submitted request: its deadline); default now. */
   availableInMs?: number;
-  /**
-   * Handed to the next stage in this process: the request stays leased for this long, as a claim
-   * of that stage would lease it (and counts as one), so no worker claims it meanwhile; default
-   * released, for any worker's claim.
-   */
-  handOffLeaseMs?: number;
   /** Whether the request keeps its copy of the files (see retention.ts for who needs them). */
   keepFiles: boolean;
   /** The clinic's callback base URL; the callback the transition emits goes to `<it>/api/<name>`. */
@@ -190,7 +184,6 @@ const COLUMNS = [
   ['errors', 'jsonb'],
   ['emdr_id', 'text'],
   ['available_in_ms', 'float8'],
-  ['hand_off_lease_ms', 'float8'],
   ['keep_files', 'bool'],
   ['callback_id', 'text'],
   ['sequence', 'int2'],
@@ -231,9 +224,7 @@ function settleStatement(by: TransitionMaker): Statement {
               document = case when i.keep_files then r.document end,
               signature = case when i.keep_files then r.signature end,
               personal_signatures = case when i.keep_files then r.personal_signatures end,
-              available_at = now() + coalesce(i.available_in_ms, 0) * interval '1 millisecond',
-              leased_until = now() + i.hand_off_lease_ms * interval '1 millisecond',
-              claims = r.claims + case when i.hand_off_lease_ms is null then 0 else 1 end, updated_at = now()
+              available_at = now() + coalesce(i.available_in_ms, 0) * interval '1 millisecond', leased_until = null, updated_at = now()
          from input i where r.queue_message_id = i.queue_message_id and r.state in (${sqlList(sourceStates(by))})
        returning r.queue_message_id, r.client_id, r.operation, coalesce(r.client_request_id, r.request_id) as request_id, r.trace_parent,
                  octet_length(r.document) as document_octets, octet_length(r.signature) as signature_octets
@@ -299,7 +290,6 @@ function settleColumns(by: TransitionMaker, settlements: readonly Settlement[], 
       settlement.errors && settlement.errors.length > 0 ? JSON.stringify(settlement.errors) : null,
       settlement.emdrId ?? null,
       settlement.availableInMs ?? null,
-      settlement.handOffLeaseMs ?? null,
       settlement.keepFiles,
       callback ? newWebhookId() : null,
       callback?.sequence ?? null,

@@ -1,6 +1,6 @@
 import { retryDelayMs } from '../../../work/stage.js';
 import type { DocumentCheckPool } from '../document-check/document-check.js';
-import type { AcceptanceFindings, ClaimedForAcceptance, ClaimedForSubmission } from '../operations/operation-handler.js';
+import type { AcceptanceFindings, ClaimedForAcceptance } from '../operations/operation-handler.js';
 import { OPERATION_HANDLERS } from '../operations/operations.js';
 import type { PipelineContext } from '../lifecycle/requests.js';
 import { withErrors } from '../lifecycle/requests.js';
@@ -54,7 +54,7 @@ const CLAIM = claimRequestsByClinic(
 const EXTEND = extendRequests('acceptance');
 
 /** A request's check: decided, or failed to be checked (it is put back for a later try). */
-export type Checked = { decided: Settlement; request: ClaimedForAcceptance } | { failed: ClaimedForAcceptance };
+export type Checked = { decided: Settlement } | { failed: ClaimedForAcceptance };
 
 export class AcceptanceStage {
   constructor(
@@ -87,62 +87,25 @@ export class AcceptanceStage {
           return found;
         },
       );
-      return { decided: settlementOf(request, findings), request };
+      return { decided: settlementOf(request, findings) };
     } catch (error) {
       this.context.logger.error({ err: error, queueMessageId: request.queue_message_id }, 'acceptance check failed; trying again later');
       return { failed: request };
     }
   };
 
-  /**
-   * Settles what was decided, in one statement, and puts back (for a later try) what failed to be
-   * checked. Up to `handOffRoom` accepted requests whose signatures came with the claim stay leased
-   * and are returned ready for the submission stage of this process (a hand-off: no claim statement
-   * for them, issue 24); the others wait for its claims.
-   */
-  readonly settle = async (checked: readonly Checked[], handOffRoom: number): Promise<AcceptanceSettled> => {
+  /** Settles what was decided, in one statement, and puts back (for a later try) what failed to be checked. */
+  readonly settle = async (checked: readonly Checked[]): Promise<Settled> => {
     for (const entry of checked) {
       if ('failed' in entry)
         await this.context.sql.run(RELEASE_REQUESTS, [[entry.failed.queue_message_id], retryDelayMs(entry.failed.claims, this.context.leaseMs)]);
     }
-    const handing = new Map<string, ClaimedForAcceptance>();
-    const settlements = checked.flatMap((entry) => {
-      if (!('decided' in entry)) return [];
-      const { decided, request } = entry;
-      if (decided.state !== 'accepted' || !request.signatures_inline || handing.size >= handOffRoom) return [decided];
-      handing.set(request.queue_message_id, request);
-      return [{ ...decided, handOffLeaseMs: this.context.leaseMs }];
-    });
-    const settled = await settle(this.context.sql, 'acceptance', settlements, this.callbacks);
-    const handedOff = [...handing.values()].filter((request) => settled.moved.has(request.queue_message_id)).map(forSubmission);
-    const accepted = settlements.filter((settlement) => settlement.state === 'accepted' && settled.moved.has(settlement.queueMessageId)).length;
-    return { settled, handedOff, leftForClaims: accepted - handedOff.length };
-  };
-}
-
-/** What an acceptance settle did, and the accepted requests it handed to this process's submission stage. */
-export interface AcceptanceSettled {
-  settled: Settled;
-  handedOff: ClaimedForSubmission[];
-  /** Accepted requests left for the submission stage's claims. */
-  leftForClaims: number;
-}
-
-/** An accepted request as the submission stage's claim would give it: leased by the acceptance settle, which counted a claim. */
-function forSubmission(request: ClaimedForAcceptance): ClaimedForSubmission {
-  const { queue_message_id, client_id, operation, callback_url, metadata, organizations, claims, trace_parent, signature, personal_signatures } = request;
-  return {
-    queue_message_id,
-    client_id,
-    operation,
-    state: 'accepted',
-    callback_url,
-    metadata,
-    organizations,
-    claims: claims + 1,
-    trace_parent,
-    signature,
-    personal_signatures,
+    return settle(
+      this.context.sql,
+      'acceptance',
+      checked.flatMap((entry) => ('decided' in entry ? [entry.decided] : [])),
+      this.callbacks,
+    );
   };
 }
 
