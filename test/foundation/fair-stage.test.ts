@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logging/logger.js';
-import { FairStage } from '../../src/work/fair-stage.js';
+import { FairStage, type FairStageOptions } from '../../src/work/fair-stage.js';
 import { until } from '../support/until.js';
 
 /**
@@ -23,6 +23,45 @@ function deferred(): Deferred {
   return { promise, resolve };
 }
 
+/**
+ * A stage, started and past its first (empty) claim, whose items are each worked on until the test
+ * resolves them (`work`), then settled into `settled`.
+ */
+async function workingStage(options: Pick<FairStageOptions<number, number>, 'keyOf' | 'claim' | 'capacity' | 'perKey'>) {
+  const work = new Map<number, Deferred>();
+  const settled: number[] = [];
+  let claims = 0;
+  const stage = new FairStage<number, number>({
+    name: 'test',
+    ...options,
+    claim(...args) {
+      claims += 1;
+      return options.claim(...args);
+    },
+    async process(item) {
+      const done = deferred();
+      work.set(item, done);
+      await done.promise;
+      return item;
+    },
+    async settle(results) {
+      settled.push(...results);
+    },
+    extend: async () => undefined,
+    leaseMs: 30_000,
+    settleGroup: 32,
+    idlePollMs: IDLE_POLL_MS,
+    logger: createLogger('silent'),
+  });
+  stage.start();
+  await until(
+    'the first, empty claim',
+    async () => claims,
+    (count) => count >= 1,
+  );
+  return { stage, work, settled };
+}
+
 describe('FairStage', () => {
   let stage: FairStage<number, number> | undefined;
   afterEach(async () => {
@@ -32,12 +71,9 @@ describe('FairStage', () => {
 
   it('claims again after a claim that took all the room it offered, though places freed while it ran left the key below its cap', async () => {
     const waiting: number[] = [];
-    const settled: number[] = [];
-    const work = new Map<number, Deferred>();
     const offers: number[] = [];
     let holdClaim: Deferred | undefined;
-    stage = new FairStage<number, number>({
-      name: 'test',
+    const started = await workingStage({
       keyOf: () => 'clinic',
       async claim(limit, room, perKey, full) {
         const offered = full.includes('clinic') ? 0 : Math.min(limit, room.get('clinic') ?? perKey);
@@ -47,29 +83,11 @@ describe('FairStage', () => {
         if (holdClaim) await holdClaim.promise;
         return taken;
       },
-      async process(item) {
-        const done = deferred();
-        work.set(item, done);
-        await done.promise;
-        return item;
-      },
-      async settle(results) {
-        settled.push(...results);
-      },
-      extend: async () => undefined,
-      leaseMs: 30_000,
       capacity: 2 * PER_KEY,
       perKey: PER_KEY,
-      settleGroup: 32,
-      idlePollMs: IDLE_POLL_MS,
-      logger: createLogger('silent'),
     });
-    stage.start();
-    await until(
-      'the first, empty claim',
-      async () => offers.length,
-      (count) => count >= 1,
-    );
+    stage = started.stage;
+    const { work, settled } = started;
 
     // One item: claimed alone (the key below its cap, so not marked full).
     waiting.push(1);
@@ -109,39 +127,18 @@ describe('FairStage', () => {
 
   it("takes hand-offs within a key's cap and its capacity, counts reserved places against claims, and works on what it is handed", async () => {
     const offers: Array<{ limit: number; room: Map<string, number>; full: string[] }> = [];
-    const work = new Map<number, Deferred>();
-    const settled: number[] = [];
-    stage = new FairStage<number, number>({
-      name: 'test',
+    const started = await workingStage({
       // Items below 100 are clinic a's, the others clinic b's.
       keyOf: (item) => (item < 100 ? 'a' : 'b'),
       async claim(limit, room, _perKey, full) {
         offers.push({ limit, room: new Map(room), full: [...full] });
         return [];
       },
-      async process(item) {
-        const done = deferred();
-        work.set(item, done);
-        await done.promise;
-        return item;
-      },
-      async settle(results) {
-        settled.push(...results);
-      },
-      extend: async () => undefined,
-      leaseMs: 30_000,
       capacity: 2 * PER_KEY + 1,
       perKey: PER_KEY,
-      settleGroup: 32,
-      idlePollMs: IDLE_POLL_MS,
-      logger: createLogger('silent'),
     });
-    stage.start();
-    await until(
-      'the first, empty claim',
-      async () => offers.length,
-      (count) => count >= 1,
-    );
+    stage = started.stage;
+    const { work, settled } = started;
 
     // Clinic a wants 3 places and has a cap of 2; b wants 5 and gets what capacity leaves (5 - 2 = 3, capped at 2).
     const reserved = stage.reserveHandOff(
@@ -184,36 +181,16 @@ describe('FairStage', () => {
 
   it('claims work announced while hand-offs filled its places once they free, not at its idle poll', async () => {
     const waiting: number[] = [];
-    const work = new Map<number, Deferred>();
-    let claims = 0;
-    stage = new FairStage<number, number>({
-      name: 'test',
+    const started = await workingStage({
       keyOf: () => 'origin',
       async claim(limit) {
-        claims += 1;
         return waiting.splice(0, limit);
       },
-      async process(item) {
-        const done = deferred();
-        work.set(item, done);
-        await done.promise;
-        return item;
-      },
-      settle: async () => undefined,
-      extend: async () => undefined,
-      leaseMs: 30_000,
       capacity: 4,
       perKey: 4,
-      settleGroup: 32,
-      idlePollMs: IDLE_POLL_MS,
-      logger: createLogger('silent'),
     });
-    stage.start();
-    await until(
-      'the first, empty claim',
-      async () => claims,
-      (count) => count >= 1,
-    );
+    stage = started.stage;
+    const { work } = started;
     const reserved = stage.reserveHandOff(new Map([['origin', 4]]));
     stage.handOff(reserved, [1, 2, 3, 4]);
     await until(
