@@ -14,6 +14,8 @@ import type { Logger } from '../logging/logger.js';
  *
  * Leases as in Stage: the claim leases the rows, every item in hand has its lease extended every
  * `leaseMs / 3`, and an item whose processing or settling failed comes back when its lease ends.
+ * Items may also be handed off: another statement of this process leases them for this stage
+ * (reserveHandOff, then handOff), which spares a mostly idle stage its claim statements.
  */
 export interface FairStageOptions<T, R> {
   name: string;

@@ -11,6 +11,7 @@ import {
   type Operation,
   type RequestStageName,
   type RequestState,
+  type EmittedCallback,
   type TransitionMaker,
 } from './lifecycle.js';
 import { callbackUrl } from './requests.js';
@@ -203,8 +204,10 @@ const COLUMNS = [
  * state, and the callback its transition emits. An emitted callback is held (`waiting`) until the
  * one before it was delivered: the statement holds a share lock on that one, taken in id order as
  * the delivery stage takes its locks, so a delivery committing meanwhile either is seen here or
- * releases the new callback after this commits (delivery.ts). Returns the requests moved, each
- * with the number of callbacks it made due at once.
+ * releases the new callback after this commits (delivery.ts). A callback made due that this
+ * process's delivery stage has room for (the input's callback_lease_ms) is inserted leased to it, as the
+ * delivery claim would lease it, and comes back with the claim's columns (a hand-off). Returns the
+ * requests moved, each with the number of callbacks it made due for a claim and the one it handed off.
  */
 function settleStatement(by: TransitionMaker): Statement {
   const columns = COLUMNS.map(([name]) => name).join(', ');
@@ -271,19 +274,29 @@ const SETTLE: Record<TransitionMaker, Statement> = {
 /** A new callback's webhook-id (Standard Webhooks): the same on every attempt. */
 export const newWebhookId = () => `msg_${randomBytes(16).toString('hex')}`;
 
-/** A settle's callback lease for a callback URL: how long the callback it emits stays leased to this process's delivery stage (a hand-off), or null. */
-type CallbackLease = (url: string) => number | null;
+/** The callback a settlement's transition emits (lifecycle.ts), with its URL; throws when the lifecycle has no transition to its state by `by`. */
+function emittedBy(by: TransitionMaker, settlement: Settlement): { callback: EmittedCallback; url: string } | undefined {
+  if (!TRANSITIONS.some((candidate) => candidate.by === by && candidate.to === settlement.state))
+    throw new Error(`the lifecycle has no transition to ${settlement.state} by ${by}`);
+  const phase = TRANSITIONS.find((candidate) => candidate.by === by && candidate.to === settlement.state && 'emits' in candidate);
+  if (!phase || !('emits' in phase)) return undefined;
+  const callback = callbackOf(settlement.operation, phase.emits);
+  if (settlement.payload === undefined) throw new Error(`${by} → ${settlement.state} emits ${callback.name}: a payload is needed`);
+  return { callback, url: callbackUrl(settlement.callbackBase, callback.name) };
+}
 
-/** The SETTLE arrays of a batch: one element per settlement, its callback as the lifecycle says the transition emits it. */
-function settleColumns(by: TransitionMaker, settlements: readonly Settlement[], callbackLease: CallbackLease): unknown[][] {
+/**
+ * The SETTLE arrays of a batch: one element per settlement, with the callback its transition emits
+ * (`emitted`, in the same order) and how long that stays leased to this process (`callbackLeaseMs`, a hand-off; null: not).
+ */
+function settleColumns(
+  settlements: readonly Settlement[],
+  emitted: ReadonlyArray<ReturnType<typeof emittedBy>>,
+  callbackLeaseMs: (url: string) => number | null,
+): unknown[][] {
   const columns: unknown[][] = COLUMNS.map(() => []);
-  for (const settlement of settlements) {
-    const phase = TRANSITIONS.find((candidate) => candidate.by === by && candidate.to === settlement.state && 'emits' in candidate);
-    if (!TRANSITIONS.some((candidate) => candidate.by === by && candidate.to === settlement.state))
-      throw new Error(`the lifecycle has no transition to ${settlement.state} by ${by}`);
-    const callback = phase && 'emits' in phase ? callbackOf(settlement.operation, phase.emits) : undefined;
-    if (callback && settlement.payload === undefined) throw new Error(`${by} → ${settlement.state} emits ${callback.name}: a payload is needed`);
-    const url = callback ? callbackUrl(settlement.callbackBase, callback.name) : null;
+  settlements.forEach((settlement, index) => {
+    const { callback, url } = emitted[index] ?? {};
     const values = [
       settlement.queueMessageId,
       settlement.state,
@@ -294,18 +307,18 @@ function settleColumns(by: TransitionMaker, settlements: readonly Settlement[], 
       callback ? newWebhookId() : null,
       callback?.sequence ?? null,
       callback?.name ?? null,
-      url,
+      url ?? null,
       callback ? JSON.stringify(settlement.payload) : null,
-      url === null ? null : callbackLease(url),
+      url === undefined ? null : callbackLeaseMs(url),
       settlement.disclosure?.emdrId ?? null,
       settlement.disclosure?.deliveredEmdrId ?? null,
       settlement.disclosure?.organization ?? null,
       settlement.disclosure?.basis ?? null,
     ];
-    values.forEach((value, index) => {
-      columns[index]!.push(value);
+    values.forEach((value, column) => {
+      columns[column]!.push(value);
     });
-  }
+  });
   return columns;
 }
 
@@ -333,9 +346,16 @@ type SettledRow = { moved_id: string; due: number } & ({ id: null } | ClaimedCal
 /** Moves a batch of requests on by the transitions of `by`, in one statement; the callbacks it makes due go to `handOff` as far as it has room. */
 export async function settle(sql: Queryable, by: TransitionMaker, settlements: readonly Settlement[], handOff?: CallbackHandOff): Promise<Settled> {
   if (settlements.length === 0) return { moved: new Set(), due: 0 };
-  const reserved = handOff ? handOff.reserve(wantedOrigins(by, settlements)) : new Map<string, number>();
+  const emitted = settlements.map((settlement) => emittedBy(by, settlement));
+  const wanted = new Map<string, number>();
+  for (const entry of emitted) {
+    if (!entry) continue;
+    const origin = callbackOrigin(entry.url);
+    wanted.set(origin, (wanted.get(origin) ?? 0) + 1);
+  }
+  const reserved = handOff && wanted.size > 0 ? handOff.reserve(wanted) : new Map<string, number>();
   const places = new Map(reserved);
-  const callbackLease: CallbackLease = (url) => {
+  const callbackLeaseMs = (url: string): number | null => {
     const origin = callbackOrigin(url);
     const left = places.get(origin) ?? 0;
     if (!handOff || left <= 0) return null;
@@ -344,23 +364,11 @@ export async function settle(sql: Queryable, by: TransitionMaker, settlements: r
   };
   let handed: ClaimedCallback[] = [];
   try {
-    const columns = settleColumns(by, settlements, callbackLease);
+    const columns = settleColumns(settlements, emitted, callbackLeaseMs);
     const rows = await retryOnDeadlock(() => sql.rows<SettledRow>(SETTLE[by], columns));
     handed = rows.flatMap((row) => (row.id === null ? [] : [row as ClaimedCallback]));
     return { moved: new Set(rows.map((row) => row.moved_id)), due: rows.reduce((sum, row) => sum + row.due, 0) };
   } finally {
-    handOff?.take(reserved, handed);
+    if (handOff && wanted.size > 0) handOff.take(reserved, handed);
   }
-}
-
-/** The receiver origins of the callbacks a batch's transitions emit, with how many each. */
-function wantedOrigins(by: TransitionMaker, settlements: readonly Settlement[]): Map<string, number> {
-  const wanted = new Map<string, number>();
-  for (const settlement of settlements) {
-    const phase = TRANSITIONS.find((candidate) => candidate.by === by && candidate.to === settlement.state && 'emits' in candidate);
-    if (!phase || !('emits' in phase)) continue;
-    const origin = callbackOrigin(callbackUrl(settlement.callbackBase, callbackOf(settlement.operation, phase.emits).name));
-    wanted.set(origin, (wanted.get(origin) ?? 0) + 1);
-  }
-  return wanted;
 }
