@@ -26,7 +26,8 @@ import { startDatabaseServer, withClient } from './lib/database.js';
 import { registerDocument, signedDocument, xmlOfSize } from './lib/documents.js';
 import { cpuMs, postgresCpuMs } from './lib/processes.js';
 import type { BenchContext } from './lib/scenario.js';
-import { addClinic, newDataKey, startReceiver, startService, type Receiver } from './lib/service.js';
+import { addClinic, newDataKey, startReceiver, startService } from './lib/service.js';
+import { callbacksArrived } from './scenarios/pipeline.js';
 
 const HELP = `usage: tsx scripts/bench/idle-cost.ts [options]
 
@@ -90,14 +91,6 @@ const transactions = (databaseUrl: string) =>
     ),
   );
 
-async function waitForCallbacks(receiver: Receiver, count: number, timeoutMs: number): Promise<void> {
-  const ends = Date.now() + timeoutMs;
-  while ((await receiver.stats()).received < count) {
-    if (Date.now() > ends) throw new Error(`not every callback arrived within ${timeoutMs / 1000} s`);
-    await sleep(20);
-  }
-}
-
 /** `perf record` of the processes (CPU-clock samples: time on a core, not time waiting for one) until stopped. */
 function perfRecord(file: string, pids: number[]): { stop(): Promise<void> } {
   const child = spawn('perf', ['record', '-F', '997', '-g', '-o', file, '-p', pids.join(',')], { stdio: 'ignore' });
@@ -155,7 +148,7 @@ async function main(): Promise<void> {
     const send = () => registerDocument(`http://127.0.0.1:${intake.publicPort}`, clinic, document);
     log('warming up: 20 documents');
     for (let i = 0; i < 20; i += 1) await send();
-    await waitForCallbacks(receiver, 40, 60_000);
+    await callbacksArrived(receiver, 40, 60_000);
     // pg_stat_database hears of a backend's transactions when it goes idle, within 10 s (PGSTAT_IDLE_INTERVAL).
     await sleep(11_000);
 
@@ -201,7 +194,7 @@ async function main(): Promise<void> {
       sent.push(send());
     }
     await Promise.all(sent);
-    await waitForCallbacks(receiver, received + 2 * documents, 60_000);
+    await callbacksArrived(receiver, received + 2 * documents, 60_000);
     const steadyAfter = await reading();
     await steadyPerf?.stop();
     result.steady = {

@@ -5,7 +5,8 @@
  *
  *   POST /configure   {"secret": "whsec_…"}: the clinic's signing secret; clears what was received
  *   POST /api/<Name>  a callback
- *   GET  /stats       {"received", "badSignatures", "duplicates"}
+ *   GET  /stats       {"received", "badSignatures", "duplicates", "errors", "firstError"}: `errors` counts the
+ *                     callbacks saying "status": "error" (a rejected or failed request), the first one's body kept
  *   GET  /arrivals    [[name, queueMessageId, atMs], …]
  *   GET  /files       [[queueMessageId, SHA-256 (hex) of the decoded document.content], …] of the file callbacks
  *
@@ -20,6 +21,8 @@ let files: Array<[string, string]> = [];
 let seen = new Set<string>();
 let badSignatures = 0;
 let duplicates = 0;
+let errors = 0;
+let firstError: string | undefined;
 
 const SUCCESS = Buffer.from('{"status":"Success"}');
 
@@ -48,9 +51,11 @@ const server = http.createServer((request, response) => {
       seen = new Set();
       badSignatures = 0;
       duplicates = 0;
+      errors = 0;
+      firstError = undefined;
       answer(response, 200, '{}');
     } else if (request.url === '/stats') {
-      answer(response, 200, JSON.stringify({ received: arrivals.length, badSignatures, duplicates }));
+      answer(response, 200, JSON.stringify({ received: arrivals.length, badSignatures, duplicates, errors, firstError }));
     } else if (request.url === '/arrivals') {
       answer(response, 200, JSON.stringify(arrivals));
     } else if (request.url === '/files') {
@@ -66,6 +71,10 @@ const server = http.createServer((request, response) => {
       else {
         seen.add(webhookId);
         const name = request.url.slice('/api/'.length);
+        if (/"status"\s*:\s*"error"/.test(body.toString('latin1'))) {
+          errors += 1;
+          firstError ??= `${name}: ${body.toString('utf8').slice(0, 500)}`;
+        }
         // The file callback is parsed whole (its members may come in any order, the file first); the others are small.
         if (name === 'SendDocumentFileResultResponse') {
           const parsed = JSON.parse(body.toString('utf8')) as { queueMessageId: string; document?: { content?: string } };

@@ -13,15 +13,8 @@ import { commandLine } from '../lib/command-line.js';
 import { startDatabaseServer } from './lib/database.js';
 import { registerDocument, signedDocument, xmlOfSize } from './lib/documents.js';
 import type { BenchContext } from './lib/scenario.js';
-import { addClinic, newDataKey, startReceiver, startService, type Receiver } from './lib/service.js';
-
-async function waitForCallbacks(receiver: Receiver, count: number): Promise<void> {
-  const ends = Date.now() + 60_000;
-  while ((await receiver.stats()).received < count) {
-    if (Date.now() > ends) throw new Error('not every callback arrived within 60 s');
-    await sleep(20);
-  }
-}
+import { addClinic, newDataKey, startReceiver, startService } from './lib/service.js';
+import { callbacksArrived } from './scenarios/pipeline.js';
 
 const HELP = `usage: tsx scripts/bench/steady-statements.ts [--rate N] [--documents N]
 
@@ -71,7 +64,7 @@ try {
   const document = signedDocument(xmlOfSize(10 * 1024), 'gost');
   const send = () => registerDocument(`http://127.0.0.1:${intake.publicPort}`, clinic, document);
   for (let i = 0; i < 20; i += 1) await send();
-  await waitForCallbacks(receiver, 40);
+  await callbacksArrived(receiver, 40, 60_000);
   await sleep(2000);
   const before = { intake: counters.intake.count, worker: counters.worker.count };
   const started = performance.now();
@@ -82,7 +75,7 @@ try {
     sent.push(send());
   }
   await Promise.all(sent);
-  await waitForCallbacks(receiver, 40 + 2 * documents);
+  await callbacksArrived(receiver, 40 + 2 * documents, 60_000);
   for (const who of ['intake', 'worker'] as const) {
     const names = counters[who].sent.slice(before[who], counters[who].count);
     const tally = new Map<string, number>();

@@ -127,7 +127,8 @@ export function clinicHeaders(clinic: BenchClinic): Record<string, string> {
 export interface Receiver extends Child {
   url: string;
   configure(secret: string): Promise<void>;
-  stats(): Promise<{ received: number; badSignatures: number; duplicates: number }>;
+  /** `errors`: callbacks saying "status": "error" (the benches send documents that should pass), the first one in `firstError`. */
+  stats(): Promise<{ received: number; badSignatures: number; duplicates: number; errors: number; firstError?: string }>;
   arrivals(): Promise<Array<[string, string, number]>>;
   files(): Promise<Array<[string, string]>>;
 }

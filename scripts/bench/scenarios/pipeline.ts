@@ -34,14 +34,22 @@ const percentile = (values: number[], q: number) => {
   return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 };
 
-/** Whether the receiver has had `count` callbacks in all within `timeoutMs` (asked every `pollMs`). */
+/** Whether the receiver has had `count` callbacks in all within `timeoutMs` (asked every `pollMs`); throws once a callback reports an error. */
 export async function waitForCallbacks(receiver: Receiver, count: number, timeoutMs: number, pollMs: number): Promise<boolean> {
   const ends = Date.now() + timeoutMs;
   while (Date.now() < ends) {
-    if ((await receiver.stats()).received >= count) return true;
+    const stats = await receiver.stats();
+    // A rejected document gets one callback, never two: waiting would last the whole timeout (33 min for 2,000).
+    if (stats.errors > 0) throw new Error(`${stats.errors} callbacks said "status": "error", where every document should pass; the first: ${stats.firstError}`);
+    if (stats.received >= count) return true;
     await sleep(pollMs);
   }
   return false;
+}
+
+/** Until the receiver has had `count` callbacks in all; throws after `timeoutMs`, or once a callback reports an error. */
+export async function callbacksArrived(receiver: Receiver, count: number, timeoutMs: number): Promise<void> {
+  if (!(await waitForCallbacks(receiver, count, timeoutMs, 20))) throw new Error(`not every callback arrived within ${timeoutMs / 1000} s`);
 }
 
 /** Until no callback has arrived for `quietMs`: what an earlier round left on its way is in, and will not count in the next. */
