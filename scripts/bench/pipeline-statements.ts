@@ -138,7 +138,14 @@ async function main(): Promise<void> {
     limits: false,
     log,
   };
-  const { databaseUrl, receiver, intake, clinic, pids, stop } = await startPipeline(context, 'bench_statements');
+  let pipeline: Awaited<ReturnType<typeof startPipeline>>;
+  try {
+    pipeline = await startPipeline(context, 'bench_statements');
+  } catch (error) {
+    await database.stop();
+    throw error;
+  }
+  const { databaseUrl, receiver, intake, clinic, pids, stop } = pipeline;
   try {
     const document = signedDocument(xmlOfSize(ACK_DOCUMENT_BYTES), kind);
     await withClient(databaseUrl, (client) => client.query('create extension if not exists pg_stat_statements'));

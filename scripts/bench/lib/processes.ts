@@ -169,9 +169,15 @@ export async function startServe(
   const child = compiledIsCurrent(root)
     ? spawnJs(root, COMPILED_MAIN, args, fullEnv, options.nodeOptions)
     : spawnTs(root, 'src/main.ts', args, fullEnv, options.nodeOptions);
-  if (!worker) await waitForOk(`http://127.0.0.1:${publicPort}/readyz`, 60_000, child);
-  // The message's prefix: since issue 22 the line goes on with both URLs.
-  else await waitForOutput(child, '"ehr-gateway started', 60_000);
+  try {
+    if (!worker) await waitForOk(`http://127.0.0.1:${publicPort}/readyz`, 60_000, child);
+    // The message's prefix: since issue 22 the line goes on with both URLs.
+    else await waitForOutput(child, '"ehr-gateway started', 60_000);
+  } catch (error) {
+    // One that did not start in time is not left running.
+    await child.stop();
+    throw error;
+  }
   return { ...child, publicPort, internalPort, healthPort, env: fullEnv };
 }
 

@@ -227,15 +227,18 @@ async function steadyRun(
 export async function startPipeline(context: BenchContext, databaseName: string) {
   const databaseUrl = await context.database.freshDatabase(databaseName);
   const dataKey = newDataKey();
-  const receiver = await startReceiver(context);
-  const intake = await startService(context, databaseUrl, dataKey, { only: 'emdr' });
-  const worker = await startService(context, databaseUrl, dataKey, { only: 'worker' });
+  // Each process stopped, in reverse, when a later one fails to start (a failed bench left them running).
+  const started: Array<{ stop(): Promise<void> }> = [];
   const stop = async () => {
-    await intake.stop();
-    await worker.stop();
-    await receiver.stop();
+    for (const child of started.reverse()) await child.stop();
   };
   try {
+    const receiver = await startReceiver(context);
+    started.push(receiver);
+    const intake = await startService(context, databaseUrl, dataKey, { only: 'emdr' });
+    started.push(intake);
+    const worker = await startService(context, databaseUrl, dataKey, { only: 'worker' });
+    started.push(worker);
     const clinic = await addClinic(context, intake, receiver.url);
     const pids = { intake: intake.pid, worker: worker.pid, postmaster: context.database.postmasterPid };
     return { databaseUrl, receiver, intake, clinic, pids, stop };
