@@ -102,7 +102,7 @@ export class FairStage<T, R> {
     // when the stage is busy: the newest items would take the places first, and under load the older ones waited to the
     // end of the burst (a pipeline run's ack -> result p99 went from 1.5-1.8 s to 2.2-2.7 s).
     if (this.stopping || this.lastClaimFilled || this.inHand.size >= HAND_OFF_BELOW * this.options.capacity) return granted;
-    let free = this.options.capacity - this.inHand.size - this.reserved;
+    let free = this.free;
     for (const [key, count] of wanted) {
       const take = Math.min(count, free, this.options.perKey - (this.perKey.get(key) ?? 0));
       if (take <= 0) continue;
@@ -121,7 +121,12 @@ export class FairStage<T, R> {
     this.freed(reserved);
   }
 
-  /** Items in hand now, by key (for tests and metrics). */
+  /** Places neither in hand nor reserved for a hand-off: what a claim may take. */
+  private get free(): number {
+    return this.options.capacity - this.inHand.size - this.reserved;
+  }
+
+  /** Items in hand now, by key, with places reserved for hand-offs (for tests and metrics). */
   held(key: string): number {
     return this.perKey.get(key) ?? 0;
   }
@@ -158,7 +163,7 @@ export class FairStage<T, R> {
         this.changed = false;
         const spacing = this.lastClaimAt + CLAIM_SPACING_MS - Date.now();
         if (this.inHand.size > 0 && spacing > 0 && !this.stopping) await new Promise((resolve) => setTimeout(resolve, spacing));
-        const free = this.options.capacity - this.inHand.size - this.reserved;
+        const free = this.free;
         if (free > 0 && !this.stopping) {
           this.lastClaimAt = Date.now();
           let claimed: T[];
@@ -284,7 +289,7 @@ export class FairStage<T, R> {
       if (this.lastFull.has(key) && this.options.perKey - left >= Math.max(1, Math.floor(this.options.perKey / 2))) reclaim = true;
     }
     // The last claim took all it could hold: more may wait, claimed once a quarter of the places is free.
-    const free = this.options.capacity - this.inHand.size - this.reserved;
+    const free = this.free;
     if (this.lastClaimFilled && free >= Math.max(1, Math.floor(this.options.capacity / 4))) reclaim = true;
     if (reclaim || this.stopping) this.wake();
   }

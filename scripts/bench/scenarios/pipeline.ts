@@ -230,7 +230,7 @@ export async function startPipeline(context: BenchContext, databaseName: string)
   // Each process stopped, in reverse, when a later one fails to start (a failed bench left them running).
   const started: Array<{ stop(): Promise<void> }> = [];
   const stop = async () => {
-    for (const child of started.reverse()) await child.stop();
+    for (const child of [...started].reverse()) await child.stop();
   };
   try {
     const receiver = await startReceiver(context);

@@ -287,12 +287,12 @@ function emittedBy(by: TransitionMaker, settlement: Settlement): { callback: Emi
 
 /**
  * The SETTLE arrays of a batch: one element per settlement, with the callback its transition emits
- * (`emitted`, in the same order) and how long that stays leased to this process (`callbackLeaseMs`, a hand-off; null: not).
+ * (`emitted`, in the same order) and how long that stays leased to this process (`callbackLeaseMs`: a hand-off; null: not).
  */
 function settleColumns(
   settlements: readonly Settlement[],
   emitted: ReadonlyArray<ReturnType<typeof emittedBy>>,
-  callbackLeaseMs: (url: string) => number | null,
+  callbackLeaseMs: ReadonlyArray<number | null>,
 ): unknown[][] {
   const columns: unknown[][] = COLUMNS.map(() => []);
   settlements.forEach((settlement, index) => {
@@ -309,7 +309,7 @@ function settleColumns(
       callback?.name ?? null,
       url ?? null,
       callback ? JSON.stringify(settlement.payload) : null,
-      url === undefined ? null : callbackLeaseMs(url),
+      callbackLeaseMs[index] ?? null,
       settlement.disclosure?.emdrId ?? null,
       settlement.disclosure?.deliveredEmdrId ?? null,
       settlement.disclosure?.organization ?? null,
@@ -347,24 +347,21 @@ type SettledRow = { moved_id: string; due: number } & ({ id: null } | ClaimedCal
 export async function settle(sql: Queryable, by: TransitionMaker, settlements: readonly Settlement[], handOff?: CallbackHandOff): Promise<Settled> {
   if (settlements.length === 0) return { moved: new Set(), due: 0 };
   const emitted = settlements.map((settlement) => emittedBy(by, settlement));
+  const origins = emitted.map((entry) => (entry ? callbackOrigin(entry.url) : undefined));
   const wanted = new Map<string, number>();
-  for (const entry of emitted) {
-    if (!entry) continue;
-    const origin = callbackOrigin(entry.url);
-    wanted.set(origin, (wanted.get(origin) ?? 0) + 1);
-  }
+  for (const origin of origins) if (origin !== undefined) wanted.set(origin, (wanted.get(origin) ?? 0) + 1);
   const reserved = handOff && wanted.size > 0 ? handOff.reserve(wanted) : new Map<string, number>();
+  // Each callback with a reserved place of its origin is leased on; the rest wait for a claim.
   const places = new Map(reserved);
-  const callbackLeaseMs = (url: string): number | null => {
-    const origin = callbackOrigin(url);
-    const left = places.get(origin) ?? 0;
+  const leases = origins.map((origin) => {
+    const left = origin === undefined ? 0 : (places.get(origin) ?? 0);
     if (!handOff || left <= 0) return null;
-    places.set(origin, left - 1);
+    places.set(origin!, left - 1);
     return handOff.leaseMs;
-  };
+  });
   let handed: ClaimedCallback[] = [];
   try {
-    const columns = settleColumns(settlements, emitted, callbackLeaseMs);
+    const columns = settleColumns(settlements, emitted, leases);
     const rows = await retryOnDeadlock(() => sql.rows<SettledRow>(SETTLE[by], columns));
     handed = rows.flatMap((row) => (row.id === null ? [] : [row as ClaimedCallback]));
     return { moved: new Set(rows.map((row) => row.moved_id)), due: rows.reduce((sum, row) => sum + row.due, 0) };
