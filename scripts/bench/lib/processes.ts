@@ -146,15 +146,41 @@ export interface ServiceProcess extends Child {
   env: Record<string, string>;
 }
 
-/** `ehr-gateway serve` (or `serve --only ROLE`) of the checkout at `root`, on fresh ports, ready. */
-export async function startServe(
+/** Starts of serve tried at most, each on fresh ports, when the last one found a port taken. */
+const START_ATTEMPTS = 3;
+
+interface ServeOptions {
+  only?: string;
+  nodeOptions?: readonly string[];
+  /** The ports of a start, public, internal and health (default: three free ones of loopback). */
+  choosePorts?: () => Promise<[number, number, number]>;
+}
+
+const freePorts = async (): Promise<[number, number, number]> => [await freePort(), await freePort(), await freePort()];
+
+/**
+ * `ehr-gateway serve` (or `serve --only ROLE`) of the checkout at `root`, ready, on free ports of
+ * loopback. They are chosen before serve binds them (the bench runs serve at LOG_LEVEL warn, where it
+ * does not print the ports it bound), so another process may take one in between: serve then exits
+ * saying the port "is already in use" (about one start in 30 on a busy machine), and the start is
+ * tried again on other ports.
+ */
+export async function startServe(root: string, env: Record<string, string>, options: ServeOptions = {}): Promise<ServiceProcess> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await startServeOnce(root, env, options, await (options.choosePorts ?? freePorts)());
+    } catch (error) {
+      if (attempt >= START_ATTEMPTS || !String((error as Error).message).includes('is already in use')) throw error;
+    }
+  }
+}
+
+async function startServeOnce(
   root: string,
   env: Record<string, string>,
-  options: { only?: string; nodeOptions?: readonly string[] } = {},
+  options: ServeOptions,
+  [publicPort, internalPort, healthPort]: [number, number, number],
 ): Promise<ServiceProcess> {
-  const publicPort = await freePort();
-  const internalPort = await freePort();
-  const healthPort = await freePort();
   // The worker role has no listener: it is ready when it logs that it started (at info level, which it uses only at start and stop).
   const worker = options.only === 'worker';
   const fullEnv = {
