@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { constantRate, httpRequest, type LoadResult } from '../lib/http-load.js';
 import { backendsSince, seedUsers, type SeededUsers } from '../lib/database.js';
 import { CONNECTIONS, closedRound, failedRequestNotes, maxThroughputRows, perRound } from '../lib/rounds.js';
@@ -55,9 +56,13 @@ export async function interfaceA(context: BenchContext): Promise<Measured[]> {
       await load(context.warmupMs);
       await loop();
       const started = Date.now();
+      const generator = monitorEventLoopDelay({ resolution: GENERATOR_LOOP_RESOLUTION_MS });
+      generator.enable();
       const result = await load(context.roundMs);
+      generator.disable();
       const connectionsOpened = (await backendsSince(databaseUrl, started)).length;
-      return { ...result, loop: await loop(), connectionsOpened };
+      const generatorLateMs = Math.max(0, generator.max / 1e6 - GENERATOR_LOOP_RESOLUTION_MS);
+      return { ...result, loop: await loop(), connectionsOpened, generatorLateMs };
     };
     const half = await alternate(context.rounds, [
       { name: 'service', run: atRate(service.publicPort, path, () => serviceLoopDelay(service.internalPort)) },
@@ -114,8 +119,13 @@ async function baselineLoopDelay(port: number): Promise<LoopDelay> {
   return (await (await fetch(`http://127.0.0.1:${port}/loop-delay`)).json()) as LoopDelay;
 }
 
-/** connectionsOpened: the database connections the contender opened during the round (a pool growing again; those still open at its end). */
-type SteadyResult = LoadResult & { loop: LoopDelay; connectionsOpened: number };
+/**
+ * connectionsOpened: the database connections the contender opened during the round (a pool growing again; those still
+ * open at its end). generatorLateMs: how late the load generator's own event loop was at most (this process sends the
+ * requests and times the answers: a stall of its own is in the latencies of whichever contender it measures).
+ */
+type SteadyResult = LoadResult & { loop: LoopDelay; connectionsOpened: number; generatorLateMs: number };
+const GENERATOR_LOOP_RESOLUTION_MS = 10;
 
 function getPatientOutcome(max: Record<string, LoadResult[]>, half: Record<string, SteadyResult[]>, rate: number): Measured {
   const { throughput, cpu, p99: p99Max } = maxThroughputRows(max.service, max.baseline, `throughput, ${CONNECTIONS} connections`, 0.8);
@@ -149,6 +159,7 @@ function getPatientOutcome(max: Record<string, LoadResult[]>, half: Record<strin
       ...failedRequestNotes(max, 'maximum'),
       ...failedRequestNotes(half, 'constant rate'),
       `garbage collection during each ${rate} requests/s round (ms): service ${perRound(half.service, (r) => r.loop.gcMs).join(', ')}; baseline ${perRound(half.baseline, (r) => r.loop.gcMs).join(', ')}`,
+      `the load generator's own event loop at most this late during each ${rate} requests/s round (ms, beyond its 10 ms sampling): service ${perRound(half.service, (r) => r.generatorLateMs).join(', ')}; baseline ${perRound(half.baseline, (r) => r.generatorLateMs).join(', ')}`,
       `database connections opened during each ${rate} requests/s round (a pool growing again, each a backend start and a SCRAM exchange): service ${perRound(half.service, (r) => r.connectionsOpened).join(', ')}; baseline ${perRound(half.baseline, (r) => r.connectionsOpened).join(', ')}`,
     ],
   };
