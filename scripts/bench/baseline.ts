@@ -17,13 +17,15 @@
  *                               compare), the body parsed, SHA-256 over it, the files decoded from
  *                               base64, one INSERT of the request (with its audit row) that the pipeline picks up
  *
- *   tsx scripts/bench/baseline.ts   (env: DATABASE_URL, DATA_KEY (hex), INTERNAL_USERS name:password, PORT)
+ *   tsx scripts/bench/baseline.ts   (env: DATABASE_URL, DATA_KEY (hex), INTERNAL_USERS name:password, INTERNAL_AUTH_MAX_FAILURES, PORT)
  */
 import { createDecipheriv, createHash, createSecretKey, randomUUID, timingSafeEqual } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import pg from 'pg';
+import { JUDGING_PERIOD_MS } from '../../src/ehr/credentials/failure-limit.js';
 import { giveBackRoom, reserveRoom } from '../../src/ehr/credentials/failure-limit-sql.js';
+import { clientKey } from '../../src/http/client-address.js';
 
 // Connections kept once opened, as the service's pool keeps them (src/db/database.ts): else this
 // side alone would pay new connections in a steady round after idling through the service's.
@@ -94,13 +96,12 @@ const SAVE_SESSION = `with stored as (insert into ehr_sessions (token_hash, user
   ${giveBackRoom(9)}
   insert into audit_events (request_id, internal_account, internal_user_id, action, outcome, client_address, client_request_id)
   select $4, $5, $6, 'embedded_storage.save_auth_info', 'ok', $7, $8 from stored`;
-// The failure limit's allowance and period: never reached here (the bench runs serve with the same allowance), so no call waits.
-const FAILURE_ALLOWANCE = 1_000_000;
-const JUDGING_PERIOD_MS = 60_000;
+// The failure limit's allowance, as serve's in the bench: never reached, so no call waits for room.
+const failureAllowance = Number(process.env.INTERNAL_AUTH_MAX_FAILURES);
 
 async function saveAuthInfo(cred: Cred, authInfo: { user: string; token: string; ttl: number }, clientAddress: string): Promise<unknown> {
   const key = JSON.stringify([cred.user === internalUser ? cred.user : null, clientAddress]);
-  const { rows } = await pool.query({ name: 'user_link', text: LINK_RESERVING, values: [authInfo.user, key, FAILURE_ALLOWANCE, JUDGING_PERIOD_MS] });
+  const { rows } = await pool.query({ name: 'user_link', text: LINK_RESERVING, values: [authInfo.user, key, failureAllowance, JUDGING_PERIOD_MS] });
   const link = rows[0];
   if (!link.granted) return { error: { code: -33000, message: 'NotAuthorized' } };
   if (!link.user_id) return { error: { code: -34007, message: 'UserNotFound' } };
@@ -267,7 +268,7 @@ const server = http.createServer((request, response) => {
         return;
       }
       const body = await readBody(request);
-      if (request.url === '/rpc') send(response, 200, await rpc(body, (request.socket.remoteAddress ?? '').replace(/^::ffff:/, '')));
+      if (request.url === '/rpc') send(response, 200, await rpc(body, clientKey(request.socket.remoteAddress)));
       else if (request.url === '/api/RegisterDocument') send(response, ...(await registerDocument(request, body)));
       else send(response, 404, { error: 'not found' });
     } catch (error) {

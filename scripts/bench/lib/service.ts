@@ -19,6 +19,8 @@ export const newDataKey = () => randomBytes(32).toString('hex');
 const NO_LIMITS = { RATE_LIMIT: '0', BYTE_QUOTA: '0', RPC_RATE_LIMIT: '0' };
 /** `--limits`: every request counted in the shared counters as in production, against allowances it never reaches. */
 const COUNTED_LIMITS = { RATE_LIMIT: '2000000000', BYTE_QUOTA: '1000gb', RPC_RATE_LIMIT: '2000000000' };
+/** The internal failure limit's allowance of serve and of the baseline (INTERNAL_AUTH_MAX_FAILURES): its statements run, and no call waits for room. */
+const FAILURE_ALLOWANCE = '1000000';
 
 /** Interface A's version segment of the checkout measured. */
 export function rpcVersion(root: string): string {
@@ -46,8 +48,7 @@ export async function startService(
       INTERNAL_USERS: `${INTERNAL_USER}:${INTERNAL_PASSWORD}`,
       ...(context.limits ? COUNTED_LIMITS : NO_LIMITS),
       MAX_CONNECTIONS_PER_CLIENT: '0',
-      // The baseline's allowance too (baseline.ts): the limit's statements run, and no call waits for room.
-      INTERNAL_AUTH_MAX_FAILURES: '1000000',
+      INTERNAL_AUTH_MAX_FAILURES: FAILURE_ALLOWANCE,
       CALLBACK_ALLOWED_NETWORKS: '127.0.0.0/8',
       ...options.env,
     },
@@ -75,7 +76,13 @@ export async function startBaseline(context: BenchContext, databaseUrl: string, 
     context.benchDir,
     'baseline.ts',
     [],
-    { DATABASE_URL: databaseUrl, DATA_KEY: dataKey, INTERNAL_USERS: `${INTERNAL_USER}:${INTERNAL_PASSWORD}`, PORT: String(port) },
+    {
+      DATABASE_URL: databaseUrl,
+      DATA_KEY: dataKey,
+      INTERNAL_USERS: `${INTERNAL_USER}:${INTERNAL_PASSWORD}`,
+      INTERNAL_AUTH_MAX_FAILURES: FAILURE_ALLOWANCE,
+      PORT: String(port),
+    },
     profileOptions(context),
   );
   await waitFor(child, 'baseline listening');

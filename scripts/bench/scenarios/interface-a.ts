@@ -159,7 +159,7 @@ function getPatientOutcome(max: Record<string, LoadResult[]>, half: Record<strin
       ...failedRequestNotes(max, 'maximum'),
       ...failedRequestNotes(half, 'constant rate'),
       `garbage collection during each ${rate} requests/s round (ms): service ${perRound(half.service, (r) => r.loop.gcMs).join(', ')}; baseline ${perRound(half.baseline, (r) => r.loop.gcMs).join(', ')}`,
-      `the load generator's own event loop at most this late during each ${rate} requests/s round (ms, beyond its 10 ms sampling): service ${perRound(half.service, (r) => r.generatorLateMs).join(', ')}; baseline ${perRound(half.baseline, (r) => r.generatorLateMs).join(', ')}`,
+      `the load generator's own event loop at most this late during each ${rate} requests/s round (ms, beyond its ${GENERATOR_LOOP_RESOLUTION_MS} ms sampling): service ${perRound(half.service, (r) => r.generatorLateMs).join(', ')}; baseline ${perRound(half.baseline, (r) => r.generatorLateMs).join(', ')}`,
       `database connections opened during each ${rate} requests/s round (a pool growing again, each a backend start and a SCRAM exchange): service ${perRound(half.service, (r) => r.connectionsOpened).join(', ')}; baseline ${perRound(half.baseline, (r) => r.connectionsOpened).join(', ')}`,
     ],
   };

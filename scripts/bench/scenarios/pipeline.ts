@@ -14,8 +14,8 @@ import { ACK_DOCUMENT_BYTES, expectAcknowledgement } from './register-document.j
  * two processes, so the worker's CPU per document is its own. Each round runs twice, in alternating
  * order: documents GOST-256-signed (the real path, the one the targets judge) and RSA-signed (the same
  * pipeline without our GOST arithmetic, verified by Node's OpenSSL), so the pipeline's own cost and
- * the signature check's show apart; a warm-up run of each kind comes first, not counted. Then, with the service idle, GOST-signed documents one at a time:
- * acknowledgement → result callback. The database's committed transactions (pg_stat_database) are
+ * the signature check's show apart; a warm-up run of each kind comes first, not counted. Then, with
+ * the service idle, GOST-signed documents one at a time: acknowledgement → result callback. The database's committed transactions (pg_stat_database) are
  * counted per document of a throughput run (nearly every statement of the pipeline is a transaction
  * of its own) and per second once the service is idle (what its loops cost when nothing happens).
  * Last, GOST-signed documents at a steady 10 a second: the service's CPU per document there against
