@@ -1,11 +1,11 @@
 import fs from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCallbackReceiver, type CallbackReceiver } from '../support/callback-receiver.js';
+import { startCallbackReceiver } from '../support/callback-receiver.js';
 import { createTestDatabase } from '../support/database.js';
 import { addClinic, authHeaders, post, registerBody } from '../support/emdr.js';
-import { statementCounter, type StatementCounter } from '../support/pg-wire.js';
-import { startServeProcess, type ServeProcess } from '../support/processes.js';
-import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
+import { statementCounter } from '../support/pg-wire.js';
+import { startServeProcess } from '../support/processes.js';
+import { startTcpProxy } from '../support/tcp-proxy.js';
 import { until } from '../support/until.js';
 
 /**
@@ -38,32 +38,60 @@ async function mainThreadWakeups(pid: number): Promise<number> {
   return Number(/^voluntary_ctxt_switches:\s+(\d+)/m.exec(status)![1]);
 }
 
+/** `serve` (every role) reaching PostgreSQL through a proxy that counts the statements it sends, with a clinic's receiver. */
+async function startCountedServe(extraEnv: Record<string, string> = {}) {
+  const receiver = await startCallbackReceiver();
+  const databaseUrl = await createTestDatabase();
+  const direct = new URL(databaseUrl);
+  const counter = statementCounter();
+  const proxy = await startTcpProxy(direct.hostname, Number(direct.port), () => counter.connection());
+  const proxied = new URL(databaseUrl);
+  proxied.port = String(proxy.port);
+  // With the liveness listener, as the chart runs it: its heartbeat is one of the loop's timers.
+  const serve = await startServeProcess({ DATABASE_URL: proxied.toString(), HEALTH_PORT: '0', ...extraEnv });
+  return {
+    receiver,
+    databaseUrl,
+    counter,
+    serve,
+    async stop() {
+      await serve.stop();
+      await proxy.close();
+      await receiver.close();
+    },
+  };
+}
+type CountedServe = Awaited<ReturnType<typeof startCountedServe>>;
+
+/** TRICKLE_DOCUMENTS sent one at a time, each after both callbacks of the one before: the statements sent meanwhile. */
+async function trickle({ serve, receiver, counter, databaseUrl }: CountedServe): Promise<string[]> {
+  const clinic = await addClinic({ databaseUrl, dataKey: Buffer.from(serve.env.DATA_KEY!, 'hex') }, receiver.url);
+  receiver.signingSecret = clinic.signingSecret;
+  const before = counter.count;
+  for (let i = 1; i <= TRICKLE_DOCUMENTS; i += 1) {
+    const answer = await post(serve.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody());
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    // Both callbacks of this document in, so that each document finds the stages idle.
+    await receiver.waitFor((received) => received.length >= 2 * i, 60_000);
+  }
+  return counter.sent.slice(before, counter.count);
+}
+
+const times = (sent: readonly string[], name: string) => sent.filter((candidate) => candidate === name).length;
+
 describe('a service with little or nothing to do', () => {
-  let proxy: TcpProxy;
-  let counter: StatementCounter;
-  let serve: ServeProcess;
-  let receiver: CallbackReceiver;
-  let databaseUrl: string;
+  let counted: CountedServe;
 
   beforeAll(async () => {
-    receiver = await startCallbackReceiver();
-    databaseUrl = await createTestDatabase();
-    const direct = new URL(databaseUrl);
-    counter = statementCounter();
-    proxy = await startTcpProxy(direct.hostname, Number(direct.port), () => counter.connection());
-    const proxied = new URL(databaseUrl);
-    proxied.port = String(proxy.port);
-    // With the liveness listener, as the chart runs it: its heartbeat is one of the loop's timers.
-    serve = await startServeProcess({ DATABASE_URL: proxied.toString(), HEALTH_PORT: '0' });
+    counted = await startCountedServe();
   });
 
   afterAll(async () => {
-    await serve?.stop();
-    await proxy?.close();
-    await receiver?.close();
+    await counted?.stop();
   });
 
   it('sends PostgreSQL a statement every few seconds at most, and its event loop sleeps', async () => {
+    const { counter, serve } = counted;
     // Started: its stages have claimed once (the proxy saw statements) and sleep.
     await until(
       'statements of the started service',
@@ -83,23 +111,38 @@ describe('a service with little or nothing to do', () => {
     expect(serve.child.exitCode, report).toBeNull();
   });
 
-  it('at a steady trickle, reads when the next work falls due once, and hands due callbacks to delivery without claims', async () => {
-    const clinic = await addClinic({ databaseUrl, dataKey: Buffer.from(serve.env.DATA_KEY!, 'hex') }, receiver.url);
-    receiver.signingSecret = clinic.signingSecret;
-    const before = counter.count;
-    for (let i = 1; i <= TRICKLE_DOCUMENTS; i += 1) {
-      const answer = await post(serve.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody());
-      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
-      // Both callbacks of this document in, so that each document finds the stages idle.
-      await receiver.waitFor((received) => received.length >= 2 * i, 60_000);
-    }
-    const sent = counter.sent.slice(before, counter.count);
-    const reads = sent.filter((name) => name === 'registry_next_answer').length;
-    // The answer loop went idle after each answer; before issue 24's change it read the next due time then (one per document).
-    expect(reads, sent.join(', ')).toBeLessThanOrEqual(2);
-    expect(sent.filter((name) => name === 'registry_register').length, sent.join(', ')).toBe(TRICKLE_DOCUMENTS);
-    // The settles that make callbacks due lease them on to this process's delivery stage: two claims a document before.
-    const deliveryClaims = sent.filter((name) => name === 'emdr_claim_callbacks').length;
-    expect(deliveryClaims, sent.join(', ')).toBeLessThanOrEqual(2);
+  it('at a steady trickle, reads when the next work falls due once, not once a document', async () => {
+    const sent = await trickle(counted);
+    expect(times(sent, 'registry_register'), sent.join(', ')).toBe(TRICKLE_DOCUMENTS);
+    // The answer loop went idle after each answer; before issue 24's change it read the next due time then (one per
+    // document). An idle poll of the loop (a claim beyond the one per document) may read once more: on a busy machine the
+    // trickle lasts long enough for one (CI: 9 claims, 3 reads).
+    const idlePolls = times(sent, 'registry_claim_answers') - TRICKLE_DOCUMENTS;
+    expect(times(sent, 'registry_next_answer'), sent.join(', ')).toBeLessThanOrEqual(2 + Math.max(0, idlePolls));
+  });
+});
+
+/**
+ * The settles that make callbacks due lease them on to this process's delivery stage: no claim for
+ * them. A result callback is held while its acceptance callback is on its way, and a held one is
+ * released by the delivery's follow-up and claimed: with the registry answering at once, which
+ * comes first depends on the machine's load (CI: 6 claims of 8 results held). Here the registry
+ * answers after REGISTRY_ANSWER_DELAY, long after the acceptance callback reached the local receiver.
+ */
+describe('a service at a steady trickle, the registry answering later', () => {
+  let counted: CountedServe;
+
+  beforeAll(async () => {
+    counted = await startCountedServe({ REGISTRY_ANSWER_DELAY: '300ms' });
+  });
+
+  afterAll(async () => {
+    await counted?.stop();
+  });
+
+  it('hands due callbacks to delivery without claims', async () => {
+    const sent = await trickle(counted);
+    // Two claims a document before the hand-off (16).
+    expect(times(sent, 'emdr_claim_callbacks'), sent.join(', ')).toBeLessThanOrEqual(2);
   });
 });
