@@ -49,6 +49,7 @@ import type { CounterStore } from './limits/counters.js';
 import type { Logger } from './logging/logger.js';
 import type { RequestListener } from 'node:http';
 import { tuneCollectorForServing } from './memory/garbage.js';
+import { ClientShares, CLIENT_ACTIVE_FOR_MS } from './http/client-shares.js';
 import { LoopTurns } from './work/loop-turns.js';
 
 export const ROLES = ['ehr', 'emdr', 'worker'] as const;
@@ -281,6 +282,11 @@ export async function startService(config: Config, logger: Logger, roles: Readon
           processBytes: config.bodyBytesInFlight.perProcess,
         });
         metrics.intakeRequests(() => intakeSlots.totals());
+        const clientShares =
+          config.clientRequestsInProgress === 0
+            ? undefined
+            : new ClientShares({ perClient: config.clientRequestsInProgress, activeForMs: CLIENT_ACTIVE_FOR_MS });
+        if (clientShares) metrics.clientShareWaiting(() => clientShares.waiting);
         // A clinic's held refusals spread over 1-1.5 s, so that its connections do not come back as one burst.
         const refusalPacer = new RefusalPacer({ ...REFUSAL_PACING, spread: 0.5 });
         hotPaths.push(
@@ -312,6 +318,7 @@ export async function startService(config: Config, logger: Logger, roles: Readon
             base64Members: { RegisterDocument: 'document' },
             logger,
             metrics,
+            clientShares,
           }),
         );
       }

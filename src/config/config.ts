@@ -48,6 +48,8 @@ export interface Config {
   byteQuotaPerMinute: number;
   /** Interface A calls per client address per minute on the public listener, across all processes; 0 turns the limit off. */
   rpcRateLimitPerMinute: number;
+  /** Interface B requests of one client address in progress at once while other addresses are served too; 0 turns the share off. */
+  clientRequestsInProgress: number;
   /** Interface B body bytes taken in (read, parsed, stored) at once in this process, per clinic account and for all together; more wait unread. */
   bodyBytesInFlight: { perClinic: number; perProcess: number };
   /** Proxies whose X-Forwarded-For names the client (TRUSTED_PROXIES); their own connections are not capped per client. */
@@ -513,6 +515,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<Config> = 
     rateLimitPerMinute,
     byteQuotaPerMinute,
     rpcRateLimitPerMinute: readCount(env, 'RPC_RATE_LIMIT', 1200, 'calls per minute (0 turns the limit off)'),
+    clientRequestsInProgress: readCount(env, 'CLIENT_REQUESTS_IN_PROGRESS', 2, 'requests (0 turns the share off)'),
     bodyBytesInFlight: readBodyBytesInFlight(env, bodyLimitBytes),
     trustedProxies: readNetworks(env, 'TRUSTED_PROXIES'),
     callbackAllowedNetworks: readNetworks(env, 'CALLBACK_ALLOWED_NETWORKS'),
@@ -612,6 +615,12 @@ export const CONFIG_VARIABLES: ReadonlyArray<{ name: string; fallback: string; m
     fallback: '64',
     meaning:
       'open connections per client address (IPv6: per /64) and listener; more are closed as they arrive (0 turns the cap off; TRUSTED_PROXIES are exempt)',
+  },
+  {
+    name: 'CLIENT_REQUESTS_IN_PROGRESS',
+    fallback: '2',
+    meaning:
+      'interface B requests of one client address (IPv6: per /64) handled at once while other addresses are served too; the rest wait, body unread, in order (a client alone is not held; 0 turns the share off)',
   },
   { name: 'KEEP_ALIVE_TIMEOUT', fallback: '5s', meaning: 'an idle keep-alive connection is closed after this' },
   {

@@ -222,6 +222,17 @@ export class Metrics {
    * read and handled), or waiting for one with their bodies unread; and the body bytes taken in
    * (BODY_BYTES_IN_FLIGHT_PER_*).
    */
+  clientShareWaiting(read: () => number): void {
+    new client.Gauge({
+      name: 'ehr_gateway_client_share_waiting_requests',
+      help: 'Interface B requests waiting, body unread, because their client address has CLIENT_REQUESTS_IN_PROGRESS under way while other addresses are served',
+      registers: [this.registry],
+      collect() {
+        this.set(read());
+      },
+    });
+  }
+
   intakeRequests(read: () => { reading: number; waiting: number; bytes: number }): void {
     new client.Gauge({
       name: 'ehr_gateway_intake_requests',

@@ -1,31 +1,10 @@
-import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedClinicAccount } from '../../src/emdr/accounts/clients.js';
 import { INTAKE_QUEUE_PER_CLINIC, INTAKE_SLOTS_PER_CLINIC } from '../../src/emdr/intake/admission/limits.js';
-import { addClinic, authHeaders, registerBody } from '../support/emdr.js';
+import { addClinic, authHeaders, heldRegisterDocument as heldRequest, registerBody } from '../support/emdr.js';
 import { startServeProcess, type ServeProcess } from '../support/processes.js';
 import { postHead, rawExchange, type RawAnswer } from '../support/raw-http.js';
 import { until } from '../support/until.js';
-
-/** A RegisterDocument whose body stops after its first byte until `finish` sends the rest: it holds an intake slot while it is read. */
-function heldRequest(port: number, clinic: CreatedClinicAccount): { answer: Promise<RawAnswer>; finish(): void } {
-  const body = Buffer.from(JSON.stringify(registerBody()));
-  const socket = net.connect({ port, host: '127.0.0.1' });
-  let text = '';
-  socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
-  socket.on('error', () => undefined);
-  const answer = new Promise<RawAnswer>((resolve) =>
-    socket.on('close', () =>
-      resolve({ statusLine: text.split('\r\n')[0] ?? '', status: Number(text.split(' ')[1] ?? 0), headers: {}, body: '', bodyBytes: 0, closed: true }),
-    ),
-  );
-  socket.on('data', () => {
-    // One answer is all it waits for.
-    if (/\r\n\r\n/.test(text)) socket.end();
-  });
-  socket.on('connect', () => socket.write(postHead('/api/RegisterDocument', authHeaders(clinic), body.length) + body.subarray(0, 1).toString('latin1')));
-  return { answer, finish: () => socket.write(body.subarray(1)) };
-}
 
 /**
  * Per clinic account, INTAKE_SLOTS_PER_CLINIC requests are read and handled at once in a process;

@@ -1,10 +1,12 @@
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import knexFactory, { type Knex } from 'knex';
 import { createClinicAccount, type CreatedClinicAccount } from '../../src/emdr/accounts/clients.js';
 import { decodeBase64Strict } from '../../src/emdr/values/values.js';
 import { responseProblems } from './contract.js';
+import { postHead, type RawAnswer } from './raw-http.js';
 import { testSignatureOf } from './signing.js';
 
 const fixtures = path.join(import.meta.dirname, '../emdr/fixtures');
@@ -103,4 +105,28 @@ export async function pipelineSnapshot(databaseUrl: string): Promise<string> {
   } finally {
     await knex.destroy();
   }
+}
+
+/**
+ * A RegisterDocument whose body stops after its first byte until `finish` sends the rest: it is in
+ * progress (holds an intake slot, and its address's share) while it is read. From `localAddress`,
+ * e.g. 127.0.0.2 for another client on loopback.
+ */
+export function heldRegisterDocument(port: number, clinic: CreatedClinicAccount, localAddress?: string): { answer: Promise<RawAnswer>; finish(): void } {
+  const body = Buffer.from(JSON.stringify(registerBody()));
+  const socket = net.connect({ port, host: '127.0.0.1', ...(localAddress ? { localAddress } : {}) });
+  let text = '';
+  socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
+  socket.on('error', () => undefined);
+  const answer = new Promise<RawAnswer>((resolve) =>
+    socket.on('close', () =>
+      resolve({ statusLine: text.split('\r\n')[0] ?? '', status: Number(text.split(' ')[1] ?? 0), headers: {}, body: '', bodyBytes: 0, closed: true }),
+    ),
+  );
+  socket.on('data', () => {
+    // One answer is all it waits for.
+    if (/\r\n\r\n/.test(text)) socket.end();
+  });
+  socket.on('connect', () => socket.write(postHead('/api/RegisterDocument', authHeaders(clinic), body.length) + body.subarray(0, 1).toString('latin1')));
+  return { answer, finish: () => socket.write(body.subarray(1)) };
 }

@@ -9,6 +9,9 @@ import { secondsSince, type Metrics } from '../../metrics/metrics.js';
 import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../../db/database.js';
 import { BodyRefusal, ClientGone, readBody, refuseBodyByHeaders, type BodyInspector } from '../../http/json-body.js';
 import { JsonShapeError, JsonShapeGuard } from '../../http/json-shape.js';
+import { clientKey } from '../../http/client-address.js';
+import type { ClientShares } from '../../http/client-shares.js';
+import { currentRequest } from '../../logging/request-context.js';
 import { sendJson, type HotPath } from '../../http/respond.js';
 import { droppedBuffer } from '../../memory/garbage.js';
 import { inlineLocalRefs } from '../../validation/inline-refs.js';
@@ -97,6 +100,8 @@ export interface EmdrRouterOptions {
   logger: Logger;
   /** Requests, durations and errors per operation (`none`: a path or method the definition lacks). */
   metrics?: Metrics;
+  /** Requests of one client address in progress while other addresses are served (CLIENT_REQUESTS_IN_PROGRESS); unset: no such share. */
+  clientShares?: ClientShares;
 }
 
 /** What the metrics learn of a request: its operation once routed, its error code when it failed. */
@@ -366,18 +371,25 @@ class EmdrRouter {
  */
 export async function createEmdrRouter(options: EmdrRouterOptions): Promise<HotPath> {
   const router = new EmdrRouter(await createBackend(await loadDefinition(options.definition)), options);
+  const shares = options.clientShares;
+  // Nothing of a request is read or looked up before its address's share admits it.
+  const answer = (req: IncomingMessage, res: ServerResponse, answered?: Answered): Promise<void> => {
+    if (!shares) return router.answer(req, res, answered);
+    const entered = shares.enter(clientKey(currentRequest()?.clientAddress ?? req.socket.remoteAddress));
+    if (typeof entered === 'function') return router.answer(req, res, answered).finally(entered);
+    return entered.then((release) => router.answer(req, res, answered).finally(release));
+  };
   return (req, res) => {
     const url = req.url ?? '';
     if (url.slice(0, 4).toLowerCase() !== '/api' || (url.length > 4 && url[4] !== '/' && url[4] !== '?')) return false;
     const metrics = options.metrics;
     if (!metrics) {
-      router.answer(req, res).catch((error: unknown) => sendError(res, error, options.logger));
+      answer(req, res).catch((error: unknown) => sendError(res, error, options.logger));
       return true;
     }
     const started = process.hrtime.bigint();
     const answered: Answered = { operation: 'none' };
-    router
-      .answer(req, res, answered)
+    answer(req, res, answered)
       .catch((error: unknown) => (answered.errorCode = sendError(res, error, options.logger)))
       .finally(() => metrics.apiRequest(answered.operation, res.statusCode, secondsSince(started), answered.errorCode));
     return true;
