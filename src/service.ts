@@ -49,7 +49,7 @@ import type { CounterStore } from './limits/counters.js';
 import type { Logger } from './logging/logger.js';
 import type { RequestListener } from 'node:http';
 import { tuneCollectorForServing } from './memory/garbage.js';
-import { ClientShares, CLIENT_ACTIVE_FOR_MS } from './http/client-shares.js';
+import { ClientShares, CLIENT_ACTIVE_FOR_MS } from './limits/client-shares.js';
 import { LoopTurns } from './work/loop-turns.js';
 
 export const ROLES = ['ehr', 'emdr', 'worker'] as const;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ClientShares } from '../../src/http/client-shares.js';
+import { ClientShares } from '../../src/limits/client-shares.js';
 
 /** ClientShares with a clock the test moves. */
 function shares(perClient: number, activeForMs = 1000) {

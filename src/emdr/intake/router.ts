@@ -10,7 +10,7 @@ import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from '../../db/database.js
 import { BodyRefusal, ClientGone, readBody, refuseBodyByHeaders, type BodyInspector } from '../../http/json-body.js';
 import { JsonShapeError, JsonShapeGuard } from '../../http/json-shape.js';
 import { clientKey } from '../../http/client-address.js';
-import type { ClientShares } from '../../http/client-shares.js';
+import type { ClientShares } from '../../limits/client-shares.js';
 import { currentRequest } from '../../logging/request-context.js';
 import { sendJson, type HotPath } from '../../http/respond.js';
 import { droppedBuffer } from '../../memory/garbage.js';
