@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedClinicAccount } from '../../src/emdr/accounts/clients.js';
 import { addClinic, authHeaders, heldRegisterDocument, registerBody } from '../support/emdr.js';
@@ -69,6 +70,32 @@ describe('interface B: the share of a client address', () => {
     expect((await held.answer).status).toBe(200);
     await waiting;
     expect(waitingAnswer!.status).toBe(200);
+    expect(await metric('ehr_gateway_client_share_waiting_requests')).toBe(0);
+    heldOther.finish();
+    expect((await heldOther.answer).status).toBe(200);
+  });
+
+  it('drops a waiting request whose client went away without looking its account up', async () => {
+    const unrouted = () => metric('ehr_gateway_api_requests_total', '{operation="none",status="200"}').then((count) => (Number.isNaN(count) ? 0 : count));
+    const before = await unrouted();
+    const held = heldRegisterDocument(port, first);
+    const heldOther = heldRegisterDocument(port, second, OTHER_ADDRESS);
+    await until('both addresses’ held requests in progress', reading, (count) => count === 2, 120_000);
+    const body = Buffer.from(JSON.stringify(registerBody()));
+    const gone = net.connect({ port, host: '127.0.0.1' });
+    gone.on('error', () => undefined);
+    gone.on('connect', () => gone.write(postHead('/api/RegisterDocument', authHeaders(first), body.length) + body.toString('latin1')));
+    await until(
+      'the request waiting for its address’s share',
+      () => metric('ehr_gateway_client_share_waiting_requests'),
+      (count) => count === 1,
+      120_000,
+    );
+    gone.destroy();
+    held.finish();
+    expect((await held.answer).status).toBe(200);
+    // Its turn came after its client had gone: it ended there, never routed (a routed one counts as RegisterDocument).
+    await until('the gone request ended unrouted', unrouted, (count) => count === before + 1, 120_000);
     expect(await metric('ehr_gateway_client_share_waiting_requests')).toBe(0);
     heldOther.finish();
     expect((await heldOther.answer).status).toBe(200);

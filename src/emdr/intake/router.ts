@@ -377,7 +377,14 @@ export async function createEmdrRouter(options: EmdrRouterOptions): Promise<HotP
     if (!shares) return router.answer(req, res, answered);
     const entered = shares.enter(clientKey(currentRequest()?.clientAddress ?? req.socket.remoteAddress));
     if (typeof entered === 'function') return router.answer(req, res, answered).finally(entered);
-    return entered.then((release) => router.answer(req, res, answered).finally(release));
+    // A client that gave up while it waited costs nothing more: not even its account's lookup.
+    return entered.then((release) => {
+      if (req.socket.destroyed) {
+        release();
+        throw new ClientGone();
+      }
+      return router.answer(req, res, answered).finally(release);
+    });
   };
   return (req, res) => {
     const url = req.url ?? '';
