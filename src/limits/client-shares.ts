@@ -5,11 +5,11 @@
  *
  * Why: on 2 cores, one clinic's burst of 300 small RegisterDocument requests on 50 connections
  * (hostile M3, docs/hostile.md) took the process's loop and the machine for about a second, and
- * another clinic's acknowledgement waited 130–250 ms for it (/healthz on the same loop too). Per
+ * another clinic's acknowledgement waited 140–490 ms for it (/healthz on the same loop too). Per
  * clinic intake slots did not prevent it: every one of the burst's requests was authenticated and
  * counted against RATE_LIMIT before it waited for a slot, and with 4 slots a clinic still took in
  * documents as fast as the machine handles them. With 2 requests of the busy address in progress
- * the other clinic's acknowledgement stayed at 17–27 ms in most runs. Counting by address comes
+ * the other clinic's acknowledgement stayed at 17–46 ms in most runs (300–400 ms without). Counting by address comes
  * before authentication (no account lookup for a waiting request) and cannot be turned against
  * another clinic: a claimed account could be.
  */

@@ -217,11 +217,7 @@ export class Metrics {
     });
   }
 
-  /**
-   * Interface B requests taken in by this process: holding an intake slot of their clinic (being
-   * read and handled), or waiting for one with their bodies unread; and the body bytes taken in
-   * (BODY_BYTES_IN_FLIGHT_PER_*).
-   */
+  /** Interface B requests waiting, unread, for their client address's share (CLIENT_REQUESTS_IN_PROGRESS). */
   clientShareWaiting(read: () => number): void {
     new client.Gauge({
       name: 'ehr_gateway_client_share_waiting_requests',
@@ -233,6 +229,11 @@ export class Metrics {
     });
   }
 
+  /**
+   * Interface B requests taken in by this process: holding an intake slot of their clinic (being
+   * read and handled), or waiting for one with their bodies unread; and the body bytes taken in
+   * (BODY_BYTES_IN_FLIGHT_PER_*).
+   */
   intakeRequests(read: () => { reading: number; waiting: number; bytes: number }): void {
     new client.Gauge({
       name: 'ehr_gateway_intake_requests',
