@@ -2,6 +2,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedClinicAccount } from '../../src/emdr/accounts/clients.js';
 import { addClinic, authHeaders, largeXml, registerBody } from '../support/emdr.js';
+import { scrapeOne, scrapeSeries } from '../support/metrics.js';
 import { startServeProcess, type ServeProcess } from '../support/processes.js';
 import { chunkedBody, postHead, rawExchange } from '../support/raw-http.js';
 import { until } from '../support/until.js';
@@ -157,13 +158,11 @@ describe('M4: body bytes taken in at once, per clinic and per process; more wait
 
   /** ehr_gateway_intake_requests{state} and ehr_gateway_intake_body_bytes of the serve process. */
   const intake = async () => {
-    const text = await (await fetch(`${serve.internalUrl}/metrics`)).text();
-    const gauge = (pattern: string) => Number(new RegExp(`^${pattern} (\\d+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
-    return {
-      reading: gauge('ehr_gateway_intake_requests\\{state="reading"\\}'),
-      waiting: gauge('ehr_gateway_intake_requests\\{state="waiting"\\}'),
-      bytes: gauge('ehr_gateway_intake_body_bytes'),
-    };
+    const reading = 'ehr_gateway_intake_requests{state="reading"}';
+    const waiting = 'ehr_gateway_intake_requests{state="waiting"}';
+    const bytes = 'ehr_gateway_intake_body_bytes';
+    const values = await scrapeSeries(serve.internalUrl, [reading, waiting, bytes]);
+    return { reading: values[reading], waiting: values[waiting], bytes: values[bytes] };
   };
 
   /**
@@ -255,10 +254,7 @@ describe('M4: a body waiting its turn is not cut off as too slow', () => {
     await serve?.stop();
   });
 
-  const intake = async (state: 'reading' | 'waiting') => {
-    const text = await (await fetch(`${serve.internalUrl}/metrics`)).text();
-    return Number(new RegExp(`^ehr_gateway_intake_requests\\{state="${state}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
-  };
+  const intake = (state: 'reading' | 'waiting') => scrapeOne(serve.internalUrl, `ehr_gateway_intake_requests{state="${state}"}`);
   const waiting = () => intake('waiting');
 
   /** An upload that sends its head and `sent` bytes of its body; the gateway's answer once it came. */

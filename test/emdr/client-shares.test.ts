@@ -2,6 +2,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedClinicAccount } from '../../src/emdr/accounts/clients.js';
 import { addClinic, authHeaders, heldRegisterDocument, registerBody } from '../support/emdr.js';
+import { scrapeOne } from '../support/metrics.js';
 import { startServeProcess, type ServeProcess } from '../support/processes.js';
 import { postHead, rawExchange, type RawAnswer } from '../support/raw-http.js';
 import { until } from '../support/until.js';
@@ -20,11 +21,8 @@ describe('interface B: the share of a client address', () => {
   let second: CreatedClinicAccount;
   let port: number;
 
-  const metric = async (name: string, labels = ''): Promise<number> => {
-    const text = await (await fetch(`${serve.internalUrl}/metrics`)).text();
-    return Number(new RegExp(`^${name}${labels.replace(/[{}]/g, '\\$&')} (\\d+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
-  };
-  const reading = () => metric('ehr_gateway_intake_requests', '{state="reading"}');
+  const metric = (series: string) => scrapeOne(serve.internalUrl, series);
+  const reading = () => metric('ehr_gateway_intake_requests{state="reading"}');
   const send = (clinic: CreatedClinicAccount, localAddress?: string): Promise<RawAnswer> => {
     const body = Buffer.from(JSON.stringify(registerBody()));
     return rawExchange(port, postHead('/api/RegisterDocument', authHeaders(clinic), body.length), body, {
@@ -76,7 +74,7 @@ describe('interface B: the share of a client address', () => {
   });
 
   it('drops a waiting request whose client went away without looking its account up', async () => {
-    const unrouted = () => metric('ehr_gateway_api_requests_total', '{operation="none",status="200"}').then((count) => (Number.isNaN(count) ? 0 : count));
+    const unrouted = () => metric('ehr_gateway_api_requests_total{operation="none",status="200"}').then((count) => (Number.isNaN(count) ? 0 : count));
     const before = await unrouted();
     const held = heldRegisterDocument(port, first);
     const heldOther = heldRegisterDocument(port, second, OTHER_ADDRESS);

@@ -5,6 +5,7 @@ import type { CreatedClinicAccount } from '../../src/emdr/accounts/clients.js';
 import { DocumentCheckPool } from '../../src/emdr/pipeline/document-check/document-check.js';
 import { startCallbackReceiver, SUCCESS, type CallbackReceiver } from '../support/callback-receiver.js';
 import { addClinic, authHeaders, FIXTURE_XML, largeXml, openKnex, post, registerBody } from '../support/emdr.js';
+import { scrapeOne } from '../support/metrics.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { TestPki } from '../support/signing.js';
 import { until } from '../support/until.js';
@@ -230,8 +231,7 @@ describe('the circuit breaker of a receiver origin', () => {
         .join('emdr_callbacks as c', 'c.id', 'a.callback_id')
         .whereIn('c.queue_message_id', ids)
         .select('a.error', 'a.http_status', 'a.duration_ms');
-    const openCircuits = async () =>
-      Number(/^ehr_gateway_callback_circuits_open (\d+)$/m.exec(await (await fetch(`${service.internalUrl}/metrics`)).text())?.[1]);
+    const openCircuits = () => scrapeOne(service.internalUrl, 'ehr_gateway_callback_circuits_open');
 
     it('postpones the callbacks of a receiver that stopped answering without sending them, then delivers them once a probe is answered', async () => {
       const clinic = await addClinic(service, receiver.url);

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedClinicAccount } from '../../src/emdr/accounts/clients.js';
 import { INTAKE_QUEUE_PER_CLINIC, INTAKE_SLOTS_PER_CLINIC } from '../../src/emdr/intake/admission/limits.js';
 import { addClinic, authHeaders, heldRegisterDocument as heldRequest, registerBody } from '../support/emdr.js';
+import { scrapeOne } from '../support/metrics.js';
 import { startServeProcess, type ServeProcess } from '../support/processes.js';
 import { postHead, rawExchange, type RawAnswer } from '../support/raw-http.js';
 import { until } from '../support/until.js';
@@ -18,10 +19,7 @@ describe('interface B: the intake slots of a clinic account', () => {
   let port: number;
 
   /** Requests of the serve process in `state` (ehr_gateway_intake_requests on its /metrics). */
-  const intakeRequests = async (state: 'reading' | 'waiting'): Promise<number> => {
-    const text = await (await fetch(`${serve.internalUrl}/metrics`)).text();
-    return Number(new RegExp(`^ehr_gateway_intake_requests\\{state="${state}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
-  };
+  const intakeRequests = (state: 'reading' | 'waiting'): Promise<number> => scrapeOne(serve.internalUrl, `ehr_gateway_intake_requests{state="${state}"}`);
 
   beforeAll(async () => {
     // The queue takes what one address may have open by default; the test's burst comes from one address, so its cap is raised past the burst.
