@@ -293,7 +293,14 @@ export async function startService(config: Config, logger: Logger, roles: Readon
           await createEmdrRouter({
             definition: openApiSpecPath,
             handlers: {
-              ...emdrHandlers({ sql: database.sql, registry, requestStored: workers ? workers.requestsStored : () => notifier.notify(), audit }),
+              ...emdrHandlers({
+                sql: database.sql,
+                registry,
+                audit,
+                ...(workers
+                  ? { requestStored: workers.requestsStored }
+                  : { requestStored: () => notifier.notify(), notificationWithStore: () => notifier.takeTurn() }),
+              }),
               ...clinicMessageHandlers({ sql: database.sql }),
             },
             securityHandlers: clinicSecurityHandlers(database.sql),

@@ -4,9 +4,10 @@ import type { Logger } from '../logging/logger.js';
 /**
  * PostgreSQL LISTEN/NOTIFY as a wake-up call between processes: a process that committed work tells
  * the others' workers (a hint only: the work itself is in the rows, and idle workers look anyway
- * now and then). A NOTIFY in the committing transaction would serialize every commit on the
- * database's notify lock, so it goes after the commit, in a statement of its own, at most once
- * per NOTIFY_INTERVAL_MS however many commits want it.
+ * now and then). A NOTIFY in every committing transaction would serialize the commits on the
+ * database's notify lock, so one goes at most once per NOTIFY_INTERVAL_MS however many commits
+ * want it: after the commit, in a statement of its own; or, for the first commit after a quiet
+ * spell, which has no other commit to contend with, in that commit's own statement (takeTurn).
  */
 
 /**
@@ -15,6 +16,12 @@ import type { Logger } from '../logging/logger.js';
  * register_document) for workers that are busy anyway.
  */
 const NOTIFY_INTERVAL_MS = 20;
+
+/** A notification for a statement to send with its own commit: `select pg_notify(channel, payload)` in it. */
+export interface Notification {
+  channel: string;
+  payload: string;
+}
 
 /** Sends `channel` notifications with `payload` (what kind of work: listeners may wake only what it concerns), coalesced. */
 export class Notifier {
@@ -28,6 +35,18 @@ export class Notifier {
     private readonly logger: Logger,
     private readonly payload = '',
   ) {}
+
+  /**
+   * The notification, when one would go at once (none under way, the interval passed), for the
+   * caller's statement to send with its commit; counted as sent. Otherwise undefined: call notify()
+   * after the commit. At a steady trickle of requests this spares one statement (a round trip and a
+   * wake-up of this process) per request; under load the turn is rarely free and nothing changes.
+   */
+  takeTurn(): Notification | undefined {
+    if (this.inFlight || Date.now() < this.lastSentAt + NOTIFY_INTERVAL_MS) return undefined;
+    this.lastSentAt = Date.now();
+    return { channel: this.channel, payload: this.payload };
+  }
 
   notify(): void {
     if (this.inFlight) {

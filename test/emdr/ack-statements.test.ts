@@ -2,14 +2,17 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedClinicAccount } from '../../src/emdr/accounts/clients.js';
 import { addClinic, authHeaders, post, registerBody } from '../support/emdr.js';
+import { WORK, WORK_CHANNEL } from '../../src/emdr/pipeline/workers.js';
 import { startTestService, type TestService } from '../support/service.js';
+import { until } from '../support/until.js';
 
 /**
  * What one RegisterDocument acknowledgement asks of PostgreSQL, counted in the driver (issue 24:
  * round trips as few as the bench baseline's, which looks the clinic up and inserts): the clinic's
  * account before the body is read (credentials before bodies), then one insert of the request with
- * its audit row, answering the queue message id alone. The acceptance stage's wake-up (NOTIFY) is
- * coalesced, at most one per acknowledgement and far fewer under load.
+ * its audit row, answering the queue message id (and whether it woke the workers) alone. The acceptance stage's wake-up (NOTIFY) is
+ * coalesced, at most one per acknowledgement and far fewer under load; the first after a quiet spell
+ * goes with the insert itself, not in a statement of its own.
  */
 
 interface Counted {
@@ -44,21 +47,49 @@ function countStatements(): void {
 describe('RegisterDocument acknowledgement: statements per acknowledgement', () => {
   let service: TestService;
   let clinic: CreatedClinicAccount;
+  /** The workers' wake-ups heard on WORK_CHANNEL, as a worker of another process hears them. */
+  const heard: string[] = [];
+  let listener: pg.Client | undefined;
 
   beforeAll(async () => {
     service = await startTestService({}, ['emdr']);
     clinic = await addClinic(service, 'http://127.0.0.1:9');
+    listener = new pg.Client({ connectionString: service.databaseUrl });
+    await listener.connect();
+    listener.on('notification', (message) => heard.push(message.payload ?? ''));
+    await listener.query(`listen ${WORK_CHANNEL}`);
     countStatements();
   });
 
   afterAll(async () => {
     pg.Client.prototype.query = query;
+    await listener?.end();
     await service?.stop();
   });
 
-  it('is one account lookup and one insert answering the queue message id alone, each a round trip, for each of 20 acknowledgements', async () => {
+  it("wakes the workers with the insert's own commit for the first acknowledgement after a quiet spell: no statement of its own", async () => {
+    // The service's first acknowledgement: no notification went before it.
+    counted.names.clear();
+    const answer = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody());
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    await until(
+      'the workers hear of the stored request',
+      async () => heard.length,
+      (count) => count >= 1,
+    );
+    expect(heard).toEqual([WORK.requests]);
+    const statements = Object.fromEntries(counted.names);
+    expect(statements.emdr_insert_request, JSON.stringify(statements)).toBe(1);
+    // Before, a statement of its own after the commit: `select pg_notify($1, $2)`.
+    expect(statements.notify_work ?? 0, JSON.stringify(statements)).toBe(0);
+    // Its audit row went with the insert: no second one, as an identical retry would have.
+    expect(statements.audit_insert_events ?? 0, JSON.stringify(statements)).toBe(0);
+  });
+
+  it('is one account lookup and one insert answering the queue message id, each a round trip, for each of 20 acknowledgements', async () => {
     const acknowledgements = 20;
     counted.names.clear();
+    counted.insertColumns.length = 0;
     for (let sent = 0; sent < acknowledgements; sent += 1) {
       const answer = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody());
       expect(answer.status, JSON.stringify(answer.body)).toBe(200);
@@ -70,7 +101,8 @@ describe('RegisterDocument acknowledgement: statements per acknowledgement', () 
     expect(statements.notify_work ?? 0).toBeLessThanOrEqual(acknowledgements);
     // The metadata was also sent back by each insert (a jsonb printed and parsed per acknowledgement) before.
     expect(counted.insertColumns).toHaveLength(acknowledgements);
-    for (const columns of counted.insertColumns) expect(columns).toEqual(['queue_message_id']);
+    // The queue message id and whether the insert sent the workers' wake-up (an integer).
+    for (const columns of counted.insertColumns) expect(columns).toEqual(['queue_message_id', 'notified']);
   });
 
   it('reads the stored request back only for an identical retry, which is answered with the same queue message id', async () => {

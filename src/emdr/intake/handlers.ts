@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { components } from '../../../generated/emdr-api.js';
 import { statement, type Sql } from '../../db/sql.js';
+import type { Notification } from '../../db/notify.js';
 import { AuditTrail, clientColumns } from '../../audit/trail.js';
 import { currentRequest } from '../../logging/request-context.js';
 import { tracer } from '../../tracing/tracing.js';
@@ -29,8 +30,10 @@ type GetRegistryItemResponse = components['schemas']['GetRegistryItemResponse'];
 export interface EmdrHandlerDependencies {
   sql: Sql;
   registry: RegistryPort;
-  /** Called once a request is stored: the acceptance stage has work (in this process, and in the other workers'). */
+  /** Called once a request is stored (unless its statement sent notificationWithStore's): the acceptance stage has work (in this process, and in the other workers'). */
   requestStored(): void;
+  /** The workers' wake-up for the storing statement to send with its commit, when one would go now (db/notify.ts, takeTurn); none when the workers run in this process. */
+  notificationWithStore?(): Notification | undefined;
   /** The audit trail's writer for what changes nothing (a search, a retry, a refusal); by default one of its own on `sql`. */
   audit?: AuditTrail;
 }
@@ -106,9 +109,13 @@ const INSERT_REQUEST_TEXT = (document: string) =>
    audited as (
      insert into audit_events (request_id, business_id, action, emdr_id, queue_message_id, outcome, client_address, client_request_id)
      select $14, $15, $3, metadata->>'emdrId', queue_message_id, 'ok', $17, $16 from inserted
+   ),
+   -- The workers' wake-up with this commit when it is the first after a quiet spell ($19, $20; null: none), in place of a statement of its own (db/notify.ts).
+   notified as (
+     select pg_notify($19, $20) from inserted where $19::text is not null
    )
    -- The metadata is the caller's own: not sent back (a jsonb to print and parse per acknowledgement).
-   select queue_message_id from inserted`;
+   select queue_message_id, (select count(*) from notified)::int as notified from inserted`;
 const INSERT_REQUEST = statement('emdr_insert_request', INSERT_REQUEST_TEXT('$10::bytea'));
 /**
  * A large document goes to PostgreSQL a chunk at a time (STAGED_CHUNK_BYTES of its base64, decoded
@@ -136,8 +143,8 @@ const EXISTING_REQUEST = statement(
   `select queue_message_id, metadata from emdr_requests where client_id = $1 and operation = $2 and idempotency_key = $3 and body_hash = $4`,
 );
 
-/** The INSERT_REQUEST values of a request: the document's bytes (decoded) tenth, or null for a staged one. */
-function requestValues(request: NewRequest, document: Buffer | null): unknown[] {
+/** The INSERT_REQUEST values of a request: the document's bytes (decoded) tenth, or null for a staged one; the notification to send with it last. */
+function requestValues(request: NewRequest, document: Buffer | null, notification: Notification | undefined): unknown[] {
   return [
     randomUUID(),
     request.clientId,
@@ -158,11 +165,13 @@ function requestValues(request: NewRequest, document: Buffer | null): unknown[] 
     clientColumns()[0],
     // The workers' spans of this request continue its trace from here (null when tracing is off).
     tracer().traceparent() ?? null,
+    notification?.channel ?? null,
+    notification?.payload ?? null,
   ];
 }
 
 type Stored = { queue_message_id: string; metadata: Record<string, unknown> };
-type Inserted = Pick<Stored, 'queue_message_id'>;
+type Inserted = Pick<Stored, 'queue_message_id'> & { notified: number };
 
 /**
  * Base64 text of a multiple of 4 characters read as text this much at a time: a string of up to
@@ -186,7 +195,7 @@ function decodeBase64(text: Buffer): Buffer {
  * The request row with a large document (strict base64, checked at intake) sent in decoded chunks,
  * in one transaction. A chunk of base64 is a multiple of 4 characters, so each decodes on its own.
  */
-function insertStaged(sql: Sql, request: NewRequest, document: Buffer): Promise<Inserted | undefined> {
+function insertStaged(sql: Sql, request: NewRequest, document: Buffer, notification: Notification | undefined): Promise<Inserted | undefined> {
   return sql.transaction(async (trx) => {
     await trx.run(CREATE_STAGING);
     for (let offset = 0, n = 0; offset < document.length; offset += STAGED_CHUNK_BYTES, n += 1) {
@@ -194,7 +203,7 @@ function insertStaged(sql: Sql, request: NewRequest, document: Buffer): Promise<
       // The chunk's text, its bytes and node-postgres's message of them are garbage now.
       streamedBytes(2 * STAGED_CHUNK_BYTES);
     }
-    return trx.row<Inserted>(INSERT_STAGED_REQUEST, requestValues(request, null));
+    return trx.row<Inserted>(INSERT_STAGED_REQUEST, requestValues(request, null, notification));
   });
 }
 
@@ -209,20 +218,30 @@ const existingRequest = (sql: Sql, request: NewRequest) =>
  * of docs/hostile.md sends one body again and again). A small one is inserted at once: its
  * conflict costs less than a query before every insert.
  */
-async function storeRequest(sql: Sql, request: NewRequest): Promise<{ queueMessageId: string; metadata: Record<string, unknown>; stored: boolean }> {
+async function storeRequest(
+  sql: Sql,
+  request: NewRequest,
+  notification: Notification | undefined,
+): Promise<{ queueMessageId: string; metadata: Record<string, unknown>; stored: boolean; notified: boolean }> {
   const document = request.document;
   const staged = document !== null && document.length > STAGED_DOCUMENT_BYTES ? document : undefined;
   const earlier = staged && request.idempotencyKey !== null ? await existingRequest(sql, request) : undefined;
-  if (earlier) return { queueMessageId: earlier.queue_message_id, metadata: earlier.metadata, stored: false };
+  if (earlier) return { queueMessageId: earlier.queue_message_id, metadata: earlier.metadata, stored: false, notified: false };
   const inserted = staged
-    ? await insertStaged(sql, request, staged)
+    ? await insertStaged(sql, request, staged, notification)
     : await sql.row<Inserted>(
         INSERT_REQUEST,
-        requestValues(request, request.decodedDocument ?? (document && Buffer.from(document.toString('latin1'), 'base64'))),
+        requestValues(request, request.decodedDocument ?? (document && Buffer.from(document.toString('latin1'), 'base64')), notification),
       );
-  if (inserted) return { queueMessageId: inserted.queue_message_id, metadata: request.metadata as unknown as Record<string, unknown>, stored: true };
+  if (inserted)
+    return {
+      queueMessageId: inserted.queue_message_id,
+      metadata: request.metadata as unknown as Record<string, unknown>,
+      stored: true,
+      notified: inserted.notified > 0,
+    };
   const existing = await existingRequest(sql, request);
-  return { queueMessageId: existing!.queue_message_id, metadata: existing!.metadata, stored: false };
+  return { queueMessageId: existing!.queue_message_id, metadata: existing!.metadata, stored: false, notified: false };
 }
 
 /** The request's callbackUrl when the clinic registered it (no calls to arbitrary hosts), else the first registered one. */
@@ -277,14 +296,19 @@ class EmdrHandlers {
     clinic: ClinicAccount,
   ): Promise<{ queueMessageId: string; metadata: Record<string, unknown> }> {
     const context = currentRequest();
-    const stored = await storeRequest(this.dependencies.sql, {
-      ...request,
-      requestId: context?.requestId ?? randomUUID(),
-      clientRequestId: context?.clientRequestId ?? null,
-      businessId: clinic.businessId,
-    });
-    if (stored.stored) this.dependencies.requestStored();
-    else
+    const stored = await storeRequest(
+      this.dependencies.sql,
+      {
+        ...request,
+        requestId: context?.requestId ?? randomUUID(),
+        clientRequestId: context?.clientRequestId ?? null,
+        businessId: clinic.businessId,
+      },
+      this.dependencies.notificationWithStore?.(),
+    );
+    if (stored.stored) {
+      if (!stored.notified) this.dependencies.requestStored();
+    } else
       await this.audit.record({
         action: request.operation,
         businessId: clinic.businessId,
