@@ -405,4 +405,19 @@ export const emdrMigrations: readonly NamedMigration[] = [
       },
     },
   ],
+  [
+    'emdr_0013_callback_holds_next',
+    {
+      // Set on a callback when the settle that emits the next one holds it (waiting) behind this one:
+      // the delivery of this one then releases it (delivery.ts). Without it, every delivered
+      // callback with a next one cost a release statement, whether one was held or not (issue 24:
+      // one of the worker's 11 statements a document at a steady rate).
+      async up(knex) {
+        await knex.raw('alter table emdr_callbacks add column holds_next boolean not null default false');
+      },
+      async down(knex) {
+        await knex.raw('alter table emdr_callbacks drop column holds_next');
+      },
+    },
+  ],
 ];

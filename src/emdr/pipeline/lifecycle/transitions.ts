@@ -207,9 +207,11 @@ const COLUMNS = [
  * The statement of the transitions `by` makes: each input request still in one of the states `by`
  * moves requests from (unless another worker or a repeated answer moved it first) gets its new
  * state, and the callback its transition emits. An emitted callback is held (`waiting`) until the
- * one before it was delivered: the statement holds a share lock on that one, taken in id order as
- * the delivery stage takes its locks, so a delivery committing meanwhile either is seen here or
- * releases the new callback after this commits (delivery.ts). A callback made due that this
+ * one before it was delivered: the statement locks that one, in id order as the delivery stage
+ * takes its locks, and marks it `holds_next` when it holds the new one behind it; a delivery
+ * committing meanwhile is either seen here (the new callback is due at once) or sees the mark, even
+ * when this commits after its snapshot (the mark is an update: the delivery's update of that row
+ * reads its newest version), and releases the new one (delivery.ts). A callback made due that this
  * process's delivery stage has room for (the input's callback_lease_ms) is inserted leased to it, as the
  * delivery claim would lease it, and comes back with the claim's columns (a hand-off). Returns the
  * requests moved, each with the number of callbacks it made due for a claim and the one it handed off.
@@ -223,8 +225,8 @@ function settleStatement(by: TransitionMaker): Statement {
        select * from unnest(${arrays}) as t(${columns})
      ),
      previous as (
-       select c.queue_message_id, c.state from emdr_callbacks c join input i on c.queue_message_id = i.queue_message_id and c.sequence = i.sequence - 1
-        order by c.id for share of c
+       select c.id, c.queue_message_id, c.state from emdr_callbacks c join input i on c.queue_message_id = i.queue_message_id and c.sequence = i.sequence - 1
+        order by c.id for no key update of c
      ),
      updated as (
        update emdr_requests r
@@ -251,6 +253,12 @@ function settleStatement(by: TransitionMaker): Statement {
         where i.callback_id is not null
        on conflict (queue_message_id, sequence) do nothing
        returning id, origin, name, url, payload, queue_message_id, sequence, round_attempts, state, leased_until is not null as handed
+     ),
+     -- The callback before one held behind it knows: its delivery releases the held one (delivery.ts).
+     held_behind as (
+       update emdr_callbacks c set holds_next = true
+         from emitted e join previous p using (queue_message_id)
+        where e.state = 'waiting' and c.id = p.id
      )
      select u.queue_message_id as moved_id,
             (select count(*) from emitted e where e.queue_message_id = u.queue_message_id and e.state = 'pending' and not e.handed)::int as due,

@@ -75,7 +75,7 @@ const RECORD = statement(
             available_at = case when i.retry_in_ms is null then c.available_at else now() + i.retry_in_ms * interval '1 millisecond' end,
             leased_until = null
        from input i join locked l using (id) where c.id = i.id and c.state = 'pending'
-     returning c.id, c.queue_message_id, c.sequence, c.state, c.attempt_count, c.name
+     returning c.id, c.queue_message_id, c.sequence, c.state, c.attempt_count, c.name, c.holds_next
    ),
    attempts as (
      insert into emdr_callback_attempts (callback_id, attempt, at, http_status, error, duration_ms)
@@ -90,7 +90,11 @@ const RECORD = statement(
        from updated u join emdr_requests r on r.queue_message_id = u.queue_message_id join emdr_clients k on k.id = r.client_id
       where u.state in ('delivered', 'failed')
    )
-   select id, queue_message_id, sequence, state from updated`,
+   -- Whether a callback is held behind this one: marked by the settle that held it (read here in its newest version, even
+   -- when that settle committed after this statement began), or, held by a replay, seen waiting.
+   select id, queue_message_id, sequence, state,
+          holds_next or exists (select 1 from emdr_callbacks w where w.queue_message_id = u.queue_message_id and w.sequence = u.sequence + 1 and w.state = 'waiting') as holds_next
+     from updated u`,
 );
 
 /**
@@ -254,8 +258,9 @@ export class DeliveryStage {
     this.logFailures(batch, outcomes, settled);
     const claimed = new Map(batch.map((row) => [row.id, row]));
     const delivered = settled.filter((row) => row.state === 'delivered');
-    // Delivered callbacks with one after them (lifecycle.ts): that one may go now.
-    const withNext = delivered.filter((row) => row.sequence < CALLBACKS[claimed.get(row.id)!.operation].length);
+    // Delivered callbacks with one held behind them (lifecycle.ts): that one may go now. Most have none held (the next
+    // one was not made yet, or was made due at once): no statement for them.
+    const withNext = delivered.filter((row) => row.holds_next && row.sequence < CALLBACKS[claimed.get(row.id)!.operation].length);
     // Delivered file callbacks: their requests' copies of the file may go.
     const fileDelivered = delivered
       .filter((row) => FILE_CALLBACKS.includes(claimed.get(row.id)!.name as (typeof FILE_CALLBACKS)[number]))
@@ -322,7 +327,7 @@ export class DeliveryStage {
 function recordOutcomes(
   sql: Sql,
   outcomes: readonly AttemptOutcome[],
-): Promise<Array<{ id: string; queue_message_id: string; sequence: number; state: string }>> {
+): Promise<Array<{ id: string; queue_message_id: string; sequence: number; state: string; holds_next: boolean }>> {
   return retryOnDeadlock(() =>
     sql.rows(RECORD, [
       outcomes.map((outcome) => outcome.id),
