@@ -10,9 +10,9 @@ import { until } from '../support/until.js';
  * What one RegisterDocument acknowledgement asks of PostgreSQL, counted in the driver (issue 24:
  * round trips as few as the bench baseline's, which looks the clinic up and inserts): the clinic's
  * account before the body is read (credentials before bodies), then one insert of the request with
- * its audit row, answering the queue message id (and whether it woke the workers) alone. The acceptance stage's wake-up (NOTIFY) is
- * coalesced, at most one per acknowledgement and far fewer under load; the first after a quiet spell
- * goes with the insert itself, not in a statement of its own.
+ * its audit row, answering the queue message id (and whether it woke the workers) alone. The
+ * acceptance stage's wake-up (NOTIFY) is coalesced, at most one per acknowledgement and far fewer
+ * under load; the first after a quiet spell goes with the insert itself, not in a statement of its own.
  */
 
 interface Counted {

@@ -137,12 +137,9 @@ describe('a delivered callback and the one held behind it', () => {
   it('releases the held result when the delivery is recorded while the answer that held it is being settled', async () => {
     const { queueMessageId, acceptanceCallback } = await submitted();
     counted.clear();
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
     let recording: ReturnType<typeof delivered> | undefined;
-    // The registry's answer, settled in a transaction held open: the result callback is held behind the acceptance callback.
+    // The registry's answer, settled in a transaction held open until the delivery waits for it: the result callback is
+    // held behind the acceptance callback.
     const answering = sql.transaction(async (trx: Queryable) => {
       await new OutcomeRecorder({ sql: trx as Sql, logger }, () => undefined).record(registered(queueMessageId));
       // The delivery's statement begins now, before this commits, and waits for the acceptance callback's lock.
@@ -153,9 +150,7 @@ describe('a delivered callback and the one held behind it', () => {
         () => knex.raw(`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query like '%unnest($1::text[], $2::bool[]%'`),
         (result: { rows: Array<{ n: number }> }) => result.rows[0]!.n > 0,
       );
-      await released;
     });
-    release();
     await answering;
     // The delivery read the acceptance callback's newest version (marked by the settle), though the held result was not
     // yet committed when its statement began: the release statement went and released it.

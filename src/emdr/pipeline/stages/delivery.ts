@@ -4,7 +4,7 @@ import type { CircuitBreaker } from '../../../callbacks/circuit-breaker.js';
 import type { AttemptOutcome, CallbackBody, CallbackSender, OutgoingCallback } from '../../../callbacks/delivery.js';
 import { runInRequest } from '../../../logging/request-context.js';
 import { openClinicSecret } from '../../accounts/clients.js';
-import { CALLBACKS, ENDED_STATES, FILE_CALLBACKS, sqlList } from '../lifecycle/lifecycle.js';
+import { ENDED_STATES, FILE_CALLBACKS, sqlList } from '../lifecycle/lifecycle.js';
 import { claimedCallbackColumns, type ClaimedCallback } from '../lifecycle/callback-rows.js';
 import { requestFileBase64Slices } from '../lifecycle/request-files.js';
 import { base64Length } from '../../values/values.js';
@@ -91,7 +91,8 @@ const RECORD = statement(
       where u.state in ('delivered', 'failed')
    )
    -- Whether a callback is held behind this one: marked by the settle that held it (read here in its newest version, even
-   -- when that settle committed after this statement began), or, held by a replay, seen waiting.
+   -- when that settle committed after this statement began), or seen waiting (held before emdr_0013 added the mark, or
+   -- put back by a replay).
    select id, queue_message_id, sequence, state,
           holds_next or exists (select 1 from emdr_callbacks w where w.queue_message_id = u.queue_message_id and w.sequence = u.sequence + 1 and w.state = 'waiting') as holds_next
      from updated u`,
@@ -260,7 +261,7 @@ export class DeliveryStage {
     const delivered = settled.filter((row) => row.state === 'delivered');
     // Delivered callbacks with one held behind them (lifecycle.ts): that one may go now. Most have none held (the next
     // one was not made yet, or was made due at once): no statement for them.
-    const withNext = delivered.filter((row) => row.holds_next && row.sequence < CALLBACKS[claimed.get(row.id)!.operation].length);
+    const withNext = delivered.filter((row) => row.holds_next);
     // Delivered file callbacks: their requests' copies of the file may go.
     const fileDelivered = delivered
       .filter((row) => FILE_CALLBACKS.includes(claimed.get(row.id)!.name as (typeof FILE_CALLBACKS)[number]))
