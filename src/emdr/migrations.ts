@@ -420,4 +420,34 @@ export const emdrMigrations: readonly NamedMigration[] = [
       },
     },
   ],
+  [
+    'emdr_0014_callback_origin',
+    {
+      // emdr_0008 wrote the origin's pattern through knex.raw, which took the `?` of `[^/?#]` for a
+      // binding and stored `[^/$1#]`: a host with a 1 in it lost the rest of its name, or (an address
+      // like 127.0.0.1 or 10.x) matched nothing and the whole URL became the origin. Receivers were
+      // then shared out (and their circuits kept) by each callback's URL, or by a cut host name that
+      // two clinics' hosts could share, and the hand-offs, which count by callbackOrigin's origin,
+      // missed the delivery stage's count of the origin (issue 21). `\\?` is knex's escaped `?`.
+      // A generated column's expression changes only with a rewrite of the table: the column is
+      // made again, and its index.
+      async up(knex) {
+        await knex.raw(`
+          drop index emdr_callbacks_due;
+          alter table emdr_callbacks drop column origin,
+            add column origin text not null generated always as (coalesce(lower(substring(url from '^[A-Za-z][A-Za-z0-9+.-]*://[^/\\?#]+')), url)) stored;
+          create index emdr_callbacks_due on emdr_callbacks (origin, available_at) where state = 'pending';
+        `);
+      },
+      async down(knex) {
+        // As emdr_0008 left it.
+        await knex.raw(`
+          drop index emdr_callbacks_due;
+          alter table emdr_callbacks drop column origin,
+            add column origin text not null generated always as (coalesce(lower(substring(url from '^[A-Za-z][A-Za-z0-9+.-]*://[^/$1#]+')), url)) stored;
+          create index emdr_callbacks_due on emdr_callbacks (origin, available_at) where state = 'pending';
+        `);
+      },
+    },
+  ],
 ];
