@@ -15,7 +15,14 @@ import type { Logger } from '../logging/logger.js';
  * Leases as in Stage: the claim leases the rows, every item in hand has its lease extended every
  * `leaseMs / 3`, and an item whose processing or settling failed comes back when its lease ends.
  * Items may also be handed off: another statement of this process leases them for this stage
- * (reserveHandOff, then handOff), which spares a mostly idle stage its claim statements.
+ * (reserveHandOff, then handOff), which spares a key with little in hand its claim statements.
+ *
+ * A key with nothing else in hand (a clinic sending a document now and then, beside one with a
+ * backlog) skips what batches a busy stage's statements: its new work is claimed at once rather than
+ * CLAIM_SPACING_MS after the last claim (when the wake names it), its result is settled at once, in a
+ * statement of its own while another settle is under way, and it is handed callbacks while other
+ * keys fill the places. A busy stage batches for the keys that keep it busy; the others pass by
+ * (issue 21: an honest clinic's first callback beside another's burst).
  */
 export interface FairStageOptions<T, R> {
   name: string;
@@ -35,6 +42,8 @@ export interface FairStageOptions<T, R> {
   /** Results settled in one go at most (a settle statement's size). */
   settleGroup: number;
   idlePollMs: number;
+  /** Claims of a busy stage are this far apart at least (default CLAIM_SPACING_MS). */
+  claimSpacingMs?: number;
   logger: Logger;
 }
 
@@ -56,13 +65,17 @@ export class FairStage<T, R> {
   private running: Promise<void> | undefined;
   private readonly inHand = new Set<T>();
   private readonly perKey = new Map<string, number>();
-  /** Results ready to settle, and the settle under way. */
+  /** Results ready to settle, the settle under way, and the one of results whose key had nothing else in hand. */
   private ready: Array<{ item: T; result: R }> = [];
   private settling: Promise<void> | undefined;
+  private settlingAlone: Promise<void> | undefined;
   private gathering: NodeJS.Timeout | undefined;
   /** Something changed that a claim may act on (a wake-up, a freed place); the claimer sleeps only when nothing did. */
   private changed = false;
   private sleeper: (() => void) | undefined;
+  /** A wake named a key with nothing in hand: the next claim does not wait for CLAIM_SPACING_MS. */
+  private urgent = false;
+  private endSpacing: (() => void) | undefined;
   /** When the earliest retry this process scheduled falls due. */
   private readonly due = new DueTimer(() => this.wake());
   /** The keys full after the last claim (it left them out, or took all their room), and whether it took all it asked for. */
@@ -78,9 +91,13 @@ export class FairStage<T, R> {
     this.running = this.loop();
   }
 
-  /** There is work: the claimer claims now. */
-  wake(): void {
+  /** There is work (of `key`, when the caller knows it): the claimer claims now, at once when the key has nothing in hand. */
+  wake(key?: string): void {
     this.changed = true;
+    if (key !== undefined && !this.perKey.has(key)) {
+      this.urgent = true;
+      this.endSpacing?.();
+    }
     this.sleeper?.();
   }
 
@@ -98,13 +115,18 @@ export class FairStage<T, R> {
    */
   reserveHandOff(wanted: ReadonlyMap<string, number>): Map<string, number> {
     const granted = new Map<string, number>();
-    // Not while older work may wait for a claim (the last claim took all it could hold, or found the places full), nor
-    // when the stage is busy: the newest items would take the places first, and under load the older ones waited to the
-    // end of the burst (a pipeline run's ack -> result p99 went from 1.5-1.8 s to 2.2-2.7 s).
-    if (this.stopping || this.lastClaimFilled || this.inHand.size >= HAND_OFF_BELOW * this.options.capacity) return granted;
+    // Not while older work may wait for a claim (the last claim took all it could hold, or found the places full).
+    if (this.stopping || this.lastClaimFilled) return granted;
     let free = this.free;
     for (const [key, count] of wanted) {
-      const take = Math.min(count, free, this.options.perKey - (this.perKey.get(key) ?? 0));
+      const held = this.perKey.get(key) ?? 0;
+      // Nor to a key that keeps the stage busy: its newest items would take the places first, and under load its older ones
+      // waited to the end of the burst (a pipeline run's ack -> result p99 went from 1.5-1.8 s to 2.2-2.7 s). Nor to one
+      // whose older items wait for a claim. Another key, idle beside it, is handed its items.
+      const busy = this.lastFull.has(key) || held >= HAND_OFF_BELOW * this.options.capacity;
+      const take = busy ? 0 : Math.min(count, free, this.options.perKey - held);
+      // The rest waits for a claim: later hand-offs of this key would pass it.
+      if (take < count) this.lastFull.add(key);
       if (take <= 0) continue;
       granted.set(key, take);
       this.perKey.set(key, (this.perKey.get(key) ?? 0) + take);
@@ -135,6 +157,7 @@ export class FairStage<T, R> {
   async stop(graceMs = 20_000): Promise<void> {
     this.stopping = true;
     this.due.clear();
+    this.endSpacing?.();
     this.wake();
     let timer: NodeJS.Timeout | undefined;
     const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
@@ -161,8 +184,9 @@ export class FairStage<T, R> {
     try {
       while (!this.stopping) {
         this.changed = false;
-        const spacing = this.lastClaimAt + CLAIM_SPACING_MS - Date.now();
-        if (this.inHand.size > 0 && spacing > 0 && !this.stopping) await new Promise((resolve) => setTimeout(resolve, spacing));
+        const spacing = this.lastClaimAt + (this.options.claimSpacingMs ?? CLAIM_SPACING_MS) - Date.now();
+        if (this.inHand.size > 0 && spacing > 0 && !this.stopping && !this.urgent) await this.spaceClaims(spacing);
+        this.urgent = false;
         const free = this.free;
         if (free > 0 && !this.stopping) {
           this.lastClaimAt = Date.now();
@@ -240,12 +264,18 @@ export class FairStage<T, R> {
 
   /**
    * Settles what is ready, unless a settle is under way (then the next one takes it) or other items
-   * in hand may finish within SETTLE_GATHER_MS (then they go together).
+   * in hand may finish within SETTLE_GATHER_MS (then they go together). A result whose key has
+   * nothing else in hand goes at once: with what is ready, or in a statement of its own beside the
+   * settle under way.
    */
   private flush(): void {
-    if (this.settling || this.ready.length === 0) return;
+    if (this.ready.length === 0) return;
+    if (this.settling) {
+      this.settleAlone();
+      return;
+    }
     const othersInHand = this.inHand.size > this.ready.length;
-    if (othersInHand && this.ready.length < this.options.settleGroup && !this.stopping) {
+    if (othersInHand && this.ready.length < this.options.settleGroup && !this.stopping && !this.ready.some((entry) => this.alone(entry.item))) {
       this.gathering ??= setTimeout(() => {
         this.gathering = undefined;
         this.settleReady();
@@ -260,16 +290,36 @@ export class FairStage<T, R> {
     this.gathering = undefined;
     if (this.settling || this.ready.length === 0) return;
     const group = this.ready.splice(0, this.options.settleGroup);
-    this.settling = this.options
-      .settle(group.map((entry) => entry.result))
-      .catch((error: unknown) =>
-        this.options.logger.error({ err: error, stage: this.options.name }, 'settling failed; the items come back when their leases end'),
-      )
-      .finally(() => {
-        this.settling = undefined;
-        this.end(group.map((entry) => entry.item));
-        this.flush();
-      });
+    this.settling = this.settleGroup(group).finally(() => {
+      this.settling = undefined;
+      this.flush();
+    });
+  }
+
+  /** The ready results whose keys have nothing else in hand, settled now beside the settle under way (one such settle at a time). */
+  private settleAlone(): void {
+    if (this.settlingAlone) return;
+    const group = this.ready.filter((entry) => this.alone(entry.item));
+    if (group.length === 0) return;
+    this.ready = this.ready.filter((entry) => !group.includes(entry));
+    this.settlingAlone = this.settleGroup(group).finally(() => {
+      this.settlingAlone = undefined;
+      this.flush();
+    });
+  }
+
+  private async settleGroup(group: Array<{ item: T; result: R }>): Promise<void> {
+    try {
+      await this.options.settle(group.map((entry) => entry.result));
+    } catch (error) {
+      this.options.logger.error({ err: error, stage: this.options.name }, 'settling failed; the items come back when their leases end');
+    }
+    this.end(group.map((entry) => entry.item));
+  }
+
+  /** Whether the item's key has nothing else in hand (nor places reserved for it). */
+  private alone(item: T): boolean {
+    return (this.perKey.get(this.options.keyOf(item)) ?? 0) <= 1;
   }
 
   /** Items out of hand: their places go to the next claim, which runs now when it may find work it could not take before. */
@@ -292,6 +342,19 @@ export class FairStage<T, R> {
     const free = this.free;
     if (this.lastClaimFilled && free >= Math.max(1, Math.floor(this.options.capacity / 4))) reclaim = true;
     if (reclaim || this.stopping) this.wake();
+  }
+
+  /** Waits out the claims' spacing, less when a wake names a key with nothing in hand. */
+  private spaceClaims(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.endSpacing = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.endSpacing = done;
+    });
   }
 
   private sleep(ms: number): Promise<void> {

@@ -27,7 +27,12 @@ function deferred(): Deferred {
  * A stage, started and past its first (empty) claim, whose items are each worked on until the test
  * resolves them (`work`), then settled into `settled`.
  */
-async function workingStage(options: Pick<FairStageOptions<number, number>, 'keyOf' | 'claim' | 'capacity' | 'perKey'>) {
+async function workingStage(
+  options: Pick<FairStageOptions<number, number>, 'keyOf' | 'claim' | 'capacity' | 'perKey' | 'claimSpacingMs'> & {
+    /** Called as a settle begins; the settle ends when what it returns does. */
+    settling?: (results: number[]) => Promise<void>;
+  },
+) {
   const work = new Map<number, Deferred>();
   const settled: number[] = [];
   let claims = 0;
@@ -45,6 +50,7 @@ async function workingStage(options: Pick<FairStageOptions<number, number>, 'key
       return item;
     },
     async settle(results) {
+      await options.settling?.(results);
       settled.push(...results);
     },
     extend: async () => undefined,
@@ -205,5 +211,122 @@ describe('FairStage', () => {
     for (const item of [1, 2, 3, 4]) work.get(item)!.resolve();
     await until('the announced work claimed once places freed', async () => work.has(5) && work.has(6), Boolean, 10_000);
     expect(waiting).toEqual([]);
+  });
+
+  it("settles the result of a key with nothing else in hand at once, beside a settle under way, and gathers a busy key's", async () => {
+    const waiting: number[] = [];
+    const settles: number[][] = [];
+    const held = new Map<number, Deferred>();
+    const started = await workingStage({
+      // Items below 100 are clinic a's (a backlog), the others clinic b's (one document).
+      keyOf: (item) => (item < 100 ? 'a' : 'b'),
+      async claim(limit) {
+        return waiting.splice(0, limit);
+      },
+      capacity: 8,
+      perKey: 4,
+      async settling(results) {
+        settles.push(results);
+        // A settle of a's first item is held until the test lets it end.
+        if (results.includes(1)) {
+          const hold = deferred();
+          held.set(1, hold);
+          await hold.promise;
+        }
+      },
+    });
+    stage = started.stage;
+    const { work, settled } = started;
+    waiting.push(1, 2, 3, 101);
+    stage.wake();
+    await until('all four in hand', async () => [1, 2, 3, 101].every((item) => work.has(item)), Boolean);
+
+    // a's first result: others of a are in hand, so it waits a moment for them, then settles (held).
+    work.get(1)!.resolve();
+    await until('the settle of item 1 under way', async () => held.has(1), Boolean);
+    // b's result, while that settle is held: settled in a statement of its own, not after it.
+    work.get(101)!.resolve();
+    await until('b settled beside the held settle', async () => settled.includes(101), Boolean, 10_000);
+    expect(settles.at(-1)).toEqual([101]);
+    expect(settled).not.toContain(1);
+    // a's next results, still a backlog's, wait for the held settle and go together after it.
+    work.get(2)!.resolve();
+    work.get(3)!.resolve();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(settled).toEqual([101]);
+    held.get(1)!.resolve();
+    await until(
+      'all settled',
+      async () => settled.length,
+      (count) => count === 4,
+    );
+    expect(settles).toEqual([[1], [101], [2, 3]]);
+  });
+
+  it('claims at once for a key with nothing in hand, while a busy key spaces the claims', async () => {
+    const waiting: number[] = [];
+    const started = await workingStage({
+      keyOf: (item) => (item < 100 ? 'a' : 'b'),
+      async claim(limit) {
+        return waiting.splice(0, limit);
+      },
+      capacity: 8,
+      perKey: 4,
+      // Longer than the test may wait: a claim that waits for the spacing counts as never made.
+      claimSpacingMs: 60_000,
+    });
+    stage = started.stage;
+    const { work } = started;
+    waiting.push(1);
+    stage.wake('a');
+    await until('item 1 in hand', async () => work.has(1), Boolean);
+    // More of a's, announced: a has an item in hand, so the claim waits for the spacing.
+    waiting.push(2);
+    stage.wake('a');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(work.has(2)).toBe(false);
+    // b's, announced by its key: claimed now (with what else waits).
+    waiting.push(101);
+    stage.wake('b');
+    await until('b claimed without waiting for the spacing', async () => work.has(101), Boolean, 10_000);
+  });
+
+  it('hands items to a key with little in hand while another key fills a quarter of the places, not to that key', async () => {
+    const waiting: number[] = [];
+    const started = await workingStage({
+      keyOf: (item) => (item < 100 ? 'a' : 'b'),
+      async claim(limit) {
+        return waiting.splice(0, limit);
+      },
+      capacity: 8,
+      perKey: 4,
+    });
+    stage = started.stage;
+    const { work } = started;
+    // a holds 3 of the 8 places (at least a quarter: busy).
+    waiting.push(1, 2, 3);
+    stage.wake();
+    await until(
+      'a holds three places',
+      async () => stage!.held('a'),
+      (count) => count === 3,
+    );
+    const reserved = stage.reserveHandOff(
+      new Map([
+        ['a', 1],
+        ['b', 1],
+      ]),
+    );
+    expect(reserved).toEqual(new Map([['b', 1]]));
+    stage.handOff(reserved, [101]);
+    await until('the handed item in hand', async () => work.has(101), Boolean);
+    // a's item, refused, waits for a claim: a later hand-off must not pass it, though a has room now.
+    work.get(1)!.resolve();
+    await until(
+      'a down to two',
+      async () => stage!.held('a'),
+      (count) => count === 2,
+    );
+    expect(stage.reserveHandOff(new Map([['a', 1]]))).toEqual(new Map());
   });
 });

@@ -208,6 +208,8 @@ export interface PhaseFigures {
   /** From sending the request to its first (acceptance) callback's arrival. */
   firstCallbackP50Ms?: number;
   firstCallbackP99Ms?: number;
+  /** The slowest first callbacks: when the request was sent (ms into the phase) and how long its callback took, to tell a burst's from a phase's. */
+  slowestFirstCallbacks?: Array<{ sentAtMs: number; ms: number }>;
   /** Acknowledged requests whose first callback had not come when the phase's wait ended. */
   callbacksMissing: number;
   healthzP99Ms?: number;
@@ -216,6 +218,9 @@ export interface PhaseFigures {
   /** /healthz of the liveness listener (HEALTH_PORT), when the measured checkout has one. */
   liveness?: { p99Ms?: number; maxMs?: number; failures: number };
 }
+
+/** How many of the slowest first callbacks a phase's figures list. */
+const SLOWEST_SHOWN = 5;
 
 /** Waits up to `waitMs` for the first callbacks of the acknowledged requests, then sums the phase up. */
 export async function figuresOf(
@@ -232,10 +237,12 @@ export async function figuresOf(
   const failures: Record<string, number> = {};
   for (const entry of sent) if (entry.status !== 200) failures[String(entry.status)] = (failures[String(entry.status)] ?? 0) + 1;
   const acks = acknowledged.map((entry) => entry.ackMs!);
-  const callbacks = acknowledged.flatMap((entry) => {
+  const timed = acknowledged.flatMap((entry) => {
     const at = receiver.firstCallbackAt.get(entry.queueMessageId!);
-    return at === undefined ? [] : [at - entry.startedAt];
+    return at === undefined ? [] : [{ sentAt: entry.startedAt, ms: at - entry.startedAt }];
   });
+  const callbacks = timed.map((entry) => entry.ms);
+  const phaseStart = Math.min(...sent.map((entry) => entry.startedAt));
   const round = (value: number | undefined) => (value === undefined ? undefined : Math.round(value * 10) / 10);
   return {
     requests: sent.length,
@@ -246,6 +253,10 @@ export async function figuresOf(
     ackMaxMs: round(percentile(acks, 100)),
     firstCallbackP50Ms: round(percentile(callbacks, 50)),
     firstCallbackP99Ms: round(percentile(callbacks, 99)),
+    slowestFirstCallbacks: timed
+      .sort((a, b) => b.ms - a.ms)
+      .slice(0, SLOWEST_SHOWN)
+      .map((entry) => ({ sentAtMs: Math.round(entry.sentAt - phaseStart), ms: round(entry.ms)! })),
     callbacksMissing: acknowledged.length - callbacks.length,
     healthzP99Ms: round(percentile(health.latenciesMs, 99)),
     healthzMaxMs: round(percentile(health.latenciesMs, 100)),

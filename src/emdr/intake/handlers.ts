@@ -30,8 +30,8 @@ type GetRegistryItemResponse = components['schemas']['GetRegistryItemResponse'];
 export interface EmdrHandlerDependencies {
   sql: Sql;
   registry: RegistryPort;
-  /** Called once a request is stored (unless its statement sent notificationWithStore's): the acceptance stage has work (in this process, and in the other workers'). */
-  requestStored(): void;
+  /** Called once a request is stored (unless its statement sent notificationWithStore's): the acceptance stage has work of the clinic (its emdr_clients id), in this process and in the other workers'. */
+  requestStored(clinic: string): void;
   /** The workers' wake-up for the storing statement to send with its commit, when one would go now (db/notify.ts, takeTurn); none when the workers run in this process. */
   notificationWithStore?(): Notification | undefined;
   /** The audit trail's writer for what changes nothing (a search, a retry, a refusal); by default one of its own on `sql`. */
@@ -307,7 +307,7 @@ class EmdrHandlers {
       this.dependencies.notificationWithStore?.(),
     );
     if (stored.stored) {
-      if (!stored.notified) this.dependencies.requestStored();
+      if (!stored.notified) this.dependencies.requestStored(String(clinic.id));
     } else
       await this.audit.record({
         action: request.operation,

@@ -29,8 +29,8 @@ export const WORK = { requests: 'requests', callbacks: 'callbacks' } as const;
 const LOOPS = 2;
 
 export interface Workers {
-  /** New requests were stored in this process. */
-  requestsStored(): void;
+  /** New requests of a clinic (its emdr_clients id) were stored in this process. */
+  requestsStored(clinic: string): void;
   stop(): Promise<void>;
 }
 
@@ -40,7 +40,8 @@ type StageHandler<T> = Pick<StageOptions<T>, 'claim' | 'extend' | 'nextDue'> & {
 /** What the workers do with a stage, whichever engine runs it (Stage, or FairStage for acceptance and delivery). */
 interface RunningStage {
   start(): void;
-  wake(): void;
+  /** There is work (of a key of a FairStage, when known). */
+  wake(key?: string): void;
   wakeAt(at: number): void;
   stop(): Promise<void>;
 }
@@ -187,7 +188,7 @@ export async function startWorkers(
     throw error;
   }
   return {
-    requestsStored: () => stages.acceptance.wake(),
+    requestsStored: (clinic) => stages.acceptance.wake(clinic),
     async stop() {
       // The stages first: a submission in hand finishes with the registry's client still open.
       await stopStages();
