@@ -20,8 +20,11 @@ export class FairQueue<V> {
     this.count += 1;
   }
 
-  /** The next item: the oldest of the first key in turn (of those of the lowest `rank`, when given); that key goes to the back of the turn. */
-  shift(rank?: (key: string) => number): V | undefined {
+  /**
+   * The next item: the oldest of the first key in turn (of those of the lowest `rank`, when given); that key goes to the
+   * back of the turn. None when `admit` refuses the lowest rank.
+   */
+  shift(rank?: (key: string) => number, admit?: (rank: number) => boolean): V | undefined {
     let chosen: [string, V[]] | undefined;
     let lowest = Number.POSITIVE_INFINITY;
     for (const entry of this.byKey) {
@@ -29,7 +32,7 @@ export class FairQueue<V> {
       if (value < lowest) [chosen, lowest] = [entry, value];
       if (!rank) break;
     }
-    if (!chosen) return undefined;
+    if (!chosen || (admit && !admit(lowest))) return undefined;
     const [key, items] = chosen;
     const value = items.shift()!;
     this.byKey.delete(key);

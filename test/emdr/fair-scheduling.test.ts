@@ -124,10 +124,48 @@ describe('the document-check workers shared by clinic', () => {
     const b = Array.from({ length: 6 }, (_, index) => checked(`B${index}`, 'B', Buffer.from(FIXTURE_XML)));
     await Promise.all([...a, ...b]);
     const aBeforeLastB = done.slice(0, done.lastIndexOf('B5')).filter((name) => name.startsWith('A'));
-    // B waits for the first of A's two checks under way, then has that worker while A keeps the other: at most
+    // B has the spare worker while A keeps both others (or, before the spare is up, the first of A's to end): at most
     // both of A's first two are done before B's last. In turns by document, each of B's waited for one of A's (7 done before B's last).
     expect(aBeforeLastB.length, `in the order done: ${done.join(' ')}`).toBeLessThanOrEqual(2);
   }, 600_000);
+
+  it("checks a clinic with no check under way on the spare worker while another clinic's checks hold every other, and only one of its checks", async () => {
+    const single = new DocumentCheckPool(1);
+    // A's check holds its worker until the test sends the rest of A's document.
+    let sendRest!: () => void;
+    const rest = new Promise<void>((resolve) => (sendRest = resolve));
+    async function* heldDocument() {
+      yield Buffer.from('<?xml version="1.0"?><ClinicalDocument>');
+      await rest;
+      yield Buffer.from('</ClinicalDocument>');
+    }
+    const done: string[] = [];
+    const checked = (name: string, turnOf: string, document: Buffer | AsyncIterable<Uint8Array>) =>
+      single.check(document, { timeoutMs: 600_000, turnOf }).then((outcome) => {
+        expect(outcome.xmlFailure).toBeUndefined();
+        done.push(name);
+      });
+    try {
+      const a1 = checked('A1', 'A', heldDocument());
+      const a2 = checked('A2', 'A', Buffer.from(FIXTURE_XML));
+      const b1 = checked('B1', 'B', Buffer.from(FIXTURE_XML));
+      const b2 = checked('B2', 'B', Buffer.from(FIXTURE_XML));
+      // B's checks go on the spare, one at a time, while A's first holds the worker and A's second waits for it.
+      await until(
+        'both of B’s checked',
+        async () => done.filter((name) => name.startsWith('B')).length,
+        (count) => count === 2,
+        120_000,
+      );
+      expect(done).toEqual(['B1', 'B2']);
+      sendRest();
+      await Promise.all([a1, a2, b1, b2]);
+      expect(done.slice(2)).toEqual(['A1', 'A2']);
+    } finally {
+      sendRest();
+      await single.close();
+    }
+  }, 300_000);
 });
 
 describe('callback deliveries shared by receiver origin', () => {

@@ -43,6 +43,14 @@ const WORKER_URL = new URL(`./document-check-worker${path.extname(new URL(import
 /** Workers of a pool: one per core (a check is CPU work), at least one. */
 export const DOCUMENT_CHECK_WORKERS = Math.max(1, Math.min(4, os.availableParallelism()));
 
+/**
+ * Workers beyond those, each only for a clinic with no check under way while the others all check
+ * other clinics' documents: a clinic that sends now and then does not wait for a backlog's check to
+ * end (up to MAX_SIGNATURE_VERIFICATIONS of GOST-512 each, issue 21 M2); its check shares the cores
+ * with theirs instead. Started once the pool is first all busy, so an idle service does not pay for it.
+ */
+const SPARE_WORKERS = 1;
+
 export interface DocumentCheckOptions {
   /** Both checks together (XML_CHECK_TIMEOUT), from when a worker takes the document. */
   timeoutMs: number;
@@ -172,6 +180,8 @@ export class DocumentCheckPool {
   private readonly waiting = new FairQueue<(worker: CheckWorker) => void>();
   /** Checks under way, by clinic: the waiting clinic with the fewest gets the next worker. */
   private readonly running = new Map<string, number>();
+  /** Checks under way, of every clinic. */
+  private busy = 0;
   private started = 0;
 
   private readonly settings: DocumentCheckSettings;
@@ -262,15 +272,24 @@ export class DocumentCheckPool {
   private acquire(turnOf: string): Promise<CheckWorker> {
     const granted = (worker: CheckWorker) => {
       this.running.set(turnOf, (this.running.get(turnOf) ?? 0) + 1);
+      this.busy += 1;
+      // All busy: the spare is started now, to be up when a clinic with no check under way comes.
+      if (this.busy >= this.size && this.started < this.size + SPARE_WORKERS) {
+        this.started += 1;
+        this.idle.push(new CheckWorker(this.settings));
+      }
       return worker;
     };
+    if (!this.mayCheck(this.running.get(turnOf) ?? 0)) return new Promise((resolve) => this.waiting.push(turnOf, (next) => resolve(granted(next))));
     const worker = this.idle.pop();
     if (worker) return Promise.resolve(granted(worker));
-    if (this.started < this.size) {
-      this.started += 1;
-      return Promise.resolve(granted(new CheckWorker(this.settings)));
-    }
-    return new Promise((resolve) => this.waiting.push(turnOf, (next) => resolve(granted(next))));
+    this.started += 1;
+    return Promise.resolve(granted(new CheckWorker(this.settings)));
+  }
+
+  /** Whether a clinic with `running` checks under way may have a worker now: one per core, and a spare for a clinic with none. */
+  private mayCheck(running: number): boolean {
+    return this.busy < this.size || (running === 0 && this.busy < this.size + SPARE_WORKERS);
   }
 
   /** Back to the pool, from a check of `turnOf`'s; a worker that ran out of time or memory (it may still be parsing) is ended and replaced. */
@@ -278,7 +297,12 @@ export class DocumentCheckPool {
     const left = (this.running.get(turnOf) ?? 1) - 1;
     if (left > 0) this.running.set(turnOf, left);
     else this.running.delete(turnOf);
-    const next = this.waiting.shift((key) => this.running.get(key) ?? 0);
+    this.busy -= 1;
+    // The waiting clinic with the fewest checks under way, if it may have a worker now (else none may).
+    const next = this.waiting.shift(
+      (key) => this.running.get(key) ?? 0,
+      (running) => this.mayCheck(running),
+    );
     if (!healthy) {
       void worker.thread.terminate();
       if (next) next(new CheckWorker(this.settings));
