@@ -290,7 +290,7 @@ export class FairStage<T, R> {
     this.gathering = undefined;
     if (this.settling || this.ready.length === 0) return;
     const group = this.ready.splice(0, this.options.settleGroup);
-    this.settling = this.settleGroup(group).finally(() => {
+    this.settling = this.settleResults(group).finally(() => {
       this.settling = undefined;
       this.flush();
     });
@@ -302,13 +302,13 @@ export class FairStage<T, R> {
     const group = this.ready.filter((entry) => this.alone(entry.item));
     if (group.length === 0) return;
     this.ready = this.ready.filter((entry) => !group.includes(entry));
-    this.settlingAlone = this.settleGroup(group).finally(() => {
+    this.settlingAlone = this.settleResults(group).finally(() => {
       this.settlingAlone = undefined;
       this.flush();
     });
   }
 
-  private async settleGroup(group: Array<{ item: T; result: R }>): Promise<void> {
+  private async settleResults(group: Array<{ item: T; result: R }>): Promise<void> {
     try {
       await this.options.settle(group.map((entry) => entry.result));
     } catch (error) {

@@ -23,7 +23,8 @@ import type {
  * document ran out of time or memory is ended and replaced. A freed worker goes to the waiting
  * document of the clinic (`turnOf`) with the fewest checks under way, in turn among equals: a
  * clinic's backlog then holds at most the workers no other clinic waits for, and another clinic's
- * document waits for about one check, whatever the backlog's checks cost. (Turns by document alone
+ * document waits for about one check, whatever the backlog's checks cost; a clinic with no check
+ * under way waits for none, on the spare worker (SPARE_WORKERS). (Turns by document alone
  * let expensive checks alternate with cheap ones: a clinic got a worker once per check of the
  * other's, and one sending faster than that fell behind without bound, issue 21 M2.) A document
  * arrives whole (a small one) or in slices streamed from the database, never as one string.
