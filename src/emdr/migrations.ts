@@ -1,6 +1,16 @@
 import type { NamedMigration } from '../db/migrations/index.js';
 import { sealClinicSecret } from './accounts/clients.js';
 
+/** emdr_callbacks.origin made again with `pattern` (the callback URL's scheme, host and port; a generated column changes only so), with its index. */
+function remakeCallbackOrigin(pattern: string): string {
+  return `
+    drop index emdr_callbacks_due;
+    alter table emdr_callbacks drop column origin,
+      add column origin text not null generated always as (coalesce(lower(substring(url from '${pattern}')), url)) stored;
+    create index emdr_callbacks_due on emdr_callbacks (origin, available_at) where state = 'pending';
+  `;
+}
+
 /** Interface B's and the callback delivery's tables, in order. */
 export const emdrMigrations: readonly NamedMigration[] = [
   [
@@ -432,21 +442,11 @@ export const emdrMigrations: readonly NamedMigration[] = [
       // A generated column's expression changes only with a rewrite of the table: the column is
       // made again, and its index.
       async up(knex) {
-        await knex.raw(`
-          drop index emdr_callbacks_due;
-          alter table emdr_callbacks drop column origin,
-            add column origin text not null generated always as (coalesce(lower(substring(url from '^[A-Za-z][A-Za-z0-9+.-]*://[^/\\?#]+')), url)) stored;
-          create index emdr_callbacks_due on emdr_callbacks (origin, available_at) where state = 'pending';
-        `);
+        await knex.raw(remakeCallbackOrigin('^[A-Za-z][A-Za-z0-9+.-]*://[^/\\?#]+'));
       },
       async down(knex) {
         // As emdr_0008 left it.
-        await knex.raw(`
-          drop index emdr_callbacks_due;
-          alter table emdr_callbacks drop column origin,
-            add column origin text not null generated always as (coalesce(lower(substring(url from '^[A-Za-z][A-Za-z0-9+.-]*://[^/$1#]+')), url)) stored;
-          create index emdr_callbacks_due on emdr_callbacks (origin, available_at) where state = 'pending';
-        `);
+        await knex.raw(remakeCallbackOrigin('^[A-Za-z][A-Za-z0-9+.-]*://[^/$1#]+'));
       },
     },
   ],

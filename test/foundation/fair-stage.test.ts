@@ -68,6 +68,19 @@ async function workingStage(
   return { stage, work, settled };
 }
 
+/** A working stage of clinics a (items below 100) and b (the others), 8 places and 4 a clinic, claiming what `waiting` holds. */
+function twoClinicStage(waiting: number[], options: Pick<Parameters<typeof workingStage>[0], 'claimSpacingMs' | 'settling'> = {}) {
+  return workingStage({
+    keyOf: (item) => (item < 100 ? 'a' : 'b'),
+    async claim(limit) {
+      return waiting.splice(0, limit);
+    },
+    capacity: 8,
+    perKey: 4,
+    ...options,
+  });
+}
+
 describe('FairStage', () => {
   let stage: FairStage<number, number> | undefined;
   afterEach(async () => {
@@ -217,14 +230,8 @@ describe('FairStage', () => {
     const waiting: number[] = [];
     const settles: number[][] = [];
     const held = new Map<number, Deferred>();
-    const started = await workingStage({
-      // Items below 100 are clinic a's (a backlog), the others clinic b's (one document).
-      keyOf: (item) => (item < 100 ? 'a' : 'b'),
-      async claim(limit) {
-        return waiting.splice(0, limit);
-      },
-      capacity: 8,
-      perKey: 4,
+    // Clinic a has a backlog, clinic b one document.
+    const started = await twoClinicStage(waiting, {
       async settling(results) {
         settles.push(results);
         // A settle of a's first item is held until the test lets it end.
@@ -265,13 +272,7 @@ describe('FairStage', () => {
 
   it('claims at once for a key with nothing in hand, while a busy key spaces the claims', async () => {
     const waiting: number[] = [];
-    const started = await workingStage({
-      keyOf: (item) => (item < 100 ? 'a' : 'b'),
-      async claim(limit) {
-        return waiting.splice(0, limit);
-      },
-      capacity: 8,
-      perKey: 4,
+    const started = await twoClinicStage(waiting, {
       // Longer than the test may wait: a claim that waits for the spacing counts as never made.
       claimSpacingMs: 60_000,
     });
@@ -293,14 +294,7 @@ describe('FairStage', () => {
 
   it('hands items to a key with little in hand while another key fills a quarter of the places, not to that key', async () => {
     const waiting: number[] = [];
-    const started = await workingStage({
-      keyOf: (item) => (item < 100 ? 'a' : 'b'),
-      async claim(limit) {
-        return waiting.splice(0, limit);
-      },
-      capacity: 8,
-      perKey: 4,
-    });
+    const started = await twoClinicStage(waiting);
     stage = started.stage;
     const { work } = started;
     // a holds 3 of the 8 places (at least a quarter: busy).
