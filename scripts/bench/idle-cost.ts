@@ -24,6 +24,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { commandLine } from '../lib/command-line.js';
 import { startDatabaseServer, withClient } from './lib/database.js';
 import { registerDocument, signedDocument, xmlOfSize } from './lib/documents.js';
+import { drain } from './lib/drain.js';
 import { cpuMs, postgresCpuMs } from './lib/processes.js';
 import type { BenchContext } from './lib/scenario.js';
 import { addClinic, newDataKey, startReceiver, startService } from './lib/service.js';
@@ -151,14 +152,7 @@ async function main(): Promise<void> {
     const document = signedDocument(xmlOfSize(10 * 1024), 'gost');
     const send = () => registerDocument(`http://127.0.0.1:${intake.publicPort}`, clinic, document);
     log(`warming up: ${warmUp} documents, 16 at a time`);
-    let next = 0;
-    const sender = async () => {
-      while (next < warmUp) {
-        next += 1;
-        await send();
-      }
-    };
-    await Promise.all(Array.from({ length: 16 }, sender));
+    await drain(warmUp, 16, send);
     await callbacksArrived(receiver, 2 * warmUp, 120_000);
     // pg_stat_database hears of a backend's transactions when it goes idle, within 10 s (PGSTAT_IDLE_INTERVAL).
     await sleep(11_000);

@@ -24,6 +24,7 @@ import { createLogger } from '../../src/logging/logger.js';
 import { MIGRATIONS } from '../../src/migrations.js';
 import { commandLine } from '../lib/command-line.js';
 import { startDatabaseServer } from './lib/database.js';
+import { drain } from './lib/drain.js';
 
 const HELP = `usage: tsx scripts/bench/limits-cost.ts [--takes N] [--concurrency C]
 
@@ -58,19 +59,12 @@ await pool.query(`create table logged_counters (like ${COUNTERS_TABLE} including
 
 async function measure(name: string, take: (key: string) => Promise<unknown>): Promise<void> {
   const latencies: number[] = [];
-  let next = 0;
   const started = performance.now();
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (next < TAKES) {
-        const index = next;
-        next += 1;
-        const at = performance.now();
-        await take(`k${index % KEYS}`);
-        latencies.push(performance.now() - at);
-      }
-    }),
-  );
+  await drain(TAKES, CONCURRENCY, async (index) => {
+    const at = performance.now();
+    await take(`k${index % KEYS}`);
+    latencies.push(performance.now() - at);
+  });
   const seconds = (performance.now() - started) / 1000;
   latencies.sort((a, b) => a - b);
   const at = (p: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))]! * 1000) / 1000;

@@ -20,6 +20,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { commandLine } from '../lib/command-line.js';
 import { startDatabaseServer } from './lib/database.js';
+import { drain } from './lib/drain.js';
 
 const HELP = `usage: tsx scripts/bench/wake-cost.ts [options]
 
@@ -59,14 +60,7 @@ async function paced(rate: number, seconds: number, work: Operation): Promise<nu
 /** CPU µs of this process per operation, `count` operations of `work` back to back, FLAT_OUT_CONCURRENCY at once. */
 async function flatOut(count: number, work: Operation): Promise<number> {
   const before = process.cpuUsage();
-  let started = 0;
-  const worker = async () => {
-    while (started < count) {
-      started += 1;
-      await work();
-    }
-  };
-  await Promise.all(Array.from({ length: FLAT_OUT_CONCURRENCY }, worker));
+  await drain(count, FLAT_OUT_CONCURRENCY, work);
   const used = process.cpuUsage(before);
   return (used.user + used.system) / count;
 }
