@@ -47,7 +47,7 @@ export interface FairStageOptions<T, R> {
   logger: Logger;
 }
 
-/** Hand-offs are taken while fewer than this share of the places are in hand: they spare the claims of a mostly idle stage. */
+/** A key is handed items while it holds fewer than this share of the places: hand-offs spare the claims of a key with little in hand. */
 const HAND_OFF_BELOW = 0.25;
 /** Waits after a failed claim (the database is down, say) before the next. */
 const CLAIM_RETRY_MS = 1000;
@@ -109,9 +109,10 @@ export class FairStage<T, R> {
   /**
    * Places for items another statement will lease to this process (a hand-off: they are worked on
    * without a claim statement): of the keys wanted (key → count), how many of each it may take now,
-   * within `capacity` and each key's `perKey`, as a claim would. None while stopping, while a
-   * claim may have left work behind, or while a quarter of the places are in hand. Each
-   * reservation ends with handOff, with the items leased or with none.
+   * within `capacity` and each key's `perKey`, as a claim would. None while stopping or while a
+   * claim may have left work behind; none of a key that holds a quarter of the places or whose
+   * older items may wait for a claim. Each reservation ends with handOff, with the items leased or
+   * with none.
    */
   reserveHandOff(wanted: ReadonlyMap<string, number>): Map<string, number> {
     const granted = new Map<string, number>();
