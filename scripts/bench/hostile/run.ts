@@ -50,6 +50,8 @@ options:
                      when serve stops: both phases; summarise with scripts/bench/profile-summary.ts),
                      and its event loop's stalls (stall-probe.ts) into DIR/<scenario>/stalls.json
                      (\`profile-summary.ts --stalls 10 --probe DIR/<scenario>/stalls.json FILE\`)
+  --split           the worker role in a process of its own, as the chart runs it: serve is then
+                     \`serve --only emdr\` beside \`serve --only worker\` (serve's CPU counts both)
   -h, --help         this text
 
 example: tsx scripts/bench/hostile/run.ts --only M4 --seconds 20 --out /tmp/hostile`;
@@ -153,10 +155,10 @@ interface PhaseCpu {
   suiteLoopMaxMs?: number;
 }
 
-async function cpuSample(service: ServiceProcess, database: BenchDatabaseServer, abuserPid: number | undefined) {
+async function cpuSample(service: ServiceProcess, database: BenchDatabaseServer, abuserPid: number | undefined, workerPid: number | undefined) {
   return {
     at: performance.now(),
-    serve: await cpuMs(service.pid),
+    serve: (await cpuMs(service.pid)) + (workerPid === undefined ? 0 : await cpuMs(workerPid)),
     postgres: database.postmasterPid === undefined ? undefined : await postgresCpuMs(database.postmasterPid),
     abuser: abuserPid === undefined ? undefined : await cpuMs(abuserPid),
   };
@@ -180,19 +182,20 @@ async function phase(
   seconds: number,
   liveness: string | undefined,
   database: BenchDatabaseServer,
+  workerPid: number | undefined,
   abuserPid?: number,
 ): Promise<PhaseFigures & { cpu: PhaseCpu }> {
   const url = `http://127.0.0.1:${service.publicPort}`;
   // This process's own lateness: it times the honest clinic and the probes and holds both receivers, so a late loop here reads as a slow service.
   const ownLoop = monitorEventLoopDelay({ resolution: 10 });
   ownLoop.enable();
-  const cpuFrom = await cpuSample(service, database, abuserPid);
+  const cpuFrom = await cpuSample(service, database, abuserPid, workerPid);
   const probe = probeHealth(url, PROBE_EVERY_MS);
   const livenessProbe = liveness === undefined ? undefined : probeHealth(liveness, PROBE_EVERY_MS);
   const honest = honestClinic(url, clinic, HONEST_PER_SECOND);
   await sleep(seconds * 1000);
   const sent = await honest.stop();
-  const cpu = cpuOf(cpuFrom, await cpuSample(service, database, abuserPid));
+  const cpu = cpuOf(cpuFrom, await cpuSample(service, database, abuserPid, workerPid));
   const health = await probe.stop();
   ownLoop.disable();
   const suiteLoopMaxMs = Math.round(ownLoop.max / 1e5) / 10;
@@ -219,7 +222,7 @@ function verdict(alone: PhaseFigures, abused: PhaseFigures): ScenarioRecord['ver
 
 async function runScenario(
   scenario: Scenario,
-  options: { root: string; database: BenchDatabaseServer; seconds: number; smoke: boolean; profileDir?: string; log: (text: string) => void },
+  options: { root: string; database: BenchDatabaseServer; seconds: number; smoke: boolean; split: boolean; profileDir?: string; log: (text: string) => void },
 ): Promise<ScenarioRecord> {
   const key = randomBytes(32).toString('hex');
   const env = {
@@ -234,8 +237,14 @@ async function runScenario(
   const abuserReceiver = await startReceiver({ hang: scenario.deadReceiver === true });
   const scenarioProfile = options.profileDir && path.join(options.profileDir, scenario.name);
   if (scenarioProfile) await fs.mkdir(scenarioProfile, { recursive: true });
+  // --split: the workers first, as the chart rolls them out; the API process then wakes them by NOTIFY.
+  const worker = options.split ? await startServe(options.root, env, { only: 'worker' }) : undefined;
   const service = await startServe(options.root, scenarioProfile ? { ...env, STALL_PROBE_OUT: path.join(scenarioProfile, 'stalls.json') } : env, {
     nodeOptions: profiling(scenarioProfile),
+    ...(worker ? { only: 'emdr' } : {}),
+  }).catch(async (error: unknown) => {
+    await worker?.stop();
+    throw error;
   });
   if (scenarioProfile) options.log(`${scenario.name}: serve is pid ${service.pid}`);
   let abuser: ReturnType<typeof spawn> | undefined;
@@ -244,9 +253,9 @@ async function runScenario(
     const abusive = await addClinic(options.root, env, abuserReceiver.url);
     const liveness = await livenessUrl(service);
     // Warm up: the first requests pay for connections and prepared statements.
-    await phase(service, honest, honestReceiver, Math.min(2, options.seconds), liveness, options.database);
+    await phase(service, honest, honestReceiver, Math.min(2, options.seconds), liveness, options.database, worker?.pid);
     options.log(`${scenario.name}: the honest clinic alone`);
-    const alone = await phase(service, honest, honestReceiver, options.seconds, liveness, options.database);
+    const alone = await phase(service, honest, honestReceiver, options.seconds, liveness, options.database, worker?.pid);
     const concurrency = options.smoke ? scenario.abuse.smokeConcurrency : scenario.abuse.concurrency;
     const startAfterMs = scenario.burst ? Math.min(BURST_INTO_PHASE_MS, (options.seconds * 1000) / 4) : 0;
     const order: AbuseOrder = {
@@ -271,7 +280,7 @@ async function runScenario(
     options.log(
       `${scenario.name}: the honest clinic beside the abuser (${scenario.abuse.pattern}, ${concurrency}${startAfterMs ? `, ${startAfterMs / 1000} s into the phase` : ''})`,
     );
-    const abused = await phase(service, honest, honestReceiver, options.seconds, liveness, options.database, abuser.pid);
+    const abused = await phase(service, honest, honestReceiver, options.seconds, liveness, options.database, worker?.pid, abuser.pid);
     const peakRssGrowthMiB = Math.round(((await peakRssMiB(service.pid)) - rssBefore) * 10) / 10;
     const exited = new Promise((resolve) => abuser!.once('exit', resolve));
     abuser.kill('SIGTERM');
@@ -293,6 +302,7 @@ async function runScenario(
     // A dead receiver's connections end first, so that serve's stop need not wait for their timeouts.
     await abuserReceiver.close();
     await service.stop();
+    await worker?.stop();
     await honestReceiver.close();
   }
 }
@@ -397,6 +407,7 @@ async function main(): Promise<void> {
       from: { type: 'string' },
       merge: { type: 'string' },
       profile: { type: 'string' },
+      split: { type: 'boolean' },
     },
   });
   const repo = path.resolve(import.meta.dirname, '../../..');
@@ -423,14 +434,15 @@ async function main(): Promise<void> {
   const scenarios: ScenarioRecord[] = [];
   try {
     const profileDir = values.profile === undefined ? undefined : path.resolve(values.profile);
-    for (const scenario of chosen) scenarios.push(await runScenario(scenario, { root, database, seconds, smoke, profileDir, log }));
+    for (const scenario of chosen)
+      scenarios.push(await runScenario(scenario, { root, database, seconds, smoke, split: values.split === true, profileDir, log }));
   } finally {
     await database.stop();
   }
   const measuredRun: HostileRun = {
     date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
     commit: values.label ?? describeCommit(root),
-    mode: smoke ? 'smoke run' : `phases of ${seconds} s`,
+    mode: `${smoke ? 'smoke run' : `phases of ${seconds} s`}${values.split ? ', the worker role in a process of its own' : ''}`,
     machine: { cpu: os.cpus()[0]?.model ?? 'unknown', cores: os.cpus().length, loadAverage: [loadAtStart, +os.loadavg()[0]!.toFixed(2)] },
     scenarios,
   };
