@@ -78,8 +78,11 @@ export class FairStage<T, R> {
   private endSpacing: (() => void) | undefined;
   /** When the earliest retry this process scheduled falls due. */
   private readonly due = new DueTimer(() => this.wake());
-  /** The keys full after the last claim (it left them out, or took all their room), and whether it took all it asked for. */
-  private lastFull = new Set<string>();
+  /**
+   * The keys whose work may wait for a claim: full after the last claim (it left them out, or took all their room), or
+   * refused a hand-off since (reserveHandOff). And whether the last claim took all it asked for.
+   */
+  private waitingForClaim = new Set<string>();
   private lastClaimFilled = false;
   private lastClaimAt = 0;
   /** Places reserved for hand-offs (reserveHandOff), counted in `perKey` and against `capacity` until handOff. */
@@ -124,10 +127,10 @@ export class FairStage<T, R> {
       // Nor to a key that keeps the stage busy: its newest items would take the places first, and under load its older ones
       // waited to the end of the burst (a pipeline run's ack -> result p99 went from 1.5-1.8 s to 2.2-2.7 s). Nor to one
       // whose older items wait for a claim. Another key, idle beside it, is handed its items.
-      const busy = this.lastFull.has(key) || held >= HAND_OFF_BELOW * this.options.capacity;
+      const busy = this.waitingForClaim.has(key) || held >= HAND_OFF_BELOW * this.options.capacity;
       const take = busy ? 0 : Math.min(count, free, this.options.perKey - held);
       // The rest waits for a claim: later hand-offs of this key would pass it.
-      if (take < count) this.lastFull.add(key);
+      if (take < count) this.waitingForClaim.add(key);
       if (take <= 0) continue;
       granted.set(key, take);
       this.perKey.set(key, (this.perKey.get(key) ?? 0) + take);
@@ -202,7 +205,7 @@ export class FairStage<T, R> {
           }
           this.lastClaimFilled = claimed.length >= free;
           for (const item of claimed) this.begin(item);
-          this.lastFull = this.fullAfter(claimed, room, full);
+          this.waitingForClaim = this.fullAfter(claimed, room, full);
           if (this.lastClaimFilled) continue;
         } else if (free <= 0) {
           // Full without a claim (hand-offs filled the places): work announced meanwhile is claimed once a quarter of them
@@ -336,8 +339,8 @@ export class FairStage<T, R> {
       const left = (this.perKey.get(key) ?? count) - count;
       if (left <= 0) this.perKey.delete(key);
       else this.perKey.set(key, left);
-      // A key left out for being full now has room: in half its places, so a busy key is claimed for in groups.
-      if (this.lastFull.has(key) && this.options.perKey - left >= Math.max(1, Math.floor(this.options.perKey / 2))) reclaim = true;
+      // A key whose work may wait for a claim now has room: in half its places, so a busy key is claimed for in groups.
+      if (this.waitingForClaim.has(key) && this.options.perKey - left >= Math.max(1, Math.floor(this.options.perKey / 2))) reclaim = true;
     }
     // The last claim took all it could hold: more may wait, claimed once a quarter of the places is free.
     const free = this.free;

@@ -182,8 +182,6 @@ export class DocumentCheckPool {
   private readonly waiting = new FairQueue<(worker: CheckWorker) => void>();
   /** Checks under way, by clinic: the waiting clinic with the fewest gets the next worker. */
   private readonly running = new Map<string, number>();
-  /** Checks under way, of every clinic. */
-  private busy = 0;
   private started = 0;
 
   private readonly settings: DocumentCheckSettings;
@@ -274,7 +272,6 @@ export class DocumentCheckPool {
   private acquire(turnOf: string): Promise<CheckWorker> {
     const granted = (worker: CheckWorker) => {
       this.running.set(turnOf, (this.running.get(turnOf) ?? 0) + 1);
-      this.busy += 1;
       return worker;
     };
     if (!this.mayCheck(this.running.get(turnOf) ?? 0)) return new Promise((resolve) => this.waiting.push(turnOf, (next) => resolve(granted(next))));
@@ -286,7 +283,9 @@ export class DocumentCheckPool {
 
   /** Whether a clinic with `running` checks under way may have a worker now: one per core, and a spare for a clinic with none. */
   private mayCheck(running: number): boolean {
-    return this.busy < this.size || (running === 0 && this.busy < this.size + SPARE_WORKERS);
+    let busy = 0;
+    for (const count of this.running.values()) busy += count;
+    return busy < this.size || (running === 0 && busy < this.size + SPARE_WORKERS);
   }
 
   /** Back to the pool, from a check of `turnOf`'s; a worker that ran out of time or memory (it may still be parsing) is ended and replaced. */
@@ -294,7 +293,6 @@ export class DocumentCheckPool {
     const left = (this.running.get(turnOf) ?? 1) - 1;
     if (left > 0) this.running.set(turnOf, left);
     else this.running.delete(turnOf);
-    this.busy -= 1;
     // The waiting clinic with the fewest checks under way, if it may have a worker now (else none may).
     const next = this.waiting.shift(
       (key) => this.running.get(key) ?? 0,
