@@ -17,10 +17,12 @@
  *                               compare), the body parsed, SHA-256 over it, the files decoded from
  *                               base64, one INSERT of the request (with its audit row) that the pipeline picks up
  *
- *   tsx scripts/bench/baseline.ts   (env: DATABASE_URL, DATA_KEY (hex), INTERNAL_USERS name:password, INTERNAL_AUTH_MAX_FAILURES, PORT)
+ *   tsx scripts/bench/baseline.ts   (env: DATABASE_URL, DATA_KEY (hex), INTERNAL_USERS name:password, INTERNAL_AUTH_MAX_FAILURES, PORT (default: a free one it binds itself);
+ *                                   prints "baseline listening on PORT" when ready)
  */
 import { createDecipheriv, createHash, createSecretKey, randomUUID, timingSafeEqual } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import pg from 'pg';
 import { JUDGING_PERIOD_MS } from '../../src/ehr/credentials/failure-limit.js';
@@ -277,5 +279,5 @@ const server = http.createServer((request, response) => {
   })();
 });
 server.keepAliveTimeout = 60_000;
-server.listen(Number(process.env.PORT), '127.0.0.1', () => console.log('baseline listening'));
+server.listen(Number(process.env.PORT ?? 0), '127.0.0.1', () => console.log(`baseline listening on ${(server.address() as AddressInfo).port}`));
 process.on('SIGTERM', () => server.close(() => void pool.end().then(() => process.exit(0))));

