@@ -60,8 +60,10 @@ const NOT_UNIQUE: RegistryErrorItem = { code: 'NOT_UNIQUE_PROVIDED_ID', message:
 /**
  * Registers documents ($1 to $9, one element each) with the files of the gateway requests that
  * submitted them (the message id is the queueMessageId; copied by the database), and queues each
- * answer (due in $10 ms): the registration, or the earlier one of the same message (a repeated
- * submission), or $11, NOT_UNIQUE_PROVIDED_ID, when any organization registered the localUid.
+ * answer (due in $10 ms, or leased for $10 ms to this process when it hands them on itself): the
+ * registration, or the earlier one of the same message (a repeated submission), or $11,
+ * NOT_UNIQUE_PROVIDED_ID, when any organization registered the localUid. Returns the answers queued
+ * now (an answer queued before, for a repeated submission, is not).
  */
 const REGISTER = statement(
   'registry_register',
@@ -90,7 +92,8 @@ const REGISTER = statement(
                    (select ${REGISTERED('e')} from earlier e where e.request_key = i.message_id::text), $11::jsonb),
           now() + $10 * interval '1 millisecond'
      from input i
-   on conflict (message_id) do nothing`,
+   on conflict (message_id) do nothing
+   returning message_id::text, outcome`,
 );
 const EARLIER = statement('registry_earlier', 'select emdr_id from emdr_registry_documents where request_key = $1');
 const LOCK_REPLACED = statement(
@@ -135,6 +138,7 @@ const EXTEND_ANSWERS = statement(
   'registry_extend_answers',
   `update emdr_registry_answers set available_at = now() + $2 * interval '1 millisecond' where message_id = any($1::uuid[])`,
 );
+const DELETE_ANSWERED = statement('registry_delete_answered', 'delete from emdr_registry_answers where message_id = any($1::uuid[])');
 const NEXT_ANSWER = statement('registry_next_answer', 'select (extract(epoch from min(available_at)) * 1000)::float8 as at from emdr_registry_answers');
 const SEARCH = statement(
   'registry_search',
@@ -159,6 +163,7 @@ type StoredAnswer =
   | { ok: true; demand: string };
 
 const ANSWER_BATCH = 64;
+type QueuedAnswer = { message_id: string; outcome: StoredAnswer };
 /** Answers due come from this process's submissions (it wakes its loop) or, after a worker stopped, back from its lease: looked for this often. */
 const ANSWER_IDLE_POLL_MS = 60_000;
 const FAILING: RegistryErrorItem[] = [{ code: 'RUNTIME_ERROR', message: 'the registry failed (REGISTRY_FAIL is set)' }];
@@ -172,7 +177,14 @@ const FAILING: RegistryErrorItem[] = [{ code: 'RUNTIME_ERROR', message: 'the reg
  * the answers due to the outcome sink, the path of РЭМД's answers too.
  */
 export class BuiltInRegistry implements RegistryPort {
-  private answering: Stage<{ message_id: string; outcome: StoredAnswer }> | undefined;
+  private answering: Stage<QueuedAnswer> | undefined;
+  /** Where the answer loop hands the answers (receive): registrations answered at once go there without a claim. */
+  private sink: OutcomeSink | undefined;
+  /** Answers recorded: deleted by the answer loop's next claim, which comes at the latest a third of a lease later. */
+  private recorded: string[] = [];
+  private cleanup: NodeJS.Timeout | undefined;
+  /** Answers handed on without a claim, being recorded. */
+  private readonly handing = new Set<Promise<void>>();
   /** Registrations submitted in this turn of the event loop: registered together, in one statement. */
   private queued: Array<{ submission: RegistrationSubmission; done: (error?: unknown) => void }> = [];
   private flushScheduled = false;
@@ -202,6 +214,10 @@ export class BuiltInRegistry implements RegistryPort {
     else this.answering?.wakeAt(Date.now() + this.answerDelayMs);
   }
 
+  private get leaseMs(): number {
+    return this.options.leaseMs ?? 30_000;
+  }
+
   async submitRegistration(input: RegistrationSubmission): Promise<Submission> {
     await this.delay();
     if (this.options.fail) return this.answer(input.messageId, { ok: false, errors: FAILING });
@@ -217,7 +233,10 @@ export class BuiltInRegistry implements RegistryPort {
 
   /**
    * Registers a document with the others submitted in the same turn of the event loop (a
-   * submission stage's batch), in one statement, then wakes the answer loop once for them all.
+   * submission stage's batch), in one statement. Answered at once (no REGISTRY_ANSWER_DELAY), the
+   * answers are leased to this process by that statement and handed to the sink: no claim of the
+   * answer loop for them (issue 24: a statement a document at a steady rate). Otherwise the answer
+   * loop is woken once for them all.
    */
   private registerTogether(submission: RegistrationSubmission): Promise<void> {
     return new Promise((resolve, reject) => {
@@ -227,13 +246,17 @@ export class BuiltInRegistry implements RegistryPort {
       setImmediate(() => {
         this.flushScheduled = false;
         const batch = this.queued.splice(0);
+        const sink = this.answerDelayMs === 0 ? this.sink : undefined;
         this.register(
           this.sql,
           batch.map((item) => ({ submission: item.submission, version: 1 })),
+          sink ? this.leaseMs : this.answerDelayMs,
         ).then(
-          () => {
+          (answers) => {
             for (const item of batch) item.done();
-            this.answered();
+            if (sink) this.handOn(sink, answers);
+            // An answer queued before (a repeated submission) is the answer loop's to claim.
+            if (!sink || answers.length < batch.length) this.answered();
           },
           (error: unknown) => {
             for (const item of batch) item.done(error);
@@ -243,10 +266,14 @@ export class BuiltInRegistry implements RegistryPort {
     });
   }
 
-  /** Registers the documents (REGISTER), which queues their answers itself. */
-  private register(sql: Pick<Sql, 'run'>, registrations: ReadonlyArray<{ submission: RegistrationSubmission; version: number }>): Promise<number> {
+  /** Registers the documents (REGISTER), which queues their answers itself, due in `answerInMs` (the answer delay, or a lease). */
+  private register(
+    sql: Pick<Sql, 'rows'>,
+    registrations: ReadonlyArray<{ submission: RegistrationSubmission; version: number }>,
+    answerInMs = this.answerDelayMs,
+  ): Promise<QueuedAnswer[]> {
     const column = <T>(value: (submission: RegistrationSubmission, version: number) => T) => registrations.map((item) => value(item.submission, item.version));
-    return sql.run(REGISTER, [
+    return sql.rows<QueuedAnswer>(REGISTER, [
       column((input) => input.messageId),
       column((input) => input.localUid),
       column((input) => input.kind),
@@ -256,7 +283,7 @@ export class BuiltInRegistry implements RegistryPort {
       column((input) => instantMs(input.creationDateTime)),
       column((_input, version) => version),
       column((input) => input.replaces ?? null),
-      this.answerDelayMs,
+      answerInMs,
       JSON.stringify({ ok: false, errors: [NOT_UNIQUE] }),
     ]);
   }
@@ -318,40 +345,75 @@ export class BuiltInRegistry implements RegistryPort {
     return row && { ...toItem(row), patientSnils: row.patient_snils as string };
   }
 
-  /** The answer loop: answers due, handed to the sink in batches (a demand's file fetched from the archive first). */
+  /**
+   * The answer loop: answers due, handed to the sink in batches (a demand's file is fetched from the
+   * archive first); and the answers of registrations answered at once, handed on by registerTogether.
+   */
   async receive(sink: OutcomeSink): Promise<{ stop(): Promise<void> }> {
     const logger = this.options.logger;
     if (!logger) throw new Error('the built-in registry answers only with a logger (the worker role gives one)');
-    let answered: string[] = [];
-    const stage = new Stage<{ message_id: string; outcome: StoredAnswer }>({
+    const stage = new Stage<QueuedAnswer>({
       name: 'registry answers',
       batchSize: ANSWER_BATCH,
       loops: 1,
       idlePollMs: ANSWER_IDLE_POLL_MS,
-      leaseMs: this.options.leaseMs ?? 30_000,
+      leaseMs: this.leaseMs,
       logger,
       claim: async (limit) => {
-        const rows = await this.sql.rows<{ message_id: string; outcome: StoredAnswer }>(CLAIM_ANSWERS, [limit, this.options.leaseMs ?? 30_000, answered]);
-        answered = [];
-        return rows;
+        // The answers recorded since the last claim are deleted by it: no statement of their own.
+        const deleting = this.recorded;
+        this.recorded = [];
+        try {
+          return await this.sql.rows<QueuedAnswer>(CLAIM_ANSWERS, [limit, this.leaseMs, deleting]);
+        } catch (error) {
+          this.recorded.push(...deleting);
+          throw error;
+        }
       },
-      extend: (batch) => this.sql.run(EXTEND_ANSWERS, [batch.map((row) => row.message_id), this.options.leaseMs ?? 30_000]),
+      extend: (batch) => this.sql.run(EXTEND_ANSWERS, [batch.map((row) => row.message_id), this.leaseMs]),
       nextDue: async () => (await this.sql.row<{ at: number | null }>(NEXT_ANSWER))?.at ?? undefined,
-      process: async (batch) => {
-        const outcomes = await Promise.all(batch.map((row) => this.outcomeOf(row.message_id, row.outcome)));
-        await sink.record(outcomes);
-        // The rows answered go with the next claim (the next answers, or the idle poll): no statement of their own.
-        answered = batch.map((row) => row.message_id);
-      },
+      process: (batch) => this.recordAnswers(sink, batch),
     });
     this.answering = stage;
+    this.sink = sink;
     stage.start();
     return {
       stop: async () => {
         this.answering = undefined;
+        this.sink = undefined;
+        clearTimeout(this.cleanup);
+        await Promise.all(this.handing);
         await stage.stop();
+        // What is recorded and not yet deleted would come back when its lease ends, to be recorded again (as a duplicate).
+        const deleting = this.recorded.splice(0);
+        if (deleting.length > 0) await this.sql.run(DELETE_ANSWERED, [deleting]).catch(() => undefined);
       },
     };
+  }
+
+  /** Answers leased to this process by REGISTER, recorded as the answer loop would; one that fails comes back when its lease ends. */
+  private handOn(sink: OutcomeSink, answers: readonly QueuedAnswer[]): void {
+    if (answers.length === 0) return;
+    const handing: Promise<void> = this.recordAnswers(sink, answers)
+      .catch((error: unknown) =>
+        this.options.logger?.error({ err: error, stage: 'registry answers' }, 'recording answers failed; they come back when their leases end'),
+      )
+      .finally(() => this.handing.delete(handing));
+    this.handing.add(handing);
+  }
+
+  /** Hands answers to the sink; their rows are deleted by the answer loop's next claim, woken for it within a third of a lease. */
+  private async recordAnswers(sink: OutcomeSink, answers: readonly QueuedAnswer[]): Promise<void> {
+    const outcomes = await Promise.all(answers.map((row) => this.outcomeOf(row.message_id, row.outcome)));
+    await sink.record(outcomes);
+    this.recorded.push(...answers.map((row) => row.message_id));
+    // Deleted before their leases end, or another worker would claim them and record them again (as duplicates).
+    if (this.recorded.length >= ANSWER_BATCH) this.answering?.wake();
+    else
+      this.cleanup ??= setTimeout(() => {
+        this.cleanup = undefined;
+        if (this.recorded.length > 0) this.answering?.wake();
+      }, this.leaseMs / 3).unref();
   }
 
   /** A queued answer as the outcome the sink takes: a demand's file is fetched (and stored with the request) now. */
