@@ -130,10 +130,13 @@ export async function waitForOk(url: string, timeoutMs: number, child?: Child): 
   }
 }
 
-async function waitForOutput(child: Child, text: string, timeoutMs: number): Promise<void> {
+/** What the child printed that matches `pattern`, once it has (it fails when the child exits first, or after `timeoutMs`). */
+export async function waitForOutput(child: Child, pattern: RegExp, timeoutMs: number): Promise<RegExpExecArray> {
   const started = Date.now();
-  while (!child.output().includes(text)) {
-    if (child.process.exitCode !== null || Date.now() - started > timeoutMs) throw new Error(`no "${text}" from the process: ${child.output().slice(-2000)}`);
+  for (;;) {
+    const match = pattern.exec(child.output());
+    if (match) return match;
+    if (child.process.exitCode !== null || Date.now() - started > timeoutMs) throw new Error(`no ${pattern} from the process: ${child.output().slice(-2000)}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
@@ -198,7 +201,7 @@ async function startServeOnce(
   try {
     if (!worker) await waitForOk(`http://127.0.0.1:${publicPort}/readyz`, 60_000, child);
     // The message's prefix: since issue 22 the line goes on with both URLs.
-    else await waitForOutput(child, '"ehr-gateway started', 60_000);
+    else await waitForOutput(child, /"ehr-gateway started/, 60_000);
   } catch (error) {
     // One that did not start in time is not left running.
     await child.stop();

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { spawnTs, startServe, waitForOk, type Child, type ServiceProcess } from './processes.js';
+import { spawnTs, startServe, waitForOk, waitForOutput, type Child, type ServiceProcess } from './processes.js';
 import { BENCH_ORGANIZATION, newBusinessId } from './database.js';
 import type { BenchContext } from './scenario.js';
 
@@ -93,14 +93,7 @@ export async function startBaseline(context: BenchContext, databaseUrl: string, 
  * and bound later by the child could be taken in between by another process of a busy machine.
  */
 async function listeningPort(child: Child, name: string): Promise<number> {
-  const started = Date.now();
-  const said = new RegExp(`${name} listening on (\\d+)`);
-  for (;;) {
-    const port = said.exec(child.output())?.[1];
-    if (port) return Number(port);
-    if (child.process.exitCode !== null || Date.now() - started > 30_000) throw new Error(`no "${name} listening on PORT": ${child.output()}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  return Number((await waitForOutput(child, new RegExp(`${name} listening on (\\d+)`), 30_000))[1]);
 }
 
 export interface BenchClinic {
