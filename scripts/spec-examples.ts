@@ -32,7 +32,7 @@ const spec = parseDocument(source);
 const example: Path = ['components', 'schemas', 'RegisterDocumentRequest', 'examples', 0];
 const file: Path = ['components', 'schemas', 'SendDocumentFileResultResponse', 'examples', 0, 'document'];
 const localUid = String(spec.getIn([...example, 'localUid']));
-const sample = createSample({
+const sample = await createSample({
   localUid,
   documentNumber: String(spec.getIn([...example, 'documentNumber'])),
   createdAt: new Date(String(spec.getIn([...example, 'creationDateTime']))),

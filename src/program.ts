@@ -3,15 +3,13 @@ import { registerAuditCommand } from './audit/commands.js';
 import { commandContext, commandKit, printJson, USAGE_EXIT_CODE, UsageError } from './cli/kit.js';
 import { CONFIG_VARIABLES, ConfigError, loadConfig } from './config/config.js';
 import { registerDataKeyCommands } from './data-key.js';
-import { migrateToLatest, openDatabase } from './db/database.js';
 import { registerApiKeyCommands } from './ehr/credentials/api-key-commands.js';
 import { registerEhrCommands } from './ehr/commands.js';
 import { registerEmdrCommands } from './emdr/commands.js';
 import { createLogger } from './logging/logger.js';
-import { MIGRATIONS } from './migrations.js';
 import { registerRecordCommands } from './record/commands.js';
 import { patientWriter, registerSeedDemoCommand } from './seed-demo.js';
-import { ROLES, startService, type Role } from './service.js';
+import { ROLES, type Role } from './roles.js';
 
 const ENVIRONMENT_HELP = [
   '',
@@ -26,6 +24,7 @@ async function serve(options: { only?: Role }): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
   const roles = new Set<Role>(options.only ? [options.only] : ROLES);
+  const { startService } = await import('./service.js');
   const service = await startService(config, logger, roles);
   await new Promise<void>((resolve) => {
     let stoppingSince: number | undefined;
@@ -50,6 +49,15 @@ async function serve(options: { only?: Role }): Promise<void> {
   });
 }
 
+/**
+ * The migration list, and with it every domain's tables; like the service (`serve`) and the database
+ * driver, loaded by the command that needs it: `--help`, usage errors and the lighter commands start
+ * without them, and a command's process (e.g. records import's bounded heap) holds only what it runs.
+ */
+async function loadMigrations() {
+  return (await import('./migrations.js')).MIGRATIONS;
+}
+
 export function buildProgram(): Command {
   const program = new Command('ehr-gateway')
     .description('EHR JSON-RPC server (interface A) and ЭМД registry gateway (interface B)')
@@ -70,15 +78,16 @@ export function buildProgram(): Command {
     .addHelpText('after', ENVIRONMENT_HELP)
     .action(async () => {
       const context = commandContext();
+      const [{ migrateToLatest, openDatabase }, migrations] = await Promise.all([import('./db/database.js'), loadMigrations()]);
       const database = await openDatabase(context.config, context.logger, { adopt: false });
       try {
-        printJson({ applied: await migrateToLatest(database, MIGRATIONS) });
+        printJson({ applied: await migrateToLatest(database, migrations) });
       } finally {
         await database.close();
       }
     });
 
-  const kit = commandKit(MIGRATIONS);
+  const kit = commandKit(loadMigrations);
   registerSeedDemoCommand(program, kit);
   registerEhrCommands(program, kit);
   registerApiKeyCommands(program, kit);

@@ -67,7 +67,7 @@ export function registerSeedDemoCommand(program: Command, { withDatabase }: Comm
           `seed-demo: refusing to write the demo clinic (public token "${DEMO_CLINIC.token}") and the demo api key to the database of DATABASE_URL; add --force if it is a demo database`,
         );
       }
-      if (options.callbackUrl !== undefined) checkCallbackUrls([options.callbackUrl]);
+      if (options.callbackUrl !== undefined) await checkCallbackUrls([options.callbackUrl]);
       if (options.signingSecret !== undefined && !/^whsec_[A-Za-z0-9+/]{32,}={0,2}$/.test(options.signingSecret)) {
         throw new UsageError('--signing-secret is a Standard Webhooks secret: whsec_ and at least 24 bytes in base64');
       }

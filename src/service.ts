@@ -1,34 +1,20 @@
 import express from 'express';
 import { ConfigError, type Config } from './config/config.js';
 import { openApiSpecPath } from './config/paths.js';
-import { isReady, migrateToLatest, openDatabase } from './db/database.js';
+import { isReady, migrateToLatest, openDatabase, type Database } from './db/database.js';
 import { Notifier } from './db/notify.js';
 import { MIGRATIONS } from './migrations.js';
 import { startRetention, type Retention } from './db/retention.js';
 import { ehrPurgeSteps } from './ehr/retention.js';
 import { ehrRoutes, rpcHotPath, type RpcAdmission } from './ehr/http.js';
 import { REFUSAL_PACING, RefusalPacer } from './http/refusal-pacing.js';
-import { createEhrHandlers } from './ehr/methods.js';
-import { RpcEnvelope } from './ehr/rpc/envelope.js';
-import { createRecordHandlers } from './ehr/medical-record/record-methods.js';
-import { loadOpenRpcDocument, servedVersions } from './ehr/spec.js';
-import { clinicMessageHandlers } from './emdr/clinic-messages.js';
-import { clinicSecurityHandlers, emdrHandlers } from './emdr/intake/handlers.js';
-import {
-  clinicBodyAdmission,
-  clinicRateLimit,
-  INTAKE_QUEUE_PER_CLINIC,
-  INTAKE_SLOTS_PER_CLINIC,
-  IntakeSlots,
-  QUOTA_UNIT_BYTES,
-} from './emdr/intake/admission/limits.js';
+import type { RpcEnvelope } from './ehr/rpc/envelope.js';
 import { consoleRoutes } from './console/routes.js';
 import { docsRoutes } from './docs/routes.js';
-import { createEmdrRouter, SMALL_BODY_LIMIT_BYTES } from './emdr/intake/router.js';
-import { startWorkers, WORK, WORK_CHANNEL, type Workers } from './emdr/pipeline/workers.js';
+import type { Workers } from './emdr/pipeline/workers.js';
+import { WORK, WORK_CHANNEL } from './emdr/pipeline/work-channel.js';
 import { EgressPolicy } from './callbacks/egress.js';
-import { createRegistry } from './emdr/registry/registries.js';
-import { loadTrustStore, TrustStoreError, trustStoreSummary } from './emdr/signatures/trust-store.js';
+import type { RegistryPort } from './emdr/registry/port.js';
 import { errorHandler, fallbackBody, notFound, onAnotherListener } from './http/fallback.js';
 import { emdrPurgeSteps } from './emdr/retention.js';
 import { accountPurgeSteps } from './emdr/accounts/rotation.js';
@@ -51,9 +37,11 @@ import type { RequestListener } from 'node:http';
 import { tuneCollectorForServing } from './memory/garbage.js';
 import { ClientShares, CLIENT_ACTIVE_FOR_MS } from './limits/client-shares.js';
 import { LoopTurns } from './work/loop-turns.js';
+import type { Role } from './roles.js';
 
-export const ROLES = ['ehr', 'emdr', 'worker'] as const;
-export type Role = (typeof ROLES)[number];
+// Each role's own modules (interface A's methods and OpenRPC document, interface B's intake and
+// schemas, the workers' pipeline and signature checks) are imported by the step that starts the
+// role: a process of one role (`serve --only`, the chart's deployments) holds only its own.
 
 export interface RunningService {
   /** Bound public port (interface A and B), when an HTTP role runs. */
@@ -149,8 +137,9 @@ function internalListenerFallbacks(
 }
 
 /** SIGNATURE_TRUST_STORE's certificates (DER), read and checked once, at start; undefined when it is not set. */
-function signatureTrustAnchors(config: Config): Uint8Array[] | undefined {
+async function signatureTrustAnchors(config: Config): Promise<Uint8Array[] | undefined> {
   if (config.signatureTrustStore === undefined) return undefined;
+  const { loadTrustStore, TrustStoreError } = await import('./emdr/signatures/trust-store.js');
   try {
     return loadTrustStore(config.signatureTrustStore);
   } catch (error) {
@@ -159,13 +148,192 @@ function signatureTrustAnchors(config: Config): Uint8Array[] | undefined {
   }
 }
 
+/** What every role of a process shares: the database's readiness, metrics, the audit trail, the limits' counters. */
+interface Shared {
+  config: Config;
+  logger: Logger;
+  database: Database;
+  metrics: Metrics;
+  audit: AuditTrail;
+  counters: CounterStore;
+  /** Interface B's registry (the emdr and worker roles). */
+  registry: RegistryPort | undefined;
+  /** Callbacks never reach this service's own listeners (the configured ports now, the bound ones once listening). */
+  callbackEgress: EgressPolicy;
+}
+
+/** The worker role: the retention's purges and interface B's pipeline. */
+async function startWorkerRole(shared: Shared, trustAnchors: Uint8Array[] | undefined): Promise<{ retention: Retention; workers: Workers }> {
+  const { config, database, metrics, logger } = shared;
+  const [{ startWorkers }, { trustStoreSummary }] = await Promise.all([import('./emdr/pipeline/workers.js'), import('./emdr/signatures/trust-store.js')]);
+  metrics.trustStore(trustAnchors && trustStoreSummary(trustAnchors));
+  const retention = startRetention(database.sql, {
+    retentionMs: config.retentionMs,
+    steps: [...emdrPurgeSteps, ...ehrPurgeSteps, auditPurgeStep(config.auditRetentionMs), ...accountPurgeSteps],
+    logger,
+  });
+  try {
+    const workers = await startWorkers({
+      sql: database.sql,
+      databaseUrl: database.url,
+      registry: shared.registry!,
+      retryScheduleMs: config.callbackRetryScheduleMs,
+      callbackTimeoutMs: config.callbackTimeoutMs,
+      callbackCircuit: config.callbackCircuit,
+      logger,
+      dataKey: await database.dataKey(),
+      xmlCheckTimeoutMs: config.xmlCheckTimeoutMs,
+      leaseMs: config.jobExpiryMs,
+      deadlineMs: config.registryDeadlineMs,
+      loops: config.workerConcurrency,
+      metrics,
+      callbackEgress: shared.callbackEgress,
+      ...(trustAnchors ? { signatureTrustAnchors: trustAnchors } : {}),
+    });
+    return { retention, workers };
+  } catch (error) {
+    await retention.stop();
+    throw error;
+  }
+}
+
+/** The ehr role's interface A: its OpenRPC document's versions and the envelope that runs its methods. */
+async function ehrInterface(shared: Shared): Promise<{ version: string; versions: string[]; envelope: RpcEnvelope }> {
+  const { config, database, logger, audit, metrics } = shared;
+  const [{ loadOpenRpcDocument, servedVersions }, { RpcEnvelope }, { createEhrHandlers }, { createRecordHandlers }] = await Promise.all([
+    import('./ehr/spec.js'),
+    import('./ehr/rpc/envelope.js'),
+    import('./ehr/methods.js'),
+    import('./ehr/medical-record/record-methods.js'),
+  ]);
+  const document = await loadOpenRpcDocument();
+  const envelope = new RpcEnvelope(
+    document,
+    {
+      ...(await createEhrHandlers({ sql: database.sql, config, logger, audit })),
+      ...createRecordHandlers({ sql: database.sql, config, audit, version: document.info.version }),
+    },
+    logger,
+    metrics,
+  );
+  return { version: document.info.version, versions: servedVersions(document), envelope };
+}
+
+/** The emdr role's interface B on the public listener: the intake's router, its limits and handlers. */
+async function emdrHotPath(shared: Shared, workers: Workers | undefined): Promise<HotPath> {
+  const { config, database, logger, metrics } = shared;
+  const [{ createEmdrRouter, SMALL_BODY_LIMIT_BYTES }, { clinicSecurityHandlers, emdrHandlers }, { clinicMessageHandlers }, limits] = await Promise.all([
+    import('./emdr/intake/router.js'),
+    import('./emdr/intake/handlers.js'),
+    import('./emdr/clinic-messages.js'),
+    import('./emdr/intake/admission/limits.js'),
+  ]);
+  const notifier = new Notifier(database.sql.pool, WORK_CHANNEL, logger, WORK.requests);
+  const intakeSlots = new limits.IntakeSlots({
+    perClinic: limits.INTAKE_SLOTS_PER_CLINIC,
+    queue: limits.INTAKE_QUEUE_PER_CLINIC,
+    clinicBytes: config.bodyBytesInFlight.perClinic,
+    processBytes: config.bodyBytesInFlight.perProcess,
+  });
+  metrics.intakeRequests(() => intakeSlots.totals());
+  const clientShares =
+    config.clientRequestsInProgress === 0 ? undefined : new ClientShares({ perClient: config.clientRequestsInProgress, activeForMs: CLIENT_ACTIVE_FOR_MS });
+  if (clientShares) metrics.clientShareWaiting(() => clientShares.waiting);
+  // A clinic's held refusals spread over 1-1.5 s, so that its connections do not come back as one burst.
+  const refusalPacer = new RefusalPacer({ ...REFUSAL_PACING, spread: 0.5 });
+  const bodyKib =
+    config.byteQuotaPerMinute === 0
+      ? undefined
+      : new SharedAllowance(shared.counters, {
+          name: 'clinic-body-kib',
+          perWindow: Math.floor(config.byteQuotaPerMinute / limits.QUOTA_UNIT_BYTES),
+          windowMs: LIMIT_WINDOW_MS,
+        });
+  return createEmdrRouter({
+    definition: openApiSpecPath,
+    handlers: {
+      ...emdrHandlers({
+        sql: database.sql,
+        registry: shared.registry!,
+        audit: shared.audit,
+        ...(workers ? { requestStored: workers.requestsStored } : { requestStored: () => notifier.notify(), notificationWithStore: () => notifier.takeTurn() }),
+      }),
+      ...clinicMessageHandlers({ sql: database.sql }),
+    },
+    securityHandlers: clinicSecurityHandlers(database.sql),
+    beforeBody: limits.clinicRateLimit(
+      new SharedAllowance(shared.counters, { name: 'clinic-requests', perWindow: config.rateLimitPerMinute, windowMs: LIMIT_WINDOW_MS }),
+      refusalPacer,
+    ),
+    admitBody: limits.clinicBodyAdmission(bodyKib, intakeSlots, refusalPacer, new LoopTurns()),
+    // RegisterDocument carries the document; every other body is a few fields.
+    bodyLimits: { default: SMALL_BODY_LIMIT_BYTES, byOperation: { RegisterDocument: config.bodyLimitBytes } },
+    base64Members: { RegisterDocument: 'document' },
+    logger,
+    metrics,
+    clientShares,
+  });
+}
+
+type EhrInterface = Awaited<ReturnType<typeof ehrInterface>>;
+
+/** Every role's internal listener: health and /metrics; with the ehr role, interface A's internal channel too. */
+async function startInternalListener(shared: Shared, ehr: EhrInterface | undefined, fallback: ReturnType<typeof fallbackBody>, ready: () => Promise<boolean>) {
+  const { config, logger } = shared;
+  // The internal listener serves the authorization server (and monitoring), a few clients that may each need many connections.
+  const options = { limits: { ...config.connectionLimits, maxConnectionsPerClient: 0 }, errorBody: fallback, trustedProxies: config.trustedProxies };
+  const hotPaths = ehr ? [rpcHotPath(ehr.envelope, 'internal', ehr.versions, logger)] : [];
+  const fallbacks = internalListenerFallbacks(fallback, ehr?.version);
+  const routers = [
+    healthRoutes(ready, fallback),
+    metricsRoutes(shared.metrics, fallback),
+    fallbacks.elsewhere,
+    ...(ehr ? [ehrRoutes(ehr.envelope, 'internal', ehr.versions)] : []),
+  ];
+  const app = restApp(routers, logger, fallback, fallbacks.notFoundMessage);
+  return listen(
+    withAccessLog(withRequestSpan(withHotPaths(hotPaths, app), 'internal'), logger, 'internal'),
+    config.internalHost,
+    config.internalPort,
+    'INTERNAL_PORT',
+    options,
+  );
+}
+
+/** The public listener of the ehr and emdr roles: interface A, interface B, /docs and /console. */
+async function startPublicListener(
+  shared: Shared,
+  ehr: EhrInterface | undefined,
+  emdr: HotPath | undefined,
+  fallback: ReturnType<typeof fallbackBody>,
+  ready: () => Promise<boolean>,
+  internalPort: number,
+): Promise<Listener> {
+  const { config, logger } = shared;
+  const hotPaths: HotPath[] = emdr ? [emdr] : [];
+  const routers: express.RequestHandler[] = [healthRoutes(ready, fallback), docsRoutes(fallback, () => internalPort), consoleRoutes(fallback)];
+  if (ehr) {
+    // The public listener's calls are limited per client address; the internal channel has its failure limit.
+    const admit = rpcAdmission(config, shared.counters);
+    hotPaths.push(rpcHotPath(ehr.envelope, 'public', ehr.versions, logger, admit));
+    routers.push(ehrRoutes(ehr.envelope, 'public', ehr.versions, admit));
+  }
+  return listen(
+    withAccessLog(withRequestSpan(withHotPaths(hotPaths, restApp(routers, logger, fallback)), 'public'), logger, 'public'),
+    config.host,
+    config.port,
+    'PORT',
+    { limits: config.connectionLimits, errorBody: fallback, trustedProxies: config.trustedProxies },
+  );
+}
+
 /** Starts the given roles over one database: `serve` runs all three, `serve --only X` one. */
 export async function startService(config: Config, logger: Logger, roles: ReadonlySet<Role>): Promise<RunningService> {
   tuneCollectorForServing();
-  const trustAnchors = roles.has('worker') ? signatureTrustAnchors(config) : undefined;
+  const trustAnchors = roles.has('worker') ? await signatureTrustAnchors(config) : undefined;
   // First on, last off: the spans of the last work in hand are exported at stop.
   const tracing = await startTracing(config.tracing, logger);
-  let database: Awaited<ReturnType<typeof openDatabase>>;
+  let database: Database;
   try {
     database = await openDatabase(config, logger, { adopt: true });
   } catch (error) {
@@ -188,174 +356,54 @@ export async function startService(config: Config, logger: Logger, roles: Readon
     if (applied.length > 0) logger.info({ applied }, 'migrations applied');
 
     const ready = () => isReady(database.knex, MIGRATIONS);
-    const metrics = new Metrics({ pool: database.sql.pool, queues: () => emdrQueueDepths(database.sql) });
     const audit = new AuditTrail(database.sql);
     stopAudit = () => audit.stop();
-    // RATE_LIMIT, BYTE_QUOTA and RPC_RATE_LIMIT count across every process of the database (the internal failure limit too, in its own table).
-    const counters: CounterStore = { pool: database.sql.pool };
-    let publicPort: number | undefined;
-    const registry = createRegistry(config, database.sql, logger);
-    // Callbacks never reach this service's own listeners (the configured ports now, the bound ones once listening).
-    const callbackEgress = new EgressPolicy(config.callbackAllowedNetworks);
-    for (const port of [config.port, config.internalPort]) if (port !== 0) callbackEgress.ownPorts.add(port);
+    const interfaceB = roles.has('emdr') || roles.has('worker');
+    const shared: Shared = {
+      config,
+      logger,
+      database,
+      metrics: new Metrics({ pool: database.sql.pool, queues: () => emdrQueueDepths(database.sql) }),
+      audit,
+      // RATE_LIMIT, BYTE_QUOTA and RPC_RATE_LIMIT count across every process of the database (the internal failure limit too, in its own table).
+      counters: { pool: database.sql.pool },
+      registry: interfaceB ? (await import('./emdr/registry/registries.js')).createRegistry(config, database.sql, logger) : undefined,
+      callbackEgress: new EgressPolicy(config.callbackAllowedNetworks),
+    };
+    for (const port of [config.port, config.internalPort]) if (port !== 0) shared.callbackEgress.ownPorts.add(port);
     // Workers first, so that requests stored by this process wake them directly; other processes hear a NOTIFY.
-    if (roles.has('worker')) {
-      metrics.trustStore(trustAnchors && trustStoreSummary(trustAnchors));
-      retention = startRetention(database.sql, {
-        retentionMs: config.retentionMs,
-        steps: [...emdrPurgeSteps, ...ehrPurgeSteps, auditPurgeStep(config.auditRetentionMs), ...accountPurgeSteps],
-        logger,
-      });
-      workers = await startWorkers({
-        sql: database.sql,
-        databaseUrl: database.url,
-        registry,
-        retryScheduleMs: config.callbackRetryScheduleMs,
-        callbackTimeoutMs: config.callbackTimeoutMs,
-        callbackCircuit: config.callbackCircuit,
-        logger,
-        dataKey: await database.dataKey(),
-        xmlCheckTimeoutMs: config.xmlCheckTimeoutMs,
-        leaseMs: config.jobExpiryMs,
-        deadlineMs: config.registryDeadlineMs,
-        loops: config.workerConcurrency,
-        metrics,
-        callbackEgress,
-        ...(trustAnchors ? { signatureTrustAnchors: trustAnchors } : {}),
-      });
-    }
+    if (roles.has('worker')) ({ retention, workers } = await startWorkerRole(shared, trustAnchors));
 
-    const document = roles.has('ehr') ? await loadOpenRpcDocument() : undefined;
-    const versions = document ? servedVersions(document) : [];
-    const fallback = fallbackBody(versions);
-    const listenerOptions = { limits: config.connectionLimits, errorBody: fallback, trustedProxies: config.trustedProxies };
-    // The internal listener serves the authorization server (and monitoring), a few clients that may each need many connections.
-    const internalOptions = { ...listenerOptions, limits: { ...config.connectionLimits, maxConnectionsPerClient: 0 } };
-    const envelope =
-      document &&
-      new RpcEnvelope(
-        document,
-        {
-          ...(await createEhrHandlers({ sql: database.sql, config, logger, audit })),
-          ...createRecordHandlers({ sql: database.sql, config, audit, version: document.info.version }),
-        },
-        logger,
-        metrics,
-      );
-    // Every role has the internal listener: health and /metrics; the ehr role also the internal channel of interface A.
-    const internalHotPaths = envelope ? [rpcHotPath(envelope, 'internal', versions, logger)] : [];
-    const internalFallbacks = internalListenerFallbacks(fallback, document?.info.version);
-    const internalRouters = [
-      healthRoutes(ready, fallback),
-      metricsRoutes(metrics, fallback),
-      internalFallbacks.elsewhere,
-      ...(envelope ? [ehrRoutes(envelope, 'internal', versions)] : []),
-    ];
-    const internalApp = restApp(internalRouters, logger, fallback, internalFallbacks.notFoundMessage);
-    const internal = await listen(
-      withAccessLog(withRequestSpan(withHotPaths(internalHotPaths, internalApp), 'internal'), logger, 'internal'),
-      config.internalHost,
-      config.internalPort,
-      'INTERNAL_PORT',
-      internalOptions,
-    );
+    const ehr = roles.has('ehr') ? await ehrInterface(shared) : undefined;
+    const fallback = fallbackBody(ehr?.versions ?? []);
+    const internal = await startInternalListener(shared, ehr, fallback, ready);
     listeners.push(internal);
-    const internalPort = internal.port;
-    callbackEgress.ownPorts.add(internalPort);
+    shared.callbackEgress.ownPorts.add(internal.port);
     let healthPort: number | undefined;
     if (config.healthPort !== undefined) {
       const liveness = await namingThePort(() => startLiveness(config.internalHost, config.healthPort!), config.internalHost, config.healthPort, 'HEALTH_PORT');
       listeners.push(liveness);
       healthPort = liveness.port;
-      callbackEgress.ownPorts.add(healthPort);
+      shared.callbackEgress.ownPorts.add(healthPort);
     }
-
+    let publicPort: number | undefined;
     if (roles.has('ehr') || roles.has('emdr')) {
-      const hotPaths: HotPath[] = [];
-      const publicRouters: express.RequestHandler[] = [healthRoutes(ready, fallback), docsRoutes(fallback, () => internalPort), consoleRoutes(fallback)];
-      if (roles.has('emdr')) {
-        const notifier = new Notifier(database.sql.pool, WORK_CHANNEL, logger, WORK.requests);
-        const intakeSlots = new IntakeSlots({
-          perClinic: INTAKE_SLOTS_PER_CLINIC,
-          queue: INTAKE_QUEUE_PER_CLINIC,
-          clinicBytes: config.bodyBytesInFlight.perClinic,
-          processBytes: config.bodyBytesInFlight.perProcess,
-        });
-        metrics.intakeRequests(() => intakeSlots.totals());
-        const clientShares =
-          config.clientRequestsInProgress === 0
-            ? undefined
-            : new ClientShares({ perClient: config.clientRequestsInProgress, activeForMs: CLIENT_ACTIVE_FOR_MS });
-        if (clientShares) metrics.clientShareWaiting(() => clientShares.waiting);
-        // A clinic's held refusals spread over 1-1.5 s, so that its connections do not come back as one burst.
-        const refusalPacer = new RefusalPacer({ ...REFUSAL_PACING, spread: 0.5 });
-        hotPaths.push(
-          await createEmdrRouter({
-            definition: openApiSpecPath,
-            handlers: {
-              ...emdrHandlers({
-                sql: database.sql,
-                registry,
-                audit,
-                ...(workers
-                  ? { requestStored: workers.requestsStored }
-                  : { requestStored: () => notifier.notify(), notificationWithStore: () => notifier.takeTurn() }),
-              }),
-              ...clinicMessageHandlers({ sql: database.sql }),
-            },
-            securityHandlers: clinicSecurityHandlers(database.sql),
-            beforeBody: clinicRateLimit(
-              new SharedAllowance(counters, { name: 'clinic-requests', perWindow: config.rateLimitPerMinute, windowMs: LIMIT_WINDOW_MS }),
-              refusalPacer,
-            ),
-            admitBody: clinicBodyAdmission(
-              config.byteQuotaPerMinute === 0
-                ? undefined
-                : new SharedAllowance(counters, {
-                    name: 'clinic-body-kib',
-                    perWindow: Math.floor(config.byteQuotaPerMinute / QUOTA_UNIT_BYTES),
-                    windowMs: LIMIT_WINDOW_MS,
-                  }),
-              intakeSlots,
-              refusalPacer,
-              new LoopTurns(),
-            ),
-            // RegisterDocument carries the document; every other body is a few fields.
-            bodyLimits: { default: SMALL_BODY_LIMIT_BYTES, byOperation: { RegisterDocument: config.bodyLimitBytes } },
-            base64Members: { RegisterDocument: 'document' },
-            logger,
-            metrics,
-            clientShares,
-          }),
-        );
-      }
-      if (envelope) {
-        // The public listener's calls are limited per client address; the internal channel has its failure limit.
-        const admit = rpcAdmission(config, counters);
-        hotPaths.push(rpcHotPath(envelope, 'public', versions, logger, admit));
-        publicRouters.push(ehrRoutes(envelope, 'public', versions, admit));
-      }
-      const publicListener = await listen(
-        withAccessLog(withRequestSpan(withHotPaths(hotPaths, restApp(publicRouters, logger, fallback)), 'public'), logger, 'public'),
-        config.host,
-        config.port,
-        'PORT',
-        listenerOptions,
-      );
+      const emdr = roles.has('emdr') ? await emdrHotPath(shared, workers) : undefined;
+      const publicListener = await startPublicListener(shared, ehr, emdr, fallback, ready, internal.port);
       listeners.push(publicListener);
       publicPort = publicListener.port;
-      callbackEgress.ownPorts.add(publicPort);
+      shared.callbackEgress.ownPorts.add(publicPort);
     }
     const urls = {
       publicUrl: publicPort === undefined ? undefined : listenerUrl(config.host, publicPort),
-      internalUrl: listenerUrl(config.internalHost, internalPort),
+      internalUrl: listenerUrl(config.internalHost, internal.port),
       ...(healthPort === undefined ? {} : { healthUrl: listenerUrl(config.internalHost, healthPort) }),
     };
-    logger.info({ roles: [...roles], publicPort, internalPort, healthPort, ...urls }, startLine(urls, document?.info.version, roles));
+    logger.info({ roles: [...roles], publicPort, internalPort: internal.port, healthPort, ...urls }, startLine(urls, ehr?.version, roles));
 
     return {
       publicPort,
-      internalPort,
+      internalPort: internal.port,
       healthPort,
       async stop() {
         await Promise.all(listeners.map((listener) => listener.stop()));

@@ -1,5 +1,5 @@
 import { loadConfig, parseDuration, type Config } from '../config/config.js';
-import { migrateToLatest, openDatabase, type Database } from '../db/database.js';
+import type { Database } from '../db/database.js';
 import type { NamedMigration } from '../db/migrations/index.js';
 import { createLogger, type Logger } from '../logging/logger.js';
 
@@ -48,10 +48,15 @@ export interface CommandKit {
   withDatabase<T>(work: (database: Database, context: CommandContext) => Promise<T>): Promise<T>;
 }
 
-export function commandKit(migrations: readonly NamedMigration[]): CommandKit {
+/**
+ * `loadMigrations`: the migration list, loaded with the database driver when a command first needs
+ * the database, so that `--help` and a command's usage errors start without either.
+ */
+export function commandKit(loadMigrations: () => Promise<readonly NamedMigration[]>): CommandKit {
   return {
     async withDatabase(work) {
       const context = commandContext();
+      const [{ migrateToLatest, openDatabase }, migrations] = await Promise.all([import('../db/database.js'), loadMigrations()]);
       const database = await openDatabase(context.config, context.logger, { adopt: false });
       try {
         await migrateToLatest(database, migrations);

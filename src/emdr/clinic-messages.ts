@@ -10,7 +10,7 @@ import { ApiError } from './errors/errors.js';
 import type { OperationHandler, OperationRequest } from './intake/router.js';
 import { MESSAGE_COLUMNS, messageStateOf, type MessageRow } from './pipeline/lifecycle/messages.js';
 import { replayFailedCallbacks } from './pipeline/stages/delivery.js';
-import { WORK, WORK_CHANNEL } from './pipeline/workers.js';
+import { WORK, WORK_CHANNEL } from './pipeline/work-channel.js';
 
 type MessageList = components['schemas']['MessageList'];
 type ReplayAcknowledgement = components['schemas']['ReplayAcknowledgement'];

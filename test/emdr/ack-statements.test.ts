@@ -2,7 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedClinicAccount } from '../../src/emdr/accounts/clients.js';
 import { addClinic, authHeaders, post, registerBody } from '../support/emdr.js';
-import { WORK, WORK_CHANNEL } from '../../src/emdr/pipeline/workers.js';
+import { WORK, WORK_CHANNEL } from '../../src/emdr/pipeline/work-channel.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { until } from '../support/until.js';
 

@@ -22,4 +22,30 @@ describe('runtime dependencies', () => {
       expect.arrayContaining(['@opentelemetry/sdk-trace', '@opentelemetry/exporter-trace-otlp-http', '@opentelemetry/context-async-hooks']),
     );
   });
+
+  // Each role's packages, found by importing the module that brings them in (so the trace is seen to work).
+  const ROLE_PACKAGES = [
+    { role: 'ehr', module: 'src/ehr/spec.ts', packages: ['@open-rpc/schema-utils-js'] },
+    { role: 'emdr', module: 'src/emdr/intake/router.ts', packages: ['openapi-backend', 'ajv', 'yaml'] },
+    { role: 'worker', module: 'src/emdr/pipeline/workers.ts', packages: ['undici'] },
+    { role: 'worker', module: 'src/emdr/signatures/trust-store.ts', packages: ['@peculiar/asn1-x509'] },
+  ];
+
+  it("leaves each role's own packages to the step that starts the role: serve --only X loads no other role's", async () => {
+    const service = await packagesLoadedBy(path.join(repoRoot, 'src/service.ts'), repoRoot);
+    for (const { role, module, packages } of ROLE_PACKAGES) {
+      expect(await packagesLoadedBy(path.join(repoRoot, module), repoRoot), module).toEqual(expect.arrayContaining(packages));
+      expect(
+        service.filter((name) => packages.includes(name)),
+        `the ${role} role's packages, loaded by service.ts itself`,
+      ).toEqual([]);
+    }
+  });
+
+  it('starts the CLI without the database driver, the HTTP framework or any interface: the command that needs them loads them', async () => {
+    const loaded = await packagesLoadedBy(path.join(repoRoot, 'src/program.ts'), repoRoot);
+    expect(loaded).toContain('commander');
+    const heavy = ['knex', 'pg', 'express', ...ROLE_PACKAGES.flatMap((role) => role.packages)];
+    expect(loaded.filter((name) => heavy.includes(name))).toEqual([]);
+  });
 });

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { CONFIG_VARIABLES } from '../../src/config/config.js';
 import { freePort } from '../../src/db/embedded-postgres.js';
-import { ROLES } from '../../src/service.js';
+import { ROLES } from '../../src/roles.js';
 import { outcomeOf, repoRoot, runCli, waitForOk } from '../support/cli.js';
 import { createTestDatabase } from '../support/database.js';
 import { spawnTsProgram } from '../support/processes.js';

@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { CONFIG_VARIABLES } from '../../src/config/config.js';
-import { ROLES } from '../../src/service.js';
+import { ROLES } from '../../src/roles.js';
 import { repoRoot } from '../support/cli.js';
 
 const run = promisify(execFile);

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { loadConfig, type Config } from '../../src/config/config.js';
 import { createLogger } from '../../src/logging/logger.js';
-import { ROLES, startService, type Role, type RunningService } from '../../src/service.js';
+import { ROLES, type Role } from '../../src/roles.js';
+import { startService, type RunningService } from '../../src/service.js';
 import { createTestDatabase } from './database.js';
 
 /** The tests' callback receivers listen on loopback, which the egress policy refuses unless allowed (as `make run` allows it). */

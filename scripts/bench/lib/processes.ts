@@ -105,6 +105,11 @@ function compiledIsCurrent(root: string): boolean {
   return Math.max(newestSource(path.join(root, 'src')), newestSource(path.join(root, 'generated'))) <= builtAt;
 }
 
+/** Node's arguments that run `ehr-gateway` of `root`, as `startServe` runs serve: compiled when current, else from its sources with tsx. */
+export function gatewayArgs(root: string): string[] {
+  return compiledIsCurrent(root) ? [path.join(root, COMPILED_MAIN)] : ['--import', 'tsx', path.join(root, 'src/main.ts')];
+}
+
 /** A TypeScript program of `root` run with tsx (as `make` runs the service), with `nodeOptions` before it. */
 export function spawnTs(root: string, file: string, args: readonly string[], env: Record<string, string>, nodeOptions: readonly string[] = []): Child {
   const child = spawn(process.execPath, [...nodeOptions, '--import', 'tsx', path.join(root, file), ...args], {

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { seedUsers, withClient, type SeededUsers } from '../lib/database.js';
 import { multiplyNdjson, syntheaBulkSample } from '../lib/fhir-data.js';
 import { httpRequest, type LoadResult } from '../lib/http-load.js';
-import { cpuMs, postgresCpuMs, rssMiB } from '../lib/processes.js';
+import { cpuMs, gatewayArgs, postgresCpuMs, rssMiB } from '../lib/processes.js';
 import { CONNECTIONS, closedRound, failedRequestNotes, maxThroughputRows, perRound } from '../lib/rounds.js';
 import { expectResult, JSON_HEADERS } from '../lib/rpc.js';
 import { alternate, median, round1, type BenchContext, type Measured, type Row } from '../lib/scenario.js';
@@ -39,17 +39,20 @@ interface ImportRun {
   /** CPU seconds of the import's processes (user + system), and of PostgreSQL meanwhile (NaN with DATABASE_URL). */
   importCpuSeconds: number;
   postgresCpuSeconds: number;
+  /** Node's arguments before the command's: dist/src/main.js, or --import tsx src/main.ts when the build was not current. */
+  command: string;
 }
 
 /**
- * `records import` of the measured checkout, its peak RSS sampled every 20 ms (VmHWM: the peak so
+ * `records import` of the measured checkout (compiled when current, as it ships), its peak RSS sampled every 20 ms (VmHWM: the peak so
  * far), and its CPU time and PostgreSQL's: on a shared machine the wall time says how busy the
  * machine was as much as how fast the import is, the CPU seconds per resource much less so.
  */
 async function runImport(context: BenchContext, databaseUrl: string, files: string[]): Promise<ImportRun> {
   const env = { ...process.env, DATABASE_URL: databaseUrl, DATA_KEY: newDataKey(), LOG_LEVEL: 'warn' };
+  const gateway = gatewayArgs(context.root);
   const cli = (args: string[]) =>
-    spawn(process.execPath, ['--import', 'tsx', path.join(context.root, 'src/main.ts'), ...args], {
+    spawn(process.execPath, [...gateway, ...args], {
       cwd: context.root,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -88,7 +91,14 @@ async function runImport(context: BenchContext, databaseUrl: string, files: stri
   const postgresCpuSeconds = context.database.postmasterPid ? ((await postgresCpuMs(context.database.postmasterPid)) - postgresBefore) / 1000 : NaN;
   if (code !== 0) throw new Error(`record import exited ${code}: ${stderr}`);
   const importCpuSeconds = [...cpuSeen.values()].reduce((sum, ms) => sum + ms, 0) / 1000;
-  return { seconds, summary: JSON.parse(stdout), peakMiB, importCpuSeconds, postgresCpuSeconds };
+  return {
+    seconds,
+    summary: JSON.parse(stdout),
+    peakMiB,
+    importCpuSeconds,
+    postgresCpuSeconds,
+    command: gateway.map((arg) => (path.isAbsolute(arg) ? path.relative(context.root, arg) : arg)).join(' '),
+  };
 }
 
 /** The import: data made, imported once (the bench machine is shared: one run of a 1 GiB file is minutes). */
@@ -136,7 +146,7 @@ async function importScenario(context: BenchContext, sample: string): Promise<Me
       rows: [rate, mapped, memory, { metric: 'wall time, staging and assembling', unit: 's', service: round1(run.seconds) }, ...cpu],
       chart: { throughput: { label: 'record import', unit: 'resources/s', service: rate.service } },
       notes: [
-        `${run.summary.rejectedTotal} rejected; the process is \`node --import tsx src/main.ts records import\` (PostgreSQL's memory is its own process's)`,
+        `${run.summary.rejectedTotal} rejected; the process is \`node ${run.command} records import\` and the child it runs the import in (PostgreSQL's memory is its own process's)`,
       ],
     };
   } finally {

@@ -11,9 +11,10 @@ export function collect(value: string, previous: string[]): string[] {
 }
 
 /** Each --callback-url must be the spec's CallbackUrl, so that a request can name it. */
-export function checkCallbackUrls(urls: readonly string[]): void {
+export async function checkCallbackUrls(urls: readonly string[]): Promise<void> {
   for (const url of urls) {
-    if (!isCallbackUrl(url)) throw new UsageError(`--callback-url "${url}" is not an http(s) base URL (host, optional port and path; no query or fragment)`);
+    if (!(await isCallbackUrl(url)))
+      throw new UsageError(`--callback-url "${url}" is not an http(s) base URL (host, optional port and path; no query or fragment)`);
   }
 }
 

@@ -24,7 +24,7 @@ export function registerClientsUpdateCommand(clients: Command, withDatabase: Com
     .option('--all-organizations', 'the clinic may act for every organization')
     .addHelpText('after', UPDATE_HELP)
     .action(async (options: { businessId: string; user?: string; callbackUrl: string[]; organization: string[]; allOrganizations?: boolean }) => {
-      checkCallbackUrls(options.callbackUrl);
+      await checkCallbackUrls(options.callbackUrl);
       checkOrganizations(options.organization, options.allOrganizations);
       const organizations = options.allOrganizations ? null : options.organization.length > 0 ? options.organization : undefined;
       if (options.callbackUrl.length === 0 && organizations === undefined)

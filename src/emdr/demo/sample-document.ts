@@ -12,7 +12,7 @@ import type { components } from '../../../generated/emdr-api.js';
 import { printJson, UsageError } from '../../cli/kit.js';
 import { isCallbackUrl } from '../accounts/callback-url.js';
 import { DEMO_CLINIC } from './demo-clinic.js';
-import { certificatePem, createTestSigner, type TestCertificateOptions } from '../signatures/test-signer.js';
+import type { TestCertificateOptions } from '../signatures/test-signer.js';
 
 type RegisterDocumentRequest = components['schemas']['RegisterDocumentRequest'];
 
@@ -102,7 +102,9 @@ function sampleXml(localUid: string, organization: string, createdAt: Date): Buf
 `);
 }
 
-export function createSample(options: SampleOptions = {}): Sample {
+export async function createSample(options: SampleOptions = {}): Promise<Sample> {
+  // Loaded here: the test signer's GOST arithmetic is this command's alone, not every command's start.
+  const { createTestSigner } = await import('../signatures/test-signer.js');
   const localUid = options.localUid ?? randomUUID();
   const organization = options.organization ?? SAMPLE_ORGANIZATION;
   const createdAt = options.createdAt ?? new Date(Date.now() - 60_000);
@@ -152,9 +154,9 @@ export function registerSampleCommand(document: Command): void {
     .option('--callback-url <url>', "the request's callbackUrl (one the clinic registered)", DEMO_CLINIC.callbackUrls[0])
     .option('--organization <oid>', 'the organization that signs it (the clinic account must act for it)', SAMPLE_ORGANIZATION)
     .action(async (options: { out: string; callbackUrl: string; organization: string }) => {
-      if (!isCallbackUrl(options.callbackUrl)) throw new UsageError(`--callback-url "${options.callbackUrl}" is not an http(s) base URL`);
+      if (!(await isCallbackUrl(options.callbackUrl))) throw new UsageError(`--callback-url "${options.callbackUrl}" is not an http(s) base URL`);
       if (!/^[0-2](\.(0|[1-9][0-9]*))+$/.test(options.organization)) throw new UsageError(`--organization "${options.organization}" is not an OID`);
-      const sample = createSample({ callbackUrl: options.callbackUrl, organization: options.organization });
+      const sample = await createSample({ callbackUrl: options.callbackUrl, organization: options.organization });
       await fs.mkdir(options.out, { recursive: true });
       const files = {
         xml: path.join(options.out, 'sample.xml'),
@@ -165,6 +167,7 @@ export function registerSampleCommand(document: Command): void {
       await fs.writeFile(files.xml, sample.xml);
       await fs.writeFile(files.signature, sample.signature);
       await fs.writeFile(files.request, `${JSON.stringify(sample.request, null, 2)}\n`);
+      const { certificatePem } = await import('../signatures/test-signer.js');
       await fs.writeFile(files.certificates, sample.certificates.map(certificatePem).join(''));
       printJson({ ...files, localUid: sample.request.localUid });
     });

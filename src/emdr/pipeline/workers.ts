@@ -16,14 +16,7 @@ import { OutcomeRecorder } from './stages/outcome.js';
 import type { PipelineContext } from './lifecycle/requests.js';
 import { SubmissionStage } from './stages/submission.js';
 import type { CallbackHandOff, Settled } from './lifecycle/transitions.js';
-
-/** The NOTIFY channel on which processes announce new work of interface B to the workers. */
-export const WORK_CHANNEL = 'ehr_gateway_emdr_work';
-/**
- * What a notification on WORK_CHANNEL announces: new requests (the acceptance stage's work) or
- * callbacks due (the delivery stage's); any other payload, an empty one included, wakes every stage.
- */
-export const WORK = { requests: 'requests', callbacks: 'callbacks' } as const;
+import { WORK, WORK_CHANNEL } from './work-channel.js';
 
 /** Loops per stage unless lifecycle.ts says otherwise (WORKER_CONCURRENCY). */
 const LOOPS = 2;

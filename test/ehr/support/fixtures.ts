@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { openDatabase } from '../../../src/db/database.js';
 import { seedDemoPatients, toE164 } from '../../../src/ehr/patients/patients.js';
 import { createLogger } from '../../../src/logging/logger.js';
-import type { Role } from '../../../src/service.js';
+import type { Role } from '../../../src/roles.js';
 import { startTestService, type TestService } from '../../support/service.js';
 import { rpc, sha1hex } from './rpc.js';
 
