@@ -327,6 +327,55 @@ async function startPublicListener(
   );
 }
 
+/** The database migrated, and what every role of the process shares. */
+async function prepareShared(config: Config, logger: Logger, roles: ReadonlySet<Role>, database: Database): Promise<Shared> {
+  const applied = await migrateToLatest(database, MIGRATIONS);
+  if (applied.length > 0) logger.info({ applied }, 'migrations applied');
+  const shared: Shared = {
+    config,
+    logger,
+    database,
+    metrics: new Metrics({ pool: database.sql.pool, queues: () => emdrQueueDepths(database.sql) }),
+    audit: new AuditTrail(database.sql),
+    // RATE_LIMIT, BYTE_QUOTA and RPC_RATE_LIMIT count across every process of the database (the internal failure limit too, in its own table).
+    counters: { pool: database.sql.pool },
+    registry:
+      roles.has('emdr') || roles.has('worker') ? (await import('./emdr/registry/registries.js')).createRegistry(config, database.sql, logger) : undefined,
+    callbackEgress: new EgressPolicy(config.callbackAllowedNetworks),
+  };
+  for (const port of [config.port, config.internalPort]) if (port !== 0) shared.callbackEgress.ownPorts.add(port);
+  return shared;
+}
+
+/** The process's listeners, each added to `listeners` as it starts (so that a failed start stops those before it); their ports. */
+async function startListeners(
+  shared: Shared,
+  roles: ReadonlySet<Role>,
+  ehr: EhrInterface | undefined,
+  workers: Workers | undefined,
+  listeners: Listener[],
+): Promise<{ publicPort: number | undefined; internalPort: number; healthPort: number | undefined }> {
+  const { config, database } = shared;
+  const ready = () => isReady(database.knex, MIGRATIONS);
+  const fallback = fallbackBody(ehr?.versions ?? []);
+  const started = (listener: Listener) => {
+    listeners.push(listener);
+    shared.callbackEgress.ownPorts.add(listener.port);
+    return listener.port;
+  };
+  const internalPort = started(await startInternalListener(shared, ehr, fallback, ready));
+  const healthPort =
+    config.healthPort === undefined
+      ? undefined
+      : started(await namingThePort(() => startLiveness(config.internalHost, config.healthPort!), config.internalHost, config.healthPort, 'HEALTH_PORT'));
+  let publicPort: number | undefined;
+  if (roles.has('ehr') || roles.has('emdr')) {
+    const emdr = roles.has('emdr') ? await emdrHotPath(shared, workers) : undefined;
+    publicPort = started(await startPublicListener(shared, ehr, emdr, fallback, ready, internalPort));
+  }
+  return { publicPort, internalPort, healthPort };
+}
+
 /** Starts the given roles over one database: `serve` runs all three, `serve --only X` one. */
 export async function startService(config: Config, logger: Logger, roles: ReadonlySet<Role>): Promise<RunningService> {
   tuneCollectorForServing();
@@ -341,70 +390,30 @@ export async function startService(config: Config, logger: Logger, roles: Readon
     throw error;
   }
   const listeners: Listener[] = [];
-  let retention: Retention | undefined;
-  let workers: Workers | undefined;
-  let stopAudit: (() => Promise<void>) | undefined;
+  let shared: Shared | undefined;
+  let worker: { retention: Retention; workers: Workers } | undefined;
   const stopWork = async () => {
     // The refusals still counted are written.
-    await stopAudit?.();
-    await retention?.stop();
+    await shared?.audit.stop();
+    await worker?.retention.stop();
     // Finishes the batches in hand; an unfinished one comes back to another worker after JOB_EXPIRY.
-    await workers?.stop();
+    await worker?.workers.stop();
   };
   try {
-    const applied = await migrateToLatest(database, MIGRATIONS);
-    if (applied.length > 0) logger.info({ applied }, 'migrations applied');
-
-    const ready = () => isReady(database.knex, MIGRATIONS);
-    const audit = new AuditTrail(database.sql);
-    stopAudit = () => audit.stop();
-    const interfaceB = roles.has('emdr') || roles.has('worker');
-    const shared: Shared = {
-      config,
-      logger,
-      database,
-      metrics: new Metrics({ pool: database.sql.pool, queues: () => emdrQueueDepths(database.sql) }),
-      audit,
-      // RATE_LIMIT, BYTE_QUOTA and RPC_RATE_LIMIT count across every process of the database (the internal failure limit too, in its own table).
-      counters: { pool: database.sql.pool },
-      registry: interfaceB ? (await import('./emdr/registry/registries.js')).createRegistry(config, database.sql, logger) : undefined,
-      callbackEgress: new EgressPolicy(config.callbackAllowedNetworks),
-    };
-    for (const port of [config.port, config.internalPort]) if (port !== 0) shared.callbackEgress.ownPorts.add(port);
+    shared = await prepareShared(config, logger, roles, database);
     // Workers first, so that requests stored by this process wake them directly; other processes hear a NOTIFY.
-    if (roles.has('worker')) ({ retention, workers } = await startWorkerRole(shared, trustAnchors));
-
+    if (roles.has('worker')) worker = await startWorkerRole(shared, trustAnchors);
     const ehr = roles.has('ehr') ? await ehrInterface(shared) : undefined;
-    const fallback = fallbackBody(ehr?.versions ?? []);
-    const internal = await startInternalListener(shared, ehr, fallback, ready);
-    listeners.push(internal);
-    shared.callbackEgress.ownPorts.add(internal.port);
-    let healthPort: number | undefined;
-    if (config.healthPort !== undefined) {
-      const liveness = await namingThePort(() => startLiveness(config.internalHost, config.healthPort!), config.internalHost, config.healthPort, 'HEALTH_PORT');
-      listeners.push(liveness);
-      healthPort = liveness.port;
-      shared.callbackEgress.ownPorts.add(healthPort);
-    }
-    let publicPort: number | undefined;
-    if (roles.has('ehr') || roles.has('emdr')) {
-      const emdr = roles.has('emdr') ? await emdrHotPath(shared, workers) : undefined;
-      const publicListener = await startPublicListener(shared, ehr, emdr, fallback, ready, internal.port);
-      listeners.push(publicListener);
-      publicPort = publicListener.port;
-      shared.callbackEgress.ownPorts.add(publicPort);
-    }
+    const ports = await startListeners(shared, roles, ehr, worker?.workers, listeners);
     const urls = {
-      publicUrl: publicPort === undefined ? undefined : listenerUrl(config.host, publicPort),
-      internalUrl: listenerUrl(config.internalHost, internal.port),
-      ...(healthPort === undefined ? {} : { healthUrl: listenerUrl(config.internalHost, healthPort) }),
+      publicUrl: ports.publicPort === undefined ? undefined : listenerUrl(config.host, ports.publicPort),
+      internalUrl: listenerUrl(config.internalHost, ports.internalPort),
+      ...(ports.healthPort === undefined ? {} : { healthUrl: listenerUrl(config.internalHost, ports.healthPort) }),
     };
-    logger.info({ roles: [...roles], publicPort, internalPort: internal.port, healthPort, ...urls }, startLine(urls, ehr?.version, roles));
+    logger.info({ roles: [...roles], ...ports, ...urls }, startLine(urls, ehr?.version, roles));
 
     return {
-      publicPort,
-      internalPort: internal.port,
-      healthPort,
+      ...ports,
       async stop() {
         await Promise.all(listeners.map((listener) => listener.stop()));
         await stopWork();
