@@ -277,11 +277,16 @@ async function emdrHotPath(shared: Shared, workers: Workers | undefined): Promis
 
 type EhrInterface = Awaited<ReturnType<typeof ehrInterface>>;
 
+/** A listener's connection limits, error body and trusted proxies, as configured. */
+function listenerOptions(config: Config, fallback: ReturnType<typeof fallbackBody>): ListenerOptions {
+  return { limits: config.connectionLimits, errorBody: fallback, trustedProxies: config.trustedProxies };
+}
+
 /** Every role's internal listener: health and /metrics; with the ehr role, interface A's internal channel too. */
 async function startInternalListener(shared: Shared, ehr: EhrInterface | undefined, fallback: ReturnType<typeof fallbackBody>, ready: () => Promise<boolean>) {
   const { config, logger } = shared;
   // The internal listener serves the authorization server (and monitoring), a few clients that may each need many connections.
-  const options = { limits: { ...config.connectionLimits, maxConnectionsPerClient: 0 }, errorBody: fallback, trustedProxies: config.trustedProxies };
+  const options = { ...listenerOptions(config, fallback), limits: { ...config.connectionLimits, maxConnectionsPerClient: 0 } };
   const hotPaths = ehr ? [rpcHotPath(ehr.envelope, 'internal', ehr.versions, logger)] : [];
   const fallbacks = internalListenerFallbacks(fallback, ehr?.version);
   const routers = [
@@ -323,7 +328,7 @@ async function startPublicListener(
     config.host,
     config.port,
     'PORT',
-    { limits: config.connectionLimits, errorBody: fallback, trustedProxies: config.trustedProxies },
+    listenerOptions(config, fallback),
   );
 }
 

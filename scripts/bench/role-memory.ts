@@ -14,7 +14,7 @@ import { commandLine } from '../lib/command-line.js';
 import { startDatabaseServer } from './lib/database.js';
 import { rssMiB, startServe } from './lib/processes.js';
 import { median } from './lib/scenario.js';
-import { newDataKey } from './lib/service.js';
+import { newDataKey, serviceMetrics } from './lib/service.js';
 
 const HELP = `usage: tsx scripts/bench/role-memory.ts [options]
 
@@ -45,10 +45,9 @@ interface Reading {
 }
 
 async function heapUsedMiB(internalPort: number): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${internalPort}/metrics`)).text();
-  const match = /^nodejs_heap_size_used_bytes\S* (\d+(?:\.\d+)?(?:e\+\d+)?)$/m.exec(text);
-  if (!match) throw new Error('no nodejs_heap_size_used_bytes in /metrics');
-  return Number(match[1]) / 2 ** 20;
+  const bytes = (await serviceMetrics(internalPort)).value('nodejs_heap_size_used_bytes');
+  if (Number.isNaN(bytes)) throw new Error('no nodejs_heap_size_used_bytes in /metrics');
+  return bytes / 2 ** 20;
 }
 
 async function readRole(root: string, only: string | undefined, databaseUrl: string): Promise<Reading> {

@@ -21,6 +21,12 @@ const COUNTED_LIMITS = { RATE_LIMIT: '2000000000', BYTE_QUOTA: '1000gb', RPC_RAT
 /** The internal failure limit's allowance of serve and of the baseline (INTERNAL_AUTH_MAX_FAILURES): its statements run, and no call waits for room. */
 const FAILURE_ALLOWANCE = '1000000';
 
+/** The service's /metrics (its internal listener): the text, and the value of an unlabelled metric (NaN when it has none). */
+export async function serviceMetrics(internalPort: number): Promise<{ text: string; value(name: string): number }> {
+  const text = await (await fetch(`http://127.0.0.1:${internalPort}/metrics`)).text();
+  return { text, value: (name) => Number(new RegExp(`^${name} ([0-9.e+-]+)`, 'm').exec(text)?.[1] ?? Number.NaN) };
+}
+
 /** Interface A's version segment of the checkout measured. */
 export function rpcVersion(root: string): string {
   return (JSON.parse(fs.readFileSync(path.join(root, 'specs/openrpc.json'), 'utf8')) as { info: { version: string } }).info.version;

@@ -5,7 +5,7 @@ import { backendsSince, seedUsers, type SeededUsers } from '../lib/database.js';
 import { CONNECTIONS, closedRound, failedRequestNotes, maxThroughputRows, perRound } from '../lib/rounds.js';
 import { expectResult, getPatientRequest, JSON_HEADERS } from '../lib/rpc.js';
 import { alternate, median, type BenchContext, type Measured, type Row } from '../lib/scenario.js';
-import { INTERNAL_PASSWORD, INTERNAL_USER, newDataKey, rpcVersion, startBaseline, startService } from '../lib/service.js';
+import { INTERNAL_PASSWORD, INTERNAL_USER, newDataKey, rpcVersion, serviceMetrics, startBaseline, startService } from '../lib/service.js';
 import { EVENT_LOOP_SAMPLE_MS } from '../../../src/metrics/metrics.js';
 
 /**
@@ -105,8 +105,7 @@ interface LoopDelay {
  */
 let serviceCollectorMsBefore = 0;
 async function serviceLoopDelay(internalPort: number): Promise<LoopDelay> {
-  const text = await (await fetch(`http://127.0.0.1:${internalPort}/metrics`)).text();
-  const value = (name: string) => Number(new RegExp(`^${name} ([0-9.e+-]+)`, 'm').exec(text)?.[1] ?? NaN);
+  const { text, value } = await serviceMetrics(internalPort);
   const collectorMs = [...text.matchAll(/^nodejs_gc_duration_seconds_sum\{[^}]*\} ([0-9.e+-]+)/gm)].reduce((sum, match) => sum + Number(match[1]) * 1000, 0);
   const gcMs = collectorMs - serviceCollectorMsBefore;
   serviceCollectorMsBefore = collectorMs;
