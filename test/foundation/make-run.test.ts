@@ -31,7 +31,7 @@ describe('make run', () => {
     make.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     make.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     // Started once migrated, on both listeners (afterAll stops the process group, started or not).
-    ({ publicUrl, internalUrl } = await serveStarted('make run', make, env, 180_000));
+    ({ publicUrl, internalUrl } = await serveStarted('make run', make, { env, timeoutMs: 180_000 }));
   }, 600_000);
 
   afterAll(async () => {

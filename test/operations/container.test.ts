@@ -157,7 +157,7 @@ describe('the production image', () => {
       });
       const outcome = outcomeOf(child, 120_000);
       try {
-        const serve = await serveStarted('serve', child, env, 90_000);
+        const serve = await serveStarted('serve', child, { env, timeoutMs: 90_000 });
         expect((await fetch(`${serve.publicUrl}/readyz`)).status).toBe(200);
       } finally {
         child.kill('SIGTERM');

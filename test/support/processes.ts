@@ -74,9 +74,13 @@ export async function outputMatching(
 /**
  * Waits for `child`, an `ehr-gateway serve` or a process that runs one (`make run`), to write serve's
  * start line, and reads the URLs of the ports it bound from it. Fails with what it said when it does
- * not start; stopping it then is the caller's.
+ * not start; stopping it then is the caller's. `env`: what it runs with, for the ServeProcess.
  */
-export async function serveStarted(name: string, child: ChildProcess, env: Record<string, string>, timeoutMs = START_TIMEOUT_MS): Promise<ServeProcess> {
+export async function serveStarted(
+  name: string,
+  child: ChildProcess,
+  { env = {}, timeoutMs = START_TIMEOUT_MS }: { env?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<ServeProcess> {
   const { match, output } = await outputMatching(name, child, SERVE_START_LINE, timeoutMs);
   const started = JSON.parse(match[1]!) as { publicUrl?: string; internalUrl: string };
   return {
@@ -107,7 +111,7 @@ export async function spawnServe(
   const fullEnv = { HOST: '127.0.0.1', ...LOOPBACK_CALLBACKS, ...env, PORT: '0', INTERNAL_PORT: '0', LOG_LEVEL: 'info' };
   const child = spawnCli(args, fullEnv);
   try {
-    return await serveStarted(name, child, fullEnv, options.startTimeoutMs);
+    return await serveStarted(name, child, { env: fullEnv, timeoutMs: options.startTimeoutMs });
   } catch (error) {
     child.kill('SIGKILL');
     throw error;
