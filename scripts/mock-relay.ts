@@ -22,9 +22,9 @@
 import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { signWebhook } from '../src/callbacks/signing.ts';
-import { freePort } from '../src/db/embedded-postgres.ts';
 import { isCallbackUrl } from '../src/emdr/accounts/callback-url.ts';
 import { CALLBACK_USER } from '../src/emdr/accounts/clients.ts';
 import { DEMO_CLINIC, MOCK_SIGNING_SECRET } from '../src/emdr/demo/demo-clinic.ts';
@@ -36,7 +36,7 @@ const HELP = `usage: tsx scripts/mock-relay.ts [--port 4010] [--host 127.0.0.1]
 Prism behind a relay that signs its callbacks like ehr-gateway (see the comment at the top).
 
 options:
-  --port N     where the relay listens (default 4010)
+  --port N     where the relay listens (default 4010; 0: a free port, printed when it listens)
   --host ADDR  its address (default 127.0.0.1)
   -h, --help   this text
 
@@ -188,16 +188,21 @@ function interceptCallbacks(
   return { body: Buffer.from(JSON.stringify({ ...parsed, callbackUrl: `${relayUrl}/__callbacks/${id}` })), id, ids };
 }
 
-async function startPrism(port: number): Promise<void> {
-  const prism = spawn(
-    path.join(root, 'node_modules/.bin/prism'),
-    ['mock', '--host', '127.0.0.1', '--port', String(port), path.join(root, 'specs/openapi.yaml')],
-    { stdio: ['ignore', 'ignore', 'inherit'] },
-  );
+/**
+ * Prism, on a port it binds itself (--port 0): the one it prints once it listens ("Prism is listening
+ * on http://127.0.0.1:PORT"), so that no other process can take it between a choice and the bind.
+ */
+async function startPrism(): Promise<number> {
+  const prism = spawn(path.join(root, 'node_modules/.bin/prism'), ['mock', '--host', '127.0.0.1', '--port', '0', path.join(root, 'specs/openapi.yaml')], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let stopping = false;
-  prism.on('exit', (code) => {
+  // What it printed until it listens: shown when it fails to start. Its request log after that is not shown.
+  let output: string | undefined = '';
+  // Once its output is read to the end, so that what it said before it exited is all there.
+  prism.on('close', (code) => {
     if (stopping) process.exit(0);
-    console.error(`mock: Prism exited (${code})`);
+    console.error(`mock: Prism exited (${code})${output ? `; it said:\n${output}` : ''}`);
     process.exit(1);
   });
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
@@ -206,22 +211,27 @@ async function startPrism(port: number): Promise<void> {
       prism.kill('SIGTERM');
     });
   }
-  const started = Date.now();
-  for (;;) {
-    try {
-      await fetch(`http://127.0.0.1:${port}/healthz`);
-      return;
-    } catch {
-      if (Date.now() - started > 60_000) throw new Error('Prism did not start within 60 s');
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-  }
+  return new Promise((resolve) => {
+    // Stopped, it exits, and this process with it, printing what it said.
+    const timer = setTimeout(() => {
+      console.error('mock: Prism did not start within 60 s');
+      prism.kill('SIGTERM');
+    }, 60_000);
+    prism.stdout.on('data', (chunk: Buffer) => {
+      if (output === undefined) return;
+      output += chunk.toString();
+      const listening = /Prism is listening on http:\/\/[^\s:]+:(\d+)/.exec(output);
+      if (!listening) return;
+      output = undefined;
+      clearTimeout(timer);
+      resolve(Number(listening[1]));
+    });
+  });
 }
 
-const prismPort = await freePort();
-await startPrism(prismPort);
-// Where Prism reaches the relay with its callbacks.
-const relayUrl = `http://${values.host === '0.0.0.0' ? '127.0.0.1' : values.host}:${values.port}`;
+const prismPort = await startPrism();
+// Where Prism reaches the relay with its callbacks: set once the relay listens, before any request reaches it.
+let relayUrl = '';
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'host']);
 
 const server = http.createServer(async (request, response) => {
@@ -260,6 +270,9 @@ const server = http.createServer(async (request, response) => {
       .end(JSON.stringify({ status: 'Error', errors: [{ code: 'INTERNAL_ERROR', message: `mock relay: ${(error as Error).message}` }] }));
   }
 });
-server.listen(Number(values.port), values.host, () =>
-  log(`interface B (Prism behind a signing relay) on http://${values.host}:${values.port}, signing callbacks with ${signingSecret}`),
-);
+// The port bound, which --port 0 leaves to the OS.
+server.listen(Number(values.port), values.host, () => {
+  const { port } = server.address() as AddressInfo;
+  relayUrl = `http://${values.host === '0.0.0.0' ? '127.0.0.1' : values.host}:${port}`;
+  log(`interface B (Prism behind a signing relay) on http://${values.host}:${port}, signing callbacks with ${signingSecret}`);
+});

@@ -13,6 +13,7 @@
  */
 import { createHash, randomBytes, randomInt } from 'node:crypto';
 import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import { createEhrClient, EhrRpcError } from '../../generated/ehr-client.js';
 
@@ -21,7 +22,7 @@ const HELP = `usage: tsx examples/auth-server/server.ts [options]
 A stand-in authorization server for ehr-gateway's interface A (development only).
 
 options:
-  --port N                 listen on N (default 8090)
+  --port N                 listen on N (default 8090; 0: a free port, printed when it listens)
   --ehr-internal-url URL   ehr-gateway's internal listener (default http://127.0.0.1:8081)
   --user NAME              its internal account on ehr-gateway (default demo-auth)
   --password PW            that account's password (default demo-auth-password; ehr-gateway's
@@ -180,7 +181,10 @@ const server = http.createServer(async (req, res) => {
   }
 });
 
+// The port bound, which --port 0 leaves to the OS.
 server.listen(port, '127.0.0.1', () =>
-  console.log(`[auth-server] listening on http://127.0.0.1:${port}, ehr-gateway internal channel ${values['ehr-internal-url']}`),
+  console.log(
+    `[auth-server] listening on http://127.0.0.1:${(server.address() as AddressInfo).port}, ehr-gateway internal channel ${values['ehr-internal-url']}`,
+  ),
 );
 for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => server.close(() => process.exit(0)));

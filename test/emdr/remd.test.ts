@@ -2,12 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedClinicAccount } from '../../src/emdr/accounts/clients.js';
-import { freePort } from '../../src/db/embedded-postgres.js';
-import { exitOf, spawnCli, waitForOk } from '../support/cli.js';
+import { exitOf } from '../support/cli.js';
 import { startCallbackReceiver, type CallbackReceiver, type ReceivedCallback } from '../support/callback-receiver.js';
 import { addClinic, authHeaders, FIXTURE_SIGNATURE, FIXTURE_XML, ORGANIZATION, post, registerBody } from '../support/emdr.js';
 import { statusLineOf } from '../support/raw-http.js';
-import { registerDocumentResult, sha256, soapMessage, startRemdStandIn, type RemdStandIn } from '../support/remd-stand-in.js';
+import { spawnServe } from '../support/processes.js';
+import { gatewayEndpointIn, registerDocumentResult, sha256, soapMessage, startRemdStandIn, type RemdStandIn } from '../support/remd-stand-in.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { until } from '../support/until.js';
 
@@ -22,20 +22,27 @@ const CALLBACK = 'http://egisz.rosminzdrav.ru/iehr/emdr/callback/';
 
 const of = (queueMessageId: string) => (received: ReceivedCallback[]) => received.filter((callback) => callback.body.queueMessageId === queueMessageId);
 
-async function remdEnv(standIn: RemdStandIn, extra: Record<string, string> = {}): Promise<Record<string, string>> {
-  const port = await freePort();
-  standIn.gatewayUrl = `http://127.0.0.1:${port}/emdr/callback`;
+/** REGISTRY=remd, the stand-in's; the worker's endpoint for the registry binds a port of its own (0), read from its log. */
+function remdEnv(standIn: RemdStandIn, extra: Record<string, string> = {}): Record<string, string> {
   return {
     REGISTRY: 'remd',
     REMD_URL: standIn.url,
     REMD_CLIENT_ENTITY_ID: CLIENT_ENTITY_ID,
     REMD_CALLBACK_HOST: '127.0.0.1',
-    REMD_CALLBACK_PORT: String(port),
+    REMD_CALLBACK_PORT: '0',
     REMD_ALLOWED_SOURCES: '127.0.0.1,::1',
     CALLBACK_RETRY_SCHEDULE: '0,200ms,200ms',
     ...extra,
   };
 }
+
+/** The endpoint an in-process service bound, once its log line has reached `log` (the stream gets it a moment after the start). */
+const endpointIn = async (log: () => string): Promise<string> =>
+  (await until(
+    "the gateway's endpoint for the registry in its log",
+    async () => gatewayEndpointIn(log()),
+    (url) => url !== undefined,
+  ))!;
 
 const getDocumentFile = (localUid: string, organization = ORGANIZATION) =>
   soapMessage({
@@ -56,7 +63,7 @@ describe('a registration through РЭМД, the worker killed (kill -9) while it 
     standIn = await startRemdStandIn({ clientEntityId: CLIENT_ENTITY_ID });
     receiver = await startCallbackReceiver();
     // The intake in this process; the workers as processes of their own, to be killed.
-    api = await startTestService(await remdEnv(standIn), ['emdr']);
+    api = await startTestService(remdEnv(standIn), ['emdr']);
   });
 
   afterAll(async () => {
@@ -68,33 +75,38 @@ describe('a registration through РЭМД, the worker killed (kill -9) while it 
   it('waits durably: the answer that comes after a restart reaches the clinic once, both callbacks in order, the registration sent once', async () => {
     const clinic = await addClinic(api, receiver.url);
     receiver.signingSecret = clinic.signingSecret;
-    const workerEnv = { ...(await remdEnv(standIn)), ...api.env, LOG_LEVEL: 'warn', INTERNAL_PORT: String(await freePort()) };
+    const workerEnv = { ...remdEnv(standIn), ...api.env };
     const body = registerBody();
     // The registry takes the registration at once and answers only once the worker is gone.
     standIn.hold();
     const { body: ack } = await post(api.publicUrl, '/api/RegisterDocument', authHeaders(clinic), body);
     const queueMessageId = ack.queueMessageId as string;
 
-    const first = spawnCli(['serve', '--only', 'worker'], workerEnv);
-    let output = '';
-    first.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    // Its ports, the endpoint's among them, are ones it binds itself (0), read from its output.
+    const first = await spawnServe('worker-1', ['serve', '--only', 'worker'], workerEnv);
+    standIn.gatewayUrl = gatewayEndpointIn(first.output());
     const state = async () => (await fetch(`${api.publicUrl}/api/messages/${queueMessageId}`, { headers: authHeaders(clinic) })).json();
     try {
+      expect(standIn.gatewayUrl, 'the endpoint for the registry, in the log of worker-1').toBeDefined();
       // Submitted, and the acceptance callback delivered (so the kill cuts no delivery short).
       await until('submitted to the registry', state, (current) => current.state === 'submitted' && current.callbacks[0]?.state === 'delivered', 90_000);
     } catch (error) {
-      first.kill('SIGKILL');
-      throw new Error(`${(error as Error).message}; the worker said: ${output}`);
+      first.child.kill('SIGKILL');
+      throw new Error(`${(error as Error).message}; the worker said: ${first.output()}`);
     }
     expect(standIn.taken.filter((taken) => taken.operation === 'registerDocument').map((taken) => taken.messageId)).toEqual([queueMessageId]);
-    first.kill('SIGKILL');
-    expect(await exitOf(first)).toBeNull();
+    first.child.kill('SIGKILL');
+    expect(await exitOf(first.child)).toBeNull();
     // The registry answers while no worker runs (pulling the document, then its result); it keeps trying, as the federal one does.
     standIn.release();
 
-    const second = spawnCli(['serve', '--only', 'worker'], workerEnv);
+    // The registry knows one address of the gateway (by design): the restarted worker binds the port the first
+    // one got, free since the kill. Unlike the first bind, this one cannot be left to the OS.
+    const endpointPort = new URL(standIn.gatewayUrl!).port;
+    const second = await spawnServe('worker-2', ['serve', '--only', 'worker'], { ...workerEnv, REMD_CALLBACK_PORT: endpointPort });
     try {
-      await waitForOk(`http://127.0.0.1:${workerEnv.INTERNAL_PORT}/readyz`, 90_000);
+      expect(gatewayEndpointIn(second.output())).toBe(standIn.gatewayUrl);
+      expect((await fetch(`${second.internalUrl}/readyz`)).status).toBe(200);
       const callbacks = await receiver.waitFor((received) => of(queueMessageId)(received).length >= 2, 90_000);
       const mine = of(queueMessageId)(callbacks);
       expect(mine.map((callback) => callback.name)).toEqual(['SendRegisterDocumentResponse', 'SendRegisterDocumentResultResponse']);
@@ -106,8 +118,8 @@ describe('a registration through РЭМД, the worker killed (kill -9) while it 
       expect(standIn.taken.find((taken) => taken.messageId === queueMessageId)!.signatures[0]!.signature).toBe(FIXTURE_SIGNATURE.toString('base64'));
       expect(await state()).toMatchObject({ state: 'completed', emdrId: document.emdrId });
     } finally {
-      second.kill('SIGTERM');
-      expect(await exitOf(second)).toBe(0);
+      second.child.kill('SIGTERM');
+      expect(await exitOf(second.child)).toBe(0);
     }
     expect(standIn.repeatedMessageIds).toEqual([]);
     expect(standIn.taken.filter((taken) => taken.operation === 'registerDocument')).toHaveLength(1);
@@ -129,7 +141,8 @@ describe('interface B against РЭМД', () => {
     standIn = await startRemdStandIn({ clientEntityId: CLIENT_ENTITY_ID, answerDelayMs: 100 });
     receiver = await startCallbackReceiver();
     logs.on('data', (chunk: Buffer) => (logText += chunk.toString()));
-    service = await startTestService({ ...(await remdEnv(standIn)), REGISTRY_DEADLINE: '3s', LOG_LEVEL: 'info' }, undefined, logs);
+    service = await startTestService({ ...remdEnv(standIn), REGISTRY_DEADLINE: '3s', LOG_LEVEL: 'info' }, undefined, logs);
+    standIn.gatewayUrl = await endpointIn(() => logText);
     clinic = await addClinic(service, receiver.url);
     receiver.signingSecret = clinic.signingSecret;
   });
@@ -336,8 +349,12 @@ describe('interface B against РЭМД', () => {
 describe('REMD_ALLOWED_SOURCES', () => {
   it('refuses a caller not listed, before reading its message', async () => {
     const standIn = await startRemdStandIn({ clientEntityId: CLIENT_ENTITY_ID });
-    const service = await startTestService({ ...(await remdEnv(standIn)), REMD_ALLOWED_SOURCES: '10.9.9.9/32' }, ['worker']);
+    const logs = new PassThrough();
+    let logText = '';
+    logs.on('data', (chunk: Buffer) => (logText += chunk.toString()));
+    const service = await startTestService({ ...remdEnv(standIn), REMD_ALLOWED_SOURCES: '10.9.9.9/32', LOG_LEVEL: 'info' }, ['worker'], logs);
     try {
+      standIn.gatewayUrl = await endpointIn(() => logText);
       const refused = await standIn.post(getDocumentFile(randomUUID()));
       expect(refused.status).toBe(403);
       expect(refused.body).toContain('may not call');

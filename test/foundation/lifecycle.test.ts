@@ -3,9 +3,9 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../src/db/embedded-postgres.js';
 import { promisify } from 'node:util';
-import { exitOf, runCli, spawnCli, waitForOk } from '../support/cli.js';
+import { exitOf, runCli } from '../support/cli.js';
+import { spawnServe } from '../support/processes.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -16,7 +16,9 @@ describe('serve on the embedded PostgreSQL', () => {
 
   beforeAll(async () => {
     dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'ehr-gateway-lifecycle-'));
-    env = { DATA_DIR: dataDir, PORT: String(await freePort()), INTERNAL_PORT: String(await freePort()), HOST: '127.0.0.1', DATABASE_URL: '' };
+    // Each serve binds ports of its own (0: the OS picks them when it binds), read from its start line:
+    // nothing here needs the same ports across the restarts, only the same DATA_DIR.
+    env = { DATA_DIR: dataDir, PORT: '0', INTERNAL_PORT: '0', HOST: '127.0.0.1', DATABASE_URL: '' };
   });
 
   afterAll(async () => {
@@ -32,27 +34,15 @@ describe('serve on the embedded PostgreSQL', () => {
       return false;
     }
   };
-  const startServe = async () => {
-    const child = spawnCli(['serve'], env);
-    let output = '';
-    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    // Ready means migrated on both listeners; a new cluster takes a minute or more on a loaded machine.
-    for (const port of [env.PORT, env.INTERNAL_PORT]) {
-      await waitForOk(`http://127.0.0.1:${port}/readyz`, 240_000).catch((error: Error) => {
-        // Not left running: the next test starts its own serve on the same DATA_DIR and ports.
-        child.kill('SIGKILL');
-        throw new Error(`${error.message}; serve said: ${output}`);
-      });
-    }
-    return { child, output: () => output };
-  };
+  // Started once migrated, on both listeners; a new cluster takes a minute or more on a loaded machine.
+  // One that does not start is killed (the next test starts its own serve on the same DATA_DIR).
+  const startServe = () => spawnServe('serve', ['serve'], env, { startTimeoutMs: 240_000 });
 
   it('serves healthz and readyz on both listeners, and the CLI attaches to its database', async () => {
     const serve = await startServe();
-    for (const port of [env.PORT, env.INTERNAL_PORT]) {
-      expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
-      const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
+    for (const url of [serve.publicUrl, serve.internalUrl]) {
+      expect((await fetch(`${url}/healthz`)).status).toBe(200);
+      const ready = await fetch(`${url}/readyz`);
       expect(ready.status).toBe(200);
       expect(await ready.json()).toEqual({ status: 'ready' });
     }
@@ -61,7 +51,7 @@ describe('serve on the embedded PostgreSQL', () => {
     expect(JSON.parse(migrate.stdout)).toEqual({ applied: [] });
     // The CLI attached: the cluster serve started is the one still running.
     expect(isAlive(await postmasterPid())).toBe(true);
-    expect((await fetch(`http://127.0.0.1:${env.PORT}/readyz`)).status).toBe(200);
+    expect((await fetch(`${serve.publicUrl}/readyz`)).status).toBe(200);
 
     serve.child.kill('SIGKILL');
     await exitOf(serve.child);
@@ -71,7 +61,7 @@ describe('serve on the embedded PostgreSQL', () => {
     const orphan = await postmasterPid();
     expect(isAlive(orphan)).toBe(true);
     const serve = await startServe();
-    expect((await fetch(`http://127.0.0.1:${env.PORT}/readyz`)).status).toBe(200);
+    expect((await fetch(`${serve.publicUrl}/readyz`)).status).toBe(200);
     expect(serve.output()).toContain('adopting a cluster left running by a stopped process');
     serve.child.kill('SIGKILL');
     await exitOf(serve.child);
@@ -84,7 +74,7 @@ describe('serve on the embedded PostgreSQL', () => {
     // The pid file stays behind; its children may still hold shared memory for a moment.
     await expect(fs.access(path.join(dataDir, 'pg', 'postmaster.pid'))).resolves.toBeUndefined();
     const serve = await startServe();
-    expect((await fetch(`http://127.0.0.1:${env.INTERNAL_PORT}/readyz`)).status).toBe(200);
+    expect((await fetch(`${serve.internalUrl}/readyz`)).status).toBe(200);
     expect(await postmasterPid()).not.toBe(pid);
 
     // Twice at once, as make or a terminal passes one stop request on to the whole process group.

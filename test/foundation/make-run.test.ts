@@ -3,9 +3,9 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../src/db/embedded-postgres.js';
 import { acquireMakeRunLock } from '../support/build-lock.js';
-import { exitOf, repoRoot, waitForOk } from '../support/cli.js';
+import { exitOf, repoRoot } from '../support/cli.js';
+import { serveStarted } from '../support/processes.js';
 
 /** `make run` as the README tells a newcomer: build, demo data, the whole service on the embedded PostgreSQL. */
 describe('make run', () => {
@@ -19,21 +19,19 @@ describe('make run', () => {
   beforeAll(async () => {
     releaseLock = await acquireMakeRunLock();
     dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'ehr-gateway-make-run-'));
-    const [port, internalPort] = [await freePort(), await freePort()];
-    publicUrl = `http://127.0.0.1:${port}`;
-    internalUrl = `http://127.0.0.1:${internalPort}`;
     // Its own process group, so that SIGTERM reaches make and the service it started, as Ctrl-C would.
+    // The service binds ports of its own (0: the OS picks them when it binds), read from its start line.
+    const env = { DATABASE_URL: '', DATA_DIR: dataDir, PORT: '0', INTERNAL_PORT: '0', HOST: '127.0.0.1' };
     make = spawn('make', ['--no-print-directory', 'run'], {
       cwd: repoRoot,
       detached: true,
-      env: { ...process.env, DATABASE_URL: '', DATA_DIR: dataDir, PORT: String(port), INTERNAL_PORT: String(internalPort), HOST: '127.0.0.1' },
+      env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     make.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     make.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    await waitForOk(`${internalUrl}/readyz`, 180_000).catch((error: Error) => {
-      throw new Error(`${error.message}; make run said: ${output.slice(-2000)}`);
-    });
+    // Started once migrated, on both listeners (afterAll stops the process group, started or not).
+    ({ publicUrl, internalUrl } = await serveStarted('make run', make, { env, timeoutMs: 180_000 }));
   }, 600_000);
 
   afterAll(async () => {

@@ -4,11 +4,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../src/db/embedded-postgres.js';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { seedDemoPatients } from '../../src/ehr/patients/patients.js';
 import { runCli, repoRoot } from '../support/cli.js';
-import { startCallbackReceiver } from '../support/callback-receiver.js';
+import { startCallbackReceiver, type ReceivedCallback, type Reply } from '../support/callback-receiver.js';
 import { createTestDatabase } from '../support/database.js';
 import { addClinic, authHeaders, openKnex, post, registerBody } from '../support/emdr.js';
 import { startTestService, type TestService } from '../support/service.js';
@@ -25,6 +24,8 @@ const run = promisify(execFile);
  */
 const PG_BIN = path.join(repoRoot, '.tools/pg-client/embedded_postgres/pginstall/bin');
 const DATA_KEY = randomBytes(32).toString('hex');
+/** The clinic's system down behind its proxy: every attempt fails, and the callback waits. */
+const UNAVAILABLE: Reply = { status: 503, body: { status: 'Error', message: 'unavailable' } };
 
 let folder: string;
 
@@ -45,8 +46,12 @@ const startService = (databaseUrl: string) =>
 describe('backup and restore', () => {
   it('restores a live dump into a fresh database: every sealed secret opens with the key, the pending callback is delivered', async () => {
     const original = await createTestDatabase();
-    const receiverPort = await freePort();
-    const callbackUrl = `http://127.0.0.1:${receiverPort}`;
+    // The clinic's receiver, held by this test throughout on a port of its own (0), so that no other process
+    // can take its port before the restore; it refuses every callback until the service runs on the restored database.
+    const receiver = await startCallbackReceiver();
+    onTestFinished(() => receiver.close());
+    const clinicPolicy = receiver.reply;
+    receiver.reply = () => UNAVAILABLE;
     let service: TestService | undefined = await startService(original);
     let before;
     try {
@@ -54,8 +59,9 @@ describe('backup and restore', () => {
       await seedDemoPatients(database.knex);
       await database.close();
       const user = await authenticatedUser(service);
-      const clinic = await addClinic(service, callbackUrl);
-      // Nothing listens at the clinic's callback URL yet: the acceptance callback waits, pending.
+      const clinic = await addClinic(service, receiver.url);
+      receiver.signingSecret = clinic.signingSecret;
+      // The clinic's system is down: the acceptance callback waits, pending.
       const answer = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody());
       expect(answer.status).toBe(200);
       const queueMessageId = answer.body.queueMessageId as string;
@@ -100,18 +106,20 @@ describe('backup and restore', () => {
     expect((JSON.parse(otherKey.stdout) as { total: Record<string, number> }).total.unreadable).toBe(3);
 
     // 4. The service on the restored database: the session and its user_sign, and the pending callback delivered, signed with the clinic's secret.
-    const receiver = await startCallbackReceiver({ port: receiverPort, signingSecret: before.clinic.signingSecret });
+    // Only what arrives from now on counts: the attempts refused came from the service before the dump.
+    const refused = receiver.received.length;
+    const delivered = (received: ReceivedCallback[]) => received.slice(refused).filter((callback) => callback.body.queueMessageId === before.queueMessageId);
+    receiver.reply = clinicPolicy;
     service = await startService(restored);
     try {
       const patient = await getPatient(service, before.user.cred);
       expect((patient.result as { user_sign: string }).user_sign).toBe(before.user.userSign);
-      const [acceptance] = await receiver.waitFor((received) => received.some((callback) => callback.body.queueMessageId === before.queueMessageId), 60_000);
+      const [acceptance] = delivered(await receiver.waitFor((received) => delivered(received).length > 0, 60_000));
       expect(acceptance!.name).toBe('SendRegisterDocumentResponse');
       expect(acceptance!.signatureValid).toBe(true);
       expect(acceptance!.headers.token).toBe(before.clinic.callbackCredentials.token);
     } finally {
       await service.stop();
-      await receiver.close();
     }
   }, 180_000);
 });

@@ -6,11 +6,10 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { CONFIG_VARIABLES } from '../../src/config/config.js';
-import { freePort } from '../../src/db/embedded-postgres.js';
 import { ROLES } from '../../src/roles.js';
-import { outcomeOf, repoRoot, runCli, waitForOk } from '../support/cli.js';
+import { outcomeOf, repoRoot, runCli } from '../support/cli.js';
 import { createTestDatabase } from '../support/database.js';
-import { spawnTsProgram } from '../support/processes.js';
+import { serveStarted, spawnTsProgram } from '../support/processes.js';
 import { startTestService } from '../support/service.js';
 
 const run = promisify(execFile);
@@ -148,28 +147,18 @@ describe('the production image', () => {
           .split('\n')
           .map((line) => JSON.parse(line) as unknown),
       ).toEqual([[{ path: 'Observation.value[x].value', message: 'Invalid JSON type: expected number, but got string' }], []]);
-      const [port, internalPort] = [await freePort(), await freePort()];
+      // On ports it binds itself (0), read from its start line (LOG_LEVEL info, for that line).
+      const env = { DATABASE_URL: await createTestDatabase(), DATA_KEY: 'ab'.repeat(32), PORT: '0', INTERNAL_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' };
       // The sources run through tsx from the repository (the image runs them compiled); every package they import resolves in root/node_modules.
       const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), path.join(root, 'src/main.ts'), 'serve'], {
         cwd: root,
-        env: {
-          ...process.env,
-          DATABASE_URL: await createTestDatabase(),
-          DATA_KEY: 'ab'.repeat(32),
-          PORT: String(port),
-          INTERNAL_PORT: String(internalPort),
-          HOST: '127.0.0.1',
-          LOG_LEVEL: 'warn',
-        },
+        env: { ...process.env, ...env },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       const outcome = outcomeOf(child, 120_000);
       try {
-        await waitForOk(`http://127.0.0.1:${port}/readyz`, 90_000).catch(async (error: Error) => {
-          child.kill('SIGKILL');
-          const { stdout, stderr } = await outcome;
-          throw new Error(`${error.message}; serve said: ${stdout}${stderr}`);
-        });
+        const serve = await serveStarted('serve', child, { env, timeoutMs: 90_000 });
+        expect((await fetch(`${serve.publicUrl}/readyz`)).status).toBe(200);
       } finally {
         child.kill('SIGTERM');
         await outcome;

@@ -1,9 +1,8 @@
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEhrClient, EhrRpcError } from '../../generated/ehr-client.js';
-import { freePort } from '../../src/db/embedded-postgres.js';
-import { exitOf, runCli, waitForOk } from '../support/cli.js';
-import { spawnTsProgram, startServeProcess, type ServeProcess } from '../support/processes.js';
+import { exitOf, runCli } from '../support/cli.js';
+import { outputMatching, spawnTsProgram, startServeProcess, type ServeProcess } from '../support/processes.js';
 
 /**
  * The original's story across three processes: the stand-in authorization server
@@ -18,12 +17,10 @@ describe('the whole story across three processes', () => {
     gateway = await startServeProcess({ INTERNAL_USERS: 'demo-auth:demo-auth-password' });
     const seeded = await runCli(['seed-demo', '--force'], gateway.env);
     expect(seeded.code).toBe(0);
-    const authPort = await freePort();
-    authUrl = `http://127.0.0.1:${authPort}`;
-    authServer = spawnTsProgram('examples/auth-server/server.ts', ['--port', String(authPort), '--ehr-internal-url', gateway.internalUrl]);
-    authServer.stdout!.resume();
-    authServer.stderr!.resume();
-    await waitForOk(`${authUrl}/healthz`);
+    // On a port it binds itself (0), which it prints once it listens.
+    authServer = spawnTsProgram('examples/auth-server/server.ts', ['--port', '0', '--ehr-internal-url', gateway.internalUrl]);
+    authUrl = (await outputMatching('auth-server', authServer, /\[auth-server\] listening on (http:\/\/[\d.:]+),/, 30_000)).match[1]!;
+    expect((await fetch(`${authUrl}/healthz`)).status).toBe(200);
   });
 
   afterAll(async () => {

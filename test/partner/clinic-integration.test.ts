@@ -7,18 +7,18 @@ import createClient from 'openapi-fetch';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { paths } from '../../generated/emdr-api.js';
 import { signWebhook } from '../../src/callbacks/signing.js';
-import { freePort } from '../../src/db/embedded-postgres.js';
 import { exitOf, runCli } from '../support/cli.js';
 import { contractCheck } from '../support/contract.js';
 import { FIXTURE_SIGNATURE, FIXTURE_XML, ORGANIZATION, registerBody } from '../support/emdr.js';
-import { spawnTsProgram } from '../support/processes.js';
+import { outputMatching, spawnTsProgram } from '../support/processes.js';
 import { startTestService, type TestService } from '../support/service.js';
 import { until } from '../support/until.js';
 
 /**
  * A clinic's integration as the README tells it: an account from `clients add`, the reference
- * receiver of examples/ as its own process, and the real service called through the typed
- * TypeScript client generated from specs/openapi.yaml; every response is checked against the spec.
+ * receiver of examples/ as its own process (its URL set on the account with `clients update` once it
+ * listens), and the real service called through the typed TypeScript client generated from
+ * specs/openapi.yaml; every response is checked against the spec.
  */
 describe('a clinic integrating with interface B', () => {
   let service: TestService;
@@ -37,11 +37,22 @@ describe('a clinic integrating with interface B', () => {
 
   beforeAll(async () => {
     documentsDir = await fs.mkdtemp(path.join(os.tmpdir(), 'clinic-documents-'));
-    const port = await freePort();
-    receiverUrl = `http://127.0.0.1:${port}`;
     service = await startTestService({ CALLBACK_RETRY_SCHEDULE: '0,200ms,500ms,1s' });
+    // The receiver needs the account's secrets to start, and binds a port of its own (0) when it does:
+    // the account's callback URL is set once the receiver says where it listens, before any request.
     const added = await runCli(
-      ['clients', 'add', '--business-id', `clinic-${randomUUID().slice(0, 8)}`, '--user', 'mis', '--callback-url', receiverUrl, '--organization', ORGANIZATION],
+      [
+        'clients',
+        'add',
+        '--business-id',
+        `clinic-${randomUUID().slice(0, 8)}`,
+        '--user',
+        'mis',
+        '--callback-url',
+        'http://receiver.invalid',
+        '--organization',
+        ORGANIZATION,
+      ],
       service.env,
     );
     expect(added.code).toBe(0);
@@ -59,17 +70,14 @@ describe('a clinic integrating with interface B', () => {
       '--out',
       documentsDir,
       '--port',
-      String(port),
+      '0',
     ]);
     receiverProcess.stdout!.on('data', (chunk: Buffer) => (receiverLog += chunk.toString()));
     receiverProcess.stderr!.on('data', (chunk: Buffer) => (receiverLog += chunk.toString()));
-    await until(
-      'the receiver listens',
-      async () => receiverLog,
-      (log) => log.includes('listening') || receiverProcess.exitCode !== null,
-      60_000,
-    );
-    expect(receiverLog).toContain('listening');
+    receiverUrl = (await outputMatching('the receiver', receiverProcess, /clinic-receiver: listening on (http:\/\/[\d.:]+),/, 60_000)).match[1]!;
+    const updated = await runCli(['clients', 'update', '--business-id', account.businessId, '--callback-url', receiverUrl], service.env);
+    expect(updated.code, updated.stderr).toBe(0);
+    expect(JSON.parse(updated.stdout)).toMatchObject({ businessId: account.businessId, callbackUrls: [receiverUrl] });
   });
 
   afterAll(async () => {

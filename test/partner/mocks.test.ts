@@ -5,12 +5,28 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEhrClient } from '../../generated/ehr-client.js';
 import { openRpcSpecPath } from '../../src/config/paths.js';
-import { freePort } from '../../src/db/embedded-postgres.js';
 import { DEMO_CLINIC, MOCK_SIGNING_SECRET } from '../../src/emdr/demo/demo-clinic.js';
 import { startCallbackReceiver, type CallbackReceiver } from '../support/callback-receiver.js';
-import { exitOf, repoRoot, runCli, waitForOk } from '../support/cli.js';
+import { exitOf, repoRoot, runCli } from '../support/cli.js';
 import { responseProblems } from '../support/contract.js';
 import { registerBody } from '../support/emdr.js';
+import { onFreePort, outputMatching, PortTaken } from '../support/processes.js';
+import { until } from '../support/until.js';
+
+/** Whether interface A's mock answers rpc.discover at `url`: it, and not another process that took the port. */
+async function answersRpcDiscover(url: string): Promise<boolean> {
+  try {
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"jsonrpc":"2.0","id":1,"method":"rpc.discover"}',
+    });
+    const answer = (await response.json()) as { jsonrpc?: string; result?: { openrpc?: string } };
+    return answer.jsonrpc === '2.0' && answer.result?.openrpc !== undefined;
+  } catch {
+    return false;
+  }
+}
 
 /**
  * `make mock` as a partner uses it: the mocks of both interfaces, and the reference receiver in its
@@ -25,32 +41,64 @@ describe('make mock', () => {
   let documentsDir: string;
   const headers = { 'content-type': 'application/json', businessId: DEMO_CLINIC.businessId, user: DEMO_CLINIC.user, token: DEMO_CLINIC.token };
 
-  beforeAll(async () => {
-    const apiPort = await freePort();
-    const rpcPort = await freePort();
-    apiUrl = `http://127.0.0.1:${apiPort}`;
-    rpcUrl = `http://127.0.0.1:${rpcPort}`;
+  /**
+   * scripts/mock.sh in a process group of its own. The relay of interface B (and Prism behind it) binds
+   * a port of its own (MOCK_API_PORT=0), read from its start line. Interface A's mock cannot (its
+   * --port 0 means 3333): it gets `rpcPort`, free a moment ago; when another process took it first,
+   * the mock exits saying so and the start is tried again on another (onFreePort).
+   */
+  async function startMock(rpcPort: number): Promise<void> {
+    output = '';
     mock = spawn('scripts/mock.sh', [], {
       cwd: repoRoot,
       detached: true,
-      env: { ...process.env, MOCK_API_PORT: String(apiPort), MOCK_RPC_PORT: String(rpcPort) },
+      env: { ...process.env, MOCK_API_PORT: '0', MOCK_RPC_PORT: String(rpcPort) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    mock.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    mock.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const child = mock;
+    let closed = false;
+    child.on('close', () => (closed = true));
+    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    try {
+      apiUrl = (await outputMatching('make mock', child, /interface B \(Prism behind a signing relay\) on (http:\/\/[\d.:]+),/, 60_000)).match[1]!;
+      expect((await fetch(`${apiUrl}/healthz`)).status).toBe(200);
+      // Interface A's mock says "Server Started" before it binds: it listens once it answers there.
+      rpcUrl = `http://127.0.0.1:${rpcPort}`;
+      const state = await until(
+        "interface A's mock answers",
+        async () => (child.exitCode !== null || child.signalCode !== null ? 'exited' : (await answersRpcDiscover(rpcUrl)) ? 'answers' : 'not yet'),
+        (state) => state !== 'not yet',
+        60_000,
+      );
+      if (state === 'exited') throw new Error(`make mock exited (${child.signalCode ?? child.exitCode}); it said: ${output.slice(-4000)}`);
+    } catch (error) {
+      if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGTERM');
+      // All it said, to the end.
+      await until(
+        'make mock stopped',
+        async () => closed,
+        (done) => done,
+        60_000,
+      );
+      if (new RegExp(`EADDRINUSE: address already in use \\S*:${rpcPort}\\b`).test(output))
+        throw new PortTaken(`interface A's mock: port ${rpcPort} taken; ${output.slice(-2000)}`);
+      throw error;
+    }
+  }
+
+  beforeAll(async () => {
+    await onFreePort(startMock);
     documentsDir = await fs.mkdtemp(path.join(os.tmpdir(), 'ehr-gateway-mock-documents-'));
     receiver = await startCallbackReceiver({
       signingSecret: MOCK_SIGNING_SECRET,
       expectedHeaders: { businessId: DEMO_CLINIC.businessId, user: 'ehr-gateway', token: DEMO_CLINIC.callbackToken },
       documentsDir,
     });
-    await waitForOk(`${apiUrl}/healthz`, 60_000).catch((error: Error) => {
-      throw new Error(`${error.message}; mock said: ${output}`);
-    });
   });
 
   afterAll(async () => {
-    if (mock && mock.exitCode === null) process.kill(-mock.pid!, 'SIGTERM');
+    if (mock && mock.exitCode === null && mock.signalCode === null) process.kill(-mock.pid!, 'SIGTERM');
     if (mock) await exitOf(mock);
     await receiver?.close();
     if (documentsDir) await fs.rm(documentsDir, { recursive: true, force: true });

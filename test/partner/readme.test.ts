@@ -9,6 +9,7 @@ import { DEMO_CLINIC } from '../../src/emdr/demo/demo-clinic.js';
 import { launchChromium, screenshot } from '../support/browser.js';
 import { acquireMakeRunLock } from '../support/build-lock.js';
 import { exitOf, repoRoot, waitForOk } from '../support/cli.js';
+import { serveStarted } from '../support/processes.js';
 
 /**
  * The README's walk-throughs, run exactly as written: every `<!-- readme-test: KIND key=value … -->`
@@ -25,7 +26,10 @@ import { exitOf, repoRoot, waitForOk } from '../support/cli.js';
  *   shell's EXPRESSION names.
  * The only changes, as the README says: the ports 8080, 8081 and 9090 become free ones,
  * `walkthrough/` a temporary folder and `.data/` a fresh DATA_DIR, which `make run` gets with
- * DEMO_CALLBACK_URL (the demo clinic's callback URL on the port that replaced 9090).
+ * DEMO_CALLBACK_URL (the demo clinic's callback URL on the port that replaced 9090). 8080 and 8081
+ * are the ports `make run`'s service binds itself (PORT=0, INTERNAL_PORT=0), read from its start
+ * line; 9090 is chosen before, as the demo clinic's callback URL is set before the receiver starts
+ * and the receiver comes back on it in step 6.
  */
 
 interface Step {
@@ -86,6 +90,8 @@ describe('the README walk-throughs', () => {
   let dataDir: string;
   let env: NodeJS.ProcessEnv;
   let substitute: (code: string) => string;
+  /** The ports that replace the README's: 9090 chosen at the start, 8080 and 8081 once `make run`'s service has bound them. */
+  const ports: Partial<Record<8080 | 8081 | 9090, number>> = {};
   let shell: ChildProcess;
   let shellOutput: { text: () => string };
   const background: Array<{ child: ChildProcess; output: { text: () => string } }> = [];
@@ -96,10 +102,14 @@ describe('the README walk-throughs', () => {
     workDir = await fs.mkdtemp(path.join(os.tmpdir(), 'ehr-gateway-readme-'));
     // Its own temporary folder: as root the embedded PostgreSQL runs as the postgres user, who must reach it.
     dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'ehr-gateway-readme-data-'));
-    const ports = { 8080: await freePort(), 8081: await freePort(), 9090: await freePort() };
+    ports[9090] = await freePort();
     substitute = (code) =>
       code
-        .replace(/\b(8080|8081|9090)\b/g, (port) => String(ports[Number(port) as 8080]))
+        .replace(/\b(8080|8081|9090)\b/g, (port) => {
+          const replaced = ports[Number(port) as 8080];
+          if (replaced === undefined) throw new Error(`${code}: uses ${port} before make run's service said which port replaces it`);
+          return String(replaced);
+        })
         .replaceAll('walkthrough/', `${workDir}/walkthrough/`)
         .replace(/\bwalkthrough$/gm, `${workDir}/walkthrough`)
         .replaceAll('.data/', `${dataDir}/`);
@@ -108,8 +118,8 @@ describe('the README walk-throughs', () => {
       ...process.env,
       DATABASE_URL: '',
       DATA_DIR: dataDir,
-      PORT: String(ports[8080]),
-      INTERNAL_PORT: String(ports[8081]),
+      PORT: '0',
+      INTERNAL_PORT: '0',
       HOST: '127.0.0.1',
       DEMO_CALLBACK_URL: substitute(DEMO_CLINIC.callbackUrls[0]),
     };
@@ -156,6 +166,12 @@ describe('the README walk-throughs', () => {
     const exited = new Promise<never>((_resolve, reject) => child.on('exit', (code) => reject(new Error(`exited with ${code}; ${failed()}`))));
     exited.catch(() => undefined);
     if (step.options['ready-url']) {
+      // The block of `make run`: its service binds ports of its own, which replace 8080 and 8081 from its start line on.
+      if (/\b(8080|8081)\b/.test(step.options['ready-url'])) {
+        const serve = await serveStarted(`README line ${step.line}`, child, { timeoutMs: 300_000 });
+        ports[8080] = Number(new URL(serve.publicUrl).port);
+        ports[8081] = Number(new URL(serve.internalUrl).port);
+      }
       await Promise.race([waitForOk(substitute(step.options['ready-url']), 300_000), exited]).catch((error: Error) => {
         throw new Error(`${error.message}; ${failed()}`);
       });

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
+import { freePort } from '../../src/db/embedded-postgres.js';
 import { exitOf, repoRoot, spawnCli } from './cli.js';
 import { createTestDatabase } from './database.js';
 import { LOOPBACK_CALLBACKS } from './service.js';
@@ -20,50 +21,122 @@ export interface ServeProcess {
 /** How long a `serve` may take to start on a busy machine (migrations, the worker threads). */
 const START_TIMEOUT_MS = 120_000;
 
+/** serve's start line: its JSON log line "ehr-gateway started …", written once its listeners accept connections. */
+const SERVE_START_LINE = /^(.*"msg":"ehr-gateway started.*)\n/m;
+
 /**
- * `ehr-gateway serve` (ARGS) as its own process, named `name` in every failure: on ports the OS
- * picks when it binds them (PORT=0, so no port is taken between choosing and binding), read from its
- * start line, which it writes once both listeners accept connections. LOG_LEVEL is info, for that line.
+ * Resolves with the first match of `pattern` in what `child` prints (stdout and stderr, collected from
+ * this call on into `output()`): how a test learns the port a child bound itself. Fails with the end
+ * of that output when the child exits first, or after `timeoutMs`; stopping the child is the caller's
+ * (it may be a process group).
  */
-export async function spawnServe(name: string, args: readonly string[], env: Record<string, string>): Promise<ServeProcess> {
-  const fullEnv = { HOST: '127.0.0.1', ...LOOPBACK_CALLBACKS, ...env, PORT: '0', INTERNAL_PORT: '0', LOG_LEVEL: 'info' };
-  const child = spawnCli(args, fullEnv);
+export async function outputMatching(
+  name: string,
+  child: ChildProcess,
+  pattern: RegExp,
+  timeoutMs: number,
+): Promise<{ match: RegExpExecArray; output: () => string }> {
   let output = '';
-  let started: { publicUrl?: string; internalUrl: string } | undefined;
-  const startLine = new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name} did not start within ${START_TIMEOUT_MS} ms`)), START_TIMEOUT_MS);
+  let found = false;
+  const said = () => `${name} said: ${output.slice(-4000)}`;
+  const match = await new Promise<RegExpExecArray>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name}: no ${pattern} within ${timeoutMs} ms; ${said()}`)), timeoutMs);
     const read = (chunk: Buffer) => {
       output += chunk.toString();
-      if (started) return;
-      const line = output.split('\n').find((candidate) => candidate.includes('"msg":"ehr-gateway started'));
-      if (!line) return;
-      started = JSON.parse(line) as { publicUrl?: string; internalUrl: string };
+      if (found) return;
+      const match = pattern.exec(output);
+      if (!match) return;
+      found = true;
       clearTimeout(timer);
-      resolve();
+      resolve(match);
     };
     child.stdout!.on('data', read);
-    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.on('exit', (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`${name} exited (${signal ?? code}) before it started`));
-    });
+    child.stderr!.on('data', read);
+    const exited = (code: number | null, signal: NodeJS.Signals | null) => {
+      if (found) return;
+      // Its last words may still be in the pipes: reported once they close (5 s at most, when a process it started holds them).
+      const report = () => {
+        clearTimeout(timer);
+        reject(new Error(`${name} exited (${signal ?? code}) before it printed ${pattern}; ${said()}`));
+      };
+      const closing = setTimeout(report, 5_000);
+      child.once('close', () => {
+        clearTimeout(closing);
+        report();
+      });
+    };
+    if (child.exitCode !== null || child.signalCode !== null) exited(child.exitCode, child.signalCode);
+    else child.once('exit', exited);
   });
-  await startLine.catch((error: Error) => {
-    child.kill('SIGKILL');
-    throw new Error(`${error.message}; ${name} said: ${output.slice(-4000)}`);
-  });
+  return { match, output: () => output };
+}
+
+/**
+ * Waits for `child`, an `ehr-gateway serve` or a process that runs one (`make run`), to write serve's
+ * start line, and reads the URLs of the ports it bound from it. Fails with what it said when it does
+ * not start; stopping it then is the caller's. `env`: what it runs with, for the ServeProcess.
+ */
+export async function serveStarted(
+  name: string,
+  child: ChildProcess,
+  { env = {}, timeoutMs = START_TIMEOUT_MS }: { env?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<ServeProcess> {
+  const { match, output } = await outputMatching(name, child, SERVE_START_LINE, timeoutMs);
+  const started = JSON.parse(match[1]!) as { publicUrl?: string; internalUrl: string };
   return {
     name,
     child,
-    env: fullEnv,
-    publicUrl: started!.publicUrl ?? '',
-    internalUrl: started!.internalUrl,
-    output: () => output,
+    env,
+    publicUrl: started.publicUrl ?? '',
+    internalUrl: started.internalUrl,
+    output,
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       await exitOf(child, 60_000);
     },
   };
+}
+
+/**
+ * `ehr-gateway serve` (ARGS) as its own process, named `name` in every failure: on ports the OS
+ * picks when it binds them (PORT=0, so no port is taken between choosing and binding), read from its
+ * start line, which it writes once both listeners accept connections. LOG_LEVEL is info, for that line.
+ */
+export async function spawnServe(
+  name: string,
+  args: readonly string[],
+  env: Record<string, string>,
+  options: { startTimeoutMs?: number } = {},
+): Promise<ServeProcess> {
+  const fullEnv = { HOST: '127.0.0.1', ...LOOPBACK_CALLBACKS, ...env, PORT: '0', INTERNAL_PORT: '0', LOG_LEVEL: 'info' };
+  const child = spawnCli(args, fullEnv);
+  try {
+    return await serveStarted(name, child, { env: fullEnv, timeoutMs: options.startTimeoutMs });
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
+}
+
+/** Starts tried at most, each on another port, of a child whose port was taken before it bound it (as the embedded PostgreSQL's). */
+export const PORT_ATTEMPTS = 3;
+
+/** What a start throws when its child found its port taken ("address already in use"). */
+export class PortTaken extends Error {}
+
+/**
+ * For a child that cannot bind port 0 and say which port it got: `start` on a port free a moment ago,
+ * and again on another when it throws PortTaken (another process took the port before the child
+ * bound it), PORT_ATTEMPTS times at most. `start` stops a child that did not start.
+ */
+export async function onFreePort<T>(start: (port: number) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await start(await freePort());
+    } catch (error) {
+      if (attempt >= PORT_ATTEMPTS || !(error instanceof PortTaken)) throw error;
+    }
+  }
 }
 
 /** `ehr-gateway serve` as its own process, on a fresh test database and a fresh data key. */

@@ -89,6 +89,19 @@ export interface RemdStandIn {
   close(): Promise<void>;
 }
 
+/** The line the gateway logs once its endpoint for the registry listens, with the port it bound. */
+const ENDPOINT_LINE = /^(.*"msg":"listening for the registry's answers".*)\n/m;
+
+/**
+ * The gateway's endpoint for the registry (REMD_CALLBACK_HOST 127.0.0.1), read from the log of the
+ * service that bound it, or undefined before it has: with REMD_CALLBACK_PORT=0 the port is the one
+ * the OS picked when it bound it, so no port is taken between choosing and binding.
+ */
+export function gatewayEndpointIn(log: string): string | undefined {
+  const line = ENDPOINT_LINE.exec(log)?.[1];
+  return line === undefined ? undefined : `http://127.0.0.1:${(JSON.parse(line) as { port: number }).port}/emdr/callback`;
+}
+
 /** An envelope in SOAP 1.2 around one body element. */
 export function soapMessage(body: XmlNode): string {
   return buildXml({ uri: NS.soap12, name: 'env:Envelope', content: [{ uri: NS.soap12, name: 'env:Body', content: [body] }] });
