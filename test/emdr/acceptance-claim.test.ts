@@ -5,7 +5,7 @@ import type { CreatedClinicAccount } from '../../src/emdr/accounts/clients.js';
 import { DocumentCheckPool } from '../../src/emdr/pipeline/document-check/document-check.js';
 import { AcceptanceStage } from '../../src/emdr/pipeline/stages/acceptance.js';
 import { BuiltInRegistry } from '../../src/emdr/registry/built-in.js';
-import { createLogger } from '../../src/logging/logger.js';
+import { createLogger, type Logger } from '../../src/logging/logger.js';
 import { openSql } from '../support/database.js';
 import { addClinic, authHeaders, post, registerBody } from '../support/emdr.js';
 import { startTestService, type TestService } from '../support/service.js';
@@ -30,6 +30,22 @@ describe('the acceptance claim', () => {
     documents = new DocumentCheckPool(1);
   }, 120_000);
 
+  /** The acceptance stage on `stageSql`, as a worker runs it (a registry only where the test checks documents). */
+  const acceptanceStage = (stageSql: Sql, registry?: (logger: Logger) => BuiltInRegistry) => {
+    const logger = createLogger('silent');
+    const context = {
+      sql: stageSql,
+      registry: registry?.(logger) as BuiltInRegistry,
+      retryScheduleMs: [0],
+      logger,
+      dataKey: service.dataKey,
+      xmlCheckTimeoutMs: 30_000,
+      leaseMs: 60_000,
+      deadlineMs: 60_000,
+    };
+    return new AcceptanceStage(context, documents);
+  };
+
   afterAll(async () => {
     await documents?.close();
     await sql?.pool.end();
@@ -46,18 +62,7 @@ describe('the acceptance claim', () => {
     const large = await post(service.publicUrl, '/api/RegisterDocument', authHeaders(clinic), registerBody({ personalSignatures }));
     expect([small.status, large.status]).toEqual([200, 200]);
 
-    const logger = createLogger('silent');
-    const context = {
-      sql,
-      registry: new BuiltInRegistry(sql, { latencyMs: 0, fail: false, logger }),
-      retryScheduleMs: [0],
-      logger,
-      dataKey: service.dataKey,
-      xmlCheckTimeoutMs: 30_000,
-      leaseMs: 60_000,
-      deadlineMs: 60_000,
-    };
-    const acceptance = new AcceptanceStage(context, documents);
+    const acceptance = acceptanceStage(sql, (logger) => new BuiltInRegistry(sql, { latencyMs: 0, fail: false, logger }));
     const claimed = await acceptance.claim(32, new Map(), 32, []);
     const byId = new Map(claimed.map((request) => [request.queue_message_id, request]));
     const smallRow = byId.get(small.body.queueMessageId)!;
@@ -104,18 +109,7 @@ describe('the acceptance claim', () => {
         return [];
       },
     };
-    const logger = createLogger('silent');
-    const context = {
-      sql: recording as unknown as Sql,
-      registry: undefined as never,
-      retryScheduleMs: [0],
-      logger,
-      dataKey: service.dataKey,
-      xmlCheckTimeoutMs: 30_000,
-      leaseMs: 60_000,
-      deadlineMs: 60_000,
-    };
-    await new AcceptanceStage(context, documents).claim(32, new Map(), 32, []);
+    await acceptanceStage(recording as unknown as Sql).claim(32, new Map(), 32, []);
     const [claim] = claims;
 
     // The claim run for real (and undone), with the planner's account of each step.
