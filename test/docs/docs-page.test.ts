@@ -120,10 +120,14 @@ describe('published documentation at /docs', () => {
     await page.getByText(document.info.title).first().waitFor({ timeout: 20_000 });
     for (const method of document.methods) {
       const panel = page.locator(`[id="${method.name}"]`);
-      await panel.locator('.MuiAccordionSummary-root').click();
+      const summary = panel.locator('.MuiAccordionSummary-root').first();
+      await summary.click();
+      // Expanding a method renders the page again: about a second here, and once over 10 s in a CI run on a loaded
+      // machine (2026-11-29). Bounded by 30 s, and a method that does not expand says so by name.
+      await expect.poll(() => summary.getAttribute('aria-expanded'), { message: `${method.name} expanded`, timeout: 30_000 }).toBe('true');
       // The expanded method: its tag chips by name, its params by name, and its result.
       const details = panel.locator('.MuiAccordion-region').first();
-      await details.waitFor({ timeout: 10_000 });
+      await details.waitFor({ timeout: 30_000 });
       const shown = await details.innerText();
       for (const tag of method.tags ?? []) expect(shown, method.name).toContain(tagName(document, tag));
       for (const param of method.params) expect(shown, method.name).toContain(contentDescriptorName(document, param));
