@@ -65,12 +65,33 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** Starts of the postmaster tried, each on another port, when the one chosen was taken before it was bound. */
-const POSTMASTER_START_ATTEMPTS = 3;
+/** Starts tried at most, each on another port, of a process whose port was taken before it bound it. */
+export const PORT_ATTEMPTS = 3;
 
-class PortTaken extends Error {
-  constructor(readonly port: number) {
-    super(`port ${port} was taken before the postmaster bound it`);
+/** What a start throws when its process found its port taken ("address already in use"). */
+export class PortTaken extends Error {
+  constructor(
+    readonly port: number,
+    message = `port ${port} was taken before it was bound`,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * For a process that cannot bind port 0 and say which port it got (the postmaster, some test
+ * children): `start` on a port free a moment ago, and again on another when it throws PortTaken
+ * (another process took the port before it was bound), PORT_ATTEMPTS times at most; `retrying` hears
+ * of each retry. `start` stops what it started when it fails.
+ */
+export async function onFreePort<T>(start: (port: number) => Promise<T>, retrying?: (taken: PortTaken) => void): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await start(await freePort());
+    } catch (error) {
+      if (attempt >= PORT_ATTEMPTS || !(error instanceof PortTaken)) throw error;
+      retrying?.(error);
+    }
   }
 }
 
@@ -172,15 +193,11 @@ export class EmbeddedPostgres {
    * got, so the port is chosen first: another process may take it before the postmaster binds it (on
    * a busy test machine), and then the start is tried again on another.
    */
-  private async startPostmaster(binaries: Binaries, osUser: OsUser | undefined): Promise<number> {
-    for (let attempt = 1; ; attempt += 1) {
-      try {
-        return await this.startPostmasterOn(await freePort(), binaries, osUser);
-      } catch (error) {
-        if (attempt >= POSTMASTER_START_ATTEMPTS || !(error instanceof PortTaken)) throw error;
-        this.logger.warn({ port: error.port }, 'embedded PostgreSQL: its port was taken before it bound it; starting on another');
-      }
-    }
+  private startPostmaster(binaries: Binaries, osUser: OsUser | undefined): Promise<number> {
+    return onFreePort(
+      (port) => this.startPostmasterOn(port, binaries, osUser),
+      (taken) => this.logger.warn({ port: taken.port }, 'embedded PostgreSQL: its port was taken before it bound it; starting on another'),
+    );
   }
 
   private async startPostmasterOn(port: number, binaries: Binaries, osUser: OsUser | undefined): Promise<number> {
@@ -203,7 +220,7 @@ export class EmbeddedPostgres {
       if (runningPort !== undefined) return runningPort;
       const log = await fs.readFile(logFile).catch(() => Buffer.alloc(0));
       const said = `${log.subarray(logSizeBefore).toString('utf8')}\n${(error as { stderr?: string }).stderr ?? ''}`;
-      if (/Address already in use/i.test(said)) throw new PortTaken(port);
+      if (/Address already in use/i.test(said)) throw new PortTaken(port, `port ${port} was taken before the postmaster bound it`);
       throw new Error(`embedded PostgreSQL did not start under ${this.clusterDir}: ${causeOf(said) ?? 'pg_ctl failed without saying why'}`);
     }
     return port;

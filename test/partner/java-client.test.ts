@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../src/db/embedded-postgres.js';
+import { freePort, PORT_ATTEMPTS } from '../../src/db/embedded-postgres.js';
 import { DEMO_CLINIC } from '../../src/emdr/demo/demo-clinic.js';
 import { runCli } from '../support/cli.js';
 import { FIXTURE_SIGNATURE, FIXTURE_XML } from '../support/emdr.js';
 import { runJavaPartner } from '../support/java.js';
-import { PORT_ATTEMPTS } from '../support/processes.js';
 import { startTestService, type TestService } from '../support/service.js';
 
 /**

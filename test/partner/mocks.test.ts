@@ -5,12 +5,13 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEhrClient } from '../../generated/ehr-client.js';
 import { openRpcSpecPath } from '../../src/config/paths.js';
+import { onFreePort, PortTaken } from '../../src/db/embedded-postgres.js';
 import { DEMO_CLINIC, MOCK_SIGNING_SECRET } from '../../src/emdr/demo/demo-clinic.js';
 import { startCallbackReceiver, type CallbackReceiver } from '../support/callback-receiver.js';
 import { exitOf, repoRoot, runCli } from '../support/cli.js';
 import { responseProblems } from '../support/contract.js';
 import { registerBody } from '../support/emdr.js';
-import { onFreePort, outputMatching, PortTaken } from '../support/processes.js';
+import { outputMatching } from '../support/processes.js';
 import { until } from '../support/until.js';
 
 /** Whether interface A's mock answers rpc.discover at `url`: it, and not another process that took the port. */
@@ -82,7 +83,7 @@ describe('make mock', () => {
         60_000,
       );
       if (new RegExp(`EADDRINUSE: address already in use \\S*:${rpcPort}\\b`).test(output))
-        throw new PortTaken(`interface A's mock: port ${rpcPort} taken; ${output.slice(-2000)}`);
+        throw new PortTaken(rpcPort, `interface A's mock: port ${rpcPort} taken; ${output.slice(-2000)}`);
       throw error;
     }
   }

@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { freePort } from '../../src/db/embedded-postgres.js';
 import { exitOf, repoRoot, spawnCli } from './cli.js';
 import { createTestDatabase } from './database.js';
 import { LOOPBACK_CALLBACKS } from './service.js';
@@ -115,27 +114,6 @@ export async function spawnServe(
   } catch (error) {
     child.kill('SIGKILL');
     throw error;
-  }
-}
-
-/** Starts tried at most, each on another port, of a child whose port was taken before it bound it (as the embedded PostgreSQL's). */
-export const PORT_ATTEMPTS = 3;
-
-/** What a start throws when its child found its port taken ("address already in use"). */
-export class PortTaken extends Error {}
-
-/**
- * For a child that cannot bind port 0 and say which port it got: `start` on a port free a moment ago,
- * and again on another when it throws PortTaken (another process took the port before the child
- * bound it), PORT_ATTEMPTS times at most. `start` stops a child that did not start.
- */
-export async function onFreePort<T>(start: (port: number) => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt += 1) {
-    try {
-      return await start(await freePort());
-    } catch (error) {
-      if (attempt >= PORT_ATTEMPTS || !(error instanceof PortTaken)) throw error;
-    }
   }
 }
 
