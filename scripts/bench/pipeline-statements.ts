@@ -24,7 +24,7 @@ import { cpuMs, describeCommit, postgresCpuMs } from './lib/processes.js';
 import type { BenchContext } from './lib/scenario.js';
 import type { BenchClinic, Receiver } from './lib/service.js';
 import { commandLine } from '../lib/command-line.js';
-import { startPipeline, throughputRun, waitForCallbacks, type Run } from './scenarios/pipeline.js';
+import { analyzeAsAutovacuumWould, startPipeline, throughputRun, waitForCallbacks, type Run } from './scenarios/pipeline.js';
 import { ACK_DOCUMENT_BYTES } from './scenarios/register-document.js';
 
 const HELP = `usage: node --import tsx scripts/bench/pipeline-statements.ts [options]
@@ -151,6 +151,8 @@ async function main(): Promise<void> {
     await withClient(databaseUrl, (client) => client.query('create extension if not exists pg_stat_statements'));
     log(`warm-up: ${warmup} documents`);
     await throughputRun(context, pids, databaseUrl, receiver, clinic, intake.publicPort, document);
+    // As make bench's pipeline scenario does after its warm-up.
+    await analyzeAsAutovacuumWould(databaseUrl);
     await withClient(databaseUrl, async (client) => {
       await client.query('select pg_stat_statements_reset()');
       await client.query('select pg_stat_reset()');

@@ -204,9 +204,10 @@ function incomplete(name: string, measured: readonly Measured[]): string[] {
   return measured.flatMap((outcome) => [
     ...(outcome.rows.length === 0 ? [`${outcome.name} has no rows`] : []),
     ...outcome.rows.flatMap((row) => {
+      const measuredFigure = (value: number) => Number.isFinite(value) && (value > 0 || (row.zeroMeasured === true && value === 0));
       const missing = [
-        !(Number.isFinite(row.service) && row.service > 0) ? 'service' : undefined,
-        row.baseline !== undefined && !(Number.isFinite(row.baseline) && row.baseline > 0) ? 'baseline' : undefined,
+        !measuredFigure(row.service) ? 'service' : undefined,
+        row.baseline !== undefined && !measuredFigure(row.baseline) ? 'baseline' : undefined,
       ].filter(Boolean);
       return missing.length > 0 ? [`${outcome.name}: "${row.metric}" has no ${missing.join(' or ')} figure`] : [];
     }),

@@ -43,6 +43,8 @@ export interface Row {
   reference?: string;
   /** Each round's figure, for the record. */
   rounds?: { service: number[]; baseline?: number[] };
+  /** 0 is a measurement here (a delay beyond a sampling interval: none in the round), not a figure missing. */
+  zeroMeasured?: boolean;
 }
 
 export interface ScenarioOutcome {
