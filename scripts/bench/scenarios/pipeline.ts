@@ -267,7 +267,7 @@ export async function pipeline(context: BenchContext): Promise<Measured[]> {
       const run = await throughputRun({ ...context, pipelineDocuments: warmup }, pids, databaseUrl, receiver, clinic, intake.publicPort, documents[kind]);
       warmedUp.push(`${kind} ${round1(run.documentsPerSecond)} documents/s`);
     }
-    if (!process.env.BENCH_NO_ANALYZE) await analyzeAsAutovacuumWould(databaseUrl);
+    await analyzeAsAutovacuumWould(databaseUrl);
     const runs: Record<SignatureKind, Run[]> = { gost: [], rsa: [] };
     rounds: for (let round = 0; round < context.rounds; round += 1) {
       for (const kind of round % 2 === 0 ? KINDS : [...KINDS].reverse()) {
