@@ -1,10 +1,10 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunRecord } from '../../scripts/bench/lib/report.js';
 import { outcomeOf, repoRoot, type CliResult } from '../support/cli.js';
+import { spawnTsProgram } from '../support/processes.js';
 
 /**
  * `make bench` when a scenario cannot run (here: --root names a checkout whose serve does not
@@ -20,15 +20,7 @@ describe('the benchmark suite, a scenario that cannot run', () => {
     const root = path.join(dir, 'checkout');
     await fs.mkdir(path.join(root, 'specs'), { recursive: true });
     await fs.copyFile(path.join(repoRoot, 'specs/openrpc.json'), path.join(root, 'specs/openrpc.json'));
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', 'scripts/bench/run.ts', '--smoke', '--only', 'register-document', '--root', root, '--out', path.join(dir, 'out')],
-      {
-        cwd: repoRoot,
-        env: process.env,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
+    const child = spawnTsProgram('scripts/bench/run.ts', ['--smoke', '--only', 'register-document', '--root', root, '--out', path.join(dir, 'out')]);
     exit = await outcomeOf(child, 120_000);
   }, 130_000);
 

@@ -1,9 +1,9 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { outcomeOf, repoRoot, type CliResult } from '../support/cli.js';
+import { outcomeOf, type CliResult } from '../support/cli.js';
+import { spawnTsProgram } from '../support/processes.js';
 
 /**
  * scripts/bench/perf-summary.ts on perf script's text (the layout of `perf script -F
@@ -43,10 +43,7 @@ describe('perf-summary', () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'ehr-gateway-perf-summary-'));
     const file = path.join(dir, 'samples.txt');
     await fs.writeFile(file, SAMPLES);
-    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/bench/perf-summary.ts', '--pid', '10', '--per-request', '1000:2', file], {
-      cwd: repoRoot,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawnTsProgram('scripts/bench/perf-summary.ts', ['--pid', '10', '--per-request', '1000:2', file]);
     run = await outcomeOf(child, 60_000);
   }, 70_000);
 
