@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { IncomingMessage } from 'node:http';
-import { base64MemberOf, decodeStrictBase64, parseJsonBody, PLACEHOLDER, parseWithBase64Member } from '../../src/emdr/intake/body/base64-member.js';
+import { decodeStrictBase64, parseJsonBody, PLACEHOLDER, parseWithBase64Member } from '../../src/emdr/intake/body/base64-member.js';
 import { decodeBase64Strict, isStrictBase64 } from '../../src/emdr/values/values.js';
 
 /** The scanner that keeps RegisterDocument's document out of the parsed body: it takes a body only when that changes nothing but memory. */
@@ -114,20 +113,26 @@ describe('decodeBase64Strict (the signature, checked by decoding it)', () => {
 describe('parseJsonBody with a large member', () => {
   /** A member of 3 MiB of base64, over DECODED_MEMBER_BYTES: checked a slice at a time. */
   const large = Buffer.alloc(3 * 1024 * 1024 * 0.75, 0x5a).toString('base64');
-  const request = () => ({}) as IncomingMessage;
 
-  it('keeps a valid one as bytes', async () => {
-    const http = request();
-    const body = await parseJsonBody(http, Buffer.from(JSON.stringify({ kind: '6', document: large })), 'document');
+  it('keeps a valid one as bytes, beside the body', async () => {
+    const { body, member } = await parseJsonBody(Buffer.from(JSON.stringify({ kind: '6', document: large })), 'document');
     expect(body).toEqual({ kind: '6', document: PLACEHOLDER });
-    expect(base64MemberOf(http)!.toString('latin1')).toBe(large);
+    expect(member!.value.toString('latin1')).toBe(large);
+    // Over DECODED_MEMBER_BYTES: PostgreSQL decodes it from chunks, this process holds no decoded copy.
+    expect(member!.decoded).toBeUndefined();
+  });
+
+  it('keeps a small one decoded too', async () => {
+    const bytes = Buffer.from('a document of a few bytes');
+    const { body, member } = await parseJsonBody(Buffer.from(JSON.stringify({ document: bytes.toString('base64') })), 'document');
+    expect(body).toEqual({ document: PLACEHOLDER });
+    expect(member!.decoded).toEqual(bytes);
   });
 
   it('leaves one with a stray byte past its first slice to the ordinary parse', async () => {
     const stray = `${large.slice(0, 2 * 1024 * 1024)}!${large.slice(2 * 1024 * 1024 + 1)}`;
-    const http = request();
-    const body = await parseJsonBody(http, Buffer.from(JSON.stringify({ document: stray })), 'document');
+    const { body, member } = await parseJsonBody(Buffer.from(JSON.stringify({ document: stray })), 'document');
     expect(body).toEqual({ document: stray });
-    expect(base64MemberOf(http)).toBeUndefined();
+    expect(member).toBeUndefined();
   });
 });

@@ -1,6 +1,5 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { base64MemberOf } from '../../src/emdr/intake/body/base64-member.js';
 import { createEmdrRouter } from '../../src/emdr/intake/router.js';
 import { withHotPaths } from '../../src/http/respond.js';
 import { startListener, type Listener } from '../../src/http/listener.js';
@@ -15,7 +14,7 @@ beforeAll(async () => {
     definition: path.join(import.meta.dirname, 'fixtures/router-probe.openapi.yaml'),
     handlers: {
       echo: async (request) => ({ status: 200, body: request.body }),
-      upload: async (request) => ({ status: 200, body: { body: request.body, bytes: base64MemberOf(request.http)?.toString('latin1') ?? null } }),
+      upload: async (request) => ({ status: 200, body: { body: request.body, bytes: request.base64Member?.value.toString('latin1') ?? null } }),
       crash: async () => {
         throw new Error('secret internals at /srv/app.ts:1');
       },

@@ -8,7 +8,7 @@ import { currentRequest } from '../../logging/request-context.js';
 import { tracer } from '../../tracing/tracing.js';
 import { streamedBytes } from '../../memory/garbage.js';
 import { decodeBase64Strict, isStrictBase64, snilsDigits } from '../values/values.js';
-import { base64MemberOf, DECODED_MEMBER_BYTES, decodedMemberOf } from './body/base64-member.js';
+import { DECODED_MEMBER_BYTES } from './body/base64-member.js';
 import { bodyHash } from './body/body-hash.js';
 import { authenticateClinic, type ClinicAccount } from '../accounts/clients.js';
 import type { CallbackErrorItem } from '../errors/codes.js';
@@ -323,7 +323,7 @@ class EmdrHandlers {
     const clinic = this.clinicOf(request);
     const body = request.body as RegisterDocumentRequest;
     // A large document arrives as bytes of strict base64, with a placeholder in body.document (see base64-member.ts).
-    const documentBytes = base64MemberOf(request.http);
+    const documentBytes = request.base64Member?.value;
     if (clinic.organizations !== null && !clinic.organizations.includes(body.organization)) {
       throw ApiError.single(403, 'FORBIDDEN', 'this clinic account does not act for the organization', '/requestBody/organization');
     }
@@ -352,7 +352,7 @@ class EmdrHandlers {
         metadata: registerMetadata(body),
         // base64 is ASCII: as latin1 bytes a string member is the same text.
         document: documentBytes ?? (documentValid ? Buffer.from(body.document, 'latin1') : null),
-        decodedDocument: decodedMemberOf(request.http),
+        decodedDocument: request.base64Member?.decoded,
         signature,
         // A request with intake errors is rejected unread; its undecodable strings (a NUL, say) would not fit in jsonb.
         personalSignatures: body.personalSignatures === undefined || intakeErrors.length > 0 ? null : JSON.stringify(body.personalSignatures),

@@ -18,7 +18,7 @@ import { inlineLocalRefs } from '../../validation/inline-refs.js';
 import { createJsonSchemaAjv, errorPath, reportedErrors } from '../../validation/json-schema.js';
 import { hasLoneSurrogate, textPaths } from '../../validation/text.js';
 import { ApiError, errorBody, type ErrorItem } from '../errors/errors.js';
-import { parseJsonBody } from './body/base64-member.js';
+import { parseJsonBody, type KeptMember, type ParsedBody } from './body/base64-member.js';
 import { tracer } from '../../tracing/tracing.js';
 
 /** What an operation handler returns (ts-rest style); the router puts it on the wire. */
@@ -40,6 +40,8 @@ export interface OperationRequest {
   /** Each security scheme's result (the clinic account under Token). */
   security: Readonly<Record<string, unknown>>;
   http: IncomingMessage;
+  /** The body's large base64 member (base64Members), when it was kept out of the body as bytes (base64-member.ts). */
+  base64Member?: KeptMember;
   /**
    * Waits for the body's next turn of the event loop before a piece of synchronous work on it (a
    * large body's, see LARGE_BODY_TURN_BYTES: its base64 checks, its hash, its storing). Absent for
@@ -256,16 +258,16 @@ class EmdrRouter {
     req: IncomingMessage,
     admission: BodyAdmission,
     read: { raw?: Buffer; turn?: () => Promise<void> },
-  ): Promise<unknown> {
+  ): Promise<ParsedBody> {
     const { operation, operationId } = route;
-    if (!operation.requestBody) return undefined;
+    if (!operation.requestBody) return { body: undefined };
     const limit = this.options.bodyLimits.byOperation?.[operationId] ?? this.options.bodyLimits.default;
     const refusal = refuseBodyByHeaders(req, limit, { typeRequired: false });
     if (refusal) throw refusalError(refusal);
     Object.assign(admission, await this.options.admitBody?.(operationId, security, req, limit));
     const shape = new JsonShapeGuard();
     const inspect = admission.inspect;
-    let body: unknown;
+    let parsed: ParsedBody;
     try {
       const raw = await readBody(req, limit, (chunk) => {
         shape.feed(chunk);
@@ -274,13 +276,14 @@ class EmdrRouter {
       read.raw = raw;
       if (raw.length > LARGE_BODY_TURN_BYTES && admission.turn) read.turn = admission.turn;
       if (read.turn) await read.turn();
-      body = await parseJsonBody(req, raw, this.options.base64Members?.[operationId]);
+      parsed = await parseJsonBody(raw, this.options.base64Members?.[operationId]);
     } catch (error) {
       if (error instanceof BodyRefusal) throw refusalError(error);
       if (error instanceof JsonShapeError) throw ApiError.single(400, 'VALIDATION_ERROR', error.message, '/requestBody');
       if (error instanceof SyntaxError) throw ApiError.single(400, 'VALIDATION_ERROR', 'body is not valid JSON');
       throw error;
     }
+    const { body } = parsed;
     // Every body of the spec is an object.
     if (body !== undefined && typeof body !== 'object') throw ApiError.single(400, 'VALIDATION_ERROR', 'must be a JSON object', '/requestBody');
     // Not Unicode text anywhere in the body: refused before any of it is used (a NUL is the schemas' business).
@@ -295,7 +298,7 @@ class EmdrRouter {
         })),
       );
     }
-    return body;
+    return parsed;
   }
 
   /**
@@ -344,14 +347,23 @@ class EmdrRouter {
     const read: { raw?: Buffer; turn?: () => Promise<void> } = {};
     let result: HandlerResult;
     try {
-      const body = await this.readJsonBody(route, security, req, admission, read);
+      const { body, member } = await this.readJsonBody(route, security, req, admission, read);
       const turn = read.turn;
       const query = queryAt < 0 ? {} : this.api.router.parseRequestQuery({ method: req.method ?? 'GET', path: url, headers: {} });
       if (turn) await turn();
       this.validate(route, req, query, body);
       const handler = this.options.handlers[route.operationId];
       if (!handler) throw ApiError.single(501, 'NOT_IMPLEMENTED', `operation ${route.operationId} is not implemented`);
-      result = await handler({ operationId: route.operationId, body, params: route.params, query, security, http: req, turn });
+      result = await handler({
+        operationId: route.operationId,
+        body,
+        params: route.params,
+        query,
+        security,
+        http: req,
+        ...(member ? { base64Member: member } : {}),
+        turn,
+      });
     } finally {
       // A large body (a document) is garbage once handled: freed at once rather than while the workers take the document on.
       if (read.raw) droppedBuffer(read.raw);

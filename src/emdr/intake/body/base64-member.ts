@@ -1,5 +1,3 @@
-import type { IncomingMessage } from 'node:http';
-
 /**
  * A JSON body with one large base64 member (RegisterDocument's `document`, up to ~27 MiB of text)
  * parsed without turning that member into a string. Parsing the whole would hold the body bytes,
@@ -19,22 +17,23 @@ export const PLACEHOLDER = 'AAAA';
  */
 export const DECODED_MEMBER_BYTES = 1024 * 1024;
 
-/** A member kept out of the parsed body: its base64 (a view into the body) and, up to DECODED_MEMBER_BYTES, its decoded bytes. */
-interface KeptMember {
+/**
+ * A member kept out of the parsed body: its base64 (a view into the body) and, up to
+ * DECODED_MEMBER_BYTES, its decoded bytes. It goes with the parsed body to the handler (the router's
+ * OperationRequest), never kept by the request: in a WeakMap keyed by the request (as it was), the
+ * body's buffers lived through every young collection until the next full one, which V8 then started
+ * for their memory every ~1,100 acknowledgements, marking the whole heap each time
+ * (docs/benchmarks/register-document-profile.md, fifth pass).
+ */
+export interface KeptMember {
   value: Buffer;
   decoded: Buffer | undefined;
 }
 
-const members = new WeakMap<IncomingMessage, KeptMember>();
-
-/** The bytes (standard padded base64, ASCII) of the request's large member, when it was kept out of the parsed body. */
-export function base64MemberOf(request: IncomingMessage): Buffer | undefined {
-  return members.get(request)?.value;
-}
-
-/** The decoded bytes of the request's kept member, when it was at most DECODED_MEMBER_BYTES of base64. */
-export function decodedMemberOf(request: IncomingMessage): Buffer | undefined {
-  return members.get(request)?.decoded;
+/** A parsed body, and its large base64 member when one was kept out of it. */
+export interface ParsedBody {
+  body: unknown;
+  member?: KeptMember;
 }
 
 const QUOTE = 0x22;
@@ -218,19 +217,18 @@ function splitMember(raw: Buffer, name: string): Split | undefined {
  * Parses a request body of UTF-8 JSON (a BOM dropped). No bytes, or JSON `null`, is no body
  * (undefined: a required body is reported missing); any other JSON value is the body, for the
  * schema to judge. With `memberName`, a body parseWithBase64Member takes keeps that member as
- * bytes (base64MemberOf), a large one checked a slice at a time between other work. Throws
- * SyntaxError for text that is not JSON.
+ * bytes (`member`), a large one checked a slice at a time between other work. Throws SyntaxError
+ * for text that is not JSON.
  */
-export async function parseJsonBody(request: IncomingMessage, raw: Buffer, memberName: string | undefined): Promise<unknown> {
+export async function parseJsonBody(raw: Buffer, memberName: string | undefined): Promise<ParsedBody> {
   if (memberName !== undefined) {
     const split = splitMember(raw, memberName);
     if (split !== undefined && (split.decoded !== undefined || (await isStrictBase64InSlices(raw, split.start, split.end)))) {
-      members.set(request, { value: raw.subarray(split.start, split.end), decoded: split.decoded });
-      return split.body;
+      return { body: split.body, member: { value: raw.subarray(split.start, split.end), decoded: split.decoded } };
     }
   }
   let text = raw.toString('utf8');
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-  if (text.trim() === '') return undefined;
-  return JSON.parse(text) ?? undefined;
+  if (text.trim() === '') return { body: undefined };
+  return { body: JSON.parse(text) ?? undefined };
 }
