@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { commandLine } from '../lib/command-line.js';
 import { startDatabaseServer } from './lib/database.js';
-import { describeCommit } from './lib/processes.js';
+import { compiledIsCurrent, describeCommit } from './lib/processes.js';
 import { chart, markdown, type RunRecord } from './lib/report.js';
 import { loadAverage, type BenchContext, type Measured, type Scenario, type ScenarioOutcome } from './lib/scenario.js';
 import { gostCheck } from './scenarios/gost-check.js';
@@ -125,6 +125,9 @@ async function main(): Promise<void> {
 
   const started = Date.now();
   const log = (message: string) => console.error(`bench ${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s  ${message}`);
+  // Measured from its sources, serve runs slower than as it ships: said in the log and in the report's heading.
+  const servedFrom = compiledIsCurrent(root) ? '' : ', serve run from its sources under tsx, not compiled';
+  if (servedFrom) log(`serve runs from its sources under tsx: ${root}/dist is older than its src/ or generated/ (make build measures it as it ships)`);
   log(
     `load average ${os
       .loadavg()
@@ -181,7 +184,7 @@ async function main(): Promise<void> {
     commit: values.label ?? describeCommit(root),
     machine: machine(),
     versions: { node: process.version, postgres: database.version },
-    mode: `${smoke ? 'smoke run' : `full run, ${context.rounds} rounds of ${context.roundMs / 1000} s`}${context.limits ? ', limits counted' : ''}`,
+    mode: `${smoke ? 'smoke run' : `full run, ${context.rounds} rounds of ${context.roundMs / 1000} s`}${context.limits ? ', limits counted' : ''}${servedFrom}`,
     totalSeconds: (Date.now() - started) / 1000,
     outcomes,
     ...(failures.length > 0 ? { failures } : {}),

@@ -91,7 +91,8 @@ function spawnJs(root: string, file: string, args: readonly string[], env: Recor
  */
 const COMPILED_MAIN = 'dist/src/main.js';
 
-function compiledIsCurrent(root: string): boolean {
+/** Whether `root`'s dist/ is newer than every file of its src/ and generated/: serve then runs compiled, else from its sources under tsx. */
+export function compiledIsCurrent(root: string): boolean {
   const compiled = path.join(root, COMPILED_MAIN);
   if (!existsSync(compiled)) return false;
   const builtAt = statSync(compiled).mtimeMs;
