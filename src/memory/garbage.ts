@@ -23,10 +23,10 @@ export const STREAMED_BODY_BYTES = STEP_BYTES;
 /** A buffer at least this large, once dropped, is worth freeing at once (droppedBuffer). */
 export const LARGE_BUFFER_BYTES = 4 * 1024 * 1024;
 
-type Collection = (options: { type: 'minor' | 'major' }) => void;
+export type Collection = (options: { type: 'minor' | 'major' }) => void;
 
 /** V8's collector, exposed at run time (`--expose-gc` without a command-line flag); undefined where refused. */
-function exposeCollector(): Collection | undefined {
+export function exposeCollector(): Collection | undefined {
   try {
     v8.setFlagsFromString('--expose-gc');
     const gc = runInNewContext('gc') as Collection | undefined;

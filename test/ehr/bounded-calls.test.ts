@@ -1,11 +1,11 @@
-import http from 'node:http';
+import type http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RpcEnvelope } from '../../src/ehr/rpc/envelope.js';
 import { statement } from '../../src/db/sql.js';
 import { createLogger } from '../../src/logging/logger.js';
 import { runCli } from '../support/cli.js';
 import { openSql } from '../support/database.js';
-import { postHead, rawExchange } from '../support/raw-http.js';
+import { postHead, postWithNodeHttp, rawExchange } from '../support/raw-http.js';
 import type { TestService } from '../support/service.js';
 import {
   INTERNAL_PASSWORD,
@@ -35,21 +35,11 @@ interface Answer {
 
 /** A POST of `body` to interface A from `localAddress` (another client on loopback: 127.0.0.2, 127.0.0.3, …). */
 function postFrom(service: TestService, localAddress: string, body: unknown, headers: Record<string, string> = {}): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const text = JSON.stringify(body);
-    const request = http.request(
-      `${service.publicUrl}/${VERSION}/`,
-      { method: 'POST', localAddress, agent: false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers } },
-      (response) => {
-        let answer = '';
-        response.setEncoding('utf8');
-        response.on('data', (chunk: string) => (answer += chunk));
-        response.on('end', () => resolve({ status: response.statusCode!, headers: response.headers, body: answer === '' ? undefined : JSON.parse(answer) }));
-      },
-    );
-    request.on('error', reject);
-    request.end(text);
-  });
+  return postWithNodeHttp(
+    `${service.publicUrl}/${VERSION}/`,
+    { localAddress, agent: false, headers: { 'content-type': 'application/json', ...headers } },
+    JSON.stringify(body),
+  ).then(({ status, headers: answered, text }) => ({ status, headers: answered, body: text === '' ? undefined : JSON.parse(text) }));
 }
 
 const getPatientCall = (id: number, cred = { user: 'nobody', token: 'no-such-session' }) => ({

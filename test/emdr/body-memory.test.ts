@@ -1,12 +1,12 @@
 import http from 'node:http';
 import path from 'node:path';
-import v8 from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEmdrRouter } from '../../src/emdr/intake/router.js';
 import { startListener, type Listener } from '../../src/http/listener.js';
 import { withHotPaths } from '../../src/http/respond.js';
 import { createLogger } from '../../src/logging/logger.js';
+import { exposeCollector, type Collection } from '../../src/memory/garbage.js';
+import { postWithNodeHttp } from '../support/raw-http.js';
 
 /**
  * A body's buffers are young garbage once it is answered: young collections free them. Kept by the
@@ -15,7 +15,6 @@ import { createLogger } from '../../src/logging/logger.js';
  * acknowledgements (issue 24; docs/benchmarks/register-document-profile.md, fifth pass).
  */
 
-type Collection = (options: { type: 'minor' | 'major' }) => void;
 let collect: Collection;
 let listener: Listener;
 let agent: http.Agent;
@@ -26,8 +25,9 @@ const BODY = Buffer.from(JSON.stringify({ data: DOCUMENT.toString('base64') }));
 const REQUESTS = 2000;
 
 beforeAll(async () => {
-  v8.setFlagsFromString('--expose-gc');
-  collect = runInNewContext('gc') as Collection;
+  const collector = exposeCollector();
+  if (!collector) throw new Error("V8's collector could not be exposed (--expose-gc at run time)");
+  collect = collector;
   const router = await createEmdrRouter({
     definition: path.join(import.meta.dirname, 'fixtures/router-probe.openapi.yaml'),
     handlers: { upload: async (request) => ({ status: 200, body: { decoded: request.base64Member?.decoded?.length ?? null } }) },
@@ -48,27 +48,14 @@ afterAll(async () => {
   await listener?.stop();
 });
 
-function upload(): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const request = http.request(
-      {
-        agent,
-        port: listener.port,
-        host: '127.0.0.1',
-        method: 'POST',
-        path: '/api/Upload',
-        headers: { 'content-type': 'application/json', 'content-length': BODY.length },
-      },
-      (response) => {
-        let text = '';
-        response.setEncoding('utf8');
-        response.on('data', (chunk: string) => (text += chunk));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, text }));
-      },
-    );
-    request.on('error', reject);
-    request.end(BODY);
-  });
+/** One upload on node's http client (fetch's own buffers outlive young collections too, and would be counted). */
+async function upload(): Promise<{ status: number; text: string }> {
+  const { status, text } = await postWithNodeHttp(
+    `http://127.0.0.1:${listener.port}/api/Upload`,
+    { agent, headers: { 'content-type': 'application/json' } },
+    BODY,
+  );
+  return { status, text };
 }
 
 describe('the intake and a body it answered', () => {

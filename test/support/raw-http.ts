@@ -6,6 +6,34 @@ import net from 'node:net';
  * (headers without their body, a trickle).
  */
 
+/** What postWithNodeHttp was answered: the status, the headers and the body as text. */
+export interface NodeHttpAnswer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  text: string;
+}
+
+/**
+ * POSTs `body` to `url` with node's http client and its Content-Length, with `options` (what fetch
+ * will not take: a local address, an agent of one's own, or none); resolves once the answer is read.
+ */
+export function postWithNodeHttp(url: string, options: http.RequestOptions, body: string | Buffer): Promise<NodeHttpAnswer> {
+  return new Promise((resolve, reject) => {
+    const request = http.request(
+      url,
+      { ...options, method: 'POST', headers: { ...options.headers, 'content-length': Buffer.byteLength(body) } },
+      (response) => {
+        let text = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => (text += chunk));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, headers: response.headers, text }));
+      },
+    );
+    request.on('error', reject);
+    request.end(body);
+  });
+}
+
 /** Sends `head` (a request without its body) and resolves with the status line answered, or 'no answer' after `waitMs`. */
 export function statusLineOf(port: number, head: string, waitMs = 5000): Promise<string> {
   return new Promise((resolve) => {

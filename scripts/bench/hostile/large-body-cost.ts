@@ -10,12 +10,12 @@
  *   tsx scripts/bench/hostile/large-body-cost.ts [--documents N] [--mib M] [--fresh] [--root DIR] [--profile DIR]
  */
 import fs from 'node:fs/promises';
-import http from 'node:http';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { largeXml, registerBody } from '../../../test/support/emdr.js';
 import { commandLine } from '../../lib/command-line.js';
 import { startDatabaseServer } from '../lib/database.js';
 import { postgresCpuMs, startServe } from '../lib/processes.js';
+import { postWithNodeHttp, type NodeHttpAnswer } from '../../../test/support/raw-http.js';
 import { addClinic, startReceiver } from './honest.js';
 
 const HELP = `usage: tsx scripts/bench/hostile/large-body-cost.ts [options]
@@ -64,27 +64,8 @@ async function threadsCpu(pid: number): Promise<Record<string, number>> {
   return totals;
 }
 
-function post(port: number, clinic: { businessId: string; user: string; token: string }, body: Buffer): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const request = http.request(
-      {
-        port,
-        host: '127.0.0.1',
-        path: '/api/RegisterDocument',
-        method: 'POST',
-        agent: false,
-        headers: { ...clinic, 'content-type': 'application/json', 'content-length': body.length },
-      },
-      (response) => {
-        let text = '';
-        response.setEncoding('utf8');
-        response.on('data', (chunk: string) => (text += chunk));
-        response.on('end', () => resolve({ status: response.statusCode ?? 0, text }));
-      },
-    );
-    request.on('error', reject);
-    request.end(body);
-  });
+function post(port: number, clinic: { businessId: string; user: string; token: string }, body: Buffer): Promise<NodeHttpAnswer> {
+  return postWithNodeHttp(`http://127.0.0.1:${port}/api/RegisterDocument`, { agent: false, headers: { ...clinic, 'content-type': 'application/json' } }, body);
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -361,7 +361,7 @@ class EmdrRouter {
         query,
         security,
         http: req,
-        ...(member ? { base64Member: member } : {}),
+        base64Member: member,
         turn,
       });
     } finally {
