@@ -3,7 +3,8 @@ import net, { type AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import { newRequestContext, runInRequest, visibleRequestId } from '../logging/request-context.js';
-import { clientAddressOf, clientKey } from './client-address.js';
+import { clientAddressOf } from './client-address.js';
+import { capConnectionsPerClient } from './connection-cap.js';
 import { NO_NETWORKS, type Networks } from './networks.js';
 
 export interface Listener {
@@ -148,29 +149,6 @@ export async function startListener(handler: RequestListener, host: string, port
         });
       }),
   };
-}
-
-/**
- * Closes a new connection of a client that holds `perClient` already (by clientKey), so that one
- * client's sockets, busy or idle, cannot fill MAX_CONNECTIONS and lock every other client out.
- */
-function capConnectionsPerClient(server: net.Server, perClient: number, trustedProxies: Networks): void {
-  const open = new Map<string, number>();
-  server.on('connection', (socket: net.Socket) => {
-    if (socket.remoteAddress !== undefined && trustedProxies.includes(socket.remoteAddress)) return;
-    const key = clientKey(socket.remoteAddress);
-    const held = open.get(key) ?? 0;
-    if (held >= perClient) {
-      socket.destroy();
-      return;
-    }
-    open.set(key, held + 1);
-    socket.once('close', () => {
-      const left = (open.get(key) ?? 1) - 1;
-      if (left <= 0) open.delete(key);
-      else open.set(key, left);
-    });
-  });
 }
 
 /** Node's own answers (unparsable request, headers too large, HEADERS_TIMEOUT or REQUEST_TIMEOUT) in JSON. */

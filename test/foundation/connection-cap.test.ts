@@ -1,0 +1,88 @@
+import http from 'node:http';
+import net, { type AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { capConnectionsPerClient } from '../../src/http/connection-cap.js';
+import { NO_NETWORKS, parseNetworks } from '../../src/http/networks.js';
+
+/**
+ * Issue 21, M1: a client at MAX_CONNECTIONS_PER_CLIENT is refused when its connection is accepted,
+ * before Node makes a socket and an HTTP parser of it (the server's blockList), and let in again as
+ * soon as it holds fewer. Counted by the server's 'connection' events: a connection refused the old
+ * way (destroyed on 'connection') shows up there.
+ */
+
+let server: http.Server | undefined;
+
+afterEach(async () => {
+  server?.closeAllConnections();
+  await new Promise((resolve) => server?.close(resolve));
+  server = undefined;
+});
+
+async function cappedServer(perClient: number, trusted = NO_NETWORKS): Promise<{ port: number; connections: () => number }> {
+  server = http.createServer((_request, response) => response.end('ok'));
+  capConnectionsPerClient(server, perClient, trusted);
+  let connections = 0;
+  server.on('connection', () => (connections += 1));
+  await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+  return { port: (server.address() as AddressInfo).port, connections: () => connections };
+}
+
+/** A connection from `localAddress`: resolves with it once connected, or with 'closed' when the server closed it first. */
+function connect(port: number, localAddress: string): Promise<{ socket: net.Socket; closed: Promise<void> }> {
+  const socket = net.connect({ port, host: '127.0.0.1', localAddress });
+  socket.on('error', () => undefined);
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  return new Promise((resolve) => socket.once('connect', () => resolve({ socket, closed })));
+}
+
+/** Waits until the server holds `count` connections (its side of a closed one may close later than the client's). */
+async function untilServerHolds(count: number): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const held = await new Promise<number>((resolve, reject) => server!.getConnections((error, n) => (error ? reject(error) : resolve(n))));
+    if (held === count) return;
+    if (Date.now() > deadline) throw new Error(`the server holds ${held} connections, not ${count}`);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+/** Whether the server answers GET / on `socket` (a refused connection closes without an answer). */
+function answers(socket: net.Socket, closed: Promise<void>): Promise<boolean> {
+  const answered = new Promise<boolean>((resolve) => socket.once('data', () => resolve(true)));
+  socket.write('GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+  return Promise.race([answered, closed.then(() => false)]);
+}
+
+describe('connections per client address', () => {
+  it('refuses connections past the cap before they become sockets, and takes the client again below it', async () => {
+    const { port, connections } = await cappedServer(2);
+    const held = [await connect(port, '127.0.0.2'), await connect(port, '127.0.0.2')];
+    for (const { socket, closed } of held) expect(await answers(socket, closed)).toBe(true);
+    expect(connections()).toBe(2);
+
+    const refused = await Promise.all(Array.from({ length: 5 }, () => connect(port, '127.0.0.2')));
+    for (const { socket, closed } of refused) expect(await answers(socket, closed)).toBe(false);
+    // None of the five became a connection of the server.
+    expect(connections()).toBe(2);
+
+    // Another address is not touched by the first one's cap.
+    const other = await connect(port, '127.0.0.3');
+    expect(await answers(other.socket, other.closed)).toBe(true);
+    expect(connections()).toBe(3);
+
+    held[0]!.socket.destroy();
+    // The server's side of it closes when its FIN arrives.
+    await untilServerHolds(2);
+    const again = await connect(port, '127.0.0.2');
+    expect(await answers(again.socket, again.closed)).toBe(true);
+    for (const connection of [held[1]!, other, again]) connection.socket.destroy();
+  });
+
+  it('never blocks a trusted proxy, whose connections are not capped', async () => {
+    const { port } = await cappedServer(1, parseNetworks('127.0.0.7'));
+    const proxied = await Promise.all(Array.from({ length: 4 }, () => connect(port, '127.0.0.7')));
+    for (const { socket, closed } of proxied) expect(await answers(socket, closed)).toBe(true);
+    for (const { socket } of proxied) socket.destroy();
+  });
+});
