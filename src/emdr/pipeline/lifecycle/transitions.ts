@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { retryOnDeadlock, statement, type Queryable, type Statement } from '../../../db/sql.js';
 import type { CallbackErrorItem } from '../../errors/codes.js';
 import type { AccessBasis } from './document-access.js';
@@ -288,8 +288,13 @@ const SETTLE: Record<TransitionMaker, Statement> = {
   deadline: settleStatement('deadline'),
 };
 
-/** A new callback's webhook-id (Standard Webhooks): the same on every attempt. */
-export const newWebhookId = () => `msg_${randomBytes(16).toString('hex')}`;
+/**
+ * A new callback's webhook-id (Standard Webhooks): the same on every attempt. 32 hex digits of a
+ * random UUID (122 random bits): Node draws those from a cached batch, where randomBytes(16) asked
+ * OpenSSL each time (3.4 against 0.7 µs alone; 2% of the worker's main thread under make bench's
+ * pipeline, two ids a document).
+ */
+export const newWebhookId = () => `msg_${randomUUID().replaceAll('-', '')}`;
 
 /** The callback a settlement's transition emits (lifecycle.ts), with its URL; throws when the lifecycle has no transition to its state by `by`. */
 function emittedBy(by: TransitionMaker, settlement: Settlement): { callback: EmittedCallback; url: string } | undefined {
