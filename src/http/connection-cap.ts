@@ -23,11 +23,8 @@ export function capConnectionsPerClient(server: net.Server, perClient: number, t
   const atCap = new Set<string>();
   const blockAtCap = () => {
     const list = new net.BlockList();
-    for (const address of atCap) {
-      list.addAddress(address, 'ipv4');
-      // A listener on `::` sees an IPv4 client as IPv4-mapped IPv6.
-      list.addAddress(`::ffff:${address}`, 'ipv6');
-    }
+    // An IPv4 rule also holds for the IPv4-mapped form a listener on `::` sees.
+    for (const address of atCap) list.addAddress(address, 'ipv4');
     (server as net.Server & { blockList?: net.BlockList }).blockList = atCap.size > 0 ? list : undefined;
   };
   server.on('connection', (socket: net.Socket) => {

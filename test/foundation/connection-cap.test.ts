@@ -19,12 +19,12 @@ afterEach(async () => {
   server = undefined;
 });
 
-async function cappedServer(perClient: number, trusted = NO_NETWORKS): Promise<{ port: number; connections: () => number }> {
+async function cappedServer(perClient: number, trusted = NO_NETWORKS, host = '127.0.0.1'): Promise<{ port: number; connections: () => number }> {
   server = http.createServer((_request, response) => response.end('ok'));
   capConnectionsPerClient(server, perClient, trusted);
   let connections = 0;
   server.on('connection', () => (connections += 1));
-  await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server!.listen(0, host, resolve));
   return { port: (server.address() as AddressInfo).port, connections: () => connections };
 }
 
@@ -77,6 +77,16 @@ describe('connections per client address', () => {
     const again = await connect(port, '127.0.0.2');
     expect(await answers(again.socket, again.closed)).toBe(true);
     for (const connection of [held[1]!, other, again]) connection.socket.destroy();
+  });
+
+  it('refuses an IPv4 client at its cap on a dual-stack listener too, where it shows IPv4-mapped', async () => {
+    const { port, connections } = await cappedServer(1, NO_NETWORKS, '::');
+    const held = await connect(port, '127.0.0.2');
+    expect(await answers(held.socket, held.closed)).toBe(true);
+    const refused = await Promise.all(Array.from({ length: 3 }, () => connect(port, '127.0.0.2')));
+    for (const { socket, closed } of refused) expect(await answers(socket, closed)).toBe(false);
+    expect(connections()).toBe(1);
+    held.socket.destroy();
   });
 
   it('never blocks a trusted proxy, whose connections are not capped', async () => {
