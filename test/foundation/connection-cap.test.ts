@@ -1,14 +1,14 @@
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { capConnectionsPerClient } from '../../src/http/connection-cap.js';
+import { capConnectionsPerClient, LISTED_AFTER_REFUSALS } from '../../src/http/connection-cap.js';
 import { NO_NETWORKS, parseNetworks } from '../../src/http/networks.js';
 
 /**
- * Issue 21, M1: a client at MAX_CONNECTIONS_PER_CLIENT is refused when its connection is accepted,
- * before Node makes a socket and an HTTP parser of it (the server's blockList), and let in again as
- * soon as it holds fewer. Counted by the server's 'connection' events: a connection refused the old
- * way (destroyed on 'connection') shows up there.
+ * Issue 21, M1: a client that keeps reconnecting at MAX_CONNECTIONS_PER_CLIENT is refused when its
+ * connections are accepted, before Node makes a socket and an HTTP parser of them (the server's
+ * blockList), and let in again as soon as it holds fewer. Counted by the server's 'connection'
+ * events: a connection refused the old way (destroyed on 'connection') shows up there.
  */
 
 let server: http.Server | undefined;
@@ -47,6 +47,14 @@ async function untilServerHolds(count: number): Promise<void> {
   }
 }
 
+/** `count` connections from `localAddress` one after another, each refused (closed unanswered) before the next. */
+async function refusedInTurn(port: number, localAddress: string, count: number): Promise<void> {
+  for (let attempt = 0; attempt < count; attempt += 1) {
+    const { socket, closed } = await connect(port, localAddress);
+    expect(await answers(socket, closed)).toBe(false);
+  }
+}
+
 /** Whether the server answers GET / on `socket` (a refused connection closes without an answer). */
 function answers(socket: net.Socket, closed: Promise<void>): Promise<boolean> {
   const answered = new Promise<boolean>((resolve) => socket.once('data', () => resolve(true)));
@@ -61,15 +69,18 @@ describe('connections per client address', () => {
     for (const { socket, closed } of held) expect(await answers(socket, closed)).toBe(true);
     expect(connections()).toBe(2);
 
+    // Refused the 'connection' way until it has been refused LISTED_AFTER_REFUSALS times.
+    await refusedInTurn(port, '127.0.0.2', LISTED_AFTER_REFUSALS);
+    expect(connections()).toBe(2 + LISTED_AFTER_REFUSALS);
     const refused = await Promise.all(Array.from({ length: 5 }, () => connect(port, '127.0.0.2')));
     for (const { socket, closed } of refused) expect(await answers(socket, closed)).toBe(false);
     // None of the five became a connection of the server.
-    expect(connections()).toBe(2);
+    expect(connections()).toBe(2 + LISTED_AFTER_REFUSALS);
 
     // Another address is not touched by the first one's cap.
     const other = await connect(port, '127.0.0.3');
     expect(await answers(other.socket, other.closed)).toBe(true);
-    expect(connections()).toBe(3);
+    expect(connections()).toBe(3 + LISTED_AFTER_REFUSALS);
 
     held[0]!.socket.destroy();
     // The server's side of it closes when its FIN arrives.
@@ -83,9 +94,26 @@ describe('connections per client address', () => {
     const { port, connections } = await cappedServer(1, NO_NETWORKS, '::');
     const held = await connect(port, '127.0.0.2');
     expect(await answers(held.socket, held.closed)).toBe(true);
+    await refusedInTurn(port, '127.0.0.2', LISTED_AFTER_REFUSALS);
     const refused = await Promise.all(Array.from({ length: 3 }, () => connect(port, '127.0.0.2')));
     for (const { socket, closed } of refused) expect(await answers(socket, closed)).toBe(false);
-    expect(connections()).toBe(1);
+    expect(connections()).toBe(1 + LISTED_AFTER_REFUSALS);
+    held.socket.destroy();
+  });
+
+  it('does not list a client that holds its cap without reconnecting as fast as it is refused', async () => {
+    const { port, connections } = await cappedServer(1);
+    let held = await connect(port, '127.0.0.2');
+    for (let round = 0; round < 3; round += 1) {
+      await refusedInTurn(port, '127.0.0.2', LISTED_AFTER_REFUSALS - 1);
+      // One of its connections closes: its count of refusals starts again.
+      held.socket.destroy();
+      await untilServerHolds(0);
+      held = await connect(port, '127.0.0.2');
+      expect(await answers(held.socket, held.closed)).toBe(true);
+    }
+    // Every refusal went the 'connection' way: the client was never listed.
+    expect(connections()).toBe(4 + 3 * (LISTED_AFTER_REFUSALS - 1));
     held.socket.destroy();
   });
 
