@@ -1,7 +1,7 @@
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { capConnectionsPerClient, LISTED_AFTER_REFUSALS } from '../../src/http/connection-cap.js';
+import { capConnectionsPerClient, LISTED_AFTER_REFUSALS, MAX_LISTED_CLIENTS } from '../../src/http/connection-cap.js';
 import { NO_NETWORKS, parseNetworks } from '../../src/http/networks.js';
 
 /**
@@ -14,9 +14,11 @@ import { NO_NETWORKS, parseNetworks } from '../../src/http/networks.js';
 let server: http.Server | undefined;
 
 afterEach(async () => {
-  server?.closeAllConnections();
-  await new Promise((resolve) => server?.close(resolve));
+  const closing = server;
   server = undefined;
+  if (!closing) return;
+  closing.closeAllConnections();
+  await new Promise((resolve) => closing.close(resolve));
 });
 
 async function cappedServer(perClient: number, trusted = NO_NETWORKS, host = '127.0.0.1'): Promise<{ port: number; connections: () => number }> {
@@ -28,7 +30,7 @@ async function cappedServer(perClient: number, trusted = NO_NETWORKS, host = '12
   return { port: (server.address() as AddressInfo).port, connections: () => connections };
 }
 
-/** A connection from `localAddress`: resolves with it once connected, or with 'closed' when the server closed it first. */
+/** A connection from `localAddress`, once connected (the kernel completes a refused one too), with the promise of its close. */
 function connect(port: number, localAddress: string): Promise<{ socket: net.Socket; closed: Promise<void> }> {
   const socket = net.connect({ port, host: '127.0.0.1', localAddress });
   socket.on('error', () => undefined);
@@ -115,6 +117,25 @@ describe('connections per client address', () => {
     // Every refusal went the 'connection' way: the client was never listed.
     expect(connections()).toBe(4 + 3 * (LISTED_AFTER_REFUSALS - 1));
     held.socket.destroy();
+  });
+
+  it(`lists at most ${MAX_LISTED_CLIENTS} clients at once, and refuses the others the 'connection' way`, async () => {
+    const { port, connections } = await cappedServer(1);
+    const clients = Array.from({ length: MAX_LISTED_CLIENTS + 1 }, (_, index) => `127.0.1.${index + 1}`);
+    const held = [];
+    for (const client of clients) {
+      held.push(await connect(port, client));
+      await refusedInTurn(port, client, LISTED_AFTER_REFUSALS);
+    }
+    const counted = connections();
+    expect(counted).toBe(clients.length * (1 + LISTED_AFTER_REFUSALS));
+    // The first MAX_LISTED_CLIENTS are refused at accept: not counted.
+    for (const client of clients.slice(0, MAX_LISTED_CLIENTS)) await refusedInTurn(port, client, 1);
+    expect(connections()).toBe(counted);
+    // The one past the bound still reaches 'connection', and is refused there.
+    await refusedInTurn(port, clients.at(-1)!, 2);
+    expect(connections()).toBe(counted + 2);
+    for (const { socket } of held) socket.destroy();
   });
 
   it('never blocks a trusted proxy, whose connections are not capped', async () => {
